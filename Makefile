@@ -1,0 +1,29 @@
+# Tessera — the two commands a new user needs: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test test-all bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install -q --disable-pip-version-check -e . 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
+	@$(PY) -c "import tessera, amaranth, cocotb, numpy" && touch $(STAMP)
+
+demo: setup
+	$(VENV)/bin/tessera demo
+
+test: setup
+	$(PY) -m pytest -q
+
+test-all: setup
+	$(PY) -m pytest -q -m "slow or not slow"
+
+bench: setup
+	$(VENV)/bin/tessera bench --quick
+
+clean:
+	rm -rf .build build *.egg-info

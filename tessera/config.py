@@ -1,0 +1,144 @@
+"""Array configuration: the single parameter object read by hdl, golden model, compiler and tb.
+
+See ``docs/architecture.md`` section "Configuration".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+__all__ = ["ArrayConfig", "PRESETS", "preset", "MAX_TILES", "MIN_CONTEXTS", "MAX_CONTEXTS"]
+
+#: Largest array the 11-bit exchange source field can address.
+MAX_TILES = 2048
+#: The barrel pipeline needs at least 4 contexts (an instruction takes 4 cycles, F-D-X-W).
+MIN_CONTEXTS = 4
+MAX_CONTEXTS = 16
+MIN_SRAM_BYTES = 16 * 1024
+MAX_SRAM_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArrayConfig:
+    """Parameters of one Tessera array.
+
+    Parameters
+    ----------
+    tiles : int
+        Number of tiles N, 1 ≤ N ≤ 2048.
+    contexts : int
+        Hardware contexts (barrel threads) per tile T, 4 ≤ T ≤ 16. Context ``c``
+        owns the issue slot of every cycle ``t`` with ``t % T == c``.
+    sram_bytes : int
+        Bytes of SRAM per tile: a power of two from 16 KiB to 1 MiB. Code and data
+        share it, starting at address 0.
+    exchange_latency : int
+        Cycles L from a word's send to its write into the receiver's SRAM, 1 ≤ L ≤ 64.
+    name : str
+        Label used in reports and file names; not part of the hardware.
+
+    Raises
+    ------
+    ValueError
+        If a field is out of range; the message names the field and the value.
+    TypeError
+        If a field has the wrong type.
+    """
+
+    tiles: int = 4
+    contexts: int = 6
+    sram_bytes: int = 64 * 1024
+    exchange_latency: int = 3
+    name: str = "custom"
+
+    def __post_init__(self):
+        for field in ("tiles", "contexts", "sram_bytes", "exchange_latency"):
+            value = getattr(self, field)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError(f"ArrayConfig.{field} must be an int, not {value!r}")
+        if not 1 <= self.tiles <= MAX_TILES:
+            raise ValueError(f"ArrayConfig.tiles must be in 1..{MAX_TILES}, not {self.tiles}")
+        if not MIN_CONTEXTS <= self.contexts <= MAX_CONTEXTS:
+            raise ValueError(
+                f"ArrayConfig.contexts must be in {MIN_CONTEXTS}..{MAX_CONTEXTS}, not {self.contexts}")
+        s = self.sram_bytes
+        if not (MIN_SRAM_BYTES <= s <= MAX_SRAM_BYTES and s & (s - 1) == 0):
+            raise ValueError(
+                "ArrayConfig.sram_bytes must be a power of two from 16 KiB to 1 MiB, "
+                f"not {s}")
+        if not 1 <= self.exchange_latency <= 64:
+            raise ValueError(
+                f"ArrayConfig.exchange_latency must be in 1..64, not {self.exchange_latency}")
+        if not isinstance(self.name, str):
+            raise TypeError(f"ArrayConfig.name must be a str, not {self.name!r}")
+
+    # -- derived quantities (defined once here) -------------------------------------
+    @property
+    def sram_words(self) -> int:
+        """Words (32-bit) of SRAM per tile."""
+        return self.sram_bytes // 4
+
+    @property
+    def sram_addr_bits(self) -> int:
+        """Width of a byte address inside the tile SRAM."""
+        return self.sram_bytes.bit_length() - 1
+
+    @property
+    def tile_bits(self) -> int:
+        """Width of a tile index (at least 1)."""
+        return max(1, (self.tiles - 1).bit_length())
+
+    @property
+    def context_bits(self) -> int:
+        """Width of a context index."""
+        return max(1, (self.contexts - 1).bit_length())
+
+    @property
+    def sync_latency(self) -> int:
+        """Cycles S from the last tile's arrival at an ARRAY barrier to the release.
+
+        ``S = ceil(log2(N)) + 2`` (docs/architecture.md, "BSP sync").
+        """
+        return math.ceil(math.log2(self.tiles)) + 2 if self.tiles > 1 else 2
+
+    def replace(self, **changes) -> "ArrayConfig":
+        """Return a copy with ``changes`` applied (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        """The configuration as a JSON-ready dict (fields only)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ArrayConfig":
+        """Inverse of :meth:`to_dict`. Unknown keys raise ``ValueError``."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(d) - names
+        if unknown:
+            raise ValueError(f"unknown ArrayConfig field(s): {sorted(unknown)}")
+        return cls(**d)
+
+
+#: Named presets. ``gc2_like`` is for the golden model only (too big for RTL simulation).
+PRESETS: dict[str, ArrayConfig] = {
+    "tiny": ArrayConfig(name="tiny", tiles=1, contexts=4, sram_bytes=16 * 1024),
+    "small": ArrayConfig(name="small", tiles=4, contexts=6, sram_bytes=64 * 1024),
+    "array16": ArrayConfig(name="array16", tiles=16, contexts=6, sram_bytes=64 * 1024),
+    "gc2_like": ArrayConfig(name="gc2_like", tiles=1216, contexts=6, sram_bytes=256 * 1024),
+}
+
+
+def preset(name: str) -> ArrayConfig:
+    """Look up a preset by name.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not a preset; the message lists the valid names.
+    """
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}") from None
