@@ -1,0 +1,299 @@
+"""Build the Verilator model of ``tessera_array`` once and run cocotb test modules on it.
+
+The Verilog comes from the Amaranth top (``hdl.array.Array(config)``) through
+``amaranth.back.verilog.convert``. A build is cached in
+``<cache>/<design>-<key>/`` where ``<cache>`` is ``$TESSERA_BUILD_DIR`` or ``<repo>/.build/rtl``
+and ``key`` hashes the configuration, the wave options and every ``*.py`` source under
+``hdl/`` and ``tessera/``. A file lock (``fcntl.flock``) serialises builds of the same key
+across processes (e.g. pytest-xdist workers), so each key is compiled once.
+
+Running: :meth:`RtlModel.run` writes a JSON *payload* to a fresh work directory, runs a cocotb
+test module on the built simulator (``cocotb_tools.runner``, the same Runner object that
+did ``build()``), and returns the JSON the test module wrote. The default test module
+``tb.cocotb_array`` executes a list of host *jobs* (see :mod:`tb.cocotb_array`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from tessera.config import ArrayConfig
+
+from . import verilator_env
+
+__all__ = ["REPO_ROOT", "cache_root", "source_digest", "RtlModel", "build_model", "build_array",
+           "build_mock", "RtlRunError", "CLOCK_PERIOD_NS"]
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+TOPLEVEL = "tessera_array"
+#: Clock period used by every testbench (ns). Only relative times matter.
+CLOCK_PERIOD_NS = 10
+
+# The simulator's embedded Python gets PYTHONPATH from this process's sys.path
+# (cocotb_tools.runner); make sure `tb`, `tessera`, `hdl` and `golden_model` resolve there.
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+_log = logging.getLogger("tessera.tb.runner")
+
+
+class RtlRunError(RuntimeError):
+    """A Verilator build or simulation failed; the message carries the log tail."""
+
+
+def cache_root() -> Path:
+    """Directory holding cached builds: ``$TESSERA_BUILD_DIR`` or ``<repo>/.build/rtl``."""
+    env = os.environ.get("TESSERA_BUILD_DIR")
+    return Path(env).expanduser().resolve() if env else REPO_ROOT / ".build" / "rtl"
+
+
+def source_digest(paths: Iterable[str | Path] = ("hdl", "tessera")) -> str:
+    """SHA-256 over the ``*.py`` files under ``paths`` (relative to the repo, or absolute).
+
+    Parameters
+    ----------
+    paths : iterable of str or Path
+        Directories (searched recursively) or single files.
+
+    Returns
+    -------
+    str
+        Hex digest; changes whenever any of those files' names or contents change.
+    """
+    h = hashlib.sha256()
+    for p in paths:
+        p = Path(p)
+        p = p if p.is_absolute() else REPO_ROOT / p
+        files = sorted(p.rglob("*.py")) if p.is_dir() else ([p] if p.exists() else [])
+        for f in files:
+            if "__pycache__" in f.parts:
+                continue
+            h.update(str(f.relative_to(REPO_ROOT) if f.is_relative_to(REPO_ROOT) else f).encode())
+            h.update(b"\0")
+            h.update(f.read_bytes())
+            h.update(b"\0")
+    return h.hexdigest()
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _tail(path: Path, n: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return f"(no log at {path})"
+
+
+@dataclass
+class RtlModel:
+    """A built Verilator simulator of one design, ready to run cocotb test modules.
+
+    Attributes
+    ----------
+    config : ArrayConfig
+        Configuration the design was elaborated with.
+    build_dir : pathlib.Path
+        Cache directory of this build (Verilog, Verilator objects, executable).
+    waves : str or None
+        ``None`` (no tracing compiled in), ``"vcd"`` or ``"fst"``.
+    build_seconds : float
+        Wall time of the Verilog generation plus Verilator build (0.0 on a cache hit).
+    """
+    config: ArrayConfig
+    build_dir: Path
+    waves: str | None
+    build_seconds: float
+    _runner: object = field(repr=False)
+
+    def run(self, payload: dict, *, test_module: str = "tb.cocotb_array",
+            waves: bool = False, work_dir: str | Path | None = None,
+            keep_work_dir: bool = False) -> dict:
+        """Run ``test_module`` on this simulator with ``payload`` and return its JSON output.
+
+        Parameters
+        ----------
+        payload : dict
+            JSON-serialisable input for the test module (``$TESSERA_TB_PAYLOAD``). The
+            configuration is added as ``payload["config"]``.
+        test_module : str
+            Dotted name of the cocotb test module; it must write ``$TESSERA_TB_RESULTS``.
+        waves : bool
+            Dump waves (``dump.vcd`` / ``dump.fst`` in the work directory). Needs a model
+            built with waves.
+        work_dir : path, optional
+            Where to run; default a fresh temporary directory (deleted afterwards unless
+            ``keep_work_dir`` or ``waves``).
+
+        Returns
+        -------
+        dict
+            The JSON object the test module wrote; ``"work_dir"`` is added when kept.
+
+        Raises
+        ------
+        ValueError
+            ``waves=True`` on a model built without waves.
+        RtlRunError
+            The simulator failed or wrote no results; the message has the log tail.
+        """
+        if waves and self.waves is None:
+            raise ValueError("waves requested but this model was built without waves; "
+                             "build it with build_array(config, waves='vcd')")
+        keep = keep_work_dir or waves or work_dir is not None
+        if work_dir is None:
+            base = self.build_dir.parent / "runs"
+            base.mkdir(parents=True, exist_ok=True)
+            work = Path(tempfile.mkdtemp(prefix="run-", dir=base))
+        else:
+            work = Path(work_dir).resolve()
+            work.mkdir(parents=True, exist_ok=True)
+        payload = dict(payload, config=self.config.to_dict())
+        pin, pout = work / "payload.json", work / "results.json"
+        pin.write_text(json.dumps(payload))
+        with contextlib.suppress(OSError):
+            pout.unlink()
+        log = work / "sim.log"
+        verilator_env.ensure()
+        try:
+            self._runner.test(
+                test_module=test_module, hdl_toplevel=TOPLEVEL, hdl_toplevel_lang="verilog",
+                build_dir=self.build_dir, test_dir=work, results_xml=str(work / "results.xml"),
+                extra_env={"TESSERA_TB_PAYLOAD": str(pin), "TESSERA_TB_RESULTS": str(pout)},
+                waves=waves, log_file=log)
+        except (SystemExit, RuntimeError) as e:
+            raise RtlRunError(f"RTL simulation failed ({e!r}); log {log}:\n{_tail(log)}") from None
+        if not pout.exists():
+            raise RtlRunError(f"RTL simulation wrote no results; log {log}:\n{_tail(log)}")
+        out = json.loads(pout.read_text())
+        if keep:
+            out["work_dir"] = str(work)
+        else:
+            import shutil
+            shutil.rmtree(work, ignore_errors=True)
+        return out
+
+
+def build_model(design: str, config: ArrayConfig, elaborate: Callable[[], object],
+                sources: Iterable[str | Path], *, waves: str | None = None,
+                extra_args: Iterable[str] = ()) -> RtlModel:
+    """Build (or reuse) a Verilator model of an Amaranth component exported as ``tessera_array``.
+
+    Parameters
+    ----------
+    design : str
+        Short name used in the cache directory (``"array"``, ``"mock"``).
+    config : ArrayConfig
+    elaborate : callable
+        Returns the Amaranth ``wiring.Component`` to convert (called only on a cache miss).
+    sources : iterable of path
+        Files/directories whose ``*.py`` contents key the cache.
+    waves : {None, "vcd", "fst"}
+        Compile tracing in. FST needs the ``lz4.h`` header (``apt-get install liblz4-dev``).
+    extra_args : iterable of str
+        More Verilator arguments.
+
+    Returns
+    -------
+    RtlModel
+
+    Raises
+    ------
+    ValueError
+        Unknown ``waves`` value.
+    RtlRunError
+        Verilog generation or the Verilator build failed (message has the log tail).
+    """
+    if waves not in (None, "vcd", "fst"):
+        raise ValueError(f"waves must be None, 'vcd' or 'fst', not {waves!r}")
+    inst = verilator_env.ensure()
+    from cocotb_tools.runner import get_runner
+
+    args = ["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-O2", *extra_args]
+    if waves == "fst":
+        args.append("--trace-fst")
+    key_doc = {"design": design, "config": config.to_dict(), "waves": waves, "args": args,
+               "verilator": inst.version, "src": source_digest(sources)}
+    key = hashlib.sha256(json.dumps(key_doc, sort_keys=True).encode()).hexdigest()[:16]
+    build_dir = cache_root() / f"{design}-{config.tiles}t{config.contexts}c-{key}"
+    stamp = build_dir / "build_ok.json"
+    runner = get_runner("verilator")
+    runner.log.setLevel(logging.WARNING)
+    t0 = time.monotonic()
+    built = False
+    with _file_lock(cache_root() / f"{design}-{key}.lock"):
+        vfile = build_dir / f"{TOPLEVEL}.v"
+        if not stamp.exists():
+            build_dir.mkdir(parents=True, exist_ok=True)
+            try:
+                from amaranth.back import verilog
+                text = verilog.convert(elaborate(), name=TOPLEVEL, emit_src=False)
+            except Exception as e:  # elaboration errors of the design under test
+                raise RtlRunError(f"Verilog generation for {design} {config} failed: {e!r}") from e
+            vfile.write_text(text)
+            built = True
+        log = build_dir / "build.log"
+        try:
+            runner.build(sources=[vfile], hdl_toplevel=TOPLEVEL, build_dir=build_dir,
+                         build_args=args, waves=waves is not None, always=False,
+                         timescale=("1ns", "1ps"), log_file=log)
+        except (SystemExit, RuntimeError) as e:
+            raise RtlRunError(f"Verilator build of {design} failed ({e!r}); log {log}:\n"
+                              f"{_tail(log)}") from None
+        if built:
+            stamp.write_text(json.dumps(key_doc, indent=1))
+    secs = time.monotonic() - t0 if built else 0.0
+    return RtlModel(config, build_dir, waves, secs, runner)
+
+
+def build_array(config: ArrayConfig, *, waves: str | None = None) -> RtlModel:
+    """Build (or reuse) the Verilator model of ``hdl.array.Array(config)``.
+
+    Parameters
+    ----------
+    config : ArrayConfig
+    waves : {None, "vcd", "fst"}
+
+    Returns
+    -------
+    RtlModel
+
+    Raises
+    ------
+    RtlRunError
+        ``hdl/array.py`` is missing or fails to elaborate, or the build failed.
+    """
+    def elaborate():
+        try:
+            from hdl.array import Array
+        except ImportError as e:
+            raise RtlRunError(f"the RTL array top is not available (hdl/array.py): {e}") from e
+        return Array(config)
+    return build_model("array", config, elaborate, ("hdl", "tessera"), waves=waves)
+
+
+def build_mock(config: ArrayConfig, *, waves: str | None = None) -> RtlModel:
+    """Build the host-port-only stand-in :class:`tb.mock_array.MockArray` (tb self-tests)."""
+    def elaborate():
+        from .mock_array import MockArray
+        return MockArray(config)
+    return build_model("mock", config, elaborate, ("tb/mock_array.py", "tessera"), waves=waves)

