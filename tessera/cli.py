@@ -1,0 +1,133 @@
+"""The ``tessera`` command line (one function per subcommand; details live in ``toolchain/``).
+
+Exit codes: 0 success (run halted), 2 bad usage or input (one-line message on stderr,
+no traceback), 3 the run faulted or timed out, or the demo result did not match.
+Room is left for later subcommands (gen, run, profile, bench).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["main", "build_parser"]
+
+EXIT_OK, EXIT_USAGE, EXIT_RUN = 0, 2, 3
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2 (argparse's default also prints usage)
+        self.print_usage(sys.stderr)
+        print(f"tessera: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return v
+
+
+def _add_array_args(p):
+    from tessera.backends import KNOWN_BACKENDS
+    p.add_argument("--preset", help="array preset: tiny, small (default), array16, gc2_like")
+    p.add_argument("--tiles", type=_positive, help="tiles N (overrides the preset)")
+    p.add_argument("--contexts", type=_positive, help="contexts per tile T")
+    p.add_argument("--sram-bytes", type=_positive, help="SRAM bytes per tile (power of two)")
+    p.add_argument("--xlatency", type=_positive, help="exchange latency L in cycles")
+    p.add_argument("--backend", default="model", choices=KNOWN_BACKENDS,
+                   help="simulator to run on (default: model)")
+    p.add_argument("--max-cycles", type=_positive, default=None,
+                   help="cycle limit (default 1000000); the run times out after it")
+    p.add_argument("--json", metavar="OUT", help="write the run result JSON here ('-' = stdout)")
+
+
+def _config(args):
+    from toolchain.run import resolve_config
+    return resolve_config(args.preset, tiles=args.tiles, contexts=args.contexts,
+                          sram_bytes=args.sram_bytes, xlatency=args.xlatency)
+
+
+def cmd_cc(args) -> int:
+    """``tessera cc SRC... -o OUT.elf [--no-crt] [-O..] [-D..] [-I..]``."""
+    from toolchain.cc import compile_program, CompileError
+    try:
+        compile_program(args.sources, args.output, no_crt=args.no_crt, opt=args.opt,
+                        defines=args.define or (), include_dirs=args.include or ())
+    except CompileError as e:
+        if e.output:
+            print(e.output, file=sys.stderr)
+        raise
+    return EXIT_OK
+
+
+def cmd_exec(args) -> int:
+    """``tessera exec PROG.elf [array options] [--backend B] [--max-cycles C] [--json OUT]``."""
+    from toolchain.run import DEFAULT_MAX_CYCLES, exec_program, summarize
+    config = _config(args)
+    result, _ = exec_program(args.program, config, backend=args.backend,
+                             max_cycles=args.max_cycles or DEFAULT_MAX_CYCLES,
+                             json_out=args.json)
+    print(summarize(result), file=sys.stderr if args.json == "-" else sys.stdout)
+    return result.exit_code
+
+
+def cmd_demo(args) -> int:
+    """``tessera demo [array options]``: SPMD vector sum checked against numpy."""
+    from toolchain.demo import run_demo
+    from toolchain.run import DEFAULT_MAX_CYCLES
+    return run_demo(_config(args), words_per_tile=args.words, seed=args.seed,
+                    backend=args.backend, max_cycles=args.max_cycles or DEFAULT_MAX_CYCLES,
+                    json_out=args.json)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser with all subcommands."""
+    p = _Parser(prog="tessera", description="Tessera IPU-style processor tools")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    cc = sub.add_parser("cc", help="compile C/asm to a Tessera ELF")
+    cc.add_argument("sources", nargs="+", metavar="SRC", help=".c, .S or .s files")
+    cc.add_argument("-o", dest="output", required=True, metavar="OUT.elf")
+    cc.add_argument("--no-crt", action="store_true", help="no crt0: the program has _start")
+    cc.add_argument("-O", dest="opt", metavar="LEVEL", type=lambda s: "-O" + s,
+                    help="optimisation level (0,1,2,3,s,z; default 2)")
+    cc.add_argument("-D", dest="define", action="append", metavar="NAME[=VAL]")
+    cc.add_argument("-I", dest="include", action="append", metavar="DIR")
+    cc.set_defaults(func=cmd_cc)
+
+    ex = sub.add_parser("exec", help="run an ELF on every tile (SPMD)")
+    ex.add_argument("program", metavar="PROG.elf")
+    _add_array_args(ex)
+    ex.set_defaults(func=cmd_exec)
+
+    de = sub.add_parser("demo", help="run the SPMD vector-sum demo and check it")
+    _add_array_args(de)
+    de.add_argument("--words", type=_positive, default=96, help="words (4 int8) per tile")
+    de.add_argument("--seed", type=int, default=2024, help="data seed")
+    de.set_defaults(func=cmd_demo)
+    return p
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``tessera`` script; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    from tessera.backends import BackendError
+    from toolchain import ToolchainError
+    try:
+        return args.func(args)
+    except (ToolchainError, BackendError) as e:
+        print(f"tessera {args.command}: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("tessera: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
