@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .backends import register
+from .backends import BackendError, register
 from .config import ArrayConfig
 from .result import RunResult
 
@@ -14,7 +14,10 @@ def run_on_model(config: ArrayConfig, image, max_cycles: int, *, preload=(),
 
     See :func:`tessera.backends.run_program_io` for the parameters.
     """
-    from golden_model import Array  # imported late: the model is optional for `tessera cc`
+    try:  # imported late: the model is not needed for `tessera cc`
+        from golden_model import Array
+    except ImportError as e:
+        raise BackendError(f"the golden model is not available ({e})") from None
 
     arr = Array(config)
     for seg in image.segments:

@@ -72,7 +72,7 @@ def compile_program(sources, output, *, no_crt=False, opt=None, defines=(), incl
     include_dirs : sequence of path-like
         Extra include directories (``-I``).
     extra : sequence of str
-        Further flags passed to ``zig cc`` verbatim (e.g. ``-Wl,--defsym=__stack_bytes=2048``).
+        Further flags passed to ``zig cc`` verbatim (e.g. ``-Wl,--print-memory-usage``).
     timeout : float
         Seconds before the compiler is abandoned.
 
