@@ -38,9 +38,11 @@ Algorithm
    ``a``/``b`` alternating path from ``v`` is flipped, which frees ``a`` at ``v``. Without
    multicast this is exact: ``K = B``. Multicast slots are fixed; a path that would flip one is
    rejected and other ``(a, b)`` pairs are tried, then a new slot is opened.
-4. If step 2-3 did not reach ``B``, a second attempt expands the multicast words of every sender
-   that can afford it (sum of its destinations ≤ ``B``) into unicast sends and the better
-   schedule is kept. Multicast is a hypergraph colouring problem, so ``B`` is not always
+4. If steps 2-3 did not reach ``B``, further attempts send some multicast words as unicasts
+   (first all multicast words of every sender whose spare slots pay for all of them, then per
+   sender its smallest multicast words while its spare slots last), then repeat with shuffled
+   multicast orders (deterministic seed; only for ≤ 20 000 words); the shortest schedule is
+   kept, stopping as soon as one meets ``B``. Multicast is a hypergraph colouring problem, so ``B`` is not always
    achievable (``bound_met`` reports it honestly); one-source broadcasts always meet it.
 5. Programs: for each tile, position ``p`` (cycle ``r + p``) holds a STEP if the tile sends at
    slot ``p`` and/or receives a word sent at slot ``p − L``; runs of empty positions become IDLE
@@ -54,6 +56,7 @@ rejected: they are not an exchange; a local copy codelet should move such words.
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -445,14 +448,18 @@ def _colour_unicast(col: _Colouring, words, edges) -> None:
         col.busy[n + dsts[0][0]] |= 1 << ecol[e]
 
 
-def _attempt(words, n: int, bound: int, required: list[int], expand: set[int]):
-    """One colouring attempt; senders in ``expand`` have their multicast words sent as unicasts."""
+def _attempt(words, n: int, bound: int, required: list[int], expand: set[int], rng=None):
+    """One colouring attempt.
+
+    Multicast words whose index is in ``expand`` are sent as one unicast per destination.
+    Multicast words are coloured largest first (ties in input order, or shuffled by ``rng``).
+    """
     col = _Colouring(n, bound)
     spare = [bound - r for r in required]
     uwords = []
     multi = []
     for w, (i, src, saddr, dsts) in enumerate(words):
-        if len(dsts) > 1 and src in expand:
+        if len(dsts) > 1 and w in expand:
             spare[src] -= len(dsts) - 1
             for d in dsts:
                 uwords.append((i, src, saddr, [d]))
@@ -461,11 +468,46 @@ def _attempt(words, n: int, bound: int, required: list[int], expand: set[int]):
         else:
             uwords.append((i, src, saddr, dsts))
     allwords = list(words) + uwords
+    if rng is not None:
+        rng.shuffle(multi)
     multi.sort(key=lambda w: -len(words[w][3]))
     _colour_multicast(col, allwords, multi, spare)
     _colour_unicast(col, allwords, list(range(len(words), len(allwords))))
     slots = max((s for s, _, _ in col.sends), default=-1) + 1
     return slots, col.sends, allwords
+
+
+def _expansions(words, n: int, bound: int, required: list[int]):
+    """Candidate sets of multicast words to send as unicasts, cheapest to most aggressive:
+    all words of senders that can afford all of them; then, per sender, its smallest
+    multicast words while its spare slots last."""
+    spare = [bound - r for r in required]
+    full_cost = [0] * n
+    by_src: list[list[int]] = [[] for _ in range(n)]
+    for w, (_, src, _, dsts) in enumerate(words):
+        if len(dsts) > 1:
+            full_cost[src] += len(dsts) - 1
+            by_src[src].append(w)
+    full = {w for t in range(n) if by_src[t] and full_cost[t] <= spare[t] for w in by_src[t]}
+    partial = set()
+    for t in range(n):
+        left = spare[t]
+        for w in sorted(by_src[t], key=lambda w: len(words[w][3])):
+            extra = len(words[w][3]) - 1
+            if extra <= left:
+                partial.add(w)
+                left -= extra
+    out = []
+    for cand in (full, partial):
+        if cand and cand not in out:
+            out.append(cand)
+    return out
+
+
+#: Extra multicast attempts (shuffled orders) when the bound is not met, for patterns up to
+#: this many words (keeps large patterns within a few seconds).
+_RETRY_WORDS = 20000
+_RETRIES = 6
 
 
 def schedule_exchange(transfers: Iterable[Transfer], config: ArrayConfig) -> ExchangeSchedule:
@@ -523,14 +565,17 @@ def schedule_exchange(transfers: Iterable[Transfer], config: ArrayConfig) -> Exc
 
     best = _attempt(words, n, bound, required, set())
     if best[0] > bound:
-        sums = [0] * n
-        for _, src, _, dsts in words:
-            sums[src] += len(dsts)
-        expand = {t for t in range(n) if sums[t] <= bound and sums[t] > required[t]}
-        if expand:
-            alt = _attempt(words, n, bound, required, expand)
+        expansions = _expansions(words, n, bound, required)
+        tries = [(e, None) for e in expansions]
+        if len(words) <= _RETRY_WORDS:
+            rng = random.Random(0x7E55E7A)      # deterministic output
+            tries += [(e, rng) for _ in range(_RETRIES) for e in [set()] + expansions]
+        for expand, r in tries:
+            alt = _attempt(words, n, bound, required, expand, r)
             if alt[0] < best[0]:
                 best = alt
+            if best[0] == bound:
+                break
     slots, raw, allwords = best
 
     sends = sorted((Send(s, allwords[w][1], allwords[w][2], tuple(dsts), allwords[w][0])
