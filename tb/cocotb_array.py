@@ -13,7 +13,9 @@ Ops (strings or dicts with an ``"op"`` key), executed in order:
 ``load`` (write the segments through AXI), ``start``, ``wait`` (until ``done``),
 ``collect`` (read the RunResult), ``{"op": "write", "addr", "data": int}`` /
 ``{"op": "read", "addr", "n": words}`` (raw AXI, response recorded, no exception),
-``{"op": "cycles", "n"}`` (let n clock cycles pass).
+``{"op": "cycles", "n"}`` (let n clock cycles pass),
+``{"op": "readback", "regions": [[tile, addr, nbytes], ...]}`` (SRAM bytes into
+``"readback"``: a list of hex strings).
 
 Output (``$TESSERA_TB_RESULTS``)::
 
@@ -83,6 +85,16 @@ async def _run_job(host: TesseraHost, job: dict, monitor_factory) -> dict:
                 words = [int.from_bytes(data[4 * i:4 * i + 4], "little") for i in range(n)]
                 out["axi"].append({"op": "read", "addr": int(op["addr"]), "resp": resp,
                                    "data": words})
+            elif kind == "readback":
+                got = []
+                for tile, addr, nbytes in op["regions"]:
+                    from tessera.hostmap import sram_addr
+                    data, resp = await host.read_raw(sram_addr(int(tile), int(addr)), int(nbytes))
+                    if resp != 0:
+                        raise RuntimeError(f"read-back of tile {tile} [{addr:#x}, +{nbytes}) "
+                                           f"got AXI response {resp}")
+                    got.append(data.hex())
+                out["readback"] = got
             elif kind == "cycles":
                 await Timer(int(op["n"]) * host.period_ns, unit="ns")
             else:

@@ -1,0 +1,141 @@
+"""The ``rtl`` backend: run a program on the Verilator model of ``tessera_array``.
+
+Registered in :mod:`tessera.backends` on import (``tessera exec --backend rtl``). The
+Verilator model is built once per (config, RTL sources) and cached (:mod:`tb.runner`);
+each call runs one cocotb simulation that loads the image through the AXI4-Lite host
+port, starts the array, sleeps until ``done`` and reads the result back
+(:mod:`tb.host`), giving the same :class:`tessera.result.RunResult` JSON as ``model``.
+
+Waves: pass ``waves="vcd"`` (or ``"fst"``), or set ``TESSERA_RTL_WAVES=vcd`` in the
+environment (what ``tessera exec --waves`` does); the dump path is then stored in
+:data:`last_run_info` ``["waves"]`` and printed to stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from tessera.backends import BackendError, register
+from tessera.config import ArrayConfig
+from tessera.faults import FaultCause
+from tessera.result import (ContextResult, ContextState, Fault, RunResult, RunStatus,
+                            TileResult)
+
+__all__ = ["run_on_rtl", "result_from_json", "image_segments", "last_run_info"]
+
+#: Details of the last :func:`run_on_rtl` call: build dir, work dir, waves file, timings.
+last_run_info: dict = {}
+
+
+def result_from_json(d: dict, backend: str = "rtl") -> RunResult:
+    """Rebuild a :class:`RunResult` from its ``to_json()`` form (inverse of ``to_json``).
+
+    Raises
+    ------
+    ValueError
+        A field is missing or has an unknown value (the message names it).
+    """
+    try:
+        cfg = ArrayConfig.from_dict(d["config"])
+        tiles = []
+        for t in d["tiles"]:
+            f = t["fault"]
+            fault = None if f is None else Fault(f["context"], FaultCause.from_label(f["cause"]),
+                                                 f["pc"], f["addr"])
+            ctxs = [ContextResult(c["context"], ContextState[c["state"].upper()], c["pc"],
+                                  c["exit_code"], c["retired"], list(c["regs"]))
+                    for c in t["contexts"]]
+            tiles.append(TileResult(t["tile"], dict(t["counters"]), fault, ctxs))
+        return RunResult(cfg, RunStatus(d["status"]), d["cycles"], tiles,
+                         list(d["not_arrived"]), backend)
+    except (KeyError, TypeError) as e:
+        raise ValueError(f"malformed run-result JSON: missing or bad field {e}") from None
+
+
+def image_segments(config: ArrayConfig, image, preload=()) -> list[list]:
+    """SPMD image segments for every tile plus ``preload`` as ``[tile, addr, hex]`` lists.
+
+    Raises
+    ------
+    ValueError
+        A segment or preload write does not fit the tile SRAM (names tile and range).
+    """
+    segs = []
+    for tile in range(config.tiles):
+        for s in image.segments:
+            data = bytes(s.data)
+            if not data:
+                continue
+            if s.addr < 0 or s.addr + len(data) > config.sram_bytes:
+                raise ValueError(f"image segment [{s.addr:#x}, {s.addr + len(data):#x}) does not "
+                                 f"fit the {config.sram_bytes}-byte SRAM of tile {tile}")
+            segs.append([tile, s.addr, data.hex()])
+    for tile, addr, data in preload:
+        data = bytes(data)
+        if not 0 <= tile < config.tiles:
+            raise ValueError(f"preload for tile {tile}: the array has {config.tiles} tiles")
+        if addr < 0 or addr + len(data) > config.sram_bytes:
+            raise ValueError(f"preload [{addr:#x}, {addr + len(data):#x}) does not fit the "
+                             f"{config.sram_bytes}-byte SRAM of tile {tile}")
+        segs.append([tile, addr, data.hex()])
+    return segs
+
+
+@register("rtl")
+def run_on_rtl(config: ArrayConfig, image, max_cycles: int, *, preload=(), readback=(),
+               waves: str | None = None) -> tuple[RunResult, list[bytes]]:
+    """Run ``image`` SPMD on the RTL of ``config`` (see :func:`tessera.backends.run_program_io`).
+
+    Parameters
+    ----------
+    config : ArrayConfig
+    image : toolchain.elf.Image or compatible (``entry``, ``segments`` with ``addr``/``data``)
+    max_cycles : int
+        Cycle limit written to MAX_CYCLES.
+    preload : iterable of (tile, addr, bytes)
+    readback : iterable of (tile, addr, nbytes)
+    waves : {None, "vcd", "fst"}
+        Dump waves; default from ``$TESSERA_RTL_WAVES``.
+
+    Returns
+    -------
+    (RunResult, list of bytes)
+
+    Raises
+    ------
+    BackendError
+        The RTL cannot be built or simulated here (message says why, with the log tail).
+    ValueError
+        The image does not fit the SRAM.
+    """
+    from .runner import RtlRunError, build_array
+
+    if waves is None:
+        waves = os.environ.get("TESSERA_RTL_WAVES") or None
+    if waves not in (None, "vcd", "fst"):
+        raise ValueError(f"waves must be 'vcd' or 'fst', not {waves!r}")
+    readback = [(int(t), int(a), int(n)) for t, a, n in readback]
+    job = {"name": "exec", "segments": image_segments(config, image, preload),
+           "entry": int(image.entry), "max_cycles": int(max_cycles),
+           "ops": ["load", "start", "wait", "collect"]
+           + ([{"op": "readback", "regions": readback}] if readback else [])}
+    try:
+        model = build_array(config, waves=waves)
+        out = model.run({"jobs": [job]}, waves=waves is not None)
+    except RtlRunError as e:
+        raise BackendError(f"rtl backend: {e}") from None
+    (res,) = out["jobs"]
+    last_run_info.clear()
+    last_run_info.update(build_dir=str(model.build_dir), build_seconds=model.build_seconds,
+                         work_dir=out.get("work_dir"), sim_cycles=res["sim_cycles"],
+                         wall_s=res["wall_s"])
+    if waves is not None and out.get("work_dir"):
+        dump = os.path.join(out["work_dir"], "dump.fst" if waves == "fst" else "dump.vcd")
+        last_run_info["waves"] = dump
+        print(f"tessera: waves written to {dump}", file=sys.stderr)
+    if res["error"] is not None:
+        raise BackendError(f"rtl backend: simulation job failed:\n{res['error']}")
+    result = result_from_json(res["result"])
+    data = [bytes.fromhex(h) for h in res.get("readback", [])]
+    return result, data
