@@ -8,7 +8,11 @@ STAMP := $(VENV)/.installed
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+# Re-install when a top-level package gains its __init__.py: the editable install records
+# packages without one as namespaces, which hides the package from the `tessera` script.
+PKG_INITS := $(wildcard tessera/__init__.py hdl/__init__.py golden_model/__init__.py tb/__init__.py toolchain/__init__.py)
+
+$(STAMP): pyproject.toml $(PKG_INITS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install -q --disable-pip-version-check -e . 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
 	@$(PY) -c "import tessera, amaranth, cocotb, numpy" && touch $(STAMP)
