@@ -1,0 +1,264 @@
+"""Compiled C/asm programs run on the golden model through the toolchain's exec path.
+
+Expected values are computed independently here (numpy, or by hand from the spec), never
+taken from the model's output.
+"""
+
+import json
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tessera import backends
+from tessera.config import ArrayConfig, PRESETS
+from tessera.result import COUNTER_NAMES, RunStatus
+from toolchain.cc import compile_program
+from toolchain.demo import run_demo
+from toolchain.elf import load_elf
+from toolchain.run import exec_program
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+
+def _model_available():
+    try:
+        from golden_model import Array  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+pytestmark = pytest.mark.skipif(not _model_available(),
+                                reason="golden_model.Array not available yet")
+
+M32 = 0xFFFFFFFF
+
+
+def tessera(*args):
+    return subprocess.run([sys.executable, "-m", "tessera.cli", *map(str, args)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+
+
+def build(tmp_path, name, text, **kw):
+    src = tmp_path / name
+    src.write_text(text)
+    return compile_program([src], tmp_path / (src.stem + ".elf"), **kw)
+
+
+def codes(result):
+    return [[c.exit_code for c in t.contexts] for t in result.tiles]
+
+
+def test_bare_asm_exit_codes(tmp_path):
+    elf = compile_program([EXAMPLES / "hello.S"], tmp_path / "hello.elf", no_crt=True)
+    cfg = PRESETS["small"]
+    res, _ = exec_program(elf, cfg, max_cycles=1000)
+    assert RunStatus(res.status) == RunStatus.HALTED
+    assert codes(res) == [[t * 16 + c for c in range(cfg.contexts)] for t in range(cfg.tiles)]
+    # 5 instructions per context, all contexts issue in consecutive slots: the last
+    # context's ecall is its 5th instruction, issued at cycle 4*T + (T-1) (spec §4, §7).
+    T = cfg.contexts
+    assert res.cycles == 4 * T + (T - 1) + 1
+    for t in res.tiles:
+        assert t.counters["retired"] == 5 * T
+        assert all(c.retired == 5 for c in t.contexts)
+
+
+def test_csrs_stack_and_counters_from_c(tmp_path):
+    elf = build(tmp_path, "csr.c", """
+#include <tessera.h>
+uint32_t info[16][8];
+int main(void) {
+    uint32_t c = tsr_context_id();
+    volatile uint32_t local = 0;
+    uint64_t c0 = tsr_cycle();
+    uint64_t i0 = tsr_instret();
+    info[c][0] = tsr_tile_id();
+    info[c][1] = c;
+    info[c][2] = tsr_tile_count();
+    info[c][3] = tsr_context_count();
+    info[c][4] = tsr_sram_bytes();
+    info[c][5] = (uint32_t)(uintptr_t)&local;
+    info[c][6] = (uint32_t)(tsr_cycle() - c0);
+    info[c][7] = (uint32_t)(tsr_instret() - i0);
+    return (int)(tsr_tile_id() * 100 + c);
+}
+""")
+    cfg = ArrayConfig(tiles=3, contexts=5, sram_bytes=32 * 1024, name="t3")
+    img = load_elf(elf)
+    addr = img.symbols["info"]
+    res, mem = exec_program(img, cfg, max_cycles=20000,
+                            readback=[(t, addr, 16 * 8 * 4) for t in range(cfg.tiles)])
+    assert RunStatus(res.status) == RunStatus.HALTED
+    assert codes(res) == [[t * 100 + c for c in range(5)] for t in range(3)]
+    for t in range(3):
+        info = np.frombuffer(mem[t], dtype="<u4").reshape(16, 8)
+        for c in range(5):
+            assert list(info[c, :5]) == [t, c, 3, 5, 32 * 1024]
+            top = 32 * 1024 - c * 1024           # crt0: sp = sram_bytes - context_id * 1 KiB
+            assert top - 1024 <= info[c, 5] < top
+            assert info[c, 6] > 0 and info[c, 6] % 5 == 0   # cycle CSR = issue cycle; slots T apart
+            assert info[c, 7] > 0                           # instret grows
+        assert not info[5:].any()
+    for t in res.tiles:
+        cnt = t.counters
+        assert cnt["compute"] + cnt["sync"] + cnt["exchange"] + cnt["halted"] == res.cycles
+        assert cnt["retired"] == sum(c.retired for c in t.contexts)
+        assert cnt["macs"] == 0
+
+
+def test_dot4_through_header_matches_numpy(tmp_path):
+    rng = np.random.default_rng(7)
+    a = rng.integers(-128, 128, 64, dtype=np.int8)
+    b = rng.integers(-128, 128, 64, dtype=np.int8)
+
+    def words(x):
+        return ", ".join(f"{w:#010x}u" for w in np.frombuffer(x.tobytes(), dtype="<u4"))
+    elf = build(tmp_path, "dot.c", f"""
+#include <tessera.h>
+const uint32_t A[16] = {{ {words(a)} }};
+const uint32_t B[16] = {{ {words(b)} }};
+int main(void) {{
+    uint32_t c = tsr_context_id();
+    int32_t acc = (c == 2) ? 0x7FFFFF00 : 0;
+    if (c > 2) return 0;
+    for (int i = 0; i < 16; i++)
+        acc = (c == 1) ? tsr_dot4su(acc, A[i], B[i]) : tsr_dot4(acc, A[i], B[i]);
+    return acc;
+}}
+""")
+    res, _ = exec_program(elf, PRESETS["small"], max_cycles=50000)
+    assert RunStatus(res.status) == RunStatus.HALTED
+    ss = int((a.astype(np.int64) * b.astype(np.int64)).sum())
+    su = int((a.astype(np.int64) * b.view(np.uint8).astype(np.int64)).sum())
+    for t in res.tiles:
+        got = [c.exit_code for c in t.contexts]
+        assert got[0] == ss & M32
+        assert got[1] == su & M32
+        assert got[2] == (0x7FFFFF00 + ss) & M32
+        assert got[3:] == [0] * (len(got) - 3)
+        assert t.counters["macs"] == 3 * 16 * 4
+
+
+def test_crt0_zeroes_bss_but_not_noinit(tmp_path):
+    elf = build(tmp_path, "bss.c", """
+#include <tessera.h>
+uint32_t zeroed[64];
+__attribute__((section(".noinit"))) uint32_t kept;
+int main(void) {
+    uint32_t c = tsr_context_id(), acc = 0;
+    if (c == 1) { for (int i = 0; i < 64; i++) acc |= zeroed[i]; return acc; }
+    if (c == 2) return kept;
+    return 7;
+}
+""")
+    img = load_elf(elf)
+    lo, hi = img.symbols["__bss_start"], img.symbols["__bss_end"]
+    assert lo <= img.symbols["zeroed"] and img.symbols["zeroed"] + 256 <= hi
+    cfg = PRESETS["small"]
+    junk = [(t, lo, b"\xA5" * (hi - lo)) for t in range(cfg.tiles)]
+    junk += [(t, img.symbols["kept"], b"\x5A\xA5\x5A\xA5") for t in range(cfg.tiles)]
+    res, mem = exec_program(img, cfg, max_cycles=50000, preload=junk,
+                            readback=[(0, lo, hi - lo)])
+    assert RunStatus(res.status) == RunStatus.HALTED
+    for t in res.tiles:
+        got = [c.exit_code for c in t.contexts]
+        assert got[1] == 0                 # bss seen zeroed by another context after sync TILE
+        assert got[2] == 0xA55AA55A       # .noinit keeps the host's data
+        assert got[0] == 7
+    assert mem[0] == bytes(hi - lo)
+
+
+@pytest.mark.parametrize("tiles,latency", [(4, 3), (5, 1), (3, 6)])
+def test_ring_shift_in_c(tmp_path, tiles, latency):
+    elf = compile_program([EXAMPLES / "ring.c"], tmp_path / "ring.elf",
+                          defines=[f"TSR_XLATENCY={latency}"])
+    cfg = ArrayConfig(tiles=tiles, contexts=4, exchange_latency=latency)
+    res, _ = exec_program(elf, cfg, max_cycles=50000)
+    assert RunStatus(res.status) == RunStatus.HALTED
+    for t in res.tiles:
+        assert t.contexts[0].exit_code == ((t.tile - 1) % tiles) * 7 + 1
+        assert [c.exit_code for c in t.contexts[1:]] == [0, 0, 0]
+        # the exchange phase lasted: send, idle L-1, recv, end = L + 2 cycles
+        assert t.counters["exchange"] == latency + 2
+
+
+def test_fault_and_timeout_exit_3(tmp_path):
+    brk = build(tmp_path, "brk.S", """
+    .section .text.start, "ax"
+    .globl _start
+_start:
+    nop
+    ebreak
+""", no_crt=True)
+    out = tmp_path / "f.json"
+    r = tessera("exec", brk, "--preset", "tiny", "--json", out)  # T = 4
+    assert r.returncode == 3, r.stderr
+    assert "Traceback" not in r.stderr and "fault" in r.stdout
+    d = json.loads(out.read_text())
+    assert d["status"] == "fault"
+    f = d["tiles"][0]["fault"]
+    # context 0 issues ebreak first, at cycle T (its second slot): spec §7
+    assert f == {"context": 0, "cause": "breakpoint", "pc": 4, "addr": 4}
+    assert d["cycles"] == PRESETS["tiny"].contexts + 1
+
+    loop = build(tmp_path, "loop.c", "int main(void){ for(;;) { __asm__ volatile(\"\"); } }\n")
+    r = tessera("exec", loop, "--preset", "tiny", "--max-cycles", "500", "--json", out)
+    assert r.returncode == 3, r.stderr
+    d = json.loads(out.read_text())
+    assert d["status"] == "timeout" and d["cycles"] == 500
+    assert all(c["state"] == "running" for c in d["tiles"][0]["contexts"])
+
+
+def test_exec_cli_json_schema(tmp_path):
+    elf = tmp_path / "ring.elf"
+    r = tessera("cc", EXAMPLES / "ring.c", "-o", elf, "-DTSR_XLATENCY=3")
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "r.json"
+    r = tessera("exec", elf, "--preset", "small", "--json", out)
+    assert r.returncode == 0, r.stderr
+    assert "status: halted" in r.stdout and "tile 0: exit codes [22, 0, 0, 0, 0, 0]" in r.stdout
+    d = json.loads(out.read_text())
+    assert set(d) == {"status", "cycles", "config", "not_arrived", "tiles"}
+    assert d["config"] == PRESETS["small"].to_dict() and d["not_arrived"] == []
+    assert len(d["tiles"]) == 4
+    for i, t in enumerate(d["tiles"]):
+        assert set(t) == {"tile", "counters", "fault", "contexts"} and t["tile"] == i
+        assert set(t["counters"]) == set(COUNTER_NAMES) and t["fault"] is None
+        assert sum(t["counters"][k] for k in ("compute", "sync", "exchange", "halted")) \
+            == d["cycles"]
+        assert len(t["contexts"]) == 6
+        for j, c in enumerate(t["contexts"]):
+            assert set(c) == {"context", "state", "pc", "exit_code", "retired", "regs"}
+            assert c["context"] == j and c["state"] == "halted"
+            assert len(c["regs"]) == 32 and c["regs"][0] == 0
+            assert all(0 <= v <= M32 for v in c["regs"])
+            assert c["regs"][10] == c["exit_code"]          # a0 at the ecall
+        assert t["contexts"][0]["exit_code"] == ((i - 1) % 4) * 7 + 1
+
+
+def test_demo_cli_matches():
+    r = tessera("demo")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "match: yes" in r.stdout and "cycles:" in r.stdout and "macs" in r.stdout
+
+
+def test_demo_other_config_and_mismatch_detection():
+    lines = []
+    cfg = ArrayConfig(tiles=3, contexts=4, sram_bytes=16 * 1024, exchange_latency=2)
+    assert run_demo(cfg, words_per_tile=40, out=lines.append) == 0, "\n".join(lines)
+
+    @backends.register("corrupting-test")
+    def corrupt(config, image, max_cycles, *, preload=(), readback=()):
+        res, data = backends.get("model")(config, image, max_cycles, preload=preload,
+                                          readback=readback)
+        res.tiles[1].contexts[0].exit_code ^= 1
+        return res, data
+    lines = []
+    assert run_demo(cfg, words_per_tile=40, backend="corrupting-test", out=lines.append) == 3
+    assert any("match: NO" in ln for ln in lines)
