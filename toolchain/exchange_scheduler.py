@@ -359,8 +359,21 @@ def _colour_multicast(col: _Colouring, words, order, spare: list[int]) -> None:
             col.place(_lowest_bit(~used), w, src, dsts)   # beyond the bound
 
 
+def _low_bits(x: int, k: int) -> list[int]:
+    """Indices of the ``k`` lowest set bits of ``x`` (x ≥ 0)."""
+    out = []
+    while x and len(out) < k:
+        out.append(_lowest_bit(x))
+        x &= x - 1
+    return out
+
+
 def _colour_unicast(col: _Colouring, words, edges) -> None:
-    """Kempe-chain bipartite edge colouring of unicast words, respecting fixed slots."""
+    """Kempe-chain bipartite edge colouring of unicast words, respecting fixed slots.
+
+    ``free[v]`` is a bit set of the slots in ``0..palette-1`` unused at vertex ``v``;
+    ``at[v]`` maps a used slot to its unicast edge, or ``FIXED`` for a multicast slot.
+    """
     n = col.n
     palette = max(col.bound, max((s for s, _, _ in col.sends), default=-1) + 1)
     FIXED = -1
@@ -373,7 +386,8 @@ def _colour_unicast(col: _Colouring, words, edges) -> None:
             at[v][c] = FIXED
             if c >= palette:
                 palette = c + 1
-    free = [set(range(palette)) - set(at[v]) for v in range(2 * n)]
+    full = (1 << palette) - 1
+    free = [full & ~col.busy[v] for v in range(2 * n)]
     eu = [0] * len(edges)
     ev = [0] * len(edges)
     ecol = [0] * len(edges)
@@ -384,17 +398,20 @@ def _colour_unicast(col: _Colouring, words, edges) -> None:
 
     def assign(e, c):
         ecol[e] = c
-        at[eu[e]][c] = e
-        at[ev[e]][c] = e
-        free[eu[e]].discard(c)
-        free[ev[e]].discard(c)
+        u, v = eu[e], ev[e]
+        at[u][c] = e
+        at[v][c] = e
+        m = ~(1 << c)
+        free[u] &= m
+        free[v] &= m
 
     def unassign(e):
         c = ecol[e]
-        del at[eu[e]][c]
-        del at[ev[e]][c]
-        free[eu[e]].add(c)
-        free[ev[e]].add(c)
+        u, v = eu[e], ev[e]
+        del at[u][c]
+        del at[v][c]
+        free[u] |= 1 << c
+        free[v] |= 1 << c
 
     def path(v, a, b):
         """Edges of the a/b alternating path from v starting with colour a, or None if it
@@ -416,20 +433,19 @@ def _colour_unicast(col: _Colouring, words, edges) -> None:
         fu, fv = free[u], free[v]
         common = fu & fv
         if common:
-            assign(e, min(common))
+            assign(e, _lowest_bit(common))
             continue
         done = False
         if fu and fv:
-            for a in sorted(fu)[:8]:
-                for b in sorted(fv)[:8]:
+            for a in _low_bits(fu, 8):
+                for b in _low_bits(fv, 8):
                     p = path(v, a, b)
                     if p is None:
                         continue
                     for f in p:
                         unassign(f)
                     for f in p:
-                        assign_col = b if ecol[f] == a else a
-                        assign(f, assign_col)
+                        assign(f, b if ecol[f] == a else a)
                     assign(e, a)
                     done = True
                     break
@@ -438,8 +454,9 @@ def _colour_unicast(col: _Colouring, words, edges) -> None:
         if not done:                       # open a new slot (bound not met)
             c = palette
             palette += 1
-            for fs in free:
-                fs.add(c)
+            bit = 1 << c
+            for x in range(2 * n):
+                free[x] |= bit
             assign(e, c)
     for e, w in enumerate(edges):
         _, src, _, dsts = words[w]
