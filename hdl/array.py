@@ -72,6 +72,8 @@ class Array(wiring.Component):
         for name, w in TRACE_FIELDS(config):
             ports[name] = Out(w * config.tiles)
         super().__init__(ports)
+        #: Run status (a :class:`tessera.hostmap.Status`), readable by testbenches.
+        self.status = Signal(3, init=Status.IDLE)
 
     def elaborate(self, platform):
         m = Module()
@@ -93,7 +95,7 @@ class Array(wiring.Component):
         for name, w in TRACE_FIELDS(cfg):
             m.d.comb += getattr(self, name).eq(Cat(getattr(t, name) for t in tiles))
 
-        status = Signal(3, init=Status.IDLE)
+        status = self.status
         t_cnt = Signal(64)
         cbound = Signal(64, init=_NEVER)
         pend = Signal(3, init=Status.TIMEOUT)

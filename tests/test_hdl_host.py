@@ -1,0 +1,298 @@
+"""Host port (hdl/host_port.py) and run control (hdl/array.py) on the Amaranth simulator.
+
+The cores are stubs with the real ports (docs/rtl.md): their debug outputs are fixed functions
+of the selects, so every expected value below is computed from the host map
+(tessera/hostmap.py) and those functions, not from the RTL.
+"""
+
+import random
+
+import pytest
+from amaranth.hdl import Module, Signal
+from amaranth.sim import Simulator
+
+from tessera.config import ArrayConfig
+from tessera.faults import FaultCause
+from tessera.hostmap import (MAGIC, Ctrl, Status, TileReg, ContextReg, tile_reg_addr,
+                             context_reg_addr, sram_addr)
+from hdl.array import Array
+from hdl.tile import StubCore
+
+OKAY, SLVERR, DECERR = 0, 2, 3
+
+
+# ---------------------------------------------------------------- helpers shared by the hdl tests
+class Axil:
+    """Minimal AXI4-Lite master for Amaranth testbenches."""
+
+    def __init__(self, ctx, dut):
+        self.ctx, self.d = ctx, dut
+
+    async def read(self, addr):
+        ctx, d = self.ctx, self.d
+        ctx.set(d.s_axil_araddr, addr)
+        ctx.set(d.s_axil_arvalid, 1)
+        while True:
+            rdy = ctx.get(d.s_axil_arready)
+            await ctx.tick()
+            if rdy:
+                break
+        ctx.set(d.s_axil_arvalid, 0)
+        ctx.set(d.s_axil_rready, 1)
+        for _ in range(20):
+            if ctx.get(d.s_axil_rvalid):
+                data, resp = ctx.get(d.s_axil_rdata), ctx.get(d.s_axil_rresp)
+                await ctx.tick()
+                ctx.set(d.s_axil_rready, 0)
+                return data, resp
+            await ctx.tick()
+        raise AssertionError(f"no read response for {addr:#x}")
+
+    async def write(self, addr, data, strb=0xF):
+        ctx, d = self.ctx, self.d
+        ctx.set(d.s_axil_awaddr, addr)
+        ctx.set(d.s_axil_wdata, data)
+        ctx.set(d.s_axil_wstrb, strb)
+        ctx.set(d.s_axil_awvalid, 1)
+        ctx.set(d.s_axil_wvalid, 1)
+        while True:
+            rdy = ctx.get(d.s_axil_awready) and ctx.get(d.s_axil_wready)
+            await ctx.tick()
+            if rdy:
+                break
+        ctx.set(d.s_axil_awvalid, 0)
+        ctx.set(d.s_axil_wvalid, 0)
+        ctx.set(d.s_axil_bready, 1)
+        for _ in range(20):
+            if ctx.get(d.s_axil_bvalid):
+                resp = ctx.get(d.s_axil_bresp)
+                await ctx.tick()
+                ctx.set(d.s_axil_bready, 0)
+                return resp
+            await ctx.tick()
+        raise AssertionError(f"no write response for {addr:#x}")
+
+    async def read_ok(self, addr):
+        data, resp = await self.read(addr)
+        assert resp == OKAY, f"read {addr:#x} got resp {resp}"
+        return data
+
+
+class BarrierStubCore(StubCore):
+    """Stub core whose contexts all wait at the ARRAY barrier from the start until the first
+    resume (``arrive`` register); ``xprog``, ``all_halted`` and ``fault_*`` are left for the
+    testbench to drive. ``commits`` counts ``count_commit`` cycles, ``resumes`` resume pulses."""
+
+    def elaborate(self, platform):
+        m = Module()
+        self.commits = Signal(32, name="commits")
+        self.resumes = Signal(8, name="resumes")
+        arrive = Signal()
+        with m.If(self.start):
+            m.d.sync += [arrive.eq(1), self.commits.eq(0), self.resumes.eq(0)]
+        with m.Else():
+            with m.If(self.resume):
+                m.d.sync += [arrive.eq(0), self.resumes.eq(self.resumes + 1)]
+            with m.If(self.count_commit):
+                m.d.sync += self.commits.eq(self.commits + 1)
+        m.d.comb += self.arrive.eq(arrive)
+        return m
+
+
+def sram_set(ctx, tile, byte_addr, word):
+    """Write a 32-bit word into a tile's SRAM directly (simulation backdoor)."""
+    mem = tile.sram.data
+    i, lane = byte_addr // 8, (byte_addr // 4) % 2
+    old = ctx.get(mem[i])
+    mask = 0xFFFFFFFF << (32 * lane)
+    ctx.set(mem[i], (old & ~mask) | (word << (32 * lane)))
+
+
+def sram_get(ctx, tile, byte_addr):
+    return (ctx.get(tile.sram.data[byte_addr // 8]) >> (32 * ((byte_addr // 4) % 2))) & 0xFFFFFFFF
+
+
+def simulate(dut, bench, vcd=None):
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    if vcd:
+        with sim.write_vcd(vcd):
+            sim.run()
+    else:
+        sim.run()
+
+
+async def wait_done(ctx, dut, limit=5000):
+    for k in range(limit):
+        if ctx.get(dut.done):
+            return k
+        await ctx.tick()
+    raise AssertionError("done never rose")
+
+
+# ---------------------------------------------------------------- host-port tests
+class DbgStubCore(StubCore):
+    """Debug outputs are registered functions of (tile, dbg_ctx, dbg_reg)."""
+
+    def elaborate(self, platform):
+        m = Module()
+        tid = self.tile_id
+        m.d.sync += [
+            self.dbg_state.eq(self.dbg_ctx % 5),
+            self.dbg_pc.eq(0x1000 * (tid + 1) + 4 * self.dbg_ctx),
+            self.dbg_retired.eq((self.dbg_ctx + 1) * 0x1_0000_0003),
+            self.dbg_x.eq((tid << 24) | (self.dbg_ctx << 8) | self.dbg_reg),
+        ]
+        for k, name in enumerate(("compute", "sync", "exchange", "halted", "retired_tile",
+                                  "macs")):
+            m.d.comb += getattr(self, f"dbg_{name}").eq(((tid + 1) << 40) | (k << 32) | (k + 7))
+        m.d.comb += self.xprog.eq(0x200 + tid * 8)
+        return m
+
+
+CFG = ArrayConfig(tiles=2, contexts=4, sram_bytes=16 * 1024, exchange_latency=2)
+
+
+def test_host_port_map():
+    dut = Array(CFG, DbgStubCore)
+
+    async def bench(ctx):
+        ax = Axil(ctx, dut)
+        # geometry / control
+        assert await ax.read_ok(Ctrl.MAGIC) == MAGIC
+        assert await ax.read_ok(Ctrl.TILES) == 2
+        assert await ax.read_ok(Ctrl.CONTEXTS) == 4
+        assert await ax.read_ok(Ctrl.SRAM_BYTES) == 16384
+        assert await ax.read_ok(Ctrl.XLATENCY) == 2
+        assert await ax.read_ok(Ctrl.STATUS) == Status.IDLE
+        assert await ax.write(Ctrl.ENTRY, 0x40) == OKAY
+        assert await ax.read_ok(Ctrl.ENTRY) == 0x40
+        assert await ax.write(Ctrl.MAX_CYCLES_HI, 5) == OKAY
+        assert await ax.read_ok(Ctrl.MAX_CYCLES_HI) == 5
+        assert await ax.write(Ctrl.MAGIC, 1) == SLVERR
+        assert (await ax.read(0x34))[1] == DECERR
+        assert (await ax.read(0x0008_0000))[1] == DECERR
+        # SRAM read/write while stopped, byte strobes
+        a = sram_addr(1, 0x100)
+        assert await ax.write(a, 0x11223344) == OKAY
+        assert await ax.write(a + 4, 0xAABBCCDD) == OKAY
+        assert await ax.write(a, 0x99887766, strb=0b0101) == OKAY
+        assert await ax.read_ok(a) == 0x11883366
+        assert await ax.read_ok(a + 4) == 0xAABBCCDD
+        assert sram_get(ctx, dut.tiles[1], 0x100) == 0x11883366
+        assert sram_get(ctx, dut.tiles[0], 0x100) == 0           # other tile untouched
+        assert await ax.read_ok(sram_addr(0, 16380)) == 0
+        assert (await ax.read(sram_addr(0, 16384)))[1] == DECERR  # beyond sram_bytes
+        assert (await ax.read(sram_addr(2, 0)))[1] == DECERR      # no tile 2
+        assert await ax.write(sram_addr(2, 0), 1) == DECERR
+        # tile registers
+        for t in range(2):
+            for k, lo in enumerate((TileReg.COMPUTE_LO, TileReg.SYNC_LO, TileReg.EXCHANGE_LO,
+                                    TileReg.HALTED_LO, TileReg.RETIRED_LO, TileReg.MACS_LO)):
+                assert await ax.read_ok(tile_reg_addr(t, lo)) == k + 7
+                assert await ax.read_ok(tile_reg_addr(t, lo + 4)) == ((t + 1) << 8) | k
+            assert await ax.read_ok(tile_reg_addr(t, TileReg.XPROG)) == 0x200 + 8 * t
+            assert await ax.read_ok(tile_reg_addr(t, TileReg.FAULT_VALID)) == 0
+            for c in (0, 3):
+                assert await ax.read_ok(context_reg_addr(t, c, ContextReg.STATE)) == c % 5
+                assert await ax.read_ok(context_reg_addr(t, c, ContextReg.PC)) == \
+                    0x1000 * (t + 1) + 4 * c
+                ret = (c + 1) * 0x1_0000_0003
+                assert await ax.read_ok(context_reg_addr(t, c, ContextReg.RETIRED_LO)) == \
+                    ret & 0xFFFFFFFF
+                assert await ax.read_ok(context_reg_addr(t, c, ContextReg.RETIRED_HI)) == ret >> 32
+                for r in (0, 5, 31):
+                    assert await ax.read_ok(context_reg_addr(t, c, ContextReg.REGS + 4 * r)) == \
+                        (t << 24) | (c << 8) | r
+        assert (await ax.read(context_reg_addr(0, 4, ContextReg.STATE)))[1] == DECERR  # T = 4
+        assert (await ax.read(context_reg_addr(0, 0, 0x10)))[1] == DECERR
+        assert (await ax.read(tile_reg_addr(0, 0x30)))[1] == DECERR
+        assert (await ax.read(tile_reg_addr(2, 0)))[1] == DECERR
+        assert await ax.write(tile_reg_addr(0, TileReg.XPROG), 0) == SLVERR
+        # while running: SRAM access refused, nothing changed
+        assert await ax.write(Ctrl.MAX_CYCLES_LO, 0) == OKAY
+        assert await ax.write(Ctrl.MAX_CYCLES_HI, 0) == OKAY
+        assert await ax.write(Ctrl.CONTROL, 1) == OKAY
+        assert await ax.read_ok(Ctrl.STATUS) == Status.RUNNING
+        assert await ax.write(a, 0xDEADBEEF) == SLVERR
+        assert (await ax.read(a))[1] == SLVERR
+        assert await ax.write(Ctrl.CONTROL, 1) == SLVERR
+        assert sram_get(ctx, dut.tiles[1], 0x100) == 0x11883366
+
+    simulate(dut, bench)
+
+
+def _run_control(event, at, maxc=0):
+    """Start a 2-tile stub array, inject one event at counter value ``at`` and return
+    (status, cycles, commits per tile, fault records)."""
+    dut = Array(CFG, BarrierStubCore)
+    out = {}
+
+    async def bench(ctx):
+        ax = Axil(ctx, dut)
+        for t in dut.tiles:
+            ctx.set(t.core.xprog, 0)
+        await ax.write(Ctrl.MAX_CYCLES_LO, maxc)
+        await ax.write(Ctrl.CONTROL, 1)
+        # the start pulse was in the WR cycle; find the counter and inject
+        core = dut.tiles[1].core
+        for _ in range(4000):
+            if ctx.get(dut.done):
+                break
+            cyc = ctx.get(core.cycle)
+            running = ctx.get(dut.status) == Status.RUNNING
+            if running and cyc == at:
+                if event == "fault":
+                    ctx.set(core.fault_valid, 1)
+                    ctx.set(core.fault_cause, FaultCause.ILLEGAL_INSTRUCTION)
+                    ctx.set(core.fault_context, 2)
+                    ctx.set(core.fault_pc, 0x44)
+                    ctx.set(core.fault_addr, 0xFFFF)
+                elif event == "halt":
+                    for t in dut.tiles:
+                        ctx.set(t.core.all_halted, 1)
+            elif event == "fault":
+                ctx.set(core.fault_valid, 0)
+            await ctx.tick()
+        await wait_done(ctx, dut)
+        out["status"] = await ax.read_ok(Ctrl.STATUS)
+        out["cycles"] = await ax.read_ok(Ctrl.CYCLES_LO)
+        out["fault_tiles"] = await ax.read_ok(Ctrl.FAULT_TILES)
+        out["commits"] = [ctx.get(t.core.commits) for t in dut.tiles]
+        out["rec"] = [[await ax.read_ok(tile_reg_addr(t, r)) for r in
+                       (TileReg.FAULT_VALID, TileReg.FAULT_CONTEXT, TileReg.FAULT_CAUSE,
+                        TileReg.FAULT_PC, TileReg.FAULT_ADDR)] for t in range(2)]
+
+    simulate(dut, bench)
+    return out
+
+
+def test_timeout_cycles_and_commit():
+    o = _run_control(None, None, maxc=37)
+    assert o["status"] == Status.TIMEOUT and o["cycles"] == 37
+    assert o["commits"] == [37, 37]          # counters see exactly cycles 0..36
+    assert o["fault_tiles"] == 0
+
+
+def test_core_fault_stops_at_tf_plus_1():
+    # fault_valid in X at counter 20 -> issued at 18 -> cycles = 19 (architecture §7)
+    o = _run_control("fault", 20)
+    assert o["status"] == Status.FAULT and o["cycles"] == 19
+    assert o["commits"] == [19, 19]
+    assert o["fault_tiles"] == 1
+    assert o["rec"][1] == [1, 2, FaultCause.ILLEGAL_INSTRUCTION, 0x44, 0xFFFF]
+    assert o["rec"][0] == [0, 0, 0, 0, 0]
+
+
+def test_fault_in_drain_beats_timeout():
+    # limit 30, fault seen at 31 -> issued at 29 < 30 -> fault, cycles 30
+    o = _run_control("fault", 31, maxc=30)
+    assert o["status"] == Status.FAULT and o["cycles"] == 30
+
+
+def test_halt_cycles():
+    # every tile all_halted visible at 25 -> last ecall issued at 22 -> cycles = 23
+    o = _run_control("halt", 25)
+    assert o["status"] == Status.HALTED and o["cycles"] == 23
+    assert o["commits"] == [23, 23]
