@@ -44,6 +44,18 @@ def _add_array_args(p):
     p.add_argument("--max-cycles", type=_positive, default=None,
                    help="cycle limit (default 1000000); the run times out after it")
     p.add_argument("--json", metavar="OUT", help="write the run result JSON here ('-' = stdout)")
+    p.add_argument("--waves", choices=("vcd", "fst"),
+                   help="dump waves (rtl backend only; sets TESSERA_RTL_WAVES)")
+
+
+def _waves(args):
+    if args.waves is None:
+        return
+    if args.backend != "rtl":
+        from toolchain.run import UsageError
+        raise UsageError("--waves needs --backend rtl")
+    import os
+    os.environ["TESSERA_RTL_WAVES"] = args.waves
 
 
 def _config(args):
@@ -69,6 +81,7 @@ def cmd_exec(args) -> int:
     """``tessera exec PROG.elf [array options] [--backend B] [--max-cycles C] [--json OUT]``."""
     from toolchain.run import DEFAULT_MAX_CYCLES, exec_program, summarize
     config = _config(args)
+    _waves(args)
     result, _ = exec_program(args.program, config, backend=args.backend,
                              max_cycles=args.max_cycles or DEFAULT_MAX_CYCLES,
                              json_out=args.json)
@@ -80,6 +93,7 @@ def cmd_demo(args) -> int:
     """``tessera demo [array options]``: SPMD vector sum checked against numpy."""
     from toolchain.demo import run_demo
     from toolchain.run import DEFAULT_MAX_CYCLES
+    _waves(args)
     return run_demo(_config(args), words_per_tile=args.words, seed=args.seed,
                     backend=args.backend, max_cycles=args.max_cycles or DEFAULT_MAX_CYCLES,
                     json_out=args.json)

@@ -70,6 +70,7 @@ def test_exec_bad_inputs(tmp_path, small_elf):
     assert_usage_error(tessera("exec", small_elf, "--contexts", "3"), "contexts")
     assert_usage_error(tessera("exec", small_elf, "--max-cycles", "-5"), "--max-cycles")
     assert_usage_error(tessera("exec", small_elf, "--backend", "fpga"), "--backend")
+    assert_usage_error(tessera("exec", small_elf, "--waves", "vcd"), "--waves needs --backend rtl")
     assert_usage_error(tessera(), "COMMAND")
 
 
@@ -134,3 +135,13 @@ def test_backend_registry_and_exec_json(tmp_path, small_elf):
         backends.run_program("nosuch", cfg, None, 10)
     with pytest.raises(ValueError, match="max_cycles"):
         backends.run_program("fake-test", cfg, None, 0)
+
+
+def test_console_script_installed():
+    script = Path(sys.executable).parent / "tessera"
+    assert script.exists(), "run `make setup` (pip install -e .) to install the tessera script"
+    r = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "cc" in r.stdout and "exec" in r.stdout and "demo" in r.stdout
+    r = subprocess.run([str(script), "exec", "/nonexistent.elf"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2 and "no such file" in r.stderr and "Traceback" not in r.stderr

@@ -240,6 +240,9 @@ def test_exec_cli_json_schema(tmp_path):
             assert all(0 <= v <= M32 for v in c["regs"])
             assert c["regs"][10] == c["exit_code"]          # a0 at the ecall
         assert t["contexts"][0]["exit_code"] == ((i - 1) % 4) * 7 + 1
+    # --json - prints the same JSON on stdout (summary on stderr)
+    r = tessera("exec", elf, "--preset", "small", "--json", "-")
+    assert r.returncode == 0 and json.loads(r.stdout) == d and "status: halted" in r.stderr
 
 
 def test_demo_cli_matches():
