@@ -12,11 +12,11 @@ Pipeline of an instruction issued at cycle t by context c = t mod T:
   retired/macs counters.
 * W (t+3): load data (``m_rdata``) aligned and extended; register write; ``trace_*``.
 
-Tile counters (§8): the class of cycle k (from the visible states and ``in_exchange``
-at k) is captured only if ``run`` is high at k, then travels two pipeline stages beside
-the instruction issued at k and is added in cycle k+2 — unless ``kill`` squashes it like
-that instruction. ``kill`` in cycle m marks m-2 as the run's last cycle, so the classes
-of cycles m-1 and m never count, and the counters hold exactly cycles 0..C-1.
+Tile counters (§8): the class of cycle k (compute/sync/exchange/halted, from the visible
+states and ``in_exchange`` at k) goes through a 3-stage delay line and is added in cycle
+k+3 only if ``count_commit`` is high then; the array drives ``count_commit`` in cycle p
+exactly when p-3 is one of the run's cycles 0..C-1 (docs/rtl.md). So the counters hold
+exactly cycles 0..C-1 although the end of the run is learnt up to 3 cycles late.
 """
 
 from amaranth import Array, Cat, Module, Mux, Signal
@@ -46,6 +46,7 @@ def core_signature(config: ArrayConfig) -> wiring.Signature:
     return wiring.Signature({
         # control
         "start": In(1), "entry": In(32), "run": In(1), "kill": In(1), "cycle": In(64),
+        "count_commit": In(1),
         # fetch
         "f_en": Out(1), "f_addr": Out(32), "f_data": In(32),
         # data memory
@@ -59,11 +60,11 @@ def core_signature(config: ArrayConfig) -> wiring.Signature:
         "fault_pc": Out(32), "fault_addr": Out(32),
         # debug (host, while stopped)
         "dbg_ctx": In(cb), "dbg_state": Out(3), "dbg_pc": Out(32), "dbg_retired": Out(64),
-        "dbg_reg": In(5), "dbg_reg_data": Out(32),
+        "dbg_reg": In(5), "dbg_x": Out(32),
         "dbg_fault_valid": Out(1), "dbg_fault_context": Out(cb), "dbg_fault_cause": Out(5),
         "dbg_fault_pc": Out(32), "dbg_fault_addr": Out(32),
-        "cnt_compute": Out(64), "cnt_sync": Out(64), "cnt_exchange": Out(64),
-        "cnt_halted": Out(64), "cnt_retired": Out(64), "cnt_macs": Out(64),
+        "dbg_compute": Out(64), "dbg_sync": Out(64), "dbg_exchange": Out(64),
+        "dbg_halted": Out(64), "dbg_retired_tile": Out(64), "dbg_macs": Out(64),
         # retire trace (W stage)
         "trace_valid": Out(1), "trace_context": Out(cb), "trace_pc": Out(32),
         "trace_insn": Out(32), "trace_rd": Out(5), "trace_value": Out(32),
@@ -100,10 +101,11 @@ class Core(wiring.Component):
         Issue allowed this cycle. Must be high in every cycle 0..C-1 of a run and low
         afterwards; the issue slot advances with it (slot = t mod T).
     kill
-        Asserted in cycle m when the run's last cycle is m-2: a fault (any tile) is in
-        X, or the array-wide last ``ecall`` is in X (every tile's ``halting``). Squashes
-        F and D, the counter classes of cycles m-1 and m, and barrier releases decided
-        in m-1 and m.
+        Asserted in cycle m when a fault issued at m-2 (in any tile) is in X: the run's
+        last cycle is m-2. Squashes F and D, and undoes barrier releases decided in
+        cycles m-1 and m (they are after the run's end).
+    count_commit
+        Cycle p: cycle p-3 belongs to the run (see the module docstring).
     cycle[64]
         Array cycle counter; its value in F is the instruction's issue cycle (CSR cycle).
     f_en, f_addr[32] / f_data[32]
@@ -116,17 +118,18 @@ class Core(wiring.Component):
         ARRAY barrier (§5): arrived condition of the contexts; pulse in cycle e
         (WAIT_ARRAY → RUNNING from e+1); exchange phase (counters); the xprog CSR.
     all_halted, halting
-        Every context HALTED; every context HALTED or halting by the ecall in X.
+        Every context HALTED; every context HALTED or halting by the ecall in X
+        this cycle (lets the array detect the run's last ``ecall`` in its X cycle).
     fault_valid, fault_context[cb], fault_cause[5], fault_pc[32], fault_addr[32]
         A fault decided in X this cycle (issue cycle = ``cycle`` - 2).
     dbg_ctx[cb] -> dbg_state[3], dbg_pc[32], dbg_retired[64]
         Combinational per-context read (state is a ContextState value).
-    dbg_ctx[cb], dbg_reg[5] -> dbg_reg_data[32]
+    dbg_ctx[cb], dbg_reg[5] -> dbg_x[32]
         Register read, data in the next cycle (exit code = x10 of a HALTED context).
     dbg_fault_*
         The tile's (first) core fault record, held until the next ``start``.
-    cnt_compute, cnt_sync, cnt_exchange, cnt_halted, cnt_retired, cnt_macs [64]
-        Tile counters (§8).
+    dbg_compute, dbg_sync, dbg_exchange, dbg_halted, dbg_retired_tile, dbg_macs [64]
+        Tile counters (§8); retired/macs count at X of each retired instruction.
     trace_*
         Retire trace in W (issue cycle + 3): ``trace_valid`` for every retired
         instruction; ``trace_rd`` = 0 and ``trace_value`` = 0 when no register is
@@ -136,9 +139,11 @@ class Core(wiring.Component):
 
     def __init__(self, config: ArrayConfig, tile_id: int):
         if not isinstance(config, ArrayConfig):
+            self._MustUse__silence = True  # no 'unused elaboratable' warning on bad input
             raise TypeError(f"Core: config must be an ArrayConfig, not {config!r}")
         if not isinstance(tile_id, int) or isinstance(tile_id, bool) \
                 or not 0 <= tile_id < config.tiles:
+            self._MustUse__silence = True  # no 'unused elaboratable' warning on bad input
             raise ValueError(
                 f"Core: tile_id must be an int in 0..{config.tiles - 1}, not {tile_id!r}")
         self.config = config
@@ -200,13 +205,10 @@ class Core(wiring.Component):
         d_misaligned = Signal()
         d_range = Signal()
         d_cycle = Signal(64)
-        d_cls = Signal(2)
-        d_cls_valid = Signal()
         m.d.sync += [
             d_valid.eq(f_valid & ~kill & ~start),
             d_ctx.eq(f_ctx), d_pc.eq(f_pc), d_misaligned.eq(f_misaligned),
             d_range.eq(f_range), d_cycle.eq(self.cycle),
-            d_cls.eq(sched.cls), d_cls_valid.eq(self.run & ~kill & ~start),
         ]
 
         # ---- D: register reads addressed by the arriving instruction word --------------
@@ -226,13 +228,10 @@ class Core(wiring.Component):
         x_misaligned = Signal()
         x_range = Signal()
         x_cycle = Signal(64)
-        x_cls = Signal(2)
-        x_cls_valid = Signal()
         m.d.sync += [
             x_valid.eq(d_valid & ~kill & ~start),
             x_ctx.eq(d_ctx), x_pc.eq(d_pc), x_insn.eq(d_insn),
             x_misaligned.eq(d_misaligned), x_range.eq(d_range), x_cycle.eq(d_cycle),
-            x_cls.eq(d_cls), x_cls_valid.eq(d_cls_valid & ~kill & ~start),
         ]
 
         # ---- X ------------------------------------------------------------------------
@@ -343,7 +342,7 @@ class Core(wiring.Component):
         next_pc = Mux(jump, target, pc_plus4)
         retired = Signal(64)
         macs = Signal(64)
-        m.d.comb += [self.cnt_retired.eq(retired), self.cnt_macs.eq(macs)]
+        m.d.comb += [self.dbg_retired_tile.eq(retired), self.dbg_macs.eq(macs)]
         with m.If(start):
             for i in range(T):
                 m.d.sync += [pcs[i].eq(self.entry), ctx_retired[i].eq(0)]
@@ -359,19 +358,22 @@ class Core(wiring.Component):
             with m.If(dec.csr & csr.xprog_we):
                 m.d.sync += xprog.eq(csr.xprog_wdata)
 
-        # Cycle-class counters: class of cycle x_cycle... counted two cycles late.
+        # Cycle-class counters (§8): class of cycle k, added in cycle k+3 if count_commit.
+        cls_pipe = [sched.cls]
+        for n in range(3):
+            q = Signal(2, name=f"cls_q{n + 1}")
+            m.d.sync += q.eq(cls_pipe[-1])
+            cls_pipe.append(q)
         counters = {
-            CycleClass.COMPUTE: self.cnt_compute, CycleClass.SYNC: self.cnt_sync,
-            CycleClass.EXCHANGE: self.cnt_exchange, CycleClass.HALTED: self.cnt_halted,
+            CycleClass.COMPUTE: self.dbg_compute, CycleClass.SYNC: self.dbg_sync,
+            CycleClass.EXCHANGE: self.dbg_exchange, CycleClass.HALTED: self.dbg_halted,
         }
-        cnt_regs = {}
         for cls_value, port in counters.items():
             reg = Signal(64, name=f"cnt_{CycleClass(cls_value).name.lower()}")
-            cnt_regs[cls_value] = reg
             m.d.comb += port.eq(reg)
             with m.If(start):
                 m.d.sync += reg.eq(0)
-            with m.Elif(x_cls_valid & (x_cls == cls_value)):
+            with m.Elif(self.count_commit & (cls_pipe[3] == cls_value)):
                 m.d.sync += reg.eq(reg + 1)
 
         # Fault record.
@@ -444,6 +446,6 @@ class Core(wiring.Component):
             self.dbg_pc.eq(pcs[self.dbg_ctx]),
             self.dbg_retired.eq(ctx_retired[self.dbg_ctx]),
             regs.dbg_ctx.eq(self.dbg_ctx), regs.dbg_addr.eq(self.dbg_reg),
-            self.dbg_reg_data.eq(regs.dbg_data),
+            self.dbg_x.eq(regs.dbg_data),
         ]
         return m

@@ -55,8 +55,10 @@ class CsrUnit(wiring.Component):
 
     def __init__(self, config: ArrayConfig, tile_id: int):
         if not isinstance(config, ArrayConfig):
+            self._MustUse__silence = True  # no 'unused elaboratable' warning on bad input
             raise TypeError(f"CsrUnit: config must be an ArrayConfig, not {config!r}")
         if not isinstance(tile_id, int) or not 0 <= tile_id < config.tiles:
+            self._MustUse__silence = True  # no 'unused elaboratable' warning on bad input
             raise ValueError(f"CsrUnit: tile_id must be in 0..{config.tiles - 1}, not {tile_id!r}")
         self.config = config
         self.tile_id = tile_id

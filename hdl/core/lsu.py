@@ -53,6 +53,7 @@ class LsuAddr(wiring.Component):
 
     def __init__(self, config: ArrayConfig):
         if not isinstance(config, ArrayConfig):
+            self._MustUse__silence = True  # no 'unused elaboratable' warning on bad input
             raise TypeError(f"LsuAddr: config must be an ArrayConfig, not {config!r}")
         self.config = config
         super().__init__()

@@ -48,6 +48,7 @@ class RegFile(wiring.Component):
 
     def __init__(self, config: ArrayConfig):
         if not isinstance(config, ArrayConfig):
+            self._MustUse__silence = True  # no 'unused elaboratable' warning on bad input
             raise TypeError(f"RegFile: config must be an ArrayConfig, not {config!r}")
         self.config = config
         cb = config.context_bits

@@ -79,6 +79,7 @@ class Scheduler(wiring.Component):
 
     def __init__(self, config: ArrayConfig):
         if not isinstance(config, ArrayConfig):
+            self._MustUse__silence = True  # no 'unused elaboratable' warning on bad input
             raise TypeError(f"Scheduler: config must be an ArrayConfig, not {config!r}")
         self.config = config
         cb = config.context_bits
