@@ -9,6 +9,7 @@ The expected values are computed here independently with numpy from the same ran
 from __future__ import annotations
 
 import hashlib
+import os
 import struct
 from pathlib import Path
 
@@ -42,7 +43,7 @@ def build_demo(config: ArrayConfig, out_dir=None) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / f"vecsum-L{config.exchange_latency}-{key}.elf"
     if not out.exists():
-        tmp = out.with_suffix(".tmp.elf")
+        tmp = out.with_suffix(f".{os.getpid()}.tmp.elf")
         compile_program([DEMO_SOURCE], tmp, defines=[f"TSR_XLATENCY={config.exchange_latency}"])
         tmp.replace(out)
     return out
