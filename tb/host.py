@@ -40,18 +40,13 @@ def not_arrived_tiles(tiles: list[TileResult]) -> list[int]:
     """Tiles not arrived at the ARRAY barrier, from final context states (architecture §5, §7).
 
     A tile is arrived if every non-halted context is WAIT_ARRAY (at least one), or if every
-    context is HALTED. The list is only non-empty when some tile is arrived and at least
-    one context of the array waits at the ARRAY barrier.
+    context is HALTED. The list is empty unless at least one tile is arrived (§7).
+    (A tile still in its exchange phase at the timeout is not distinguishable from the
+    host registers; such a tile is counted by its context states.)
     """
     def arrived(t: TileResult) -> bool:
-        states = [c.state for c in t.contexts]
-        live = [s for s in states if s != ContextState.HALTED]
-        if not live:
-            return True
-        return all(s == ContextState.WAIT_ARRAY for s in live)
-    anyone_waits = any(c.state == ContextState.WAIT_ARRAY for t in tiles for c in t.contexts)
-    if not anyone_waits:
-        return []
+        live = [c.state for c in t.contexts if c.state != ContextState.HALTED]
+        return all(s == ContextState.WAIT_ARRAY for s in live)   # all halted: arrived
     flags = [arrived(t) for t in tiles]
     if not any(flags):
         return []

