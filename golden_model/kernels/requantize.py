@@ -35,7 +35,6 @@ RV32 ``sll``/``add`` would); the product inside SRDHM is exact (64-bit, ``mulh``
 
 from __future__ import annotations
 
-import math
 import numbers
 
 import numpy as np
@@ -158,17 +157,16 @@ def multiply_by_quantized_multiplier(x, multiplier, shift) -> np.ndarray:
     return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(shifted, m), right)
 
 
-def _quantize_one(real: float) -> tuple[int, int]:
-    if real == 0.0:
-        return 0, 0
-    q, shift = math.frexp(real)                  # real = q · 2^shift, q in [0.5, 1)
-    q_fixed = math.floor(q * (1 << 31) + 0.5)    # std::round (q > 0): ties away from zero; exact
-    if q_fixed == (1 << 31):
-        q_fixed //= 2
-        shift += 1
-    if shift < -31:
-        return 0, 0
-    return int(q_fixed), int(shift)
+def _quantize_array(real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorized QuantizeMultiplier for finite, non-negative float64 values (int64 results)."""
+    q, shift = np.frexp(real)                    # real = q · 2^shift, q in [0.5, 1); frexp(0) = (0, 0)
+    q_fixed = np.floor(q * 2.0**31 + 0.5).astype(np.int64)   # std::round (q ≥ 0): exact in float64
+    shift = shift.astype(np.int64)
+    renorm = q_fixed == (1 << 31)
+    q_fixed = np.where(renorm, q_fixed // 2, q_fixed)
+    shift = np.where(renorm, shift + 1, shift)
+    tiny = shift < -31
+    return np.where(tiny, 0, q_fixed), np.where(tiny, 0, shift)
 
 
 def quantize_multiplier(real_multiplier):
@@ -206,16 +204,13 @@ def quantize_multiplier(real_multiplier):
     if bad.any():
         raise ValueError(f"{where}: real_multiplier must be finite and >= 0, "
                          f"got {arr[bad].ravel()[0]!r}")
-    pairs = [_quantize_one(float(r)) for r in arr.ravel()]   # one frexp per channel
-    shifts = [s for _, s in pairs]
-    if shifts and max(shifts) > MAX_SHIFT:
+    m, s = _quantize_array(arr)
+    if s.size and s.max() > MAX_SHIFT:
         raise ValueError(f"{where}: real_multiplier {arr.max()!r} is too large "
-                         f"(shift {max(shifts)} > {MAX_SHIFT})")
+                         f"(shift {s.max()} > {MAX_SHIFT})")
     if scalar or arr.ndim == 0:
-        return pairs[0]
-    m = np.array([p for p, _ in pairs], dtype=np.int32).reshape(arr.shape)
-    s = np.array(shifts, dtype=np.int32).reshape(arr.shape)
-    return m, s
+        return int(m), int(s)
+    return m.astype(np.int32), s.astype(np.int32)
 
 
 def _per_channel(where: str, name: str, value, acc_shape, axis: int) -> np.ndarray:
