@@ -108,18 +108,18 @@ def run_exchange(programs: list[bytes], tiles: int, latency: int, sram: list[dic
 # helpers
 
 
-def make_transfers(pairs, cfg):
+def make_transfers(pairs, cfg, src_base=0):
     """Give each (src, [dst tiles]) word a fresh source word and fresh destination words.
 
-    Sources live in the lower half of the SRAM, destinations in the upper half, so no word is
-    both read and written.
+    Sources live in the lower half of the SRAM (from ``src_base``), destinations in the upper
+    half, so no word is both read and written.
     """
     half = cfg.sram_bytes // 2
     nsrc = [0] * cfg.tiles
     ndst = [0] * cfg.tiles
     out = []
     for src, dsts in pairs:
-        sa = 4 * nsrc[src]
+        sa = src_base + 4 * nsrc[src]
         nsrc[src] += 1
         assert sa < half
         dl = []
