@@ -61,7 +61,7 @@ def get(name: str) -> Callable:
     if name not in _REGISTRY and name in _PROVIDERS:
         try:
             importlib.import_module(_PROVIDERS[name])
-        except ImportError as e:
+        except Exception as e:  # missing module, missing simulator, broken install
             raise BackendError(
                 f"backend {name!r} is not available ({_PROVIDERS[name]}: {e})") from None
     if name not in _REGISTRY:

@@ -265,3 +265,17 @@ def test_demo_other_config_and_mismatch_detection():
     lines = []
     assert run_demo(cfg, words_per_tile=40, backend="corrupting-test", out=lines.append) == 3
     assert any("match: NO" in ln for ln in lines)
+
+
+def test_tsr_halt_and_main_return(tmp_path):
+    elf = build(tmp_path, "halt.c", """
+#include <tessera.h>
+static void deep(uint32_t c) { if (c == 1) tsr_halt(0xC0DE0000u | tsr_tile_id()); }
+int main(void) { deep(tsr_context_id()); return -1; }
+""")
+    res, _ = exec_program(elf, PRESETS["small"], max_cycles=20000)
+    assert RunStatus(res.status) == RunStatus.HALTED
+    for t in res.tiles:
+        got = [c.exit_code for c in t.contexts]
+        assert got[1] == 0xC0DE0000 | t.tile
+        assert got[0] == got[2] == M32            # main's -1 through crt0's ecall
