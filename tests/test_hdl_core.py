@@ -80,11 +80,12 @@ class Run:
 
 
 def run_program(words, *, config=TINY, entry=0, max_cycles=400, data=None, kill_at=None,
-                read_mem=()):
+                read_mem=(), end_on_halt=True):
     """Run ``words`` (placed at address 0) on one tile; return a :class:`Run`.
 
     ``kill_at``: inject an external ``kill`` in that cycle (another tile's fault issued at
-    kill_at - 2), ending the run with C = kill_at - 1.
+    kill_at - 2), ending the run with C = kill_at - 1. ``end_on_halt=False`` plays an array
+    whose other tiles keep running: this tile's halting does not end the run.
     """
     image = {4 * i: w for i, w in enumerate(flatten(words))}
     image.update(data or {})
@@ -125,7 +126,8 @@ def run_program(words, *, config=TINY, entry=0, max_cycles=400, data=None, kill_
                 end, status, kill = t - 1, "fault", True
             elif end is None and kill_at is not None and t == kill_at:
                 end, status, kill = t - 1, "killed", True
-            elif end is None and t >= 2 and ctx.get(core.halting) and t - 2 < max_cycles:
+            elif end is None and end_on_halt and t >= 2 and ctx.get(core.halting) \
+                    and t - 2 < max_cycles:
                 end, status = t - 1, "halted"
             ctx.set(core.kill, kill)
             if ctx.get(core.trace_valid):
@@ -496,3 +498,66 @@ def test_verilog_conversion_and_lint(tmp_path):
                        text=True, timeout=120, cwd=tmp_path)
     assert p.returncode == 0, p.stderr[-2000:]
     assert "%Error" not in p.stderr
+
+
+def test_halted_counter_when_other_tiles_run():
+    r = run_program([asm.ecall()], max_cycles=10, end_on_halt=False)
+    # ecalls at 0..3 -> HALTED visible from 3..6: compute 0..5, halted 6..9.
+    assert r.status == "timeout" and r.cycles == 10
+    assert r.states == [CS.HALTED] * 4 and r.pcs == [4] * 4
+    assert r.counters == dict(compute=6, sync=0, exchange=0, halted=4, retired_tile=4, macs=0)
+
+
+def test_tile_release_ignores_halted_contexts():
+    prog = [
+        asm.csrr("a1", Csr.CONTEXT_ID),      # 0
+        asm.bne("a1", "zero", 8),            # 4: contexts 1..3 -> 12
+        asm.ecall(),                         # 8: context 0 halts at 8 (visible 11)
+        asm.sync_tile(),                     # 12: ctx1..3 at 9, 10, 11 -> waiting 12, 13, 14
+        asm.csrr("a0", Csr.CYCLE),           # 16
+        asm.ecall(),                         # 20
+    ]
+    r = run_program(prog)
+    # Release at k = 14 -> RUNNING from 15: ctx3 at 15, ctx1 at 17, ctx2 at 18.
+    assert [r.regs[c][10] for c in range(4)] == [0, 17, 18, 15]
+    # ecalls at 19 (ctx3), 21 (ctx1), 22 (ctx2) -> C = 23; cycle 14 is the only sync cycle.
+    assert r.status == "halted" and r.cycles == 23
+    assert r.counters == dict(compute=22, sync=1, exchange=0, halted=0, retired_tile=18, macs=0)
+
+
+def test_tile_and_array_waits_deadlock_until_timeout():
+    prog = [
+        asm.csrr("a1", Csr.CONTEXT_ID),
+        asm.bne("a1", "zero", 12),
+        asm.sync_array(),                    # ctx0: WAIT_ARRAY
+        asm.ecall(),
+        asm.sync_tile(),                     # ctx1..3: WAIT_TILE
+        asm.ecall(),
+    ]
+    r = run_program(prog, max_cycles=40)
+    assert r.status == "timeout" and r.cycles == 40
+    assert r.states == [CS.WAIT_ARRAY] + [CS.WAIT_TILE] * 3
+    assert r.arrive_cycles == []
+    # ctx0 waits from 11, ctx1..3 from 12, 13, 14: compute 0..13, sync 14..39.
+    assert r.counters["compute"] == 14 and r.counters["sync"] == 26
+
+
+def test_noops_x0_and_untaken_misaligned_branch():
+    prog = [
+        asm.addi("zero", "zero", 5),          # write to x0 is dropped
+        0x8330000F,                           # fence with arbitrary fm/pred/succ: a no-op
+        asm.bne("zero", "zero", 6),           # not taken: its misaligned target is irrelevant
+        asm.add("a0", "zero", "zero"),
+        asm.lui("a0", 0xFFFFF),
+        asm.jal("zero", 8),                   # rd = x0: no link written
+        asm.ebreak(),
+        asm.ecall(),
+    ]
+    r = run_program(prog)
+    assert r.status == "halted" and r.fault is None
+    for c in range(4):
+        assert r.regs[c][0] == 0 and r.regs[c][10] == 0xFFFFF000
+        assert r.pcs[c] == 32 and r.retired[c] == 7
+    first = [e for e in r.trace if e["ctx"] == 0]
+    assert [e["rd"] for e in first] == [0, 0, 0, 10, 10, 0, 0]
+    assert first[0]["value"] == 0
