@@ -169,3 +169,21 @@ def test_config_validation():
         D.DigitsConfig(hidden=0)
     with pytest.raises(ValueError, match="DigitsConfig.test_size"):
         D.DigitsConfig(test_size=1.5)
+
+
+def test_packed_weight_for_dot4(model, split):
+    x = split[1][:20].astype(np.int8)
+    l1 = model.layers[0]
+    packed = l1.packed_weight()
+    assert packed.dtype == np.int8 and packed.shape == (CFG.hidden, 64) and packed.flags.c_contiguous
+    aligned16 = model.layers[1].packed_weight(align=16)
+    assert aligned16.shape == (10, 32)
+    # dot4 view: each output is the sum over 4-byte words of s8 x s8 products (by hand, in int64)
+    words_x = x.reshape(20, 16, 4).astype(np.int64)
+    words_w = packed.reshape(CFG.hidden, 16, 4).astype(np.int64)
+    acc = np.einsum("bwi,nwi->bn", words_x, words_w)
+    from golden_model.kernels import matmul
+    np.testing.assert_array_equal(acc, matmul(x, l1.weight))
+    padded = model.layers[1].packed_weight(align=12)            # K = 32 -> 36, zeros appended
+    assert padded.shape == (10, 36) and not padded[:, 32:].any()
+    np.testing.assert_array_equal(padded[:, :32], model.layers[1].weight.T)

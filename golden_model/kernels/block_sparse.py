@@ -119,7 +119,7 @@ class BlockSparseMatrix:
         return np.repeat(np.arange(self.grid[0], dtype=np.int32), np.diff(self.indptr))
 
     @classmethod
-    def from_dense(cls, w, block_size: int, *, threshold=None, mask=None) -> "BlockSparseMatrix":
+    def from_dense(cls, w, block_size: int, threshold=None, mask=None) -> "BlockSparseMatrix":
         """Build from a dense int8 matrix, keeping blocks selected by ``threshold`` or ``mask``.
 
         Parameters

@@ -70,7 +70,7 @@ def im2col(x, kernel_size, *, stride=1, padding="valid", pad_value: int = 0) -> 
     return np.ascontiguousarray(win).reshape(n, oh, ow, kh * kw * x.shape[3])
 
 
-def conv2d(x, w, *, stride=1, padding="valid", input_zero_point: int = 0,
+def conv2d(x, w, stride=1, padding="valid", input_zero_point: int = 0,
            weight_zero_point: int = 0, depthwise: bool = False) -> np.ndarray:
     """Quantized 2-D convolution, NHWC, int8 operands, int32 accumulators.
 

@@ -227,7 +227,7 @@ def _per_channel(where: str, name: str, value, acc_shape, axis: int) -> np.ndarr
     return v.reshape(shape)
 
 
-def requantize(acc, multiplier, shift, out_zero_point: int, *, axis: int = -1,
+def requantize(acc, multiplier, shift, out_zero_point: int, axis: int = -1,
                relu: bool = False, bias=None) -> np.ndarray:
     """Scale int32 accumulators to int8: bias add, fixed-point multiply, zero point, clamp.
 

@@ -309,6 +309,24 @@ class QuantizedLayer:
         return requantize(acc, self.multiplier, self.shift, self.output_zero_point,
                           bias=self.bias_folded, relu=self.relu)
 
+    def packed_weight(self, align: int = 4) -> np.ndarray:
+        """Weights laid out for ``dot4``: one row per output channel, K zero-padded to ``align``.
+
+        ``packed[n, k] = weight[k, n]`` for ``k < K`` and 0 beyond, so output ``n`` is the sum
+        of ``dot4`` over the little-endian 32-bit words of row ``n`` and of the (equally padded)
+        input row. Padding contributes 0 to the accumulator.
+
+        Returns
+        -------
+        ndarray of int8, shape [N, ceil(K / align) · align], C-contiguous
+        """
+        if not isinstance(align, int) or isinstance(align, bool) or align < 1:
+            raise ValueError(f"QuantizedLayer.packed_weight: align must be a positive int, not {align!r}")
+        k, n = self.weight.shape
+        out = np.zeros((n, -(-k // align) * align), dtype=np.int8)
+        out[:, :k] = self.weight.T
+        return out
+
     def to_dict(self) -> dict:
         """Plain lists/ints/floats (JSON-ready) for a compiler."""
         out = {}
