@@ -486,6 +486,21 @@ def test_bad_transfer_rejected(transfer, match):
         schedule_exchange([transfer], cfg)
 
 
+def test_bad_transfer_construction():
+    with pytest.raises(ExchangeScheduleError, match=r"Transfer from tile 0: dsts must be"):
+        Transfer(0, 0, 5)
+    with pytest.raises(ExchangeScheduleError, match=r"Transfer from tile 1: dsts must be"):
+        Transfer(1, 0, [3])
+
+
+def test_single_tile_array():
+    cfg = ArrayConfig(tiles=1, contexts=4, sram_bytes=16 * 1024)
+    sched = schedule_exchange([], cfg)
+    assert sched.cycles == 1 and len(sched.programs) == 1
+    with pytest.raises(ExchangeScheduleError, match="is the source tile"):
+        schedule_exchange([Transfer(0, 0, [(0, 4)])], cfg)
+
+
 def test_conflicting_writes_and_hazards_rejected():
     cfg = ArrayConfig(tiles=4)
     with pytest.raises(ExchangeScheduleError, match=r"transfer 1: .*already written by transfer 0"):

@@ -97,7 +97,13 @@ class Transfer:
     dsts: tuple[tuple[int, int], ...]
 
     def __post_init__(self):
-        object.__setattr__(self, "dsts", tuple(tuple(d) for d in self.dsts))
+        try:
+            dsts = tuple(tuple(d) for d in self.dsts)
+        except TypeError:
+            raise ExchangeScheduleError(
+                f"Transfer from tile {self.src_tile!r}: dsts must be a sequence of "
+                f"(dst_tile, dst_addr) pairs, not {self.dsts!r}") from None
+        object.__setattr__(self, "dsts", dsts)
 
 
 @dataclasses.dataclass(frozen=True)
