@@ -1,0 +1,261 @@
+"""Exchange engine + fabric (hdl/exchange_engine.py, hdl/exchange_fabric.py) inside the array,
+on the Amaranth simulator, with stub cores that wait at the ARRAY barrier from cycle 0.
+
+Expected values come from a small reference written from architecture §6 in this file (the
+send bus of cycle c is the SRAM word before the writes of cycle c; a receive at k writes the
+source's bus of k − L, or 0), plus hand-computed directed cases.
+"""
+
+import random
+import struct
+
+import pytest
+
+from tessera.config import ArrayConfig
+from tessera.exchange import Step, XOp, encode_program, STEP_BYTES
+from tessera.faults import FaultCause
+from tessera.hostmap import Ctrl, Status, TileReg, tile_reg_addr
+
+from test_hdl_host import Axil, BarrierStubCore, sram_set, sram_get, simulate, wait_done
+from hdl.array import Array
+
+
+def reference(cfg, progs, mems, r):
+    """Architecture §6 by hand. progs[i]: list of Step or None (xprog = 0); mems[i]: dict
+    byte address -> word (modified in place). Returns the END cycle e of every tile."""
+    n, L = cfg.tiles, cfg.exchange_latency
+    timeline = []        # per tile: dict cycle -> Step (STEP only)
+    ends = []
+    for p in progs:
+        tl, c = {}, r
+        if p is None:
+            ends.append(r)
+            timeline.append(tl)
+            continue
+        for s in p:
+            if s.op == XOp.STEP:
+                tl[c] = s
+            if s.op == XOp.END:
+                break
+            c += s.cycles
+        ends.append(c)
+        timeline.append(tl)
+    bus = {}
+    for c in range(r, max(ends) + 1):
+        writes = []
+        for i in range(n):
+            s = timeline[i].get(c)
+            if s is not None and s.send_addr is not None:
+                bus[(i, c)] = mems[i].get(s.send_addr, 0)
+        for i in range(n):
+            s = timeline[i].get(c)
+            if s is not None and s.recv_addr is not None:
+                src = (i + s.recv_src) % n if s.relative else s.recv_src
+                writes.append((i, s.recv_addr, bus.get((src, c - L), 0)))
+        for i, a, v in writes:
+            mems[i][a] = v
+    return ends
+
+
+def run_exchange(cfg, progs, xprogs, mems, maxc, extra_reads=()):
+    """Load programs and data, start, run to the timeout/fault and return what the RTL did."""
+    dut = Array(cfg, BarrierStubCore)
+    out = {"resume": [[] for _ in range(cfg.tiles)], "inx": [0] * cfg.tiles}
+
+    async def bench(ctx):
+        ax = Axil(ctx, dut)
+        for i, t in enumerate(dut.tiles):
+            ctx.set(t.core.xprog, xprogs[i])
+            if progs[i] is not None:
+                raw = progs[i] if isinstance(progs[i], bytes) else encode_program(progs[i])
+                for k in range(0, len(raw), 4):
+                    sram_set(ctx, t, xprogs[i] + k, struct.unpack_from("<I", raw, k)[0])
+            for a, v in mems[i].items():
+                sram_set(ctx, t, a, v)
+        await ax.write(Ctrl.MAX_CYCLES_LO, maxc)
+        await ax.write(Ctrl.CONTROL, 1)
+        while not ctx.get(dut.done):
+            for i, t in enumerate(dut.tiles):
+                if ctx.get(dut.status) == Status.RUNNING and ctx.get(t.core.run | t.xen):
+                    if ctx.get(t.engine.resume):
+                        out["resume"][i].append(ctx.get(t.cycle))
+                    out["inx"][i] += ctx.get(t.in_exchange)
+            await ctx.tick()
+        out["status"] = await ax.read_ok(Ctrl.STATUS)
+        out["cycles"] = await ax.read_ok(Ctrl.CYCLES_LO)
+        out["rec"] = [[await ax.read_ok(tile_reg_addr(i, r)) for r in
+                       (TileReg.FAULT_VALID, TileReg.FAULT_CONTEXT, TileReg.FAULT_CAUSE,
+                        TileReg.FAULT_PC, TileReg.FAULT_ADDR)] for i in range(cfg.tiles)]
+        out["mem"] = [{a: sram_get(ctx, t, a) for a in mems[i]} for i, t in enumerate(dut.tiles)]
+        out["extra"] = [sram_get(ctx, dut.tiles[i], a) for i, a in extra_reads]
+
+    simulate(dut, bench)
+    return out
+
+
+DATA = list(range(0x800, 0x840, 4))
+
+
+def random_case(cfg, rng):
+    n = cfg.tiles
+    progs, xprogs, mems = [], [], []
+    for i in range(n):
+        mems.append({a: rng.getrandbits(32) for a in DATA})
+        if rng.random() < 0.15:
+            progs.append(None)
+            xprogs.append(0)
+            continue
+        steps = []
+        for _ in range(rng.randrange(2, 12)):
+            x = rng.random()
+            if x < 0.15:
+                steps.append(Step.idle(rng.randrange(1, 4)))
+                continue
+            send = rng.choice(DATA) if rng.random() < 0.7 else None
+            if rng.random() < 0.7:
+                rel = rng.random() < 0.4
+                src = rng.randrange(0, 2048 if rel else n)
+                steps.append(Step.send_recv(send, src, rng.choice(DATA), rel))
+            else:
+                steps.append(Step.send_recv(send))
+        steps.append(Step.end())
+        progs.append(steps)
+        xprogs.append(0x100 + 0x100 * rng.randrange(0, 6))
+    return progs, xprogs, mems
+
+
+@pytest.mark.parametrize("tiles,lat,seed", [(4, 3, 1), (3, 1, 2), (4, 2, 3), (5, 4, 4),
+                                            (2, 1, 5), (1, 2, 6)])
+def test_random_schedules(tiles, lat, seed):
+    cfg = ArrayConfig(tiles=tiles, contexts=4, sram_bytes=16 * 1024, exchange_latency=lat)
+    rng = random.Random(seed)
+    progs, xprogs, mems = random_case(cfg, rng)
+    r = cfg.sync_latency                      # every tile arrived at cycle 0: k* = 0
+    exp_mem = [dict(m) for m in mems]
+    ends = reference(cfg, progs, exp_mem, r)
+    maxc = max(ends) + 6
+    got = run_exchange(cfg, progs, xprogs, mems, maxc)
+    assert got["status"] == Status.TIMEOUT and got["cycles"] == maxc
+    assert got["resume"] == [[e] for e in ends]
+    assert got["inx"] == [e - r + 1 for e in ends]
+    for i in range(tiles):
+        assert got["mem"][i] == exp_mem[i], f"tile {i}"
+        assert got["rec"][i][0] == 0
+
+
+def test_multicast_and_ordering_by_hand():
+    # N = 3, L = 2, S = 4 -> r = 4. Tile 0 sends A (0x800) at r and r+1; tile 0 first
+    # receives into A at r+2 from itself (value A of cycle r -> unchanged) ...
+    cfg = ArrayConfig(tiles=3, contexts=4, sram_bytes=16 * 1024, exchange_latency=2)
+    A, B, C = 0x800, 0x804, 0x808
+    mems = [{A: 0x11111111, B: 0x22222222, C: 0}, {A: 0x33333333, B: 0, C: 0},
+            {A: 0x44444444, B: 0, C: 0}]
+    p0 = [Step.send_recv(B),                              # r: bus0 = 0x22222222
+          Step.send_recv(A, 1, B),                        # r+1: bus0 = 0x11111111; recv from
+                                                          #      tile 1 at r-1: nothing -> B = 0
+          Step.send_recv(B, 1, A),                        # r+2: bus0 = 0 (B now 0); A <- bus1(r)
+          Step.end()]
+    p1 = [Step.send_recv(A),                              # r: bus1 = 0x33333333
+          Step.idle(1),
+          Step.send_recv(None, 0, B),                     # r+2: B <- bus0(r) = 0x22222222
+          Step.send_recv(None, 2, C, relative=True),      # r+3: C <- tile 0 bus(r+1) = 0x11111111
+          Step.end()]
+    p2 = [Step.idle(2),
+          Step.send_recv(None, 0, B),                     # r+2: multicast of bus0(r)
+          Step.send_recv(None, 0, C),                     # r+3: bus0(r+1) = 0x11111111
+          Step.send_recv(None, 0, A),                     # r+4: bus0(r+2) = 0 (B was cleared)
+          Step.end()]
+    expect = [{A: 0x33333333, B: 0, C: 0}, {A: 0x33333333, B: 0x22222222, C: 0x11111111},
+              {A: 0, B: 0x22222222, C: 0x11111111}]
+    r = 4
+    got = run_exchange(cfg, [p0, p1, p2], [0x100, 0x200, 0x300], mems, 20)
+    assert got["mem"] == expect
+    assert got["resume"] == [[r + 3], [r + 4], [r + 5]]
+    # cross-check the hand values with the reference too
+    ref = [dict(m) for m in mems]
+    reference(cfg, [p0, p1, p2], ref, r)
+    assert ref == expect
+
+
+def _fault_case(prog_raw, xprog, tiles=2, steps_before=0):
+    cfg = ArrayConfig(tiles=tiles, contexts=4, sram_bytes=16 * 1024, exchange_latency=1)
+    mems = [{0x800: 0x5A5A5A5A, 0x804: 7} for _ in range(tiles)]
+    progs = [prog_raw] + [[Step.send_recv(0x800), Step.end()]] * (tiles - 1)
+    xprogs = [xprog] + [0x200] * (tiles - 1)
+    return cfg, run_exchange(cfg, progs, xprogs, mems, 60)
+
+
+def _raw(*words):
+    return b"".join(struct.pack("<I", w) for w in words)
+
+
+@pytest.mark.parametrize("name,raw,xprog,cidx,addr", [
+    # op = 3 at the third step (cycle r + 2): pc = addr = step address
+    ("reserved_op", _raw(0, 0, 0, 0, 3 << 30, 0, 2 << 30, 0), 0x100, 2, 0x110),
+    # send address beyond the SRAM (word 0x1000 = byte 0x4000); also an absolute source 9:
+    # the send check comes first
+    ("send_range", _raw((1 << 29) | (1 << 28) | 0x1000, (9 << 20) | 0x200, 2 << 30, 0), 0x100,
+     0, 0x4000),
+    ("abs_source", _raw((1 << 28), (9 << 20) | 0x200, 2 << 30, 0), 0x100, 0, 9),
+    ("recv_range", _raw(1 << 30, 0, (1 << 28), (1 << 20) | 0xFFFFF, 2 << 30, 0), 0x100, 1,
+     0xFFFFF * 4),
+    ("xprog_misaligned", _raw(0, 0, 2 << 30, 0), 0x104, 0, 0x104),
+    # IDLE 3 then runs off the SRAM end: steps at 16376 (idle) then 16384 -> fault at r + 3
+    ("off_the_end", _raw((1 << 30) | 2, 0), 16 * 1024 - 8, 3, 16 * 1024),
+])
+def test_exchange_faults(name, raw, xprog, cidx, addr):
+    cfg, got = _fault_case(raw, xprog)
+    r = cfg.sync_latency
+    c = r + cidx
+    assert got["status"] == Status.FAULT
+    assert got["cycles"] == c + 1
+    pc = addr if name in ("reserved_op", "xprog_misaligned", "off_the_end") else xprog + 8 * (
+        cidx if name != "recv_range" else 1)
+    assert got["rec"][0] == [1, 0xFFFFFFFF, FaultCause.EXCHANGE_FAULT, pc, addr]
+    assert got["rec"][1][0] == 0
+    assert got["mem"][0][0x800] == 0x5A5A5A5A
+
+
+def test_fault_step_has_no_effect_and_others_stop():
+    # tile 0: STEP recv from tile 1 into 0x804 at r, then op 3 at r+1.
+    # tile 1: sends 0x800 at r, r+1, r+2 and receives into 0x804 at r+1 and r+2 (from tile 0).
+    cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=16 * 1024, exchange_latency=1)
+    p0 = _raw((1 << 28), (1 << 20) | (0x804 // 4), 3 << 30, 0)
+    p1 = [Step.send_recv(0x800), Step.send_recv(0x800, 0, 0x804), Step.send_recv(0x800, 0, 0x808),
+          Step.end()]
+    mems = [{0x800: 1, 0x804: 2, 0x808: 3}, {0x800: 0xAB, 0x804: 5, 0x808: 6}]
+    got = run_exchange(cfg, [p0, p1], [0x100, 0x100], mems, 60)
+    r = cfg.sync_latency
+    assert got["status"] == Status.FAULT and got["cycles"] == r + 2
+    assert got["mem"][0] == {0x800: 1, 0x804: 0, 0x808: 3}      # r: bus1(r-1) = nothing -> 0
+    # tile 1 at r+1 receives tile 0's bus of r (no send) -> 0; step r+2 never happens
+    assert got["mem"][1] == {0x800: 0xAB, 0x804: 0, 0x808: 6}
+
+
+def test_send_sees_sram_before_same_cycle_receive():
+    # L = 1, r = 3 (N = 2). At r+1 tile 0 both sends A and receives into A (tile 1's bus of r
+    # = 0x77). Tile 1 receives tile 0's bus of r+1 at r+2: the OLD A (architecture §6).
+    cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=16 * 1024, exchange_latency=1)
+    A = 0x800
+    p0 = [Step.idle(1), Step.send_recv(A, 1, A), Step.send_recv(A), Step.end()]
+    p1 = [Step.send_recv(A), Step.idle(1), Step.send_recv(None, 0, 0x804),
+          Step.send_recv(None, 0, 0x808), Step.end()]
+    mems = [{A: 0x1234}, {A: 0x77, 0x804: 0, 0x808: 0}]
+    got = run_exchange(cfg, [p0, p1], [0x100, 0x100], mems, 30)
+    assert got["mem"][0] == {A: 0x77}
+    assert got["mem"][1] == {A: 0x77, 0x804: 0x1234, 0x808: 0x77}
+
+
+def test_step_words_read_after_earlier_receives():
+    # Documented RTL assumption (docs/rtl.md): the step executed at c is read from the SRAM as
+    # after the writes of cycles < c. L = 1, N = 2, r = 3. Tile 1 sends an END word at r; tile 0
+    # receives it at r+1 into word0 of its step 2 (executed at r+2), which was a STEP.
+    cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=16 * 1024, exchange_latency=1)
+    end_word = XOp.END << 30
+    p0 = [Step.idle(1), Step.send_recv(None, 1, 0x110), Step.send_recv(0x800),
+          Step.send_recv(0x800), Step.end()]
+    p1 = [Step.send_recv(0x808), Step.end()]
+    mems = [{0x800: 1}, {0x808: end_word}]
+    got = run_exchange(cfg, [p0, p1], [0x100, 0x100], mems, 30)
+    r = 3
+    assert got["resume"] == [[r + 2], [r + 1]]
