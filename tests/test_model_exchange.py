@@ -1,0 +1,185 @@
+"""Golden model: exchange engine (docs/architecture.md §5 release/resume, §6 exchange)."""
+
+import struct
+
+import pytest
+
+from golden_model import Array
+from tessera import asm
+from tessera.config import ArrayConfig
+from tessera.csr import Csr
+from tessera.exchange import Step, encode_program
+from tessera.faults import FaultCause
+
+SRAM = 16 * 1024
+XP = 0x400
+DATA = 0x700
+RECV = 0x600
+RECV2 = 0x604
+GATHER = 0x680
+N = 4
+
+
+def code(xp=XP):
+    return [*asm.li(5, xp), asm.csrw(Csr.XPROG, 5), asm.sync_array(),
+            asm.lw(10, RECV, 0), asm.csrr(11, Csr.CYCLE), asm.ecall()]
+
+
+def value(t):
+    return 0x1000 + 0x11 * t
+
+
+def setup(L, xprog_bytes, tiles=N, xp=XP, per_tile_code=None):
+    cfg = ArrayConfig(tiles=tiles, contexts=4, sram_bytes=SRAM, exchange_latency=L)
+    arr = Array(cfg)
+    arr.write_mem(None, 0, asm.program(code(xp)))
+    for t, w in (per_tile_code or {}).items():
+        arr.write_mem(t, 0, asm.program(w))
+    arr.write_mem(None, XP, xprog_bytes)
+    arr.write_mem(None, RECV2, struct.pack("<I", 0xDEADBEEF))
+    for t in range(tiles):
+        arr.write_mem(t, DATA, struct.pack("<I", value(t)))
+    return arr
+
+
+def word(arr, t, addr):
+    return struct.unpack("<I", arr.read_mem(t, addr, 4))[0]
+
+
+def ring_program(L):
+    steps = [Step.send_recv(send_addr=DATA, recv_src=1, recv_addr=RECV2, relative=True)]
+    if L > 1:
+        steps.append(Step.idle(L - 1))
+    steps.append(Step.send_recv(recv_src=N - 1, recv_addr=RECV, relative=True))
+    return encode_program(steps)
+
+
+@pytest.mark.parametrize("L", [1, 3, 5])
+def test_ring_shift_timing_and_not_sent(L):
+    arr = setup(L, ring_program(L))
+    res = arr.run(2000)
+    assert res.status == "halted"
+    # li = 1 word: syncs at 8..11 -> k* = 14, r = 14 + S(4 tiles) = 18.
+    # steps: r STEP(send, recv from k-L < r: nobody sent -> 0), IDLE L-1, r+L STEP(recv), END
+    # at r+L+1 = e; RUNNING from e+1; lw in the next 4 slots, csrr in the 4 after.
+    r = 18
+    e = r + L + 1
+    for t in range(N):
+        assert word(arr, t, RECV) == value((t - 1) % N)
+        assert word(arr, t, RECV2) == 0
+        for c in range(4):
+            first = next(k for k in range(e + 1, e + 5) if k % 4 == c)
+            assert int(arr.regs[t, c, 10]) == value((t - 1) % N)
+            assert int(arr.regs[t, c, 11]) == first + 4
+        cnt = res.tiles[t].counters
+        assert cnt["exchange"] == e - r + 1 == L + 2
+        assert cnt["sync"] == r - 14
+    assert res.cycles == e + 12 + 1     # lw, csrr, ecall rounds after e
+
+
+@pytest.mark.parametrize("L", [1, 2, 4])
+def test_all_gather_multicast(L):
+    steps = []
+    for j in range(N + L + 1):
+        send = DATA if j < N else None
+        if L <= j:
+            steps.append(Step.send_recv(send_addr=send, recv_src=j - L,
+                                        recv_addr=GATHER + 4 * (j - L)))
+        else:
+            steps.append(Step.send_recv(send_addr=send))
+    # the last step (j = N + L) receives from tile N % N... use source 0: it sent only for j < N
+    steps[-1] = Step.send_recv(recv_src=0, recv_addr=GATHER + 4 * N)
+    arr = setup(L, encode_program(steps))
+    arr.write_mem(None, GATHER + 4 * N, struct.pack("<I", 0x5555AAAA))
+    res = arr.run(3000)
+    assert res.status == "halted"
+    for t in range(N):
+        got = [word(arr, t, GATHER + 4 * i) for i in range(N + 1)]
+        assert got == [value(i) for i in range(N)] + [0]
+        assert res.tiles[t].counters["exchange"] == N + L + 1 + 1   # steps + END
+
+
+def test_wrong_latency_reads_zero():
+    # receiving one cycle too early (step L-1) gets 0: L = 3, receive at step 2 from the
+    # source that sent at step 0 -> its bus at cycle r-1 was not driven.
+    L = 3
+    steps = [Step.send_recv(send_addr=DATA), Step.idle(1),
+             Step.send_recv(recv_src=N - 1, recv_addr=RECV, relative=True)]
+    arr = setup(L, encode_program(steps))
+    arr.write_mem(None, RECV, struct.pack("<I", 0x12345678))
+    res = arr.run(2000)
+    assert res.status == "halted"
+    assert [word(arr, t, RECV) for t in range(N)] == [0] * N
+
+
+def test_halted_tile_runs_its_exchange_and_no_program_tile():
+    halt = [*asm.li(5, XP), asm.csrw(Csr.XPROG, 5), asm.ecall()]
+    noprog = [asm.sync_array(), asm.lw(10, RECV, 0), asm.csrr(11, Csr.CYCLE), asm.ecall()]
+    arr = setup(3, ring_program(3), per_tile_code={1: halt, 3: noprog})
+    res = arr.run(2000)
+    assert res.status == "halted"
+    assert word(arr, 2, RECV) == value(1)       # sent by the halted tile 1
+    assert word(arr, 1, RECV) == value(0)       # the halted tile received too
+    assert word(arr, 0, RECV) == 0              # tile 3 has no program: sent nothing
+    # tile 3 (xprog = 0): its syncs at 0..3, but k* = 14 (tile 0/2), r = 18 = e: RUNNING 19
+    assert [int(arr.regs[3, c, 11]) for c in range(4)] == [24, 25, 26, 23]
+    assert res.tiles[3].counters["exchange"] == 1
+    assert res.tiles[1].counters["exchange"] == 5
+
+
+def fault_run(xprog_bytes, xp=XP, tiles=N):
+    arr = setup(3, xprog_bytes, tiles=tiles, xp=xp)
+    return arr, arr.run(2000)
+
+
+R = 18
+
+
+@pytest.mark.parametrize("prog,xp,cycle,pc,addr", [
+    (struct.pack("<II", 0xC0000000, 0), XP, R, XP, XP),                         # op 3
+    (encode_program([Step.end()]), XP + 4, R, XP + 4, XP + 4),                 # misaligned
+    (encode_program([Step.idle(2), Step.end()]) + struct.pack("<II", 0xC0000000, 0),
+     XP, R, None, None),                                                       # not reached
+    (encode_program([Step.idle(2), Step.send_recv(send_addr=SRAM)]), XP, R + 2, XP + 8, SRAM),
+    (encode_program([Step.send_recv(recv_src=N, recv_addr=RECV)]), XP, R, XP, N),
+    (encode_program([Step.send_recv(recv_src=1, recv_addr=SRAM + 8)]), XP, R, XP, SRAM + 8),
+    # check order: a bad send address wins over a bad source
+    (encode_program([Step.send_recv(send_addr=SRAM + 4, recv_src=N + 3, recv_addr=RECV)]),
+     XP, R, XP, SRAM + 4),
+    # relative source is never out of range
+    (encode_program([Step.send_recv(recv_src=N + 3, recv_addr=RECV, relative=True)]),
+     XP, R, None, None),
+])
+def test_exchange_faults(prog, xp, cycle, pc, addr):
+    arr, res = fault_run(prog, xp=xp)
+    if pc is None:
+        assert res.status == "halted"
+        return
+    assert res.status == "fault" and res.cycles == cycle + 1
+    for t in res.tiles:
+        f = t.fault
+        assert (f.context, f.cause, f.pc, f.addr) == (None, FaultCause.EXCHANGE_FAULT, pc, addr)
+        assert t.counters["exchange"] == cycle - R + 1
+
+
+def test_xprog_outside_sram_faults():
+    arr, res = fault_run(encode_program([Step.end()]), xp=SRAM)
+    assert res.status == "fault" and res.cycles == R + 1    # li SRAM = one lui: same r
+    f = res.tiles[0].fault
+    assert (f.context, f.cause, f.pc, f.addr) == (None, FaultCause.EXCHANGE_FAULT, SRAM, SRAM)
+
+
+def test_only_one_tile_faults_others_complete_their_step():
+    arr = setup(1, ring_program(1))
+    bad = encode_program([Step.send_recv(send_addr=DATA, recv_src=1, recv_addr=RECV2,
+                                         relative=True),
+                          Step.send_recv(recv_src=9, recv_addr=RECV)])
+    arr.write_mem(2, XP, bad)
+    res = arr.run(2000)
+    # step 1 at r+1 = 19: tile 2 faults; the others receive (L = 1) at the same cycle.
+    assert res.status == "fault" and res.cycles == 20
+    assert [t.fault is not None for t in res.tiles] == [False, False, True, False]
+    assert res.tiles[2].fault.addr == 9
+    assert word(arr, 3, RECV) == value(2)
+    assert word(arr, 1, RECV) == value(0)
+    assert word(arr, 2, RECV) == 0   # faulting step had no effect (memory was 0)
