@@ -9,7 +9,8 @@ first of these events (C = the run's ``cycles``):
 * exchange fault in the step of cycle c: C = c + 1 (issue stops from c + 1; the instructions
   issued up to c still complete, and a core fault of an instruction issued at c is also recorded;
   one issued at c − 1, seen at c + 1, wins and the exchange record is dropped);
-* every tile ``all_halted`` at counter t (the last ``ecall`` was issued at t − 3): C = t − 2;
+* every tile ``halting`` at counter t (the run's last ``ecall`` is in X: issued at t − 2):
+  C = t − 1;
 * MAX_CYCLES = M ≠ 0 reached (t = M, nothing issues or steps at ≥ M): C = M, status timeout
   unless a fault or halt with C ≤ M shows up while draining.
 
@@ -109,7 +110,7 @@ class Array(wiring.Component):
         xf_now = Signal()
         m.d.comb += [
             kill.eq(running & Cat(t.core_fault for t in tiles).any()),
-            halt_now.eq(running & Cat(t.all_halted for t in tiles).all()),
+            halt_now.eq(running & Cat(t.halting for t in tiles).all()),
             xf_now.eq(running & Cat(t.xfault for t in tiles).any()),
         ]
         time_ok = (maxc == 0) | (t_cnt < maxc)
@@ -117,8 +118,8 @@ class Array(wiring.Component):
         xen = Signal()
         commit = Signal()
         m.d.comb += [
-            issue.eq(running & ~stopping & time_ok),
-            xen.eq(issue & ~kill & ~halt_now),
+            issue.eq(running & ~stopping & time_ok & ~kill & ~halt_now),
+            xen.eq(issue),
             commit.eq(running & (t_cnt >= 3) & (t_cnt - 3 < cbound)),
             sc.enable.eq(running & ~stopping), sc.clear.eq(start), fab.clear.eq(start),
         ]
@@ -138,7 +139,7 @@ class Array(wiring.Component):
         cand = []   # (valid, C, status) in priority order for equal C
         cand.append((kill, t_cnt - 1, Status.FAULT))
         cand.append((xf_now, t_cnt + 1, Status.FAULT))
-        cand.append((halt_now, t_cnt - 2, Status.HALTED))
+        cand.append((halt_now, t_cnt - 1, Status.HALTED))
         cand.append((running & ~stopping & ~time_ok, maxc, Status.TIMEOUT))
         nb = Signal(64)
         ns = Signal(3)

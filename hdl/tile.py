@@ -52,7 +52,7 @@ def core_ports(config: ArrayConfig) -> dict:
         "m_re": Out(1), "m_we": Out(4), "m_addr": Out(32), "m_wdata": Out(32), "m_rdata": In(32),
         "arrive": Out(1), "resume": In(1), "in_exchange": In(1), "xprog": Out(32),
         "fault_valid": Out(1), "fault_context": Out(cb), "fault_cause": Out(5),
-        "fault_pc": Out(32), "fault_addr": Out(32), "all_halted": Out(1),
+        "fault_pc": Out(32), "fault_addr": Out(32), "all_halted": Out(1), "halting": Out(1),
         "dbg_ctx": In(cb), "dbg_reg": In(5), "dbg_state": Out(3), "dbg_pc": Out(32),
         "dbg_retired": Out(64), "dbg_x": Out(32),
         "dbg_compute": Out(64), "dbg_sync": Out(64), "dbg_exchange": Out(64),
@@ -110,9 +110,9 @@ class Tile(wiring.Component):
         From the sync controller (cycles r − 1 and r).
     x_data : In(32)
         The fabric's word for this tile's receive (bus of ``x_src`` at k − L).
-    arrive, waiting, all_halted, in_exchange : Out(1)
+    arrive, waiting, all_halted, halting, in_exchange : Out(1)
         Barrier state (``arrive`` masked by the exchange phase; ``waiting``: arrived and some
-        context in WAIT_ARRAY).
+        context in WAIT_ARRAY); ``halting``: every context HALTED or halting by an ecall in X.
     x_send, x_src : Out(32), Out(tile_bits)
         Send bus of the previous cycle; receive mux select.
     core_fault, xfault : Out(1)
@@ -145,7 +145,8 @@ class Tile(wiring.Component):
             "start": In(1), "entry": In(32), "run": In(1), "kill": In(1), "cycle": In(64),
             "count_commit": In(1), "xen": In(1), "prerelease": In(1), "release": In(1),
             "x_data": In(32),
-            "arrive": Out(1), "waiting": Out(1), "all_halted": Out(1), "in_exchange": Out(1),
+            "arrive": Out(1), "waiting": Out(1), "all_halted": Out(1), "halting": Out(1),
+            "in_exchange": Out(1),
             "x_send": Out(32), "x_src": Out(config.tile_bits),
             "core_fault": Out(1), "xfault": Out(1),
             "rec_valid": Out(1), "rec_xchg": Out(1), "rec_context": Out(cb),
@@ -193,7 +194,7 @@ class Tile(wiring.Component):
             self.x_src.eq(eng.src),
             self.arrive.eq(core.arrive & ~eng.in_exchange),
             self.waiting.eq(core.arrive & ~eng.in_exchange & ~core.all_halted),
-            self.all_halted.eq(core.all_halted),
+            self.all_halted.eq(core.all_halted), self.halting.eq(core.halting),
             self.core_fault.eq(core.fault_valid),
             self.xfault.eq(eng.fault_valid),
         ]

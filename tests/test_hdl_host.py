@@ -251,7 +251,7 @@ def _run_control(event, at, maxc=0):
                     ctx.set(core.fault_addr, 0xFFFF)
                 elif event == "halt":
                     for t in dut.tiles:
-                        ctx.set(t.core.all_halted, 1)
+                        ctx.set(t.core.halting, 1)
             elif event == "fault":
                 ctx.set(core.fault_valid, 0)
             await ctx.tick()
@@ -292,7 +292,7 @@ def test_fault_in_drain_beats_timeout():
 
 
 def test_halt_cycles():
-    # every tile all_halted visible at 25 -> last ecall issued at 22 -> cycles = 23
+    # every tile `halting` at 25 (last ecall in X) -> issued at 23 -> cycles = 24
     o = _run_control("halt", 25)
-    assert o["status"] == Status.HALTED and o["cycles"] == 23
-    assert o["commits"] == [23, 23]
+    assert o["status"] == Status.HALTED and o["cycles"] == 24
+    assert o["commits"] == [24, 24]
