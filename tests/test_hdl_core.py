@@ -3,8 +3,8 @@
 The harness is an Amaranth SRAM (sync read ports, byte-enable write port) wired to the
 core, and a Python testbench playing the array controller of docs/architecture.md for a
 single tile: ``run`` for cycles 0..C-1, ``kill`` in the X cycle of a fault, ``count_commit``
-for cycles 3..C+2, the ARRAY-barrier release S cycles after ``arrive`` (no exchange
-program: ``resume`` at r, ``in_exchange`` at r only). Expected cycle numbers are derived
+for cycles 3..C+2, the ARRAY-barrier release r = k* + S after ``arrive`` and an exchange phase r..e of a
+chosen length (``in_exchange`` during it, ``resume`` at e; default e = r). Expected cycle numbers are derived
 by hand in the comments from the barrel schedule (context c issues at t ≡ c mod T).
 """
 
@@ -80,12 +80,13 @@ class Run:
 
 
 def run_program(words, *, config=TINY, entry=0, max_cycles=400, data=None, kill_at=None,
-                read_mem=(), end_on_halt=True):
+                read_mem=(), end_on_halt=True, exchange_cycles=1):
     """Run ``words`` (placed at address 0) on one tile; return a :class:`Run`.
 
     ``kill_at``: inject an external ``kill`` in that cycle (another tile's fault issued at
     kill_at - 2), ending the run with C = kill_at - 1. ``end_on_halt=False`` plays an array
     whose other tiles keep running: this tile's halting does not end the run.
+    ``exchange_cycles``: length of each exchange phase r..e (1: no exchange program, e = r).
     """
     image = {4 * i: w for i, w in enumerate(flatten(words))}
     image.update(data or {})
@@ -104,6 +105,7 @@ def run_program(words, *, config=TINY, entry=0, max_cycles=400, data=None, kill_
         status = None
         trace, arrive_cycles = [], []
         kstar = None        # first arrival cycle of the current ARRAY barrier
+        exch_end = None     # e of the current exchange phase
         t = 0
         while True:
             running = end is None and t < max_cycles
@@ -111,17 +113,21 @@ def run_program(words, *, config=TINY, entry=0, max_cycles=400, data=None, kill_
             ctx.set(core.cycle, t)
             last = end if end is not None else max_cycles
             ctx.set(core.count_commit, 3 <= t and t - 3 < last)
-            # ARRAY barrier controller (one tile, no exchange program: e = r).
-            release = running and kstar is not None and t == kstar + S
-            ctx.set(core.resume, release)
-            ctx.set(core.in_exchange, release)
+            # ARRAY barrier controller (one tile): r = k* + S, exchange phase r..e.
+            if running and kstar is not None and t == kstar + S:
+                exch_end = t + exchange_cycles - 1
+            in_exch = running and exch_end is not None and t <= exch_end
+            ctx.set(core.in_exchange, in_exch)
+            ctx.set(core.resume, in_exch and t == exch_end)
             kill = False
             if running and ctx.get(core.arrive) and not ctx.get(core.all_halted) \
-                    and kstar is None:
+                    and kstar is None and not in_exch:
                 kstar = t
                 arrive_cycles.append(t)
-            if release:
+            if in_exch:
                 kstar = None
+                if t == exch_end:
+                    exch_end = None
             if end is None and ctx.get(core.fault_valid):
                 end, status, kill = t - 1, "fault", True
             elif end is None and kill_at is not None and t == kill_at:
@@ -606,3 +612,24 @@ def test_random_rv32im_against_unicorn(seed):
     assert [r.mem[a] for a in range(base, base + 64, 4)] == \
         [int.from_bytes(mem[i:i + 4], "little") for i in range(0, 64, 4)]
     assert r.retired[0] == 2 + len(body) + 1
+
+
+def test_array_sync_with_exchange_phase():
+    prog = [asm.sync_array(), asm.csrr("a0", Csr.CYCLE), asm.ecall()]
+    r = run_program(prog, exchange_cycles=4)
+    # k* = 6, r = 8, e = 11: RUNNING from 12; csrr at 12..15, ecalls at 16..19 -> C = 20.
+    assert r.arrive_cycles == [6]
+    assert [r.regs[c][10] for c in range(4)] == [12, 13, 14, 15]
+    assert r.status == "halted" and r.cycles == 20
+    assert r.counters == dict(compute=14, sync=2, exchange=4, halted=0, retired_tile=12, macs=0)
+
+
+def test_two_array_barriers_are_not_merged():
+    prog = [asm.sync_array(), asm.sync_array(), asm.csrr("a0", Csr.CYCLE), asm.ecall()]
+    r = run_program(prog)
+    # 1st: k* = 6, r = e = 8, RUNNING from 9; 2nd syncs at 9..12 -> k* = 15, r = 17,
+    # RUNNING from 18: csrr at 18 (ctx2), 19 (ctx3), 20 (ctx0), 21 (ctx1); ecalls 22..25.
+    assert r.arrive_cycles == [6, 15]
+    assert [r.regs[c][10] for c in range(4)] == [20, 21, 18, 19]
+    assert r.status == "halted" and r.cycles == 26
+    assert r.counters == dict(compute=20, sync=4, exchange=2, halted=0, retired_tile=16, macs=0)
