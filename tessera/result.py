@@ -46,7 +46,7 @@ class Fault:
     ``context`` is None for an exchange fault. ``pc`` is the faulting instruction's (or
     exchange step's) byte address; ``addr`` the offending byte address (the target for
     fetch faults, the data address for loads/stores, the instruction word for
-    illegal_instruction, 0 for breakpoint).
+    illegal_instruction, the pc for breakpoint).
     """
     context: int | None
     cause: FaultCause
