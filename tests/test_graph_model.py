@@ -216,3 +216,35 @@ def test_out_of_memory_runs_nothing():
         _, prog = matmul(g, a, b)
         Engine(compile_graph(g, prog), backend="spy_h8").run()
     assert calls == []
+
+
+def test_nested_repeat_small_stacks(tmp_path):
+    """Repeat(2, [Repeat(3, +1 on every element), ring shift]) with 512-byte stacks."""
+    src = tmp_path / "inc.c"
+    src.write_text(
+        '#include "tsr_graph.h"\n'
+        "typedef struct { TSR_FIELD(int32_t, x); } f_t;\n"
+        "void inc1(const f_t *f, uint32_t part, uint32_t nparts) {\n"
+        "  for (uint32_t i = part; i < f->x_n; i += nparts) f->x[i] += 1;\n"
+        "}\n")
+    g = Graph(preset("small"))
+    g.add_codelet("inc1", src, [("x", "inout", "int32")])
+    x = g.add_variable("x", (4, 3), "int32", map_linearly(grain=3))
+    y = g.add_variable("y", (4, 3), "int32", map_linearly(grain=3))
+    cs = g.add_compute_set("inc")
+    for t in range(4):
+        g.add_vertex(cs, "inc1", x=x[t])
+    ring = Sequence(Copy([x[i] for i in range(4)], [y[(i + 1) % 4] for i in range(4)]),
+                    Copy(y, x))
+    cg = compile_graph(g, Repeat(2, Sequence(Repeat(3, Execute(cs)), ring)), stack_bytes=512)
+    assert cg.memory[0]["stacks"] == 6 * 512
+    assert cg.image.symbols["__stack_bytes"] == 512  # crt0 uses it for sp
+    assert [op[0] for op in cg.ops] == ["repeat", "repeat", "exec", "exch", "exec"]
+    eng = Engine(cg)
+    v = np.arange(12, dtype=np.int32).reshape(4, 3) * 10
+    eng.write_tensor("x", v)
+    eng.run()
+    want = v.copy()
+    for _ in range(2):
+        want = np.roll(want + 3, 1, axis=0)
+    np.testing.assert_array_equal(eng.read_tensor("x"), want)
