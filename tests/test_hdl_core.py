@@ -52,9 +52,10 @@ class Harness(Elaboratable):
         m.submodules.core = core = self.core
         m.submodules.mem = mem = self.mem
         aw = self.config.sram_addr_bits
-        fp = mem.read_port(transparent_for=())
-        dp = mem.read_port(transparent_for=())
         wp = mem.write_port(granularity=8)
+        # As in hdl/tile.py: the fetch port sees a store of the same cycle (issued 2 earlier).
+        fp = mem.read_port(transparent_for=(wp,))
+        dp = mem.read_port(transparent_for=())
         m.d.comb += [
             fp.addr.eq(core.f_addr[2:aw]), fp.en.eq(core.f_en), core.f_data.eq(fp.data),
             dp.addr.eq(core.m_addr[2:aw]), dp.en.eq(core.m_re), core.m_rdata.eq(dp.data),
@@ -635,3 +636,20 @@ def test_two_array_barriers_are_not_merged():
     assert [r.regs[c][10] for c in range(4)] == [20, 21, 18, 19]
     assert r.status == "halted" and r.cycles == 26
     assert r.counters == dict(compute=20, sync=4, exchange=2, halted=0, retired_tile=16, macs=0)
+
+
+def test_fetch_sees_store_issued_two_cycles_earlier():
+    old, new = asm.addi("a0", "zero", 1), asm.addi("a0", "zero", 42)
+    prog = [
+        asm.csrr("a1", Csr.CONTEXT_ID),       # 0
+        asm.bne("a1", "zero", 12),            # 4: ctx1..3 -> 16
+        asm.lw("a2", 0x100, "zero"),          # 8: ctx0 at 8
+        asm.sw("a2", 20, "zero"),             # 12: ctx0 at 12 (SRAM written in X = 14)
+        asm.nop(),                            # 16
+        old,                                  # 20: fetched by ctx1 at 13, ctx2 at 14, ctx3 at 15
+        asm.ecall(),                          # 24
+    ]
+    r = run_program(prog, data={0x100: new}, read_mem=[20])
+    # Issue order: the store (12) precedes the fetches issued at 14 and 15, not the one at 13.
+    assert [r.regs[c][10] for c in range(4)] == [42, 1, 42, 42]
+    assert r.mem[20] == new
