@@ -99,6 +99,19 @@ def cmd_demo(args) -> int:
                     json_out=args.json)
 
 
+def cmd_gen(args) -> int:
+    """``tessera gen [--preset P | --tiles N ...] -o DIR [--lint]``: Verilog, config.json, .core."""
+    from hdl.gen import generate, GenError
+    from toolchain import ToolchainError
+    try:
+        paths = generate(_config(args), args.output, run_lint=args.lint)
+    except GenError as e:
+        raise ToolchainError(str(e)) from None
+    for p in paths.values():
+        print(p)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser with all subcommands."""
     p = _Parser(prog="tessera", description="Tessera IPU-style processor tools")
@@ -125,6 +138,16 @@ def build_parser() -> argparse.ArgumentParser:
     de.add_argument("--words", type=_positive, default=96, help="words (4 int8) per tile")
     de.add_argument("--seed", type=int, default=2024, help="data seed")
     de.set_defaults(func=cmd_demo)
+
+    ge = sub.add_parser("gen", help="write tessera_array.v, config.json and a FuseSoC .core")
+    ge.add_argument("--preset", help="array preset: tiny, small (default), array16")
+    ge.add_argument("--tiles", type=_positive, help="tiles N (overrides the preset)")
+    ge.add_argument("--contexts", type=_positive, help="contexts per tile T")
+    ge.add_argument("--sram-bytes", type=_positive, help="SRAM bytes per tile (power of two)")
+    ge.add_argument("--xlatency", type=_positive, help="exchange latency L in cycles")
+    ge.add_argument("-o", dest="output", required=True, metavar="DIR", help="output directory")
+    ge.add_argument("--lint", action="store_true", help="also run verilator --lint-only")
+    ge.set_defaults(func=cmd_gen)
     return p
 
 
