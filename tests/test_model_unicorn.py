@@ -94,9 +94,11 @@ def unicorn_run(words, start, end, window: bytes):
     return regs, bytes(uc.mem_read(WIN_BASE, WIN))
 
 
-def check_seed(seed: int, n: int):
-    progs = [random_program(seed * 7919 + t, n) for t in range(2)]
-    cfg = ArrayConfig(tiles=2, contexts=T, sram_bytes=SRAM)
+def check_seed(seed: int, n: int, tiles: int = 2):
+    """``tiles`` = 1 exercises the model's uniform (one word for all tiles) path; 2 tiles run
+    different streams, exercising the grouped path."""
+    progs = [random_program(seed * 7919 + t, n) for t in range(tiles)]
+    cfg = ArrayConfig(tiles=tiles, contexts=T, sram_bytes=SRAM)
     arr = Array(cfg)
     wrng = np.random.default_rng(seed)
     window = wrng.integers(0, 256, WIN, dtype=np.uint8).tobytes()
@@ -122,6 +124,11 @@ def check_seed(seed: int, n: int):
 @pytest.mark.parametrize("seed", range(5))
 def test_unicorn_random_rv32im(seed):
     check_seed(seed, 2000)
+
+
+@pytest.mark.parametrize("seed", range(100, 103))
+def test_unicorn_random_rv32im_single_tile(seed):
+    check_seed(seed, 2000, tiles=1)
 
 
 @pytest.mark.slow
