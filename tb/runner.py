@@ -77,8 +77,8 @@ def source_digest(paths: Iterable[str | Path] = ("hdl", "tessera")) -> str:
         p = p if p.is_absolute() else REPO_ROOT / p
         files = sorted(p.rglob("*.py")) if p.is_dir() else ([p] if p.exists() else [])
         for f in files:
-            if "__pycache__" in f.parts:
-                continue
+            if "__pycache__" in f.parts or "bench" in f.relative_to(p).parts[:-1]:
+                continue  # tessera/bench (benchmark harness) is not part of the design
             h.update(str(f.relative_to(REPO_ROOT) if f.is_relative_to(REPO_ROOT) else f).encode())
             h.update(b"\0")
             h.update(f.read_bytes())
