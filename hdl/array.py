@@ -128,6 +128,7 @@ class Array(wiring.Component):
             m.d.comb += [
                 t.start.eq(start), t.entry.eq(host.entry), t.run.eq(issue), t.kill.eq(kill),
                 t.cycle.eq(t_cnt), t.count_commit.eq(commit), t.xen.eq(xen),
+                t.xcommit.eq(~kill & ~halt_now),
                 t.prerelease.eq(sc.prerelease), t.release.eq(sc.release),
                 t.x_data.eq(fab.data[32 * i:32 * (i + 1)]),
                 sc.arrive[i].eq(t.arrive), sc.waiting[i].eq(t.waiting),

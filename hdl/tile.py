@@ -106,6 +106,10 @@ class Tile(wiring.Component):
         Forwarded to the core (docs/rtl.md).
     xen : In(1)
         Exchange steps may take effect this cycle (array running, no stop this cycle).
+    xcommit : In(1)
+        The exchange step of the previous cycle belongs to the run (no core fault issued two
+        cycles ago and no run-ending ``ecall`` seen in this cycle): its receive write and
+        fault record are committed in this cycle.
     prerelease, release : In(1)
         From the sync controller (cycles r − 1 and r).
     x_data : In(32)
@@ -143,7 +147,8 @@ class Tile(wiring.Component):
         cb, ab = config.context_bits, config.sram_addr_bits
         ports = {
             "start": In(1), "entry": In(32), "run": In(1), "kill": In(1), "cycle": In(64),
-            "count_commit": In(1), "xen": In(1), "prerelease": In(1), "release": In(1),
+            "count_commit": In(1), "xen": In(1), "xcommit": In(1),
+            "prerelease": In(1), "release": In(1),
             "x_data": In(32),
             "arrive": Out(1), "waiting": Out(1), "all_halted": Out(1), "halting": Out(1),
             "in_exchange": Out(1),
@@ -189,7 +194,6 @@ class Tile(wiring.Component):
         m.d.comb += [
             eng.prerelease.eq(self.prerelease), eng.release.eq(self.release),
             eng.xprog.eq(core.xprog), eng.enable.eq(self.xen), eng.clear.eq(self.start),
-            eng.pa_data.eq(pa.data),
             self.in_exchange.eq(eng.in_exchange), self.xprog.eq(core.xprog),
             self.x_src.eq(eng.src),
             self.arrive.eq(core.arrive & ~eng.in_exchange),
@@ -199,15 +203,37 @@ class Tile(wiring.Component):
             self.xfault.eq(eng.fault_valid),
         ]
 
-        # -- port A: exchange step words, else core fetch
+        # -- deferred receive write: the word received by the step of cycle k is written in
+        # k+1 if that step belongs to the run (`xcommit`), since a core fault issued at k-1 is
+        # only seen at k+1. Reads of cycle k+1 that must see it are forwarded below.
+        pw_valid = Signal()
+        pw_addr = Signal(ab - 2)
+        pw_data = Signal(32)
+        with m.If(self.start):
+            m.d.sync += pw_valid.eq(0)
+        with m.Else():
+            m.d.sync += [pw_valid.eq(eng.recv), pw_addr.eq(eng.recv_addr),
+                         pw_data.eq(self.x_data)]
+
+        # -- port A: exchange step words, else core fetch (transparent: sees this cycle's write)
         fa_lane = Signal()
+        pa_addr_q = Signal(ab - 3)
+        pa_data = Signal(64)
         m.d.comb += pa.en.eq(1)
         with m.If(eng.pa_en):
             m.d.comb += pa.addr.eq(eng.pa_addr)
         with m.Else():
             m.d.comb += pa.addr.eq(core.f_addr[3:ab])
-        m.d.sync += fa_lane.eq(core.f_addr[2])
-        m.d.comb += core.f_data.eq(Mux(fa_lane, pa.data[32:], pa.data[:32]))
+        m.d.sync += [fa_lane.eq(core.f_addr[2]), pa_addr_q.eq(pa.addr)]
+        # a step read in cycle k-1 must see the receive of k-1, written only now (k): patch it
+        m.d.comb += pa_data.eq(pa.data)
+        with m.If(pw_valid & (pw_addr[1:] == pa_addr_q)):
+            with m.If(pw_addr[0]):
+                m.d.comb += pa_data[32:].eq(pw_data)
+            with m.Else():
+                m.d.comb += pa_data[:32].eq(pw_data)
+        m.d.comb += [core.f_data.eq(Mux(fa_lane, pa_data[32:], pa_data[:32])),
+                     eng.pa_data.eq(pa_data)]
 
         # -- port B: send, else load, else host read
         b_lane = Signal()
@@ -226,8 +252,13 @@ class Tile(wiring.Component):
             m.d.sync += send_q.eq(0)
         with m.Else():
             m.d.sync += send_q.eq(eng.send)
+        # a send in cycle k must see the receive of k-1, written only in k: forward it
+        fwd_q = Signal()
+        fwd_data = Signal(32)
+        m.d.sync += [fwd_q.eq(eng.pb_en & pw_valid & (pw_addr == eng.pb_addr)),
+                     fwd_data.eq(pw_data)]
         b_word = Signal(32)
-        m.d.comb += b_word.eq(Mux(b_lane, pb.data[32:], pb.data[:32]))
+        m.d.comb += b_word.eq(Mux(fwd_q, fwd_data, Mux(b_lane, pb.data[32:], pb.data[:32])))
         m.d.comb += [core.m_rdata.eq(b_word), self.h_rdata.eq(b_word),
                      self.x_send.eq(Mux(send_q, b_word, 0))]
 
@@ -236,16 +267,16 @@ class Tile(wiring.Component):
             m.d.comb += [wp.addr.eq(addr_dword), wp.data.eq(Cat(data, data)),
                          wp.en.eq(Mux(word_lane, mask4 << 4, mask4))]
 
-        with m.If(eng.recv):
-            write(eng.recv_addr[0], eng.recv_addr[1:], self.x_data, 0xF)
+        with m.If(pw_valid & self.xcommit):
+            write(pw_addr[0], pw_addr[1:], pw_data, 0xF)
         with m.Elif(core.m_we != 0):
             write(core.m_addr[2], core.m_addr[3:ab], core.m_wdata, core.m_we)
         with m.Elif(self.h_we != 0):
             write(self.h_addr[2], self.h_addr[3:ab], self.h_wdata, self.h_we)
 
         # -- fault record. Core faults are final when seen (all earlier faults were seen
-        # earlier); an exchange fault at c is final in c+1 unless a core fault issued at c-1
-        # (seen in X at c+1, i.e. `kill`) stops the array first.
+        # earlier); an exchange fault at c is final in c+1 unless the run ended before c
+        # (a core fault issued at c-1, or the last ecall at c-1, seen at c+1: `xcommit` low).
         xf_q = Signal()
         xf_pc = Signal(32)
         xf_addr = Signal(32)
@@ -262,7 +293,7 @@ class Tile(wiring.Component):
                                  self.rec_context.eq(core.fault_context),
                                  self.rec_cause.eq(core.fault_cause),
                                  self.rec_pc.eq(core.fault_pc), self.rec_addr.eq(core.fault_addr)]
-                with m.Elif(xf_q & ~self.kill):
+                with m.Elif(xf_q & self.xcommit):
                     m.d.sync += [self.rec_valid.eq(1), self.rec_xchg.eq(1),
                                  self.rec_context.eq(0),
                                  self.rec_cause.eq(FaultCause.EXCHANGE_FAULT),

@@ -169,3 +169,24 @@ def test_timeout_vs_model():
     images = [[(0, code), (0x400, xprogram(2))] for _ in range(2)]
     got = compare(cfg, images, 41, [(0x600, 0x610)])
     assert got["status"] == "timeout" and got["cycles"] == 41
+
+
+@pytest.mark.parametrize("end", ["ebreak", "ecall"])
+def test_run_ends_during_other_tiles_exchange(end):
+    # Tile 0 (xprog = 0) resumes right after the release and ends the run (ebreak: fault;
+    # ecall: the last context halts) while tile 1 is still receiving every cycle. The
+    # exchange steps after the run's last cycle must leave no trace.
+    cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=16 * 1024, exchange_latency=1)
+    a = asm
+    code0 = asm.program([a.sync_array(), a.ebreak() if end == "ebreak" else a.ecall()])
+    if end == "ebreak":
+        code1 = asm.program([a.addi(9, 0, 0x400), a.csrw(Csr.XPROG, 9), a.sync_array(),
+                             a.ecall()])
+    else:   # tile 1: every context halts before the barrier, its program still runs
+        code1 = asm.program([a.addi(9, 0, 0x400), a.csrw(Csr.XPROG, 9), a.ecall()])
+    steps = [Step.send_recv(0x600 + 4 * j, 0, 0x680 + 4 * (j - 1), relative=True) if j else
+             Step.send_recv(0x600) for j in range(24)]
+    data = b"".join(struct.pack("<I", 0x1000 + j) for j in range(24))
+    images = [[(0, code0)], [(0, code1), (0x400, encode_program(steps)), (0x600, data)]]
+    got = compare(cfg, images, 300, [(0x680, 0x6E0)])
+    assert got["status"] == ("fault" if end == "ebreak" else "halted")
