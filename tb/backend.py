@@ -22,7 +22,8 @@ from tessera.faults import FaultCause
 from tessera.result import (ContextResult, ContextState, Fault, RunResult, RunStatus,
                             TileResult)
 
-__all__ = ["run_on_rtl", "result_from_json", "image_segments", "last_run_info"]
+__all__ = ["run_on_rtl", "run_on_both", "BackendMismatch", "result_from_json", "image_segments",
+           "last_run_info"]
 
 #: Details of the last :func:`run_on_rtl` call: build dir, work dir, waves file, timings.
 last_run_info: dict = {}
@@ -139,3 +140,36 @@ def run_on_rtl(config: ArrayConfig, image, max_cycles: int, *, preload=(), readb
     result = result_from_json(res["result"])
     data = [bytes.fromhex(h) for h in res.get("readback", [])]
     return result, data
+
+
+class BackendMismatch(BackendError):
+    """``--backend both``: the RTL and the golden model disagree (CLI exit code 3)."""
+    exit_code = 3
+
+
+@register("both")
+def run_on_both(config: ArrayConfig, image, max_cycles: int, *, preload=(),
+                readback=()) -> tuple[RunResult, list[bytes]]:
+    """Run on the golden model and on the RTL and require identical results.
+
+    Returns the RTL result and read-back data.
+
+    Raises
+    ------
+    BackendMismatch
+        The two RunResult JSON documents (or the read-back bytes) differ; the message lists
+        the first differing fields.
+    """
+    from tessera.backends import get
+
+    from .parity import compare_results
+
+    m, md = get("model")(config, image, max_cycles, preload=list(preload),
+                         readback=list(readback))
+    r, rd = run_on_rtl(config, image, max_cycles, preload=preload, readback=readback)
+    diffs = compare_results(m.to_json(), r.to_json())
+    diffs += [f"readback[{i}] differs" for i, (a, b) in enumerate(zip(md, rd)) if a != b]
+    if diffs:
+        more = f"\n  ... {len(diffs) - 20} more" if len(diffs) > 20 else ""
+        raise BackendMismatch("model and rtl disagree:\n  " + "\n  ".join(diffs[:20]) + more)
+    return r, rd

@@ -67,7 +67,10 @@ async def _run_job(host: TesseraHost, job: dict, monitor_factory) -> dict:
                     monitor = monitor_factory()   # relative cycles: any start point works
                 await host.start(entry, max_cycles)
             elif kind == "wait":
+                w0, ws0 = time.monotonic(), _sim_ns()
                 await host.wait_done()
+                out["wait_s"] = time.monotonic() - w0
+                out["wait_cycles"] = (_sim_ns() - ws0) // host.period_ns
                 if monitor is not None:
                     # let the W stage of the last issued instructions drain into the monitor
                     await ClockCycles(host.dut.clk, 8)

@@ -28,11 +28,11 @@ __all__ = ["register", "available", "get", "run_program", "run_program_io", "Bac
            "KNOWN_BACKENDS"]
 
 #: Backend names the CLI offers, whether or not they are registered yet.
-KNOWN_BACKENDS = ("model", "rtl")
+KNOWN_BACKENDS = ("model", "rtl", "both")  # both: model + rtl, compared (tb/backend.py)
 
 _REGISTRY: dict[str, Callable] = {}
 #: Modules imported on first use of a backend name; importing them must call :func:`register`.
-_PROVIDERS = {"model": "tessera.backends_model", "rtl": "tb.backend"}
+_PROVIDERS = {"model": "tessera.backends_model", "rtl": "tb.backend", "both": "tb.backend"}
 
 
 class BackendError(Exception):

@@ -160,7 +160,7 @@ def main(argv=None) -> int:
         return args.func(args)
     except (ToolchainError, BackendError) as e:
         print(f"tessera {args.command}: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return getattr(e, "exit_code", EXIT_USAGE)  # e.g. 3 for a backend parity mismatch
     except KeyboardInterrupt:
         print("tessera: interrupted", file=sys.stderr)
         return 130

@@ -109,3 +109,21 @@ def test_cli_exec_rtl_same_json(tmp_path, tiny_model):
         outs[be] = json.loads(js.read_text())
     assert outs["rtl"] == outs["model"]
     assert all(c["exit_code"] == 45 for c in outs["rtl"]["tiles"][0]["contexts"])
+
+
+def test_backend_both_detects_mismatch(tiny_model, monkeypatch):
+    import tessera.backends as backends
+    from tb.backend import BackendMismatch, run_on_both
+    img = _Image([asm.addi(10, 0, 3), asm.ecall()])
+    r, _ = run_on_both(TINY, img, 500)                       # agree: returns the RTL result
+    assert r.status.value == "halted" and r.tiles[0].contexts[0].exit_code == 3
+    real = backends.get("model")
+
+    def skewed(*a, **k):
+        res, data = real(*a, **k)
+        res.cycles += 1
+        return res, data
+    monkeypatch.setitem(backends._REGISTRY, "model", skewed)
+    with pytest.raises(BackendMismatch, match="cycles: model") as ei:
+        run_on_both(TINY, img, 500)
+    assert ei.value.exit_code == 3
