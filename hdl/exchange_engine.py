@@ -7,11 +7,11 @@ after the previous one; ``in_exchange`` is high for r..e and ``resume`` pulses a
 
 Implementation with a synchronous-read SRAM: the two words of the step executed at cycle c are
 read (one 64-bit word, port A) in cycle c − 1 — for step 0 in cycle r − 1, signalled by
-``prerelease``. Port A is transparent to the write port, so the step words are the SRAM content
-after all writes of cycles < c (the same rule the architecture gives for sends). A STEP that sends
-reads its word on port B (not transparent) in cycle c, i.e. the SRAM as it is after all writes of
-cycles < c; the tile puts it on ``x_send`` in cycle c + 1. This sustains one word sent and one
-word received per cycle.
+``prerelease``. A STEP that sends reads its word on port B in cycle c; the tile puts it on
+``x_send`` in cycle c + 1. A receive at k is handed to the tile (``recv``/``recv_addr``/``src``),
+which writes it in k + 1 once the step is known to belong to the run and forwards it to the
+reads of k + 1 (hdl/tile.py), so step words and sends see the SRAM as after all writes of
+cycles < c. This sustains one word sent and one word received per cycle.
 
 Faults (``exchange_fault``, checked in this order, the faulting step has no effect): step address
 outside the SRAM or not 8-byte aligned (pc = addr = step address); op = 3 (pc = addr = step
