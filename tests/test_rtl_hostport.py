@@ -109,6 +109,29 @@ def test_cli_exec_rtl_same_json(tmp_path, tiny_model):
         outs[be] = json.loads(js.read_text())
     assert outs["rtl"] == outs["model"]
     assert all(c["exit_code"] == 45 for c in outs["rtl"]["tiles"][0]["contexts"])
+    p = subprocess.run([sys.executable, "-m", "tessera.cli", "exec", str(elf), "--preset",
+                        "tiny", "--backend", "both"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+
+
+@pytest.mark.slow
+def test_cli_exec_rtl_waves(tmp_path):
+    """--waves builds a tracing model and leaves a VCD behind."""
+    from toolchain.cc import compile_program
+    src = tmp_path / "p.c"
+    src.write_text("int main(void){ return 7; }\n")
+    elf = tmp_path / "p.elf"
+    compile_program([str(src)], str(elf))
+    p = subprocess.run([sys.executable, "-m", "tessera.cli", "exec", str(elf), "--preset", "tiny",
+                        "--backend", "rtl", "--waves", "vcd"], capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 0, p.stderr
+    line = [x for x in p.stderr.splitlines() if "waves written to" in x]
+    assert line, p.stderr
+    from pathlib import Path
+    vcd = Path(line[0].split("waves written to ")[1].strip())
+    assert vcd.exists() and vcd.stat().st_size > 1000
+    assert "$enddefinitions" in vcd.read_text(errors="replace")[:200000]
 
 
 def test_backend_both_detects_mismatch(tiny_model, monkeypatch):
