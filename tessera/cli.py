@@ -112,6 +112,28 @@ def cmd_gen(args) -> int:
     return EXIT_OK
 
 
+def cmd_bench(args) -> int:
+    """``tessera bench [--quick] [--only A,B] [--json OUT] [--plots DIR] [--write-doc]``."""
+    from tessera.bench import BenchError
+    from tessera.bench import suite
+    from toolchain import ToolchainError
+    try:
+        names = suite.parse_only(args.only)
+    except BenchError as e:
+        raise ToolchainError(str(e)) from None
+    plots = args.plots or (str(suite.IMG_DIR) if args.write_doc else None)
+    report = suite.run_suite(names, quick=args.quick, plots_dir=plots,
+                             log=lambda m: print(m, file=sys.stderr))
+    md = suite.render_markdown(report)
+    if args.json:
+        suite.write_json(report, args.json)
+    if args.write_doc:
+        print(f"tessera bench: wrote {suite.rewrite_doc(md)}", file=sys.stderr)
+    if args.json != "-":
+        print(md)
+    return EXIT_RUN if any(s["error"] for s in report["sections"]) else EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser with all subcommands."""
     p = _Parser(prog="tessera", description="Tessera IPU-style processor tools")
@@ -148,6 +170,16 @@ def build_parser() -> argparse.ArgumentParser:
     ge.add_argument("-o", dest="output", required=True, metavar="DIR", help="output directory")
     ge.add_argument("--lint", action="store_true", help="also run verilator --lint-only")
     ge.set_defaults(func=cmd_gen)
+
+    be = sub.add_parser("bench", help="run the benchmark suite (docs/performance.md)")
+    be.add_argument("--quick", action="store_true", help="quick mode (< 10 minutes)")
+    be.add_argument("--only", metavar="NAME,...",
+                    help="comma-separated subset: exchange, model, kernels, sync, rtl, synth")
+    be.add_argument("--json", metavar="OUT", help="write all results as JSON ('-' = stdout)")
+    be.add_argument("--plots", metavar="DIR", help="write PNG plots here")
+    be.add_argument("--write-doc", action="store_true",
+                    help="regenerate docs/performance.md (plots to docs/img/ unless --plots)")
+    be.set_defaults(func=cmd_bench)
     return p
 
 
