@@ -20,8 +20,8 @@ from tessera import asm  # noqa: E402
 from tessera.config import ArrayConfig  # noqa: E402
 from tessera.csr import Csr  # noqa: E402
 
-SRAM = 32 * 1024
-WIN_BASE = 0x4000
+SRAM = 64 * 1024
+WIN_BASE = 0x8000              # above the code of a 5000-instruction stream
 WIN = 0x1000
 T = 4
 BASE = 31                    # load/store base register, never an ALU operand
@@ -79,6 +79,7 @@ def random_program(seed: int, n: int):
             off = 4 * rng.randrange(1, min(16, remaining) + 1)
             body.append(asm.jal(reg(), off))
     words = pro + init + body + [asm.ecall()]
+    assert len(words) * 4 <= WIN_BASE, "program would overlap the data windows"
     return words, body_start, len(words) * 4 - 4
 
 
