@@ -9,9 +9,12 @@ scalar decode when every tile runs the same word, the SPMD common case), grouped
 and applied to the [N, T, 32] register file with vectorized numpy ops. There is no Python loop
 over tiles or contexts per instruction.
 
-Effects are applied at issue time. That is exact because (§4) memory effects of a tile happen
-in issue order, a context's register/pc effects are only observed at its next slot (≥ t+4),
-and a tile never runs instructions while its exchange program runs. State changes (ecall,
+Effects are applied at issue time. That is exact because (§4) data memory effects of a tile
+happen in issue order, a context's register/pc effects are only observed at its next slot
+(≥ t+4), and a tile never runs instructions while its exchange program runs. The one
+exception is instruction fetch: the fetch at t must not see a store issued at t-1 (it writes
+the SRAM at t+1), so the word each tile overwrote in the previous cycle is remembered and
+substituted when that address is fetched. State changes (ecall,
 sync, fault) become *visible* at t+3: they are kept as per-context pending changes and applied
 at the start of cycle t+3, together with barrier decisions (§5) and counter bookkeeping (§8),
 which are event driven. Cycles in which no context can issue are skipped in bulk.
@@ -159,6 +162,11 @@ class Array:
         self.trace = [] if self._trace_on else None
         self.xtrace = [] if self._trace_on else None
         self._tr: dict | None = None
+        # Stores of the latest cycle with stores (fetch at t must not see stores issued at t-1,
+        # §4): per tile the word index written (-1: none) and the word before the store.
+        self._st_cycle = -1
+        self._st_widx = np.full(n, -1, dtype=np.int64)
+        self._st_old = np.zeros(n, dtype=_U32)
 
     # ------------------------------------------------------------------ views
     @property
@@ -343,6 +351,12 @@ class Array:
             if len(tiles) == 0:
                 return
         words = self.sram.w32[tiles, pcs >> 2]
+        if self._st_cycle == k - 1:
+            # a store issued at k-1 writes the SRAM at k+1: this fetch (at k) sees the old word
+            hit = self._st_widx[tiles] == (pcs >> 2)
+            if hit.any():
+                words = words.copy()
+                words[hit] = self._st_old[tiles[hit]]
         if self._trace_on:
             self._tr = {}
         w0 = int(words[0])
@@ -515,6 +529,11 @@ class Array:
         if np.ndim(rs2):
             rs2 = rs2[ok]
         v = self._regs[t, c, rs2]
+        if self._st_cycle != k:
+            self._st_cycle = k
+            self._st_widx[:] = -1
+        self._st_widx[t] = a >> 2
+        self._st_old[t] = self.sram.w32[t, a >> 2]
         if size == 1:
             self.sram.w8[t, a] = v.astype(np.uint8)
         elif size == 2:
