@@ -178,6 +178,12 @@ def compile_graph(graph: Graph, program: Program, *, stack_bytes: int = 1024,
                 "tensors", f"tensor {name!r} [{iv.start}:{iv.stop}]", iv.size * var.dtype.itemsize)
         tensors[name] = (var, addrs)
     blobs = [dict() for _ in range(N)]  # addr -> bytes, per tile
+    for name, (var, addrs) in tensors.items():   # constants (Graph.add_constant)
+        init = getattr(var, "initial", None)
+        if init is not None:
+            flat = init.reshape(-1)
+            for iv, a in zip(var.intervals, addrs):
+                blobs[iv.tile][int(a)] = flat[iv.start:iv.stop].tobytes()
 
     def tensor_addr(t: Tensor) -> int:
         var, addrs = tensors[t.variable.name]

@@ -112,6 +112,41 @@ class Graph:
         self.variables[name] = var
         return var
 
+    def add_constant(self, name: str, data, tile_mapping, dtype=None) -> Variable:
+        """Create a variable whose initial value is ``data`` (written into the tile images
+        by :func:`~toolchain.graph.compile_graph`; ``Engine.write_tensor`` may still change it).
+
+        Parameters
+        ----------
+        name : str
+        data : array_like of int
+            The value; its shape is the variable's shape. Values must fit ``dtype``.
+        tile_mapping : as for :meth:`add_variable`
+        dtype : str or numpy dtype, optional
+            ``int8``, ``uint8`` or ``int32``; default ``data``'s dtype.
+
+        Returns
+        -------
+        Variable
+            With attribute ``initial`` (the data, in the variable's dtype).
+
+        Raises
+        ------
+        GraphError
+            As :meth:`add_variable`, or ``data`` is not integer or does not fit ``dtype``.
+        """
+        arr = np.asarray(data)
+        where = f"add_constant({name!r})"
+        if arr.dtype.kind not in "iu":
+            raise GraphError(f"{where}: data must be integers, not {arr.dtype}")
+        dt = _dtype(arr.dtype if dtype is None else dtype, where)
+        info = np.iinfo(dt)
+        if arr.size and (arr.min() < info.min or arr.max() > info.max):
+            raise GraphError(f"{where}: values {arr.min()}..{arr.max()} do not fit {dt.name}")
+        var = self.add_variable(name, arr.shape if arr.ndim else (1,), dt, tile_mapping)
+        var.initial = arr.astype(dt).reshape(var.shape)
+        return var
+
     # -- codelets and vertices ---------------------------------------------------------
     def add_codelet(self, name: str, source, fields) -> Codelet:
         """Register a C codelet (a function ``name`` in file ``source``).
