@@ -382,3 +382,52 @@ def program(words) -> bytes:
 
     add_item(list(words))
     return struct.pack(f"<{len(flat)}I", *flat)
+
+
+# -- one-line docstrings for the table-like functions above ------------------------------------
+_DOCS = {
+    "beq": "branch if rs1 == rs2", "bne": "branch if rs1 != rs2",
+    "blt": "branch if rs1 < rs2 (signed)", "bge": "branch if rs1 >= rs2 (signed)",
+    "bltu": "branch if rs1 < rs2 (unsigned)", "bgeu": "branch if rs1 >= rs2 (unsigned)",
+    "lb": "load byte, sign-extended", "lh": "load half, sign-extended", "lw": "load word",
+    "lbu": "load byte, zero-extended", "lhu": "load half, zero-extended",
+    "sb": "store the low byte of rs2", "sh": "store the low half of rs2", "sw": "store rs2",
+    "addi": "rd = rs1 + imm", "slti": "rd = rs1 < imm (signed)",
+    "sltiu": "rd = rs1 < imm (unsigned, imm sign-extended)", "xori": "rd = rs1 ^ imm",
+    "ori": "rd = rs1 | imm", "andi": "rd = rs1 & imm", "slli": "rd = rs1 << shamt",
+    "srli": "rd = rs1 >> shamt (logical)", "srai": "rd = rs1 >> shamt (arithmetic)",
+    "add": "rd = rs1 + rs2", "sub": "rd = rs1 - rs2", "sll": "rd = rs1 << rs2[4:0]",
+    "slt": "rd = rs1 < rs2 (signed)", "sltu": "rd = rs1 < rs2 (unsigned)",
+    "xor": "rd = rs1 ^ rs2", "srl": "rd = rs1 >> rs2[4:0] (logical)",
+    "sra": "rd = rs1 >> rs2[4:0] (arithmetic)", "or_": "rd = rs1 | rs2 (``or``)",
+    "and_": "rd = rs1 & rs2 (``and``)", "mul": "rd = low word of rs1 * rs2",
+    "mulh": "rd = high word of signed * signed", "mulhsu": "rd = high word of signed * unsigned",
+    "mulhu": "rd = high word of unsigned * unsigned", "div": "rd = rs1 / rs2 (signed)",
+    "divu": "rd = rs1 / rs2 (unsigned)", "rem": "rd = rs1 % rs2 (signed)",
+    "remu": "rd = rs1 % rs2 (unsigned)",
+    "csrrw": "rd = csr; csr = rs1", "csrrs": "rd = csr; csr |= rs1 (no write if rs1 = x0)",
+    "csrrc": "rd = csr; csr &= ~rs1 (no write if rs1 = x0)", "csrrwi": "rd = csr; csr = uimm",
+    "csrrsi": "rd = csr; csr |= uimm (no write if uimm = 0)",
+    "csrrci": "rd = csr; csr &= ~uimm (no write if uimm = 0)",
+}
+_FORMS = {
+    **{n: "(rs1, rs2, offset): offset in bytes from this instruction, even, 13-bit signed"
+       for n in ("beq", "bne", "blt", "bge", "bltu", "bgeu")},
+    **{n: "(rd, imm, rs1): address rs1 + imm, imm 12-bit signed"
+       for n in ("lb", "lh", "lw", "lbu", "lhu")},
+    **{n: "(rs2, imm, rs1): address rs1 + imm, imm 12-bit signed" for n in ("sb", "sh", "sw")},
+    **{n: "(rd, rs1, imm): imm 12-bit signed"
+       for n in ("addi", "slti", "sltiu", "xori", "ori", "andi")},
+    **{n: "(rd, rs1, shamt): shamt 0..31" for n in ("slli", "srli", "srai")},
+    **{n: "(rd, rs1, rs2)" for n in ("add", "sub", "sll", "slt", "sltu", "xor", "srl", "sra",
+                                     "or_", "and_", "mul", "mulh", "mulhsu", "mulhu", "div",
+                                     "divu", "rem", "remu")},
+    **{n: "(rd, csr, rs1): csr is a tessera.csr.Csr or a 12-bit number"
+       for n in ("csrrw", "csrrs", "csrrc")},
+    **{n: "(rd, csr, uimm): uimm 0..31" for n in ("csrrwi", "csrrsi", "csrrci")},
+}
+for _name, _text in _DOCS.items():
+    globals()[_name].__doc__ = (
+        f"``{_name.rstrip('_')}``: {_text}. Operands {_FORMS[_name]}.\n\n"
+        "Returns the 32-bit instruction word; raises ValueError on a bad operand.")
+del _name, _text
