@@ -183,3 +183,27 @@ def test_only_one_tile_faults_others_complete_their_step():
     assert word(arr, 3, RECV) == value(2)
     assert word(arr, 1, RECV) == value(0)
     assert word(arr, 2, RECV) == 0   # faulting step had no effect (memory was 0)
+
+
+def test_exchange_trace_events():
+    cfg = ArrayConfig(tiles=N, contexts=4, sram_bytes=SRAM, exchange_latency=3)
+    arr = Array(cfg, trace=True)
+    arr.write_mem(None, 0, asm.program(code()))
+    arr.write_mem(None, XP, ring_program(3))
+    for t in range(N):
+        arr.write_mem(t, DATA, struct.pack("<I", value(t)))
+    assert arr.run(2000).status == "halted"
+    ev = [e for e in arr.xtrace if e["tile"] == 2]
+    # r = 18: step 0 sends (and receives 0 into RECV2), step 2 at r + 3 receives from tile 1
+    assert ev == [{"cycle": 18, "tile": 2, "step_addr": XP, "send": value(2),
+                   "recv": (3, RECV2, 0)},
+                  {"cycle": 21, "tile": 2, "step_addr": XP + 16, "send": None,
+                   "recv": (1, RECV, value(1))}]
+
+
+def test_run_zero_cycles():
+    arr = Array(ArrayConfig(tiles=2, contexts=4, sram_bytes=SRAM))
+    res = arr.run(0)
+    assert res.status == "timeout" and res.cycles == 0 and res.not_arrived == []
+    assert all(t.counters == {"compute": 0, "sync": 0, "exchange": 0, "halted": 0,
+                              "retired": 0, "macs": 0} for t in res.tiles)
