@@ -8,6 +8,7 @@
 #define TSR_OP_EXEC 1u
 #define TSR_OP_EXCH 2u
 #define TSR_OP_REPEAT 3u
+#define TSR_OP_PROF 4u    /* optional profile buffer (runtime.c) */
 #define TSR_EXIT_BAD_MAGIC 101
 #define TSR_EXIT_BAD_OP 102
 

@@ -29,6 +29,7 @@ __all__ = ["compile_graph", "CompiledGraph", "CTRL_MAGIC", "OP_EXEC", "OP_EXCH",
 # Must match toolchain/codelets/tsr_graph.h.
 CTRL_MAGIC = 0x43475354
 OP_EXEC, OP_EXCH, OP_REPEAT = 1, 2, 3
+OP_PROF = 4  # optional superstep profile buffer (runtime.c)
 _OP_WORDS = 3
 
 
@@ -66,6 +67,8 @@ class CompiledGraph:
     exchanges: list
     ops: list
     stack_bytes: int
+    #: name of the profile Variable passed to compile_graph(profile=...), else None
+    profile: str | None = None
 
     def memory_report(self) -> str:
         """The per-tile memory table as text."""
@@ -122,7 +125,7 @@ def _worklists(vertices, contexts):
 
 
 def compile_graph(graph: Graph, program: Program, *, stack_bytes: int = 1024,
-                  opt: str = "-O2") -> CompiledGraph:
+                  opt: str = "-O2", profile=None) -> CompiledGraph:
     """Compile ``program`` over ``graph`` into per-tile images.
 
     Parameters
@@ -134,6 +137,11 @@ def compile_graph(graph: Graph, program: Program, *, stack_bytes: int = 1024,
         Stack bytes per context (multiple of 16, at least 256).
     opt : str
         Compiler optimisation flag for the runtime and codelets.
+    profile : Variable or None
+        Optional superstep profile buffer: an int32 variable of shape ``[tiles, 1 + 2·R]``
+        with row ``t`` on tile ``t``. A ``PROF`` op is emitted first; context 0 of each tile
+        then writes ``count`` and up to ``R`` records ``(tag, cycle)`` into its row
+        (``toolchain/codelets/runtime.c``; decoded by :mod:`toolchain.profile`).
 
     Returns
     -------
@@ -158,6 +166,15 @@ def compile_graph(graph: Graph, program: Program, *, stack_bytes: int = 1024,
     T, N = cfg.contexts, cfg.tiles
     ops: list = []
     plans: dict = {}
+    if profile is not None:
+        pv = graph.variables.get(getattr(profile, "name", None))
+        if pv is not profile or pv.dtype.name != "int32" or len(pv.shape) != 2 \
+                or pv.shape[0] != N or pv.shape[1] < 3 or \
+                sorted((iv.tile, iv.start, iv.stop) for iv in pv.intervals) != \
+                [(t, t * pv.shape[1], (t + 1) * pv.shape[1]) for t in range(N)]:
+            raise GraphError(f"compile_graph: profile must be an int32 variable of this graph "
+                             f"with shape [{N}, 1 + 2*records] and row t on tile t, not {profile!r}")
+        ops.append(("prof", pv))
     _flatten(program, ops, plans)
 
     compute_sets = {id(op[1]): op[1] for op in ops if op[0] == "exec"}
@@ -254,6 +271,10 @@ def compile_graph(graph: Graph, program: Program, *, stack_bytes: int = 1024,
                 words += [OP_EXEC, worklist_addr[id(op[1])].get(t, 0), 0]
             elif op[0] == "exch":
                 words += [OP_EXCH, xprog_addr[id(op[1])][t], 0]
+            elif op[0] == "prof":
+                pv, paddrs = tensors[op[1].name]
+                (pa,) = [int(x) for iv, x in zip(pv.intervals, paddrs) if iv.tile == t]
+                words += [OP_PROF, pa, (pv.shape[1] - 1) // 2]
             else:
                 words += [OP_REPEAT, op[1], op[2]]
         buf = bytearray(mems[t].top - base)
@@ -265,5 +286,5 @@ def compile_graph(graph: Graph, program: Program, *, stack_bytes: int = 1024,
     memory = [m.usage(T, stack_bytes, cfg.sram_bytes) for m in mems]
     summary = [(op[0], op[1].name) if op[0] != "repeat" else op for op in ops]
     return CompiledGraph(cfg, image, base, regions, tensors, memory, reports, summary,
-                         stack_bytes)
+                         stack_bytes, profile.name if profile is not None else None)
 
