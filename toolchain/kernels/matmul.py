@@ -46,15 +46,34 @@ def _generated_source(name: str, text: str) -> Path:
     return p
 
 
+def _asm_loop(k: int, unroll: int) -> str:
+    """The 4x4 register-blocked inner loop: per k-word 4 B loads, then for each of the 4 A
+    rows one load and 4 dot4 (16 dot4 per 8 loads), ``unroll`` k-words per iteration."""
+    lines = ["1:"]
+    for u in range(unroll):
+        o = 4 * u
+        for j in range(4):
+            lines.append(f"lw %[b{j}], {j * k + o}(%[pb])")
+        for r in range(4):
+            lines.append(f"lw %[x], {r * k + o}(%[pa])")
+            for j in range(4):
+                lines.append(f".insn r 0x0b, 0, 0, %[c{r}{j}], %[x], %[b{j}]")
+    lines += [f"addi %[pa], %[pa], {4 * unroll}", f"addi %[pb], %[pb], {4 * unroll}",
+              "bne %[pa], %[end], 1b"]
+    return "\n".join(f'        "{ln}\\n"' for ln in lines)
+
+
 def matmul_codelet(graph: Graph, k: int):
     """The dense matmul codelet for depth ``k`` (a multiple of 4), registered once per graph."""
     name = f"tsk_mm_k{k}"
     if name in graph.codelets:
         return graph.codelets[name]
     kw = k // 4
-    unroll = 4 if kw % 4 == 0 and 3 * k + 16 <= 2047 else 2 if kw % 2 == 0 else 1
+    unroll = 4 if kw % 4 == 0 else 2 if kw % 2 == 0 else 1
+    asm = 3 * k + 4 * (unroll - 1) <= 2047        # largest immediate load offset
     text = (TEMPLATE.read_text().replace("@NAME@", name).replace("@KS@", str(k))
-            .replace("@UNROLL@", str(unroll)))
+            .replace("@UNROLL@", str(unroll)).replace("@ASM@", str(int(asm)))
+            .replace("@LOOP@", _asm_loop(k, unroll) if asm else ""))
     src = _generated_source(name, text)
     return codelet(graph, name, src, (("a", "in", "int8"), ("bt", "in", "int8"),
                                       ("c", "out", "int32"), ("init", "in", "int32"),
