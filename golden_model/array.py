@@ -28,6 +28,7 @@ from tessera.config import ArrayConfig
 from tessera.csr import Csr
 from tessera.faults import FaultCause
 from tessera.isa import MACS_PER_DOT4
+from tessera.result import not_arrived as result_not_arrived
 from tessera.result import (COUNTER_NAMES, ContextResult, ContextState, Fault, RunResult,
                             RunStatus, TileResult)
 
@@ -614,10 +615,9 @@ class Array:
 
     # ------------------------------------------------------------------ result
     def not_arrived(self) -> list[int]:
-        """Tiles not arrived at the ARRAY barrier in the final state, or [] if no tile is
-        arrived (§7)."""
-        arr = sync.arrived(self.state, self._xphase)
-        return np.nonzero(~arr)[0].tolist() if arr.any() else []
+        """Tiles not arrived at the ARRAY barrier in the final state (§7,
+        :func:`tessera.result.not_arrived`)."""
+        return result_not_arrived(self.state)
 
     def _result(self) -> RunResult:
         state = self.state

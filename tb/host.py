@@ -22,6 +22,7 @@ from tessera.config import ArrayConfig
 from tessera.faults import FaultCause
 from tessera.hostmap import (MAGIC, ContextReg, Ctrl, Status, TileReg, context_reg_addr,
                              sram_addr, tile_reg_addr)
+from tessera.result import not_arrived as result_not_arrived
 from tessera.result import (ContextResult, ContextState, Fault, RunResult, RunStatus,
                             TileResult)
 
@@ -37,20 +38,11 @@ class HostError(RuntimeError):
 
 
 def not_arrived_tiles(tiles: list[TileResult]) -> list[int]:
-    """Tiles not arrived at the ARRAY barrier, from final context states (architecture §5, §7).
+    """Tiles not arrived at the ARRAY barrier, from final context states (architecture §7).
 
-    A tile is arrived if every non-halted context is WAIT_ARRAY (at least one), or if every
-    context is HALTED. The list is empty unless at least one tile is arrived (§7).
-    (A tile still in its exchange phase at the timeout is not distinguishable from the
-    host registers; such a tile is counted by its context states.)
+    Thin wrapper over :func:`tessera.result.not_arrived`, the single definition.
     """
-    def arrived(t: TileResult) -> bool:
-        live = [c.state for c in t.contexts if c.state != ContextState.HALTED]
-        return all(s == ContextState.WAIT_ARRAY for s in live)   # all halted: arrived
-    flags = [arrived(t) for t in tiles]
-    if not any(flags):
-        return []
-    return [t.tile for t, a in zip(tiles, flags) if not a]
+    return result_not_arrived([[c.state for c in t.contexts] for t in tiles])
 
 
 class TesseraHost:

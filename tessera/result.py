@@ -15,7 +15,7 @@ from .config import ArrayConfig
 from .faults import FaultCause
 
 __all__ = ["ContextState", "RunStatus", "Fault", "ContextResult", "TileResult", "RunResult",
-           "COUNTER_NAMES"]
+           "COUNTER_NAMES", "not_arrived"]
 
 #: Per-tile counters, in this order everywhere (JSON, host map, profiles).
 COUNTER_NAMES = ("compute", "sync", "exchange", "halted", "retired", "macs")
@@ -92,7 +92,7 @@ class RunResult:
     """Everything a run leaves behind, in the same form for every backend.
 
     ``not_arrived`` lists, on timeout, the tiles that have not arrived at the ARRAY
-    barrier while at least one tile waits there (empty otherwise).
+    barrier (see :func:`not_arrived`; empty otherwise).
     """
     config: ArrayConfig
     status: RunStatus
@@ -115,3 +115,24 @@ class RunResult:
     def exit_code(self) -> int:
         """Process exit code of ``tessera exec``: 0 halted, 3 fault or timeout."""
         return 0 if self.status == RunStatus.HALTED else 3
+
+
+def not_arrived(states) -> list[int]:
+    """Tiles not arrived at the ARRAY barrier, from final context states (architecture §7).
+
+    Parameters
+    ----------
+    states : array-like of int, shape [N, T]
+        :class:`ContextState` values per tile and context.
+
+    Returns
+    -------
+    list of int
+        The tiles having a context that is neither WAIT_ARRAY nor HALTED, or ``[]`` when no
+        context of the array is WAIT_ARRAY.
+    """
+    rows = [[int(s) for s in row] for row in states]
+    if not any(s == ContextState.WAIT_ARRAY for row in rows for s in row):
+        return []
+    ok = (ContextState.WAIT_ARRAY, ContextState.HALTED)
+    return [i for i, row in enumerate(rows) if any(s not in ok for s in row)]
