@@ -90,13 +90,48 @@ def cmd_exec(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    """``tessera demo [array options]``: SPMD vector sum checked against numpy."""
-    from toolchain.demo import run_demo
-    from toolchain.run import DEFAULT_MAX_CYCLES
+    """``tessera demo [--program digits|vecsum] [array options] [--images K] [--out DIR]
+    [--json OUT] [--profile]``: the int8 digits network (default, RTL backend) or the SPMD
+    vector sum (model backend by default), checked against numpy; exit 3 on mismatch."""
+    if args.program == "vecsum":
+        from toolchain.demo import run_demo
+        from toolchain.run import DEFAULT_MAX_CYCLES
+        args.backend = args.backend or "model"
+        _waves(args)
+        return run_demo(_config(args), words_per_tile=args.words, seed=args.seed,
+                        backend=args.backend, max_cycles=args.max_cycles or DEFAULT_MAX_CYCLES,
+                        json_out=args.json)
+    from tessera.demo import DemoError, run_digits_demo
+    from toolchain.run import UsageError
+    args.backend = "rtl" if args.backend in (None, "both") else args.backend  # rtl checks vs model anyway
     _waves(args)
-    return run_demo(_config(args), words_per_tile=args.words, seed=args.seed,
-                    backend=args.backend, max_cycles=args.max_cycles or DEFAULT_MAX_CYCLES,
-                    json_out=args.json)
+    try:
+        report = run_digits_demo(_config(args), backend=args.backend, images=args.images,
+                                 batch=args.batch, out_dir=args.out, json_out=args.json,
+                                 profile=args.profile, progress=not args.no_progress,
+                                 max_cycles=args.max_cycles or 50_000_000)
+    except DemoError as e:
+        raise UsageError(str(e)) from None
+    return report["exit_code"]
+
+
+def cmd_profile(args) -> int:
+    """``tessera profile [--from PROFILE.json] [--out DIR] [demo options]``: write the
+    PopVision-style profile (PNG + HTML) of the digits job, or re-render a saved one."""
+    if args.from_json:
+        import json
+        from toolchain.profile import write_profile
+        from toolchain.run import UsageError
+        try:
+            prof = json.loads(open(args.from_json, encoding="utf-8").read())
+            paths = write_profile(prof, args.out or "tessera-profile")
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise UsageError(f"cannot render {args.from_json}: {e}") from None
+        print(f"profile: {paths['png']}  {paths['html']}")
+        return EXIT_OK
+    args.profile, args.program = True, "digits"
+    args.out = args.out or "tessera-profile"
+    return cmd_demo(args)
 
 
 def cmd_gen(args) -> int:
@@ -155,11 +190,32 @@ def build_parser() -> argparse.ArgumentParser:
     _add_array_args(ex)
     ex.set_defaults(func=cmd_exec)
 
-    de = sub.add_parser("demo", help="run the SPMD vector-sum demo and check it")
-    _add_array_args(de)
-    de.add_argument("--words", type=_positive, default=96, help="words (4 int8) per tile")
-    de.add_argument("--seed", type=int, default=2024, help="data seed")
+    from tessera.demo import DEFAULT_IMAGES
+
+    def digits_args(q, default_images):
+        _add_array_args(q)
+        q.set_defaults(backend=None)
+        q.add_argument("--images", type=_positive, default=default_images,
+                       help=f"test images to run (default {default_images}, at most 450)")
+        q.add_argument("--batch", type=_positive, help="images per run (default: auto)")
+        q.add_argument("--out", metavar="DIR", help="directory for the profile files")
+        q.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    de = sub.add_parser("demo", help="run the int8 digits network on the array and check it")
+    digits_args(de, DEFAULT_IMAGES)
+    de.add_argument("--program", choices=("digits", "vecsum"), default="digits",
+                    help="digits (default; backend rtl) or the SPMD vector sum (backend model)")
+    de.add_argument("--profile", action="store_true",
+                    help="also write profile.png / profile.html / profile.json to --out")
+    de.add_argument("--words", type=_positive, default=96, help="vecsum: words (4 int8) per tile")
+    de.add_argument("--seed", type=int, default=2024, help="vecsum: data seed")
     de.set_defaults(func=cmd_demo)
+
+    pr = sub.add_parser("profile", help="BSP timeline, memory map and summary (PNG + HTML)")
+    digits_args(pr, DEFAULT_IMAGES)
+    pr.add_argument("--from", dest="from_json", metavar="PROFILE.json",
+                    help="re-render a saved profile.json instead of running")
+    pr.set_defaults(func=cmd_profile)
 
     ge = sub.add_parser("gen", help="write tessera_array.v, config.json and a FuseSoC .core")
     ge.add_argument("--preset", help="array preset: tiny, small (default), array16")

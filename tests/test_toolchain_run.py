@@ -246,7 +246,7 @@ def test_exec_cli_json_schema(tmp_path):
 
 
 def test_demo_cli_matches():
-    r = tessera("demo")
+    r = tessera("demo", "--program", "vecsum")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "match: yes" in r.stdout and "cycles:" in r.stdout and "macs" in r.stdout
 
