@@ -169,6 +169,23 @@ def cmd_bench(args) -> int:
     return EXIT_RUN if any(s["error"] for s in report["sections"]) else EXIT_OK
 
 
+def cmd_run(args) -> int:
+    """``tessera run KERNEL [shape options] ...``: toolchain/kernels/run.py."""
+    from toolchain.kernels.run import EXIT_MISMATCH, EXIT_OK, format_report, run_kernel
+    from toolchain.run import resolve_config
+    cfg = resolve_config(args.preset, tiles=args.tiles, contexts=args.contexts,
+                         sram_bytes=args.sram_bytes, xlatency=args.xlatency)
+    opts = {k: getattr(args, k) for k in (
+        "m", "k", "n", "sparsity", "block_size", "batch", "height", "width", "cin", "cout",
+        "kernel_size", "stride", "padding", "zero_point", "depthwise", "depth_multiplier")}
+    if args.max_cycles:
+        opts["max_cycles"] = args.max_cycles
+    r = run_kernel(args.kernel, cfg, backend=args.backend, seed=args.seed, json_out=args.json,
+                   **opts)
+    print(format_report(r), file=sys.stderr if args.json == "-" else sys.stdout)
+    return EXIT_OK if r["match"] else EXIT_MISMATCH
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser with all subcommands."""
     p = _Parser(prog="tessera", description="Tessera IPU-style processor tools")
@@ -226,6 +243,37 @@ def build_parser() -> argparse.ArgumentParser:
     ge.add_argument("-o", dest="output", required=True, metavar="DIR", help="output directory")
     ge.add_argument("--lint", action="store_true", help="also run verilator --lint-only")
     ge.set_defaults(func=cmd_gen)
+
+    from toolchain.kernels.run import KERNELS
+    ru = sub.add_parser("run", help="run a library kernel on the array and check it vs numpy")
+    ru.add_argument("kernel", choices=KERNELS)
+    ru.add_argument("--m", type=_positive, default=32, help="matmul rows M (default 32)")
+    ru.add_argument("--k", type=_positive, default=32, help="matmul depth K (default 32)")
+    ru.add_argument("--n", type=_positive, default=32, help="matmul columns N (default 32)")
+    ru.add_argument("--sparsity", type=float, default=0.5,
+                    help="fraction of weight blocks dropped, in [0, 1) (default 0.5)")
+    ru.add_argument("--block-size", type=int, default=4, help="4, 8 or 16 (default 4)")
+    ru.add_argument("--batch", type=_positive, default=1, help="conv batch N (default 1)")
+    ru.add_argument("--height", type=_positive, default=8, help="conv input H (default 8)")
+    ru.add_argument("--width", type=_positive, default=8, help="conv input W (default 8)")
+    ru.add_argument("--cin", type=_positive, default=4, help="conv input channels (default 4)")
+    ru.add_argument("--cout", type=_positive, default=8, help="conv output channels (default 8)")
+    ru.add_argument("--kernel-size", type=_positive, default=3, help="conv KH = KW (default 3)")
+    ru.add_argument("--stride", type=_positive, default=1, help="conv stride (default 1)")
+    ru.add_argument("--padding", default="same", help="same, valid or an int (default same)")
+    ru.add_argument("--zero-point", type=int, default=0, help="conv input zero point")
+    ru.add_argument("--depthwise", action="store_true", help="depthwise conv2d")
+    ru.add_argument("--depth-multiplier", type=_positive, default=1)
+    ru.add_argument("--preset", help="array preset: tiny, small (default), array16, gc2_like")
+    ru.add_argument("--tiles", type=_positive, help="tiles N (overrides the preset)")
+    ru.add_argument("--contexts", type=_positive, help="contexts per tile T")
+    ru.add_argument("--sram-bytes", type=_positive, help="SRAM bytes per tile (power of two)")
+    ru.add_argument("--xlatency", type=_positive, help="exchange latency L in cycles")
+    ru.add_argument("--backend", default="model", choices=("model", "rtl", "both"))
+    ru.add_argument("--seed", type=int, default=0, help="input data seed (default 0)")
+    ru.add_argument("--max-cycles", type=_positive, default=None)
+    ru.add_argument("--json", metavar="OUT", help="write the report JSON here ('-' = stdout)")
+    ru.set_defaults(func=cmd_run)
 
     be = sub.add_parser("bench", help="run the benchmark suite (docs/performance.md)")
     be.add_argument("--quick", action="store_true", help="quick mode (< 10 minutes)")
