@@ -1,0 +1,106 @@
+"""toolchain.profile: decoding the runtime's superstep marks, timeline segments, rendering.
+
+The expected segments below are worked out by hand from the rules in
+toolchain/profile/collect.py's docstring (not from its output)."""
+
+import json
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from tessera.config import ArrayConfig
+from toolchain.profile import ProfileError, build_profile, decode_marks, write_profile
+
+
+def _fake(cycles=320):
+    cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=16384, exchange_latency=3)
+    compiled = SimpleNamespace(
+        config=cfg,
+        ops=[("prof", "p"), ("exec", "a"), ("exch", "x"), ("exec", "b")],
+        exchanges=[{"name": "x", "cycles": 10, "cycle_bound": 10, "bound_met": True,
+                    "words_sent": [3, 0], "words_received": [0, 3]}],
+        memory=[{"code": 1000, "control": 100, "tensors": 500, "vertices": 50, "exchange": 40,
+                 "stacks": 4096, "used": 5786, "free": 16384 - 5786}] * 2)
+    counters = {"compute": 280, "sync": 30, "exchange": 10, "halted": 0, "retired": 200,
+                "macs": 64}
+    result = SimpleNamespace(cycles=cycles, backend="model",
+                             tiles=[SimpleNamespace(counters=dict(counters)) for _ in range(2)])
+    # tag = op << 4 | kind; row = count, (tag, cycle) * count, capacity 8
+    recs = [(0 << 4 | 0, 12), (1 << 4 | 1, 100), (2 << 4 | 2, 110), (2 << 4 | 3, 150),
+            (3 << 4 | 1, 300), (4 << 4 | 15, 310)]
+    row = [len(recs)] + [v for r in recs for v in r] + [0] * (2 * (8 - len(recs)))
+    return compiled, result, np.array([row, row], dtype=np.int64)
+
+
+def test_decode_marks():
+    _, _, marks = _fake()
+    assert decode_marks(marks[0]) == [(0, 0, 12), (1, 1, 100), (2, 2, 110), (2, 3, 150),
+                                      (3, 1, 300), (4, 15, 310)]
+    with pytest.raises(ProfileError, match="at most"):
+        decode_marks([9, 0, 0])
+    # the cycle word is unsigned (low 32 bits of the counter), stored in an int32 tensor
+    assert decode_marks(np.array([1, 0x11, -1], dtype=np.int32)) == [(1, 1, 0xFFFFFFFF)]
+
+
+def test_segments_by_hand():
+    compiled, result, marks = _fake()
+    prof = build_profile(compiled, result, marks, title="t")
+    segs = [(s["kind"], s["start"], s["end"], s["superstep"]) for s in prof["tiles"][0]["segments"]]
+    assert segs == [
+        ("compute", 0, 12, 0),         # crt0 + runtime start
+        ("compute", 12, 100, 0),       # compute set a
+        ("compute", 100, 110, 0),      # runtime control before sync ARRAY
+        ("sync", 110, 140, 0),         # arrive..resume = 40 cycles, minus the 10-cycle exchange
+        ("exchange", 140, 150, 0),
+        ("compute", 150, 300, 1),      # compute set b
+        ("compute", 300, 310, 1),      # runtime end
+        ("compute", 310, 320, 1),      # return + ecall until the run ends
+    ]
+    st = prof["supersteps"]
+    assert [s["index"] for s in st] == [0, 1]
+    assert st[0]["tiles"][0] == {"compute": 110, "sync": 30, "exchange": 10}
+    assert st[1]["tiles"][1] == {"compute": 170, "sync": 0, "exchange": 0}
+    assert "a" in st[0]["label"] and "b" in st[1]["label"]
+    summary = dict(prof["summary"])
+    assert summary["supersteps"] == "2"
+    # exchange share from the counters: 2 tiles x 10 / (2 x 320)
+    assert summary["exchange share"] == f"{10 / 320:.2%}"
+
+
+def test_out_of_order_marks_and_bad_shape():
+    compiled, result, marks = _fake()
+    bad = marks.copy()
+    bad[0, 4] = 5                      # exec-done mark before the start mark
+    with pytest.raises(ProfileError, match="out of order"):
+        build_profile(compiled, result, bad)
+    with pytest.raises(ProfileError, match="shape"):
+        build_profile(compiled, result, marks[:1])
+
+
+def test_without_marks_uses_counters(tmp_path):
+    compiled, result, _ = _fake()
+    prof = build_profile(compiled, result, None)
+    kinds = [(s["kind"], s["end"] - s["start"]) for s in prof["tiles"][1]["segments"]]
+    assert kinds == [("compute", 280), ("sync", 30), ("exchange", 10)]
+
+
+def test_render_and_rerender_cli(tmp_path):
+    compiled, result, marks = _fake()
+    prof = build_profile(compiled, result, marks, title="fake run")
+    paths = write_profile(prof, tmp_path / "a")
+    assert paths["png"].read_bytes()[:4] == b"\x89PNG" and paths["png"].stat().st_size > 5000
+    page = paths["html"].read_text()
+    assert "data:image/png;base64," in page and "fake run" in page and "Supersteps" in page
+    assert json.loads(paths["json"].read_text())["cycles"] == 320
+    r = subprocess.run([sys.executable, "-m", "tessera.cli", "profile", "--from",
+                        str(paths["json"]), "--out", str(tmp_path / "b")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "b" / "profile.png").stat().st_size > 5000
+    r = subprocess.run([sys.executable, "-m", "tessera.cli", "profile", "--from",
+                        str(tmp_path / "missing.json")], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 2 and "missing.json" in r.stderr and "Traceback" not in r.stderr
