@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml $(PKG_INITS)
 	@$(PY) -c "import tessera, amaranth, cocotb, numpy" && touch $(STAMP)
 
 demo: setup
-	$(VENV)/bin/tessera demo
+	$(VENV)/bin/tessera demo --profile --out build/demo
 
 test: setup
 	$(PY) -m pytest -q

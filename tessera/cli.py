@@ -124,13 +124,13 @@ def cmd_profile(args) -> int:
         from toolchain.run import UsageError
         try:
             prof = json.loads(open(args.from_json, encoding="utf-8").read())
-            paths = write_profile(prof, args.out or "tessera-profile")
+            paths = write_profile(prof, args.out or "build/profile")
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise UsageError(f"cannot render {args.from_json}: {e}") from None
         print(f"profile: {paths['png']}  {paths['html']}")
         return EXIT_OK
     args.profile, args.program = True, "digits"
-    args.out = args.out or "tessera-profile"
+    args.out = args.out or "build/profile"
     return cmd_demo(args)
 
 
@@ -181,7 +181,7 @@ def cmd_run(args) -> int:
     if args.max_cycles:
         opts["max_cycles"] = args.max_cycles
     r = run_kernel(args.kernel, cfg, backend=args.backend, seed=args.seed, json_out=args.json,
-                   **opts)
+                   profile_dir=args.profile, **opts)
     print(format_report(r), file=sys.stderr if args.json == "-" else sys.stdout)
     return EXIT_OK if r["match"] else EXIT_MISMATCH
 
@@ -273,6 +273,8 @@ def build_parser() -> argparse.ArgumentParser:
     ru.add_argument("--seed", type=int, default=0, help="input data seed (default 0)")
     ru.add_argument("--max-cycles", type=_positive, default=None)
     ru.add_argument("--json", metavar="OUT", help="write the report JSON here ('-' = stdout)")
+    ru.add_argument("--profile", metavar="DIR",
+                    help="write profile.png / profile.html / profile.json of the run here")
     ru.set_defaults(func=cmd_run)
 
     be = sub.add_parser("bench", help="run the benchmark suite (docs/performance.md)")

@@ -99,7 +99,7 @@ def run_digits_demo(config, *, backend: str = "rtl", images: int = DEFAULT_IMAGE
         Images per run; default: as many as fit comfortably (``max_batch``), split into
         equal batches. Padding images (zeros) fill the last batch and are not scored.
     out_dir : path-like or None
-        Directory for the profile files (default ``tessera-demo``).
+        Directory for the profile files (default ``build/demo``).
     json_out : path-like, "-" or None
         Write the JSON report here ("-" = stdout).
     profile : bool
@@ -254,7 +254,7 @@ def run_digits_demo(config, *, backend: str = "rtl", images: int = DEFAULT_IMAGE
         prof = build_profile(dg.compiled, res_list[0], first_marks, runs=res_list,
                              title=f"Tessera digits MLP — {N} tiles, {backend} backend "
                                    f"(first run of {runs})", extra_summary=extra)
-        paths = write_profile(prof, Path(out_dir or "tessera-demo"))
+        paths = write_profile(prof, Path(out_dir or "build/demo"))
         report["profile"] = {k: str(v) for k, v in paths.items()}
         out(f"  profile: {paths['png']}  {paths['html']}")
     report["wall_seconds"] = round(time.monotonic() - t_start, 2)

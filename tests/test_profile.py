@@ -53,7 +53,10 @@ def test_segments_by_hand():
         ("compute", 0, 12, 0),         # crt0 + runtime start
         ("compute", 12, 100, 0),       # compute set a
         ("compute", 100, 110, 0),      # runtime control before sync ARRAY
-        ("sync", 110, 140, 0),         # arrive..resume = 40 cycles, minus the 10-cycle exchange
+        # arrive..resume = 40 cycles: exchange = the last 10 (scheduled length); both tiles
+        # arrive together, so sync = 0 + S = ceil(log2 2) + 2 = 3; the rest is control
+        ("compute", 110, 137, 0),
+        ("sync", 137, 140, 0),
         ("exchange", 140, 150, 0),
         ("compute", 150, 300, 1),      # compute set b
         ("compute", 300, 310, 1),      # runtime end
@@ -61,13 +64,28 @@ def test_segments_by_hand():
     ]
     st = prof["supersteps"]
     assert [s["index"] for s in st] == [0, 1]
-    assert st[0]["tiles"][0] == {"compute": 110, "sync": 30, "exchange": 10}
+    assert st[0]["tiles"][0] == {"compute": 137, "sync": 3, "exchange": 10}
     assert st[1]["tiles"][1] == {"compute": 170, "sync": 0, "exchange": 0}
     assert "a" in st[0]["label"] and "b" in st[1]["label"]
     summary = dict(prof["summary"])
     assert summary["supersteps"] == "2"
     # exchange share from the counters: 2 tiles x 10 / (2 x 320)
     assert summary["exchange share"] == f"{10 / 320:.2%}"
+
+
+def test_sync_wait_follows_the_latest_tile():
+    """Tile 1 arrives 50 cycles after tile 0: tile 0 waits 50 + S cycles, tile 1 only S."""
+    compiled, result, marks = _fake(cycles=400)
+    m = marks.copy()
+    # tile 1: arrive at 160 (instead of 110), resume 200 for both tiles
+    m[1, 6] = 160
+    m[0, 8] = m[1, 8] = 200
+    prof = build_profile(compiled, result, m)
+    sync = [sum(s["end"] - s["start"] for s in t["segments"] if s["kind"] == "sync")
+            for t in prof["tiles"]]
+    assert sync == [53, 3]
+    t0 = [(s["kind"], s["start"], s["end"]) for s in prof["tiles"][0]["segments"]]
+    assert ("sync", 137, 190) in t0 and ("exchange", 190, 200) in t0
 
 
 def test_out_of_order_marks_and_bad_shape():

@@ -153,7 +153,8 @@ def run_kernel(kernel: str, config: ArrayConfig, *, backend: str = "model", seed
                block_size: int = 4, batch: int = 1, height: int = 8, width: int = 8,
                cin: int = 4, cout: int = 8, kernel_size: int = 3, stride: int = 1,
                padding="same", zero_point: int = 0, depthwise: bool = False,
-               depth_multiplier: int = 1, max_cycles: int = 50_000_000, json_out=None) -> dict:
+               depth_multiplier: int = 1, max_cycles: int = 50_000_000, json_out=None,
+               profile_dir=None) -> dict:
     """Compile, run and check one kernel; return the report dict (see the module docstring).
 
     Parameters
@@ -177,6 +178,9 @@ def run_kernel(kernel: str, config: ArrayConfig, *, backend: str = "model", seed
     max_cycles : int
     json_out : path or "-" or None
         Where to write the report as JSON.
+    profile_dir : path or None
+        Also write the PopVision-style profile of the first backend's run
+        (``profile.png``/``.html``/``.json``, :mod:`toolchain.profile`) into this directory.
 
     Returns
     -------
@@ -209,7 +213,12 @@ def run_kernel(kernel: str, config: ArrayConfig, *, backend: str = "model", seed
     t0 = time.perf_counter()
     try:
         g, prog, inputs, out, want, macs = _build(kernel, config, rng, p)
-        compiled = compile_graph(g, prog)
+        prof_var = None
+        if profile_dir is not None:   # superstep marks recorded by the runtime
+            w = 1 + 2 * 64
+            prof_var = g.add_variable("run.profile", (config.tiles, w), "int32",
+                                      [(t, t * w, (t + 1) * w) for t in range(config.tiles)])
+        compiled = compile_graph(g, prog, profile=prof_var)
     except GraphError as e:
         raise UsageError(f"{kernel}: {e}") from None
     t_compile = time.perf_counter() - t0
@@ -227,6 +236,12 @@ def run_kernel(kernel: str, config: ArrayConfig, *, backend: str = "model", seed
         rep["run_seconds"] = round(time.perf_counter() - t1, 3)
         rep["result_json"] = result.to_json()
         reports[be] = rep
+        if prof_var is not None and be == backends[0]:
+            from toolchain.profile import build_profile, write_profile
+            paths = write_profile(build_profile(
+                compiled, result, eng.read_tensor(prof_var.name),
+                title=f"tessera run {kernel} - {config.tiles} tiles, {be} backend"), profile_dir)
+            rep["profile"] = {key: str(v) for key, v in paths.items()}
     first = reports[backends[0]]
     report = {"kernel": kernel, "backend": backend, "config": config.name if hasattr(
         config, "name") else str(config), "tiles": config.tiles, "contexts": config.contexts,

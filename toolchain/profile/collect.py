@@ -14,18 +14,19 @@ Segments of a tile's timeline, from consecutive marks ``m_i < m_{i+1}``:
 
 - ``compute``: from a mark to an EXEC-done or EXCH-arrive mark (the compute set's vertices
   plus its ``sync TILE``; runtime control overhead is included);
-- an EXCH arrive → resume interval of length ``D`` is split into ``sync`` (the first
-  ``D - X`` cycles: waiting for the other tiles, the barrier latency S and a few cycles of
-  runtime instructions) and ``exchange`` (the last ``X`` cycles, ``X`` = the phase's
-  scheduled length from the exchange scheduler report, which is what the ``exchange``
-  counter counts);
+- an EXCH arrive → resume interval of length ``D`` ends with ``exchange`` (the last ``X``
+  cycles, ``X`` = the phase's scheduled length from the exchange scheduler report, which is
+  exactly what the ``exchange`` counter counts), preceded by ``sync`` = ``max_u(a_u) - a_t + S``
+  cycles (``a_u`` = the arrive marks of this barrier on every tile: all tiles release at the
+  same cycle, so a tile waits for the latest one plus the barrier latency S, §5) and the rest
+  as ``compute`` (context 0's runtime instructions around ``sync ARRAY``, during which the
+  hardware counts ``compute`` too);
 - before the first mark (crt0, ``.bss``) and after the last (return, ``ecall``) until the
   end of the run: ``compute``.
 
 So per tile the segment lengths add up to ``cycles``; the exchange total equals the
-``exchange`` counter exactly, while the marks' ``sync`` also holds the few instructions
-that context 0 issues around ``sync ARRAY`` (the counter counts only cycles in which every
-context waits).
+``exchange`` counter exactly, and ``sync`` is within a few cycles per barrier of the ``sync``
+counter (which also counts the ~3-cycle ``sync TILE`` releases inside compute sets).
 """
 
 from __future__ import annotations
@@ -114,10 +115,18 @@ def build_profile(compiled, result, marks=None, *, title: str = "Tessera profile
     xlen = {rep["name"]: int(rep["cycles"]) for rep in compiled.exchanges}
     tiles = []
     steps: dict[int, dict] = {}
+    latest: dict = {}      # (op, occurrence) -> latest arrive mark over the tiles
     if marks is not None:
         marks = np.asarray(marks)
         if marks.ndim != 2 or marks.shape[0] != N:
             raise ProfileError(f"profile marks must have shape [{N}, 1 + 2*R], got {marks.shape}")
+        for t in range(N):
+            seen: dict = {}
+            for op, kind, cyc in decode_marks(marks[t]):
+                if kind == KIND_ARRIVE:
+                    key = (op, seen.get(op, 0))
+                    seen[op] = key[1] + 1
+                    latest[key] = max(latest.get(key, cyc), cyc)
     for t in range(N):
         cnt = {k: int(v) for k, v in result.tiles[t].counters.items()}
         segs = []
@@ -131,7 +140,7 @@ def build_profile(compiled, result, marks=None, *, title: str = "Tessera profile
         else:
             recs = decode_marks(marks[t])
             prev, step = 0, 0
-            label = "start"
+            seen, arrive = {}, 0
 
             def add(kind, start, end, lab, s):
                 if end > start:
@@ -147,6 +156,10 @@ def build_profile(compiled, result, marks=None, *, title: str = "Tessera profile
                     raise ProfileError(f"tile {t}: profile mark at cycle {cyc} (op {op}) is out "
                                        f"of order (previous {prev}, run length {cycles})")
                 name = _op_name(ops, op)
+                if kind == KIND_ARRIVE:     # this tile's sync wait at the coming barrier
+                    key = (op, seen.get(op, 0))
+                    seen[op] = key[1] + 1
+                    arrive = latest[key] - cyc + cfg.sync_latency
                 if kind == KIND_START:
                     add("compute", prev, cyc, "runtime start", step)
                 elif kind in (KIND_EXEC, KIND_ARRIVE, KIND_END):
@@ -154,7 +167,9 @@ def build_profile(compiled, result, marks=None, *, title: str = "Tessera profile
                         ("runtime end" if kind == KIND_END else f"{name} (control)"), step)
                 elif kind == KIND_RESUME:
                     x = min(xlen.get(name, 0), cyc - prev)
-                    add("sync", prev, cyc - x, f"{name} sync", step)
+                    w = max(0, min(arrive, cyc - prev - x))
+                    add("compute", prev, cyc - x - w, f"{name} (control)", step)
+                    add("sync", cyc - x - w, cyc - x, f"{name} sync", step)
                     add("exchange", cyc - x, cyc, f"{name} exchange", step)
                     step += 1
                 else:
