@@ -57,7 +57,7 @@ def _build_dir(path: Path):
             os.environ["TESSERA_BUILD_DIR"] = old
 
 
-def build(cfg: ArrayConfig, *, cold: bool = False):
+def build(cfg: ArrayConfig, *, cold: bool = False, cache: Path | None = None):
     """Build (or reuse) the Verilator model of ``hdl.array.Array(cfg)`` in :func:`bench_cache`.
 
     Parameters
@@ -65,6 +65,8 @@ def build(cfg: ArrayConfig, *, cold: bool = False):
     cfg : ArrayConfig
     cold : bool
         Delete this configuration's cached builds first, so the build time is measured.
+    cache : path, optional
+        Cache directory (default :func:`bench_cache`).
 
     Returns
     -------
@@ -77,7 +79,7 @@ def build(cfg: ArrayConfig, *, cold: bool = False):
         The build failed (message has the log tail).
     """
     from tb.runner import RtlRunError, build_array
-    cache = bench_cache()
+    cache = Path(cache) if cache is not None else bench_cache()
     if cold and cache.exists():
         for d in cache.glob(f"array-{cfg.tiles}t{cfg.contexts}c-*"):
             shutil.rmtree(d, ignore_errors=True)
