@@ -22,6 +22,6 @@ from __future__ import annotations
 from .common import BenchError, Goal, Section
 
 #: Benchmark names in run order (``tessera bench --only``).
-BENCHMARKS = ("exchange", "model", "kernels", "sync", "rtl", "synth")
+BENCHMARKS = ("exchange", "model", "kernels", "rtl", "sync", "synth")
 
 __all__ = ["BENCHMARKS", "BenchError", "Goal", "Section"]
