@@ -53,6 +53,10 @@ def _figure(profile: dict):
             if bars:
                 ax.broken_barh(bars, (row - 0.38, 0.76), facecolors=COLORS[kind],
                                edgecolors="white", linewidth=0.6)
+        for s in t["segments"]:          # name the wide compute sets inside their bars
+            if s["kind"] == "compute" and s["end"] - s["start"] > 0.07 * cycles:
+                ax.text((s["start"] + s["end"]) / 2, row, s["label"], ha="center",
+                        va="center", fontsize=7, color="white")
     # superstep boundaries (from tile 0) and labels
     if tiles and profile["supersteps"]:
         ends = {}
