@@ -280,7 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     be = sub.add_parser("bench", help="run the benchmark suite (docs/performance.md)")
     be.add_argument("--quick", action="store_true", help="quick mode (< 10 minutes)")
     be.add_argument("--only", metavar="NAME,...",
-                    help="comma-separated subset: exchange, model, kernels, sync, rtl, synth")
+                    help="comma-separated subset: exchange, model, kernels, rtl, sync, synth")
     be.add_argument("--json", metavar="OUT", help="write all results as JSON ('-' = stdout)")
     be.add_argument("--plots", metavar="DIR", help="write PNG plots here")
     be.add_argument("--write-doc", action="store_true",

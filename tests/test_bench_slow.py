@@ -40,7 +40,8 @@ def test_bench_quick_complete_and_sane(tmp_path, capsys):
     assert [r["tiles"] for r in rtl] == [1, 4, 16]
     for r in rtl:
         assert r["tcps"] == pytest.approx(r["cps"] * r["tiles"])
-        assert r["build_s"] > 0 and r["cycles"] > 0
+        assert (r["build_s"] is None and r["tiles"] == 16) or r["build_s"] > 0
+        assert r["cycles"] > 0
 
     for r in secs["sync"]["rows"]:
         assert r["arrival_to_release"] == r["issue_to_release"] - 3
