@@ -97,7 +97,7 @@ def run_digits_demo(config, *, backend: str = "rtl", images: int = DEFAULT_IMAGE
     images : int
         Number of test images (the first ``images`` of the fixed test split), 1..450.
     batch : int or None
-        Images per run; default: as many as fit comfortably (``max_batch``), split into
+        Images per run; default: as many as fit (``fit_batch``, at most 64 per tile), split into
         equal batches. Padding images (zeros) fill the last batch and are not scored.
     out_dir : path-like or None
         Directory for the profile files (default ``build/demo``).
@@ -136,7 +136,7 @@ def run_digits_demo(config, *, backend: str = "rtl", images: int = DEFAULT_IMAGE
     """
     from tessera.backends import get as get_backend
     from toolchain.models.digits import load_digits_model, load_digits_split
-    from toolchain.models.digits_graph import build_digits_graph, max_batch
+    from toolchain.models.digits_graph import build_digits_graph, fit_batch
 
     t_start = time.monotonic()
     q = load_digits_model()
@@ -145,7 +145,7 @@ def run_digits_demo(config, *, backend: str = "rtl", images: int = DEFAULT_IMAGE
         raise DemoError(f"--images must be in 1..{len(x_te)} (the test split), not {images!r}")
     N = config.tiles
     if batch is None:
-        runs, batch = _plan_batches(images, max_batch(config, q.config.hidden), N)
+        runs, batch = _plan_batches(images, fit_batch(q, config), N)
     else:
         if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
             raise DemoError(f"batch must be a positive int, not {batch!r}")

@@ -15,7 +15,7 @@ from tessera import backends
 from tessera.config import preset
 from tessera.demo import JSON_KEYS, DemoError, run_digits_demo
 from toolchain.models.digits import load_digits_model, load_digits_split
-from toolchain.models.digits_graph import build_digits_graph, max_batch
+from toolchain.models.digits_graph import build_digits_graph, fit_batch, max_batch
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +90,13 @@ def test_digits_graph_batches_and_padding():
         logits, res = dg.run_batch(eng, X)
         np.testing.assert_array_equal(logits, q.forward_int8(X))
     assert max_batch(cfg) % cfg.tiles == 0 and max_batch(cfg) >= cfg.tiles
+    # fit_batch: the fitted batch compiles, on the 16 KiB tiny preset too
+    for name in ("tiny", "small"):
+        c = preset(name)
+        b = fit_batch(q, c)
+        assert b % c.tiles == 0 and b >= c.tiles
+        dgb = build_digits_graph(q, c, b)
+        assert min(m["free"] for m in dgb.compiled.memory) >= 0
     with pytest.raises(ValueError, match="int8"):
         dg.run_batch(eng, np.zeros((4, 64), dtype=np.int32))
     with pytest.raises(ValueError, match="batch"):

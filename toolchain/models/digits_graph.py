@@ -30,7 +30,7 @@ import numpy as np
 
 from tessera.config import ArrayConfig
 
-__all__ = ["DigitsGraph", "build_digits_graph", "max_batch", "PROFILE_RECORDS"]
+__all__ = ["DigitsGraph", "build_digits_graph", "max_batch", "fit_batch", "PROFILE_RECORDS"]
 
 #: Records per tile in the profile buffer (a run of the digits program writes about 12).
 PROFILE_RECORDS = 32
@@ -120,6 +120,34 @@ def max_batch(config: ArrayConfig, hidden: int = 32) -> int:
     fixed = 20 * 1024 + config.contexts * 1024
     per_tile = max(1, min(64, (config.sram_bytes - fixed) // per_image))
     return per_tile * config.tiles
+
+
+def fit_batch(qmodel, config: ArrayConfig, cap_per_tile: int = 64) -> int:
+    """The largest batch (a multiple of the tile count, ≤ ``cap_per_tile`` per tile) that fits.
+
+    Compiles the network once with one image per tile, then adds images while the per-image
+    bytes (input, int32 accumulators and int8 outputs of both layers, 4-byte aligned) fit the
+    fullest tile's free SRAM.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    toolchain.graph.GraphMemoryError
+        Not even one image per tile fits.
+    """
+    config = _check_config(config)
+    l1, l2 = qmodel.layers
+    k1, h = l1.weight.shape
+    n = l2.weight.shape[1]
+    r4 = lambda x: -(-x // 4) * 4
+    per_image = r4(k1) + 4 * h + r4(h) + 4 * n + r4(n)
+    one = build_digits_graph(qmodel, config, config.tiles)
+    free = min(m["free"] for m in one.compiled.memory)
+    per_tile = 1 + max(0, free - 64) // per_image      # 64 B slack for alignment
+    return min(per_tile, cap_per_tile) * config.tiles
 
 
 def build_digits_graph(qmodel, config: ArrayConfig, batch: int, *,
