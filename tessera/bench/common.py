@@ -33,10 +33,13 @@ class Goal:
         The measured figure, human readable.
     met : bool or None
         True (met), False (short), None (not measured in this run).
+    why : str
+        For a short goal: the measured cause, in one sentence (optional).
     """
     goal: str
     measured: str
     met: bool | None
+    why: str = ""
 
 
 @dataclass

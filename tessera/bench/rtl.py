@@ -31,6 +31,9 @@ __all__ = ["bench_config", "bench_cache", "build", "measure_verilator", "measure
            "plot"]
 
 SPIN = [asm.jal(0, 0)]     # j .
+#: Models built by :func:`build` in this process, so that later benchmarks of the same run
+#: (``sync`` after ``rtl``) use the same RTL even if the sources change meanwhile.
+_BUILT: dict = {}
 
 
 def bench_config(n: int) -> ArrayConfig:
@@ -79,6 +82,8 @@ def build(cfg: ArrayConfig, *, cold: bool = False, cache: Path | None = None):
         The build failed (message has the log tail).
     """
     from tb.runner import RtlRunError, build_array
+    if not cold and cache is None and cfg in _BUILT:
+        return _BUILT[cfg], 0.0           # built earlier in this process (RTL may have moved on)
     cache = Path(cache) if cache is not None else bench_cache()
     if cold and cache.exists():
         for d in cache.glob(f"array-{cfg.tiles}t{cfg.contexts}c-*"):
@@ -89,6 +94,8 @@ def build(cfg: ArrayConfig, *, cold: bool = False, cache: Path | None = None):
             model = build_array(cfg)
         except RtlRunError as e:
             raise BenchError(f"Verilator build of {cfg.tiles} tiles failed: {e}") from None
+        if cache == bench_cache():
+            _BUILT[cfg] = model
         return model, time.monotonic() - t0
 
 
@@ -239,7 +246,11 @@ def run(quick: bool = True) -> Section:
     if r16:
         sec.goals.append(Goal("RTL (Verilator) ≥ 1 M tile-cycles/s at 16 tiles",
                               f"{r16['tcps'] / 1e6:.2f} M tile-cycles/s",
-                              r16["tcps"] >= 1e6))
+                              r16["tcps"] >= 1e6,
+                              "cocotb builds Verilator with --public-flat-rw (all signals "
+                              "VPI-visible), which TOOLCHAIN-NOTES §4 measured at 5× below a "
+                              "plain C++ harness even for a tiny design; the 16-tile array "
+                              "simulates every SRAM, register file and mux each cycle."))
     sec.notes += [
         "Program: `j .` on every context of every tile, run until MAX_CYCLES (status timeout, "
         "cycles = MAX_CYCLES checked), so each tile issues one instruction per cycle. "

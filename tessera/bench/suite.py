@@ -131,6 +131,12 @@ def render_markdown(report: dict, *, img_prefix: str = "img/") -> str:
         for g in s["goals"]:
             met = {True: "**met**", False: "**short**", None: "not measured"}[g["met"]]
             lines.append(f"| {g['goal']} | {g['measured']} | {met} | `{s['command']}` |")
+    short = [(s, g) for s in report["sections"] for g in s["goals"] if g["met"] is False]
+    if short:
+        lines += ["", "**Where Tessera falls short in this run:**", ""]
+        for s, g in short:
+            lines.append(f"- {g['goal']}: {g['measured']}." + (f" {g['why']}" if g.get("why")
+                                                                else ""))
     for s in report["sections"]:
         lines += ["", f"### {s['title']}", "", f"Command: `{s['command']}` "
                   f"({s['seconds']:.0f} s in this run)", ""]

@@ -284,8 +284,19 @@ def run(quick: bool = True) -> Section:
     else:
         lut = tile["lut4"]
         f = tile["fmax_mhz"]
+        cp = tile["raw"].get("critical_path") or {}
+        why = ""
+        if f and f < 100 and cp:
+            why = (f"The worst path ({cp['elements']} elements) runs through "
+                   f"{', '.join(cp['blocks'][:6])}")
+            if any("muldiv" in b for b in cp["blocks"]):
+                why += (": the M-extension unit is combinational, because architecture §4 "
+                        "makes every instruction (DIV/REM included) finish in its X cycle; "
+                        "an iterative divider spread over the context's T-cycle slot would "
+                        "need a contract change")
+            why += "."
         sec.goals.append(Goal("tile ≥ 100 MHz on ECP5", f"{f:.1f} MHz" if f else "no Fmax",
-                              bool(f and f >= 100)))
+                              bool(f and f >= 100), why))
         sec.goals.append(Goal("tile ≤ 3,000 LUT4 on ECP5", f"{lut:,} LUT4 "
                               f"({tile['raw']['lut4_cells']:,} LUT4 + "
                               f"{tile['raw']['ccu2c']:,} CCU2C carry cells)", lut <= 3000))
