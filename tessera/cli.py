@@ -212,6 +212,13 @@ def build_parser() -> argparse.ArgumentParser:
     def digits_args(q, default_images):
         _add_array_args(q)
         q.set_defaults(backend=None)
+        for act in q._actions:          # this subcommand's defaults differ from exec's
+            if act.dest == "backend":
+                act.help = "simulator (default: rtl for digits, checked against the model)"
+            elif act.dest == "max_cycles":
+                act.help = "cycle limit per run (default 50000000)"
+            elif act.dest == "json":
+                act.help = "write the demo report JSON here ('-' = stdout)"
         q.add_argument("--images", type=_positive, default=default_images,
                        help=f"test images to run (default {default_images}, at most 450)")
         q.add_argument("--batch", type=_positive, help="images per run (default: auto)")
