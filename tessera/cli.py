@@ -177,7 +177,8 @@ def cmd_run(args) -> int:
                          sram_bytes=args.sram_bytes, xlatency=args.xlatency)
     opts = {k: getattr(args, k) for k in (
         "m", "k", "n", "sparsity", "block_size", "batch", "height", "width", "cin", "cout",
-        "kernel_size", "stride", "padding", "zero_point", "depthwise", "depth_multiplier")}
+        "kernel_size", "stride", "padding", "zero_point", "depthwise", "depth_multiplier",
+        "relu")}
     if args.max_cycles:
         opts["max_cycles"] = args.max_cycles
     r = run_kernel(args.kernel, cfg, backend=args.backend, seed=args.seed, json_out=args.json,
@@ -275,6 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     ru.add_argument("--tiles", type=_positive, help="tiles N (overrides the preset)")
     ru.add_argument("--contexts", type=_positive, help="contexts per tile T")
     ru.add_argument("--sram-bytes", type=_positive, help="SRAM bytes per tile (power of two)")
+    ru.add_argument("--relu", action="store_true", help="requantize: fused ReLU")
     ru.add_argument("--xlatency", type=_positive, help="exchange latency L in cycles")
     ru.add_argument("--backend", default="model", choices=("model", "rtl", "both"))
     ru.add_argument("--seed", type=int, default=0, help="input data seed (default 0)")

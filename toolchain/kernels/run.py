@@ -29,10 +29,14 @@ from toolchain.run import UsageError
 from .block_sparse import block_sparse_matmul
 from .conv2d import conv2d_block_sparse, conv2d_dense, conv_patches, depthwise_as_dense
 from .matmul import matmul
+from .pool import avgpool2d, global_avgpool, maxpool2d
+from .requantize import requantize
 
 __all__ = ["KERNELS", "run_kernel", "format_report", "EXIT_OK", "EXIT_USAGE", "EXIT_MISMATCH"]
 
-KERNELS = ("matmul", "conv2d", "block_sparse_matmul", "block_sparse_conv2d")
+KERNELS = ("matmul", "conv2d", "block_sparse_matmul", "block_sparse_conv2d", "requantize",
+           "maxpool2d", "avgpool2d", "global_avgpool")
+POOLS = {"maxpool2d": (maxpool2d, ref.maxpool2d), "avgpool2d": (avgpool2d, ref.avgpool2d)}
 EXIT_OK, EXIT_USAGE, EXIT_MISMATCH = 0, 2, 3
 MACS_PER_CYCLE = 4
 
@@ -73,10 +77,35 @@ def _build(kernel, cfg, rng, p):
         a = g.add_variable("a", (m, k), "int8", map_linearly(grain=k))
         c, prog = block_sparse_matmul(g, a, w, name="bsmm")
         return g, prog, {"a": A}, c, ref.block_sparse_matmul(A, w), m * w.nnzb * bs * bs
-    # convolutions
+    if kernel == "requantize":
+        m, n, zp = p["m"], p["n"], p["zero_point"]
+        A = rng.integers(-2**24, 2**24, (m, n)).astype(np.int32)
+        mult = rng.integers(2**30, 2**31, n)              # per-channel, as quantize_multiplier
+        shift = rng.integers(-20, 2, n)
+        bias = rng.integers(-5000, 5000, n)
+        acc = g.add_variable("acc", (m, n), "int32", map_linearly(grain=n))
+        out = g.add_variable("out", (m, n), "int8", map_linearly(grain=n))
+        prog = requantize(g, acc, out, mult, shift, zp, relu=p["relu"], bias=bias, name="rq")
+        want = ref.requantize(A, mult, shift, zp, relu=p["relu"], bias=bias)
+        return g, prog, {"acc": A}, out, want, 0
     nb_, h, wd, cin, cout = p["batch"], p["height"], p["width"], p["cin"], p["cout"]
     ks, st, pad, zp = p["kernel_size"], p["stride"], p["padding"], p["zero_point"]
     X = rng.integers(-128, 128, (nb_, h, wd, cin), dtype=np.int8)
+    if kernel in POOLS or kernel == "global_avgpool":
+        # pool window = --kernel-size, --stride, --padding; input x mapped in whole rows
+        x = g.add_variable("x", X.shape, "int8", map_linearly(grain=wd * cin))
+        try:
+            if kernel == "global_avgpool":
+                want = ref.global_avgpool(X, keepdims=True)
+                y, prog = global_avgpool(g, x, name="pool")
+            else:
+                build, reference = POOLS[kernel]
+                want = reference(X, ks, stride=st, padding=pad)
+                y, prog = build(g, x, ks, stride=st, padding=pad, name="pool")
+        except (TypeError, ValueError) as e:
+            raise UsageError(str(e)) from None
+        return g, prog, {"x": X}, y, want, 0
+    # convolutions
     depthwise = kernel == "conv2d" and p["depthwise"]
     if kernel == "conv2d" and not depthwise:
         Wt = rng.integers(-128, 128, (ks, ks, cin, cout), dtype=np.int8)
@@ -153,7 +182,8 @@ def run_kernel(kernel: str, config: ArrayConfig, *, backend: str = "model", seed
                block_size: int = 4, batch: int = 1, height: int = 8, width: int = 8,
                cin: int = 4, cout: int = 8, kernel_size: int = 3, stride: int = 1,
                padding="same", zero_point: int = 0, depthwise: bool = False,
-               depth_multiplier: int = 1, max_cycles: int = 50_000_000, json_out=None,
+               depth_multiplier: int = 1, relu: bool = False, max_cycles: int = 50_000_000,
+               json_out=None,
                profile_dir=None) -> dict:
     """Compile, run and check one kernel; return the report dict (see the module docstring).
 
@@ -174,7 +204,12 @@ def run_kernel(kernel: str, config: ArrayConfig, *, backend: str = "model", seed
     block_size : {4, 8, 16}
     batch, height, width, cin, cout, kernel_size, stride, padding, zero_point, depthwise,
     depth_multiplier
-        Convolution parameters (NHWC input, square kernel, TensorFlow padding).
+        Convolution parameters (NHWC input, square kernel, TensorFlow padding). The pools
+        (``maxpool2d``, ``avgpool2d``) use ``kernel_size`` as the square window, ``stride``
+        and ``padding``; ``global_avgpool`` averages each [height, width] image.
+    relu : bool
+        ``requantize``: fused ReLU (``m``, ``n`` give the int32 accumulator shape
+        ``[M, N]``, ``zero_point`` the output zero point; per-channel random parameters).
     max_cycles : int
     json_out : path or "-" or None
         Where to write the report as JSON.
@@ -209,7 +244,7 @@ def run_kernel(kernel: str, config: ArrayConfig, *, backend: str = "model", seed
     p = dict(m=m, k=k, n=n, sparsity=sparsity, block_size=block_size, batch=batch,
              height=height, width=width, cin=cin, cout=cout, kernel_size=kernel_size,
              stride=stride, padding=padding, zero_point=zero_point, depthwise=depthwise,
-             depth_multiplier=depth_multiplier)
+             depth_multiplier=depth_multiplier, relu=bool(relu))
     t0 = time.perf_counter()
     try:
         g, prog, inputs, out, want, macs = _build(kernel, config, rng, p)
