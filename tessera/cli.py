@@ -102,6 +102,7 @@ def cmd_demo(args) -> int:
                         backend=args.backend, max_cycles=args.max_cycles or DEFAULT_MAX_CYCLES,
                         json_out=args.json)
     from tessera.demo import DemoError, run_digits_demo
+    from toolchain.graph import EngineError, GraphError
     from toolchain.run import UsageError
     args.backend = "rtl" if args.backend in (None, "both") else args.backend  # rtl checks vs model anyway
     _waves(args)
@@ -110,8 +111,11 @@ def cmd_demo(args) -> int:
                                  batch=args.batch, out_dir=args.out, json_out=args.json,
                                  profile=args.profile, progress=not args.no_progress,
                                  max_cycles=args.max_cycles or 50_000_000)
-    except DemoError as e:
+    except (DemoError, GraphError) as e:   # bad arguments, batch does not fit, ...
         raise UsageError(str(e)) from None
+    except EngineError as e:               # a run faulted or timed out
+        print(f"tessera demo: run failed: {e}", file=sys.stderr)
+        return EXIT_RUN
     return report["exit_code"]
 
 

@@ -149,6 +149,10 @@ def run_digits_demo(config, *, backend: str = "rtl", images: int = DEFAULT_IMAGE
     else:
         if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
             raise DemoError(f"batch must be a positive int, not {batch!r}")
+        most = fit_batch(q, config, cap_per_tile=1 << 20)
+        if batch > most:
+            raise DemoError(f"--batch {batch} does not fit the SRAM of {config.tiles} tile(s): "
+                            f"at most {most} images per run")
         runs = -(-images // batch)
     if compare_model is None:
         compare_model = backend != "model"

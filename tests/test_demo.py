@@ -122,6 +122,8 @@ def test_bad_arguments():
         run_digits_demo(preset("small"), backend="model", images=0, progress=False)
     with pytest.raises(DemoError, match="images"):
         run_digits_demo(preset("small"), backend="model", images=10_000, progress=False)
+    with pytest.raises(DemoError, match="does not fit"):
+        run_digits_demo(preset("small"), backend="model", images=8, batch=4000, progress=False)
 
 
 def _tessera(*args, cwd=None):
