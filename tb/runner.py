@@ -21,6 +21,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import sys
 import tempfile
 import time
@@ -33,7 +34,7 @@ from tessera.config import ArrayConfig
 from . import verilator_env
 
 __all__ = ["REPO_ROOT", "cache_root", "source_digest", "RtlModel", "build_model", "build_array",
-           "build_mock", "RtlRunError", "CLOCK_PERIOD_NS"]
+           "build_mock", "RtlRunError", "CLOCK_PERIOD_NS", "public_ports_config"]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TOPLEVEL = "tessera_array"
@@ -193,9 +194,41 @@ class RtlModel:
         return out
 
 
+PUBLIC_PORTS_VLT = "public_ports.vlt"
+
+
+def public_ports_config(verilog: str, top: str = TOPLEVEL) -> str:
+    """A Verilator configuration file marking every port of module ``top`` ``public_flat_rw``.
+
+    Parameters
+    ----------
+    verilog : str
+        Verilog text containing ``module <top>(port, port, ...);`` (Amaranth's output style).
+    top : str
+        Module name.
+
+    Returns
+    -------
+    str
+        The ``.vlt`` file contents.
+
+    Raises
+    ------
+    RtlRunError
+        No ``module <top>(...)`` header was found.
+    """
+    m = re.search(rf"^\s*module\s+{re.escape(top)}\s*\((.*?)\)\s*;", verilog, re.S | re.M)
+    if m is None:
+        raise RtlRunError(f"no 'module {top}(...);' header in the generated Verilog")
+    ports = [p.strip() for p in m.group(1).split(",") if p.strip()]
+    lines = ["`verilator_config"]
+    lines += [f'public_flat_rw -module "{top}" -var "{p}"' for p in ports]
+    return "\n".join(lines) + "\n"
+
+
 def build_model(design: str, config: ArrayConfig, elaborate: Callable[[], object],
                 sources: Iterable[str | Path], *, waves: str | None = None,
-                extra_args: Iterable[str] = ()) -> RtlModel:
+                extra_args: Iterable[str] = (), public_ports_only: bool = True) -> RtlModel:
     """Build (or reuse) a Verilator model of an Amaranth component exported as ``tessera_array``.
 
     Parameters
@@ -211,6 +244,11 @@ def build_model(design: str, config: ArrayConfig, elaborate: Callable[[], object
         Compile tracing in. FST needs the ``lz4.h`` header (``apt-get install liblz4-dev``).
     extra_args : iterable of str
         More Verilator arguments.
+    public_ports_only : bool
+        Make only the top-level ports VPI-visible (``--no-public-flat-rw`` plus a generated
+        Verilator configuration file, see :func:`public_ports_config`). cocotb then cannot
+        reach internal signals (``dut.tile0...``), but the simulation is several times faster.
+        ``False`` keeps cocotb's default ``--public-flat-rw`` (every signal visible).
 
     Returns
     -------
@@ -231,7 +269,14 @@ def build_model(design: str, config: ArrayConfig, elaborate: Callable[[], object
     args = ["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-O2", *extra_args]
     if waves == "fst":
         args.append("--trace-fst")
+    if public_ports_only:
+        # cocotb's runner always passes --public-flat-rw, which makes every signal of the
+        # design VPI-visible and keeps Verilator from optimising it (3-5x slower). The
+        # testbenches only touch the top-level ports, so switch it off again and mark just
+        # those public through a Verilator configuration file (PUBLIC_PORTS_VLT).
+        args.append("--no-public-flat-rw")
     key_doc = {"design": design, "config": config.to_dict(), "waves": waves, "args": args,
+               "public": "ports" if public_ports_only else "all",
                "verilator": inst.version, "src": source_digest(sources)}
     key = hashlib.sha256(json.dumps(key_doc, sort_keys=True).encode()).hexdigest()[:16]
     build_dir = cache_root() / f"{design}-{config.tiles}t{config.contexts}c-{key}"
@@ -251,10 +296,16 @@ def build_model(design: str, config: ArrayConfig, elaborate: Callable[[], object
                 raise RtlRunError(f"Verilog generation for {design} {config} failed: {e!r}") from e
             vfile.write_text(text)
             built = True
+        build_args = list(args)
+        if public_ports_only:
+            vlt = build_dir / PUBLIC_PORTS_VLT
+            if built or not vlt.exists():
+                vlt.write_text(public_ports_config(vfile.read_text(), TOPLEVEL))
+            build_args.append(str(vlt))
         log = build_dir / "build.log"
         try:
             runner.build(sources=[vfile], hdl_toplevel=TOPLEVEL, build_dir=build_dir,
-                         build_args=args, waves=waves is not None, always=False,
+                         build_args=build_args, waves=waves is not None, always=False,
                          timescale=("1ns", "1ps"), log_file=log)
         except (SystemExit, RuntimeError) as e:
             raise RtlRunError(f"Verilator build of {design} failed ({e!r}); log {log}:\n"
