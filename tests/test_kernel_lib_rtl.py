@@ -16,6 +16,10 @@ pytestmark = pytest.mark.rtl
     ("conv2d", "tiny", dict(height=3, width=3, cin=4, cout=4, zero_point=3)),
     ("block_sparse_matmul", "tiny", dict(m=4, k=16, n=8, block_size=4, sparsity=0.5)),
     ("matmul", "small", dict(m=8, k=16, n=8)),            # with an exchange phase
+    ("maxpool2d", "tiny", dict(height=4, width=4, cin=4, kernel_size=3, stride=1,
+                               padding="same")),
+    ("avgpool2d", "small", dict(height=6, width=3, cin=4, kernel_size=3, stride=2,
+                                padding="same")),          # halo rows through the exchange
 ])
 def test_kernel_rtl_matches_model_and_reference(kernel, pname, opts):
     r = run_kernel(kernel, preset(pname), backend="both", seed=1, **opts)
