@@ -321,6 +321,33 @@ class _Colouring:
         self.sends.append((slot, w, dsts))
 
 
+def _best_slot(avail: int, busy_rx: list[int]) -> int:
+    """Lowest slot ``c`` in bit set ``avail`` maximising the number of receivers free at ``c``
+    (``not busy_rx[i] >> c & 1``), or -1 if no slot of ``avail`` has a free receiver.
+
+    Bit-sliced: the per-slot count of free receivers is kept as binary bit planes (a ripple
+    carry adder over whole bit sets), then the slots with the maximum count are selected
+    plane by plane from the most significant one, so the cost is O(receivers · log receivers)
+    big-int operations instead of one Python loop per slot.
+    """
+    planes: list[int] = []
+    for b in busy_rx:
+        carry = avail & ~b
+        for i in range(len(planes)):
+            if not carry:
+                break
+            planes[i], carry = planes[i] ^ carry, planes[i] & carry
+        if carry:
+            planes.append(carry)
+    cand = avail
+    for p in reversed(planes):
+        if cand & p:
+            cand &= p
+    if not any(cand & p for p in planes):
+        return -1                       # every slot of avail has count 0 (or avail is empty)
+    return _lowest_bit(cand)
+
+
 def _colour_multicast(col: _Colouring, words, order, spare: list[int]) -> None:
     n, bound = col.n, col.bound
     full = (1 << bound) - 1
@@ -341,16 +368,11 @@ def _colour_multicast(col: _Colouring, words, order, spare: list[int]) -> None:
             sfree = ~busy[src] & full
             taken = 0
             while remaining and len(parts) <= spare[src]:
-                best, best_cover = -1, []
-                f = sfree & ~taken
-                while f:
-                    c = _lowest_bit(f)
-                    f &= f - 1
-                    cover = [x for x in remaining if not busy[n + x[0]] >> c & 1]
-                    if len(cover) > len(best_cover):
-                        best, best_cover = c, cover
+                # the lowest slot free at the sender covering the most remaining receivers
+                best = _best_slot(sfree & ~taken, [busy[n + x[0]] for x in remaining])
                 if best < 0:
                     break
+                best_cover = [x for x in remaining if not busy[n + x[0]] >> best & 1]
                 parts.append((best, best_cover))
                 taken |= 1 << best
                 covered = set(best_cover)
