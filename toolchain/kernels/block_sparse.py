@@ -7,8 +7,8 @@ blocks of 4, 8 or 16), bit-exact with :func:`golden_model.kernels.block_sparse_m
 * Rows of C live on the tiles of A's rows (output partitioning); every row needs the same work,
   so tiles are balanced when A's rows are spread evenly (``map_linearly(grain=K)``).
 * The stored blocks are packed on the host in block-column order, each block transposed
-  (``<name>.blk_src``, a constant spread over all tiles) and multicast by one exchange phase to
-  a replica ``<name>.blk`` on every computing tile: only nonzero blocks move.
+  (``<name>.blk_src``, a constant on the first computing tile) and multicast by one exchange
+  phase to a replica ``<name>.blk`` on every other computing tile: only nonzero blocks move.
 * Work items are 4x4 output blocks (4 rows x 4 columns of one block column) over the stored
   blocks of that column; per tile the items are assigned longest-first to the least-loaded
   context (a constant plan table ``<name>.plan``), so contexts are balanced too.
@@ -175,10 +175,15 @@ def block_sparse_matmul(graph: Graph, a, w: BlockSparseMatrix, *, init=None,
 
     c = graph.add_variable(f"{name}.c", (m, n), "int32",
                            [(iv.tile, iv.start // k * n, iv.stop // k * n) for iv in a.intervals])
-    from toolchain.graph.tensor import map_linearly
-    src = graph.add_constant(f"{name}.blk_src", blk.reshape(nz, bs * bs),
-                             map_linearly(tiles=range(min(N, nz)), grain=bs * bs), dtype="int8")
-    rep = graph.add_variable(f"{name}.blk", (nt, nz, bs * bs), "int8", per_tile(nz * bs * bs))
+    # the packed blocks are a constant on the first computing tile, multicast from there to a
+    # replica on every other computing tile: a one-source broadcast (no local copy, meets
+    # the exchange bound: every receiver takes all nz·BS²/4 words, the sender sends each once)
+    src = graph.add_constant(f"{name}.blk_src", blk.reshape(nz, bs * bs), tiles[0], dtype="int8")
+    rep = None
+    if nt > 1:
+        rep = graph.add_variable(f"{name}.blk", (nt - 1, nz, bs * bs), "int8",
+                                 [(t, i * nz * bs * bs, (i + 1) * nz * bs * bs)
+                                  for i, t in enumerate(tiles[1:])])
     roff = graph.add_constant(f"{name}.rowoff", np.broadcast_to(rowoff, (nt, nz)), per_tile(nz),
                               dtype="int32")
     initv = graph.add_constant(f"{name}.init", np.broadcast_to(iv_init, (nt, n)), per_tile(n),
@@ -190,6 +195,8 @@ def block_sparse_matmul(graph: Graph, a, w: BlockSparseMatrix, *, init=None,
         i = tiles.index(iv.tile)
         plan = _plan(r1 - r0, bs, colptr, T, k)
         pv = graph.add_constant(f"{name}.plan{iv.tile}", plan, iv.tile, dtype="int32")
-        graph.add_vertex(cs, cd, a=a[r0:r1], blk=rep[i], rowoff=roff[i], plan=pv, c=c[r0:r1],
-                         init=initv[i], rows=r1 - r0, cols=n)
-    return c, Sequence(Copy([src] * nt, [rep[i] for i in range(nt)]), Execute(cs))
+        graph.add_vertex(cs, cd, a=a[r0:r1], blk=src if i == 0 else rep[i - 1], rowoff=roff[i],
+                         plan=pv, c=c[r0:r1], init=initv[i], rows=r1 - r0, cols=n)
+    if rep is None:
+        return c, Execute(cs)
+    return c, Sequence(Copy([src] * (nt - 1), [rep[i] for i in range(nt - 1)]), Execute(cs))
