@@ -34,7 +34,8 @@ from tessera.config import ArrayConfig
 from . import verilator_env
 
 __all__ = ["REPO_ROOT", "cache_root", "source_digest", "RtlModel", "build_model", "build_array",
-           "build_mock", "RtlRunError", "CLOCK_PERIOD_NS", "public_ports_config"]
+           "build_mock", "build_sync_controller", "RtlRunError", "CLOCK_PERIOD_NS",
+           "public_ports_config"]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TOPLEVEL = "tessera_array"
@@ -59,7 +60,14 @@ def cache_root() -> Path:
     return Path(env).expanduser().resolve() if env else REPO_ROOT / ".build" / "rtl"
 
 
-def source_digest(paths: Iterable[str | Path] = ("hdl", "tessera")) -> str:
+#: What the generated Verilog depends on: the RTL and the spec modules it imports (not the CLI,
+#: the demo or the benchmark harness, whose edits must not force a Verilator rebuild).
+DESIGN_SOURCES = ("hdl", "tessera/__init__.py", "tessera/config.py", "tessera/isa.py",
+                  "tessera/csr.py", "tessera/faults.py", "tessera/exchange.py",
+                  "tessera/hostmap.py", "tessera/result.py")
+
+
+def source_digest(paths: Iterable[str | Path] = DESIGN_SOURCES) -> str:
     """SHA-256 over the ``*.py`` files under ``paths`` (relative to the repo, or absolute).
 
     Parameters
@@ -220,7 +228,9 @@ def public_ports_config(verilog: str, top: str = TOPLEVEL) -> str:
     m = re.search(rf"^\s*module\s+{re.escape(top)}\s*\((.*?)\)\s*;", verilog, re.S | re.M)
     if m is None:
         raise RtlRunError(f"no 'module {top}(...);' header in the generated Verilog")
-    ports = [p.strip() for p in m.group(1).split(",") if p.strip()]
+    # escaped identifiers (``\\release ``: a Verilog keyword used as a port name) are
+    # named without the backslash in Verilator configuration files
+    ports = [p.strip().lstrip("\\") for p in m.group(1).split(",") if p.strip()]
     lines = ["`verilator_config"]
     lines += [f'public_flat_rw -module "{top}" -var "{p}"' for p in ports]
     return "\n".join(lines) + "\n"
@@ -348,3 +358,16 @@ def build_mock(config: ArrayConfig, *, waves: str | None = None) -> RtlModel:
         from .mock_array import MockArray
         return MockArray(config)
     return build_model("mock", config, elaborate, ("tb/mock_array.py", "tessera"), waves=waves)
+
+
+def build_sync_controller(config: ArrayConfig, *, waves: str | None = None) -> RtlModel:
+    """Build (or reuse) ``hdl.sync_controller.SyncController(config)`` alone as the Verilator
+    top (exported under the name ``tessera_array``; run it with ``test_module="tb.cocotb_sync"``).
+
+    Any Amaranth component can be built the same way with :func:`build_model`.
+    """
+    def elaborate():
+        from hdl.sync_controller import SyncController
+        return SyncController(config)
+    return build_model("sync", config, elaborate, ("hdl/sync_controller.py", "tessera"),
+                       waves=waves)

@@ -133,7 +133,7 @@ def _design(kind: str, tiles: int):
 
 def _digest() -> str:
     from tb.runner import source_digest
-    return source_digest(("hdl", "tessera"))[:16]
+    return source_digest()[:16]
 
 
 def _cache_dir() -> Path:
