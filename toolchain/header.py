@@ -16,6 +16,8 @@ import os
 import random
 from pathlib import Path
 
+from tessera.paths import cache_root
+
 from tessera import isa
 from tessera.config import ArrayConfig
 from tessera.csr import Csr, CSR_DESCRIPTIONS
@@ -266,11 +268,7 @@ def generate() -> str:
 
 
 def _cache_root() -> Path:
-    env = os.environ.get("TESSERA_CACHE")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "tessera"
+    return cache_root()
 
 
 def write_header(directory: str | os.PathLike) -> Path:

@@ -10,6 +10,7 @@ import hashlib
 import os
 from pathlib import Path
 
+from tessera.paths import cache_root
 from toolchain import ToolchainError
 from toolchain.cc import compile_program
 from toolchain.elf import Image, load_elf
@@ -24,8 +25,8 @@ RUNTIME_SOURCE = CODELET_DIR / "runtime.c"
 
 
 def cache_dir() -> Path:
-    """Directory of cached graph binaries (``$TESSERA_CACHE/graph`` or ``~/.cache/tessera/graph``)."""
-    root = os.environ.get("TESSERA_CACHE") or Path.home() / ".cache" / "tessera"
+    """Directory of cached graph binaries (``tessera.paths.cache_root() / "graph"``)."""
+    root = cache_root()
     d = Path(root) / "graph"
     d.mkdir(parents=True, exist_ok=True)
     return d

@@ -5,8 +5,8 @@ Data: scikit-learn's bundled 8×8 digits (``sklearn.datasets.load_digits``, no d
 
 Training: float64 numpy, Adam on softmax cross-entropy with L2 weight decay, He-initialised,
 mini-batches shuffled by ``numpy.random.default_rng(seed)`` — fully deterministic for a given
-:class:`DigitsConfig`. Float weights are cached in ``$TESSERA_CACHE_DIR`` (default
-``~/.cache/tessera``) as ``digits-<hash>.npz``, keyed by the configuration.
+:class:`DigitsConfig`. Float weights are cached in ``tessera.paths.cache_root()`` (``$TESSERA_CACHE``,
+default ``~/.cache/tessera``) as ``digits-<hash>.npz``, keyed by the configuration.
 
 Quantization (post-training, TFLite int8 conventions, ``real = scale · (q - zero_point)``):
 
@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from golden_model.kernels import matmul, quantize_multiplier, requantize
+from tessera.paths import cache_root
 
 __all__ = [
     "DigitsConfig", "FloatMLP", "QuantizedLayer", "QuantizedMLP",
@@ -228,7 +229,7 @@ def train_float(config: DigitsConfig = DigitsConfig()) -> FloatMLP:
 def _cache_dir(cache_dir) -> Path:
     if cache_dir is not None:
         return Path(cache_dir)
-    return Path(os.environ.get("TESSERA_CACHE_DIR", Path.home() / ".cache" / "tessera"))
+    return cache_root()
 
 
 def cache_path(config: DigitsConfig = DigitsConfig(), cache_dir=None) -> Path:
@@ -243,7 +244,7 @@ def load_or_train(config: DigitsConfig = DigitsConfig(), cache_dir=None) -> Floa
     ----------
     config : DigitsConfig
     cache_dir : path-like or None
-        Cache directory; default ``$TESSERA_CACHE_DIR`` or ``~/.cache/tessera``. A corrupt or
+        Cache directory; default ``tessera.paths.cache_root()``. A corrupt or
         unreadable entry is retrained and overwritten; an unwritable directory only skips caching.
 
     Returns
