@@ -240,6 +240,10 @@ def compile_graph(graph: Graph, program: Program, *, stack_bytes: int = 1024,
             wl[t] = a
         worklist_addr[key] = wl
 
+    # fail on memory before scheduling: an exchange into a tensor placed past the SRAM would
+    # otherwise surface as a confusing "address outside the SRAM" scheduling error
+    check_fits(mems, T, stack_bytes, cfg.sram_bytes)
+
     # exchange phases
     from toolchain.exchange_scheduler import ExchangeScheduleError, schedule_exchange
     xprog_addr: dict = {}
