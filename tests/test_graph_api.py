@@ -209,6 +209,16 @@ def test_out_of_memory_on_one_tile_of_many(g4):
         compile_graph(g4, Sequence())
 
 
+def test_out_of_memory_before_exchange_scheduling(g4):
+    # Regression: a cross-tile Copy into a tensor placed beyond the SRAM used to fail inside the
+    # exchange scheduler ("address outside the SRAM") instead of with the memory report.
+    src = g4.add_variable("src", 256, "int32", map_to_tile(0))
+    g4.add_variable("filler", 64000, "uint8", map_to_tile(1))
+    dst = g4.add_variable("dst", 256, "int32", map_to_tile(1))
+    with pytest.raises(GraphMemoryError, match=r"tile 1 out of memory.*tensor 'filler'"):
+        compile_graph(g4, Copy(src, dst))
+
+
 def test_compile_matmul_layout_report(g4):
     a = g4.add_variable("a", (8, 16), "int8", map_linearly(grain=16))
     b = g4.add_variable("b", (16, 4), "int8", map_to_tile(0))
