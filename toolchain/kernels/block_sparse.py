@@ -10,8 +10,10 @@ blocks of 4, 8 or 16), bit-exact with :func:`golden_model.kernels.block_sparse_m
   (``<name>.blk_src``, a constant on the first computing tile) and multicast by one exchange
   phase to a replica ``<name>.blk`` on every other computing tile: only nonzero blocks move.
 * Work items are 4x4 output blocks (4 rows x 4 columns of one block column) over the stored
-  blocks of that column; per tile the items are assigned longest-first to the least-loaded
-  context (a constant plan table ``<name>.plan``), so contexts are balanced too.
+  blocks of that column; an empty block column only gets cheap *fill* items (its 4-column
+  groups set to the initial accumulators in every row). Per tile the items are assigned
+  longest-first to the least-loaded context (a constant plan table ``<name>.plan``), so
+  contexts are balanced too.
 * Inner loop (inline asm, generated per K and block size): per stored block, one load of its
   row offset, then BS/4 steps of 8 loads + 16 ``dot4``.
 """
@@ -82,16 +84,31 @@ def pack_blocks(w: BlockSparseMatrix):
     return blk, rowoff, colptr
 
 
-def _plan(nrows: int, bs: int, colptr, contexts: int, k: int) -> np.ndarray:
-    """Items (row0, col0, z0, z1) balanced over contexts; the table the codelet reads."""
+def _plan(nrows: int, bs: int, colptr, contexts: int, k: int, n: int) -> np.ndarray:
+    """Items balanced over contexts; the table the codelet reads (see tsk_bsmm.c.in).
+
+    An item is 7 words ``(kind, init, c, a, blk, z, zend)`` (byte offsets into the fields).
+    A block column with stored blocks gives one item per 4 x 4 output block (kind 0, or the
+    number of rows 1..3 for the tile's last rows); an empty block column gives BS/4 *fill*
+    items (kind -1: columns col0..col0+3 of every row get the initial accumulators, 4 stores
+    per row instead of a whole 4 x 4 item each). Costs are estimated issue slots (inner loop
+    per stored block, item set-up and stores).
+    """
     items, cost = [], []
-    for r0 in range(0, nrows, 4):
-        for j in range(len(colptr) - 1):
-            z0, z1 = int(colptr[j]), int(colptr[j + 1])
-            for g in range(bs // 4):
-                items.append((r0, j * bs + 4 * g, z0, z1))
-                per_block = (bs // 4) * 24 + 5
-                cost.append((z1 - z0) * per_block * (1 if nrows - r0 >= 4 else 4) + 45)
+    per_block = (bs // 4) * 24 + 5
+    for j in range(len(colptr) - 1):
+        z0, z1 = int(colptr[j]), int(colptr[j + 1])
+        for g in range(bs // 4):
+            col0 = j * bs + 4 * g
+            if z1 == z0:
+                items.append((-1, 4 * col0, 4 * col0, 0, 0, 0, 0))
+                cost.append(7 * nrows + 20)
+                continue
+            for r0 in range(0, nrows, 4):
+                nr = min(4, nrows - r0)
+                items.append((0 if nr == 4 else nr, 4 * col0, 4 * (r0 * n + col0), r0 * k,
+                              z0 * bs * bs + 4 * g * bs, 4 * z0, 4 * z1))
+                cost.append((z1 - z0) * per_block * (1 if nr == 4 else 4) + 45)
     load = [0] * contexts
     lists = [[] for _ in range(contexts)]
     for i in sorted(range(len(items)), key=lambda i: -cost[i]):
@@ -102,7 +119,7 @@ def _plan(nrows: int, bs: int, colptr, contexts: int, k: int) -> np.ndarray:
     pos = 1 + contexts + 1
     for lst in lists:
         words.append(pos)
-        pos += 4 * len(lst)
+        pos += 7 * len(lst)
     words.append(pos)
     for lst in lists:
         for it in lst:
@@ -193,7 +210,7 @@ def block_sparse_matmul(graph: Graph, a, w: BlockSparseMatrix, *, init=None,
     for iv in a.intervals:
         r0, r1 = iv.start // k, iv.stop // k
         i = tiles.index(iv.tile)
-        plan = _plan(r1 - r0, bs, colptr, T, k)
+        plan = _plan(r1 - r0, bs, colptr, T, k, n)
         pv = graph.add_constant(f"{name}.plan{iv.tile}", plan, iv.tile, dtype="int32")
         graph.add_vertex(cs, cd, a=a[r0:r1], blk=src if i == 0 else rep[i - 1], rowoff=roff[i],
                          plan=pv, c=c[r0:r1], init=initv[i], rows=r1 - r0, cols=n)
