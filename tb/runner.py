@@ -285,7 +285,9 @@ def build_model(design: str, config: ArrayConfig, elaborate: Callable[[], object
         # testbenches only touch the top-level ports, so switch it off again and mark just
         # those public through a Verilator configuration file (PUBLIC_PORTS_VLT).
         args.append("--no-public-flat-rw")
-    key_doc = {"design": design, "config": config.to_dict(), "waves": waves, "args": args,
+    # the preset name does not change the hardware: `--tiles 4` reuses the `small` build
+    hw = {k: v for k, v in config.to_dict().items() if k != "name"}
+    key_doc = {"design": design, "config": hw, "waves": waves, "args": args,
                "public": "ports" if public_ports_only else "all",
                "verilator": inst.version, "src": source_digest(sources)}
     key = hashlib.sha256(json.dumps(key_doc, sort_keys=True).encode()).hexdigest()[:16]
