@@ -4,8 +4,9 @@
 
 Dense int8 matmul SIZE^3 on the preset's tiles (compute-phase and end-to-end MAC utilisation,
 peak 4 MACs/cycle/tile), then block-sparse matmul of the same shape at 50/75/90% block
-sparsity for block sizes 16, 8 and 4, with cycles relative to the dense run. Every run is
-checked bit-exact against the numpy reference (the script exits 3 otherwise).
+sparsity for block sizes 16, 8 and 4, with cycles relative to the dense run; then the pools
+(max / average 2x2 stride 2 and 3x3 stride 2 'same', global average) on a 1x32x32x16 input.
+Every run is checked bit-exact against the numpy reference (the script exits 3 otherwise).
 """
 
 from __future__ import annotations
@@ -51,6 +52,23 @@ def main(argv=None) -> int:
             r = run_kernel("block_sparse_matmul", cfg, m=s, k=s, n=s, block_size=bs,
                            sparsity=sp, seed=1)
             show(f"block_sparse bs={bs} sp={sp:.2f}", r, dense["cycles"])
+    print(f"{'pool (1x32x32x16 int8)':<28} {'cycles':>8} {'compute':>8} {'exch':>6} {'bound':>6}")
+    pool = dict(batch=1, height=32, width=32, cin=16, seed=1)
+    for label, kern, kw in (("maxpool2d 2x2/2 valid", "maxpool2d", dict(kernel_size=2, stride=2,
+                                                                          padding="valid")),
+                            ("avgpool2d 2x2/2 valid", "avgpool2d", dict(kernel_size=2, stride=2,
+                                                                          padding="valid")),
+                            ("maxpool2d 3x3/2 same", "maxpool2d", dict(kernel_size=3, stride=2,
+                                                                         padding="same")),
+                            ("avgpool2d 3x3/2 same", "avgpool2d", dict(kernel_size=3, stride=2,
+                                                                         padding="same")),
+                            ("global_avgpool", "global_avgpool", {})):
+        r = run_kernel(kern, cfg, **pool, **kw)
+        ok &= r["match"]
+        ph = r["phase_cycles"]
+        print(f"{label:<28} {r['cycles']:>8} {ph['compute']:>8} {ph['exchange']:>6} "
+              f"{r['exchange_bound']:>6} {'ok' if r['match'] else 'MISMATCH'}", flush=True)
+        rows.append({"label": label, **{k: v for k, v in r.items() if k != "backends"}})
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=2, default=str)
