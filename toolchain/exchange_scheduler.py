@@ -30,8 +30,10 @@ Algorithm
 2. Multicast words (several destination tiles) are coloured first, largest first, with the
    lowest slot free at the sender and every receiver (bit sets). If no slot below ``B`` is free,
    the word is **split** into several sends covering subsets of its receivers, as long as the
-   sender has spare slots (``B`` − its mandatory sends); otherwise it takes the lowest free slot
-   at or beyond ``B`` (the bound is then not met).
+   sender has spare slots (``B`` − its mandatory sends); each part takes the lowest sender-free
+   slot covering the most remaining receivers (found bit-sliced over all slots at once,
+   :func:`_best_slot`); otherwise it takes the lowest free slot at or beyond ``B`` (the bound
+   is then not met).
 3. Unicast words are the edges of a bipartite multigraph senders × receivers. They are coloured
    by König's theorem with alternating-path (Kempe chain) recolouring: an edge ``(u, v)`` takes a
    slot free at both ends; otherwise, with ``a`` free at ``u`` and ``b`` free at ``v``, the
