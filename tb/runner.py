@@ -35,7 +35,7 @@ from . import verilator_env
 
 __all__ = ["REPO_ROOT", "cache_root", "source_digest", "RtlModel", "build_model", "build_array",
            "build_mock", "build_sync_controller", "RtlRunError", "CLOCK_PERIOD_NS",
-           "public_ports_config"]
+           "public_ports_config", "strip_zero_memory_init"]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TOPLEVEL = "tessera_array"
@@ -236,6 +236,21 @@ def public_ports_config(verilog: str, top: str = TOPLEVEL) -> str:
     return "\n".join(lines) + "\n"
 
 
+_ZERO_INIT = re.compile(r"^[ \t]*initial begin\n(?:[ \t]*[\w$\\.]+\[\d+\] = \d+'(?:h|d|b)0+;\n)+"
+                        r"[ \t]*end\n", re.M)
+
+
+def strip_zero_memory_init(verilog: str) -> str:
+    """Remove ``initial`` blocks that only set memory words to zero.
+
+    Amaranth writes one ``initial`` assignment per memory word, zeros included (8192 lines
+    per 64 KiB tile SRAM). Verilator zero-initialises every variable anyway (the default
+    ``--x-initial unique`` with ``+verilator+rand+reset+0``), so these blocks only cost
+    build time (huge ``_eval_initial`` functions). Blocks with any non-zero word are kept.
+    """
+    return _ZERO_INIT.sub("", verilog)
+
+
 def build_model(design: str, config: ArrayConfig, elaborate: Callable[[], object],
                 sources: Iterable[str | Path], *, waves: str | None = None,
                 extra_args: Iterable[str] = (), public_ports_only: bool = True) -> RtlModel:
@@ -288,7 +303,7 @@ def build_model(design: str, config: ArrayConfig, elaborate: Callable[[], object
     # the preset name does not change the hardware: `--tiles 4` reuses the `small` build
     hw = {k: v for k, v in config.to_dict().items() if k != "name"}
     key_doc = {"design": design, "config": hw, "waves": waves, "args": args,
-               "public": "ports" if public_ports_only else "all",
+               "public": "ports" if public_ports_only else "all", "zero_init": "stripped",
                "verilator": inst.version, "src": source_digest(sources)}
     key = hashlib.sha256(json.dumps(key_doc, sort_keys=True).encode()).hexdigest()[:16]
     build_dir = cache_root() / f"{design}-{config.tiles}t{config.contexts}c-{key}"
@@ -306,7 +321,7 @@ def build_model(design: str, config: ArrayConfig, elaborate: Callable[[], object
                 text = verilog.convert(elaborate(), name=TOPLEVEL, emit_src=False)
             except Exception as e:  # elaboration errors of the design under test
                 raise RtlRunError(f"Verilog generation for {design} {config} failed: {e!r}") from e
-            vfile.write_text(text)
+            vfile.write_text(strip_zero_memory_init(text))
             built = True
         build_args = list(args)
         if public_ports_only:
