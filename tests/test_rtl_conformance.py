@@ -60,7 +60,8 @@ def _model_vs_rtl(elf: Path, tmp: Path, *array_args) -> tuple[int, dict]:
 
 
 def test_programs_present():
-    assert {"rv32ui_arith", "rv32ui_branch", "rv32ui_mem", "rv32um"} <= set(PROGRAMS)
+    assert {"rv32ui_arith", "rv32ui_branch", "rv32ui_mem", "rv32um",
+            "tessera_custom"} <= set(PROGRAMS)
 
 
 @pytest.mark.parametrize("name", PROGRAMS)
@@ -133,10 +134,51 @@ def test_broken_macro_case_is_caught(tmp_path):
     src = (CONF / "rv32um.S").read_text().replace(
         "TEST_RR_OP(50, div,  3,  20,   6)", "TEST_RR_OP(50, div,  4,  20,   6)")
     assert "TEST_RR_OP(50, div,  4," in src
-    broken = CONF / "rv32um.S"
     f = tmp_path / "rv32um_broken.S"
     f.write_text(src)
     (tmp_path / "test_macros.h").write_text((CONF / "test_macros.h").read_text())
     rc, doc = _exec(_build(f, tmp_path / "b.elf"), "model", tmp_path / "m.json",
                     "--preset", "tiny")
-    assert broken.exists() and rc == 0 and _exit_codes(doc) == [50, 50, 50, 50]
+    assert rc == 0 and _exit_codes(doc) == [50, 50, 50, 50]
+
+
+RISCV_TESTS_LAYOUT = """\
+# riscv-tests layout: .option norvc, .text.init with .align 6, a .tohost section (unused:
+# the exit is an ecall), .data
+    .option norvc
+    .section .text.init
+    .align 6
+    .globl _start
+_start:
+    j reset_vector
+    .align 2
+reset_vector:
+    la t0, tdat
+    lw t1, 0(t0)
+    li t2, 0xdeadbeef
+    bne t1, t2, fail
+    fence
+    li a0, 0
+    ecall
+fail:
+    li a0, 1
+    ecall
+    .pushsection .tohost,"aw",@progbits
+    .align 6
+    .global tohost
+tohost: .dword 0
+    .align 6
+    .global fromhost
+fromhost: .dword 0
+    .popsection
+    .data
+    .align 4
+tdat: .word 0xdeadbeef
+"""
+
+
+def test_riscv_tests_layout(tmp_path):
+    f = tmp_path / "layout.S"
+    f.write_text(RISCV_TESTS_LAYOUT)
+    rc, doc = _model_vs_rtl(_build(f, tmp_path / "layout.elf"), tmp_path, "--preset", "tiny")
+    assert rc == 0 and _exit_codes(doc) == [0, 0, 0, 0]
