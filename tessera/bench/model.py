@@ -244,7 +244,8 @@ def run(quick: bool = True) -> Section:
         "The scalar interpreter runs a prefix of about 60 k tile-instructions; unicorn runs "
         f"16 tiles (or N if fewer) tile by tile, one `emu_start` per context "
         "(QEMU TCG translation is cached across runs). Both rates are per tile-instruction and "
-        "independent of N.",
+        "should not depend on N; their spread across rows is measurement noise (short samples "
+        "on a loaded machine).",
         f"At {n} tiles the dot4/dot4su loop of `scripts/bench_model.py` ran at "
         f"{drate / 1e6:.1f} M tile-instr/s and its divergent variant (odd/even tiles run "
         f"different code) at {vrate / 1e6:.1f} M.",

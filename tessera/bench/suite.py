@@ -129,7 +129,9 @@ def render_markdown(report: dict, *, img_prefix: str = "img/") -> str:
             lines.append(f"| {s['name']} benchmark | failed: {s['error'][:120]} | not measured "
                          f"| `{s['command']}` |")
         for g in s["goals"]:
-            met = {True: "**met**", False: "**short**", None: "not measured"}[g["met"]]
+            met = {True: "**met**", False: "**short**",
+                   None: "no goal (info)" if g["measured"] != "not measured"
+                   else "not measured"}[g["met"]]
             lines.append(f"| {g['goal']} | {g['measured']} | {met} | `{s['command']}` |")
     short = [(s, g) for s in report["sections"] for g in s["goals"] if g["met"] is False]
     if short:
