@@ -18,11 +18,16 @@ def test_bench_quick_complete_and_sane(tmp_path, capsys):
     out, plots = tmp_path / "bench.json", tmp_path / "img"
     rc = main(["bench", "--quick", "--json", str(out), "--plots", str(plots)])
     md = capsys.readouterr().out
-    rep = json.loads(out.read_text())
+    assert rc == 0
+    check_report(json.loads(out.read_text()), md, plots)
+
+
+def check_report(rep, md, plots):
+    """Completeness and sanity of a ``tessera bench --quick`` report (JSON dict, Markdown)."""
     secs = {s["name"]: s for s in rep["sections"]}
     assert list(secs) == list(BENCHMARKS)
     errors = {n: s["error"] for n, s in secs.items() if s["error"]}
-    assert rc == 0 and not errors, errors
+    assert not errors, errors
     for s in secs.values():
         assert s["goals"], f"{s['name']} reports no goal"
         assert s["command"].startswith("tessera bench --only ") and s["command"] in md
