@@ -21,9 +21,7 @@ Published figures for small RV32 cores are quoted with their sources in :data:`P
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
 import subprocess
 import sys
