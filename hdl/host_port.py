@@ -24,6 +24,10 @@ from tessera.config import ArrayConfig
 from tessera.hostmap import (MAGIC, Ctrl, Status, TileReg, ContextReg, CONTEXT_STRIDE,
                              TILE_REG_BASE, TILE_REG_STRIDE, SRAM_BASE, SRAM_STRIDE)
 
+#: Address bits inside one tile register block.
+_TREG_BITS = TILE_REG_STRIDE.bit_length() - 1
+assert TILE_REG_STRIDE == 1 << _TREG_BITS
+
 __all__ = ["HostPort", "AXIL_PORTS", "OKAY", "SLVERR", "DECERR"]
 
 OKAY, SLVERR, DECERR = 0, 2, 3
@@ -111,10 +115,10 @@ class HostPort(wiring.Component):
         with m.If(is_sram):
             m.d.comb += tsel.eq(soff[20:])
         with m.Else():
-            m.d.comb += tsel.eq(toff[12:])
-        reg = Signal(12)
-        m.d.comb += reg.eq(Cat(Const(0, 2), addr[2:12]))
-        ctx_off = Signal(12)
+            m.d.comb += tsel.eq(toff[_TREG_BITS:])
+        reg = Signal(_TREG_BITS)
+        m.d.comb += reg.eq(Cat(Const(0, 2), addr[2:_TREG_BITS]))
+        ctx_off = Signal(_TREG_BITS)
         m.d.comb += ctx_off.eq(reg - TileReg.CONTEXT_BASE)
         is_ctx = (reg >= TileReg.CONTEXT_BASE) & (ctx_off[8:] < T)
         creg = ctx_off[:8]

@@ -16,7 +16,7 @@ MAGIC = 0x54535241  # "TSRA"
 
 CTRL_BASE = 0x0000_0000
 TILE_REG_BASE = 0x0010_0000   # tile t's register block at TILE_REG_BASE + t * TILE_REG_STRIDE
-TILE_REG_STRIDE = 0x1000
+TILE_REG_STRIDE = 0x2000      # 8 KiB: room for 16 context blocks after CONTEXT_BASE
 SRAM_BASE = 0x8000_0000       # tile t's SRAM at SRAM_BASE + t * SRAM_STRIDE (1 MiB window)
 SRAM_STRIDE = 0x0010_0000
 

@@ -1,5 +1,5 @@
 """Seeded random instruction streams (tb/randprog.py, ≥ 10k instructions per seed) with large
-context counts (T = 12; T = 16 is an expected failure, see HOSTMAP_T16) and per-context
+context counts (T = 12 and T = 16, the maximum) and per-context
 coverage: every context of every tile retires a large share of the stream, and the RTL agrees with the golden model instruction by
 instruction and cycle by cycle (tb/parity.py). Slow: one more Verilator build."""
 
@@ -9,13 +9,7 @@ from tessera.config import ArrayConfig
 
 pytestmark = [pytest.mark.rtl, pytest.mark.slow]
 
-HOSTMAP_T16 = ("tessera/hostmap.py: the context blocks start at CONTEXT_BASE 0x100 with stride "
-               "0x100, so context 15's block (0x1000..0x10FF) lies outside the 4 KiB tile "
-               "register block (architecture §9): the host cannot read T = 16 state (DECERR)")
-
-
-@pytest.mark.parametrize("contexts", [
-    12, pytest.param(16, marks=pytest.mark.xfail(strict=True, reason=HOSTMAP_T16))])
+@pytest.mark.parametrize("contexts", [12, 16])
 def test_random_many_contexts(contexts):
     T16 = ArrayConfig(name=f"t{contexts}c", tiles=2, contexts=contexts, sram_bytes=32768,
                       exchange_latency=2)
