@@ -62,6 +62,7 @@ class Graph:
             raise TypeError(f"Graph needs a tessera.config.ArrayConfig, not {config!r}")
         self.config = config
         self.variables: dict[str, Variable] = {}
+        self._tile_bytes: dict[int, int] = {}   # bytes of variables placed on each tile so far
         self.compute_sets: list[ComputeSet] = []
         self.codelets: dict[str, Codelet] = dict(BUILTIN)
 
@@ -90,7 +91,10 @@ class Graph:
         ------
         GraphError
             Duplicate or bad name, bad shape, unsupported dtype, or a mapping that leaves
-            elements unmapped, maps some twice, or names a tile outside the array.
+            elements unmapped, maps some twice, or names a tile outside the array; or
+            the variable can never fit: its bytes exceed the whole array's SRAM, or the
+            variables placed on one tile so far exceed that tile's SRAM (checked here,
+            before any compiling, so impossible sizes fail at once).
         """
         if not isinstance(name, str) or not _NAME.match(name):
             raise GraphError(f"add_variable: bad variable name {name!r} (letters, digits, _ . - / [])")
@@ -107,7 +111,26 @@ class Graph:
             raise GraphError(f"{where}: shape {shape} must have positive dimensions")
         dt = _dtype(dtype, where)
         size = int(np.prod(shape, dtype=np.int64))
-        intervals = resolve_mapping(tile_mapping, size, self.config.tiles, where)
+        cfg = self.config
+        nbytes, capacity = size * dt.itemsize, cfg.tiles * cfg.sram_bytes
+        if nbytes > capacity:   # before mapping or compiling anything: it can never fit
+            raise GraphError(
+                f"{where}: out of memory: tensor {name!r} {shape} {dt.name} needs {nbytes} bytes but the whole "
+                f"array has {capacity} bytes of SRAM ({cfg.tiles} tiles x {cfg.sram_bytes}); "
+                "use smaller shapes or a bigger array")
+        intervals = resolve_mapping(tile_mapping, size, cfg.tiles, where)
+        added: dict[int, int] = {}
+        for iv in intervals:
+            added[iv.tile] = added.get(iv.tile, 0) + iv.size * dt.itemsize
+        for tile, b in added.items():
+            total = self._tile_bytes.get(tile, 0) + b
+            if total > cfg.sram_bytes:
+                raise GraphError(
+                    f"{where}: out of memory: tensor {name!r} puts {b} bytes on tile {tile}, which brings the "
+                    f"variables there to {total} bytes, more than its {cfg.sram_bytes} bytes "
+                    "of SRAM; use smaller shapes, more tiles or a bigger --sram-bytes")
+        for tile, b in added.items():
+            self._tile_bytes[tile] = self._tile_bytes.get(tile, 0) + b
         var = Variable(name, shape, dt, intervals)
         self.variables[name] = var
         return var

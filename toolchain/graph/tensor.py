@@ -169,6 +169,7 @@ class Variable:
         self.size = int(np.prod(shape, dtype=np.int64))
         starts = np.array([iv.start for iv in intervals], dtype=np.int64)
         self._starts = starts
+        self._index = None     # the whole variable's flat indices, built once on first use
 
     def interval_of(self, flat: np.ndarray) -> np.ndarray:
         """Index into :attr:`intervals` of each flat element index."""
@@ -179,8 +180,17 @@ class Variable:
         return sorted({iv.tile for iv in self.intervals})
 
     def tensor(self) -> "Tensor":
-        """A view of the whole variable."""
-        return Tensor(self, np.arange(self.size, dtype=np.int64).reshape(self.shape))
+        """A view of the whole variable.
+
+        The flat index array is built once per variable and shared (read-only) by every
+        view, so slicing a variable costs memory proportional to the slice, not to the
+        variable (basic slices are numpy views of the shared array).
+        """
+        if self._index is None:
+            index = np.arange(self.size, dtype=np.int64).reshape(self.shape)
+            index.flags.writeable = False
+            self._index = index
+        return Tensor(self, self._index)
 
     def __getitem__(self, idx):
         return self.tensor()[idx]
