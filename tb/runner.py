@@ -173,6 +173,8 @@ class RtlModel:
             base = self.build_dir.parent / "runs"
             base.mkdir(parents=True, exist_ok=True)
             work = Path(tempfile.mkdtemp(prefix="run-", dir=base))
+            if keep:
+                prune_runs(base, keep=keep_runs(), exclude=work)
         else:
             work = Path(work_dir).resolve()
             work.mkdir(parents=True, exist_ok=True)
@@ -200,6 +202,64 @@ class RtlModel:
             import shutil
             shutil.rmtree(work, ignore_errors=True)
         return out
+
+
+#: Kept run directories (waves, ``keep_work_dir``) under ``.build/rtl/runs`` beyond this many
+#: are deleted, oldest first; ``$TESSERA_RTL_KEEP_RUNS`` overrides it.
+DEFAULT_KEEP_RUNS = 5
+
+
+def keep_runs() -> int:
+    """How many kept run directories :func:`prune_runs` leaves (``$TESSERA_RTL_KEEP_RUNS``)."""
+    try:
+        return max(1, int(os.environ.get("TESSERA_RTL_KEEP_RUNS", DEFAULT_KEEP_RUNS)))
+    except ValueError:
+        return DEFAULT_KEEP_RUNS
+
+
+def prune_runs(base: Path, keep: int, exclude: Path | None = None, min_age_s: float = 60.0) -> list:
+    """Delete all but the newest ``keep`` ``run-*`` directories in ``base`` (wave dumps add up).
+
+    Directories modified less than ``min_age_s`` seconds ago are left alone (a run of
+    another process may still be using them), as is ``exclude``. Returns the deleted paths.
+    """
+    import shutil
+    now = time.time()
+    runs = []
+    for d in Path(base).glob("run-*"):
+        with contextlib.suppress(OSError):
+            if d.is_dir() and d != exclude:
+                runs.append((d.stat().st_mtime, d))
+    runs.sort(reverse=True)
+    deleted = []
+    for mtime, d in runs[max(0, keep - 1):]:      # the new run (exclude) counts as one
+        if now - mtime >= min_age_s:
+            shutil.rmtree(d, ignore_errors=True)
+            deleted.append(d)
+    return deleted
+
+
+_LZ4_OK: bool | None = None
+
+
+def lz4_available() -> bool:
+    """Whether the C++ compiler Verilator uses (``$CXX`` or ``g++``) finds ``lz4.h``.
+
+    Verilator's FST writer includes it; without it a ``--trace-fst`` build fails late with
+    a long compiler log. Returns True when no compiler can be run (the build will report).
+    """
+    global _LZ4_OK
+    if _LZ4_OK is None:
+        import shlex
+        import subprocess
+        cxx = shlex.split(os.environ.get("CXX") or "g++")
+        try:
+            r = subprocess.run([*cxx, "-E", "-x", "c++", "-"], input="#include <lz4.h>\n",
+                               capture_output=True, text=True, timeout=60)
+            _LZ4_OK = r.returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            _LZ4_OK = True
+    return _LZ4_OK
 
 
 PUBLIC_PORTS_VLT = "public_ports.vlt"
@@ -288,6 +348,13 @@ def build_model(design: str, config: ArrayConfig, elaborate: Callable[[], object
     """
     if waves not in (None, "vcd", "fst"):
         raise ValueError(f"waves must be None, 'vcd' or 'fst', not {waves!r}")
+    from hdl.gen import MAX_RTL_TILES
+    if config.tiles > MAX_RTL_TILES:   # same limit and message as `tessera gen`
+        raise RtlRunError(f"{config.tiles} tiles is too large for RTL generation (at most "
+                          f"{MAX_RTL_TILES}; presets like gc2_like are for the golden model only)")
+    if waves == "fst" and not lz4_available():
+        raise RtlRunError("--waves fst needs the lz4.h header for Verilator's FST writer, which "
+                          "the C++ compiler cannot find; use --waves vcd or install liblz4-dev")
     inst = verilator_env.ensure()
     from cocotb_tools.runner import get_runner
 
@@ -315,6 +382,9 @@ def build_model(design: str, config: ArrayConfig, elaborate: Callable[[], object
     with _file_lock(cache_root() / f"{design}-{key}.lock"):
         vfile = build_dir / f"{TOPLEVEL}.v"
         if not stamp.exists():
+            print(f"building Verilator model for {config.tiles} tiles x {config.contexts} "
+                  f"contexts{' with ' + waves + ' waves' if waves else ''} (first use, ~1 min)...",
+                  file=sys.stderr, flush=True)
             build_dir.mkdir(parents=True, exist_ok=True)
             try:
                 from amaranth.back import verilog

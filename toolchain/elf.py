@@ -17,9 +17,9 @@ from elftools.elf.elffile import ELFFile
 from tessera.config import ArrayConfig
 
 from . import ToolchainError
-from .header import DEFAULT_STACK_BYTES
+from .header import DEFAULT_STACK_BYTES, XLATENCY_SECTION
 
-__all__ = ["Image", "Segment", "load_elf", "ElfError", "ProgramTooBig"]
+__all__ = ["Image", "Segment", "load_elf", "ElfError", "ProgramTooBig", "XLatencyMismatch"]
 
 _ELF_MAGIC = b"\x7fELF"
 
@@ -30,6 +30,10 @@ class ElfError(ToolchainError):
 
 class ProgramTooBig(ToolchainError):
     """The image plus the context stacks do not fit the tile SRAM (see :meth:`Image.check_fits`)."""
+
+
+class XLatencyMismatch(ToolchainError):
+    """The program was compiled for another exchange latency (see :meth:`Image.check_xlatency`)."""
 
 
 @dataclass(frozen=True)
@@ -71,11 +75,16 @@ class Image:
     symbols : dict of str to int
         Values of the named symbols in ``.symtab`` (absolute symbols such as
         ``__stack_bytes`` included).
+    xlatency : tuple of int
+        The distinct ``TSR_XLATENCY`` values recorded in section ``.tessera.xlatency`` by
+        ``tsr_set_xprog`` (sorted; empty if the program sets no exchange program through
+        tessera.h). Architecture §11.
     """
     path: str
     entry: int
     segments: list[Segment]
     symbols: dict[str, int] = field(default_factory=dict)
+    xlatency: tuple = ()
 
     @property
     def end(self) -> int:
@@ -120,6 +129,31 @@ class Image:
                 f"{self.path}: program does not fit tile 0: needs {need} bytes "
                 f"(image {self.end} + {config.contexts} contexts x {sb} stack bytes), "
                 f"available {config.sram_bytes} bytes of SRAM")
+
+    def check_xlatency(self, config: ArrayConfig) -> None:
+        """Raise :class:`XLatencyMismatch` if the program was built for another latency L.
+
+        Programs that schedule exchange through tessera.h (``tsr_set_xprog``) record the
+        ``TSR_XLATENCY`` they were compiled with (architecture §11); their exchange
+        schedules are wrong on an array with another ``exchange_latency``. Programs with
+        no record (no exchange) run on any latency.
+
+        Raises
+        ------
+        XLatencyMismatch
+            Message names the program, the latency it was built for and the array's.
+        """
+        want = config.exchange_latency
+        if not self.xlatency or self.xlatency == (want,):
+            return
+        if len(self.xlatency) > 1:
+            built = "mixed latencies " + "/".join(map(str, self.xlatency))
+        else:
+            built = f"exchange latency {self.xlatency[0]}"
+        raise XLatencyMismatch(
+            f"{self.path}: program was compiled for {built} (TSR_XLATENCY) but the array has "
+            f"exchange latency {want}; recompile with `tessera cc -DTSR_XLATENCY={want}` or "
+            f"run with --xlatency {self.xlatency[0]}")
 
     def flat(self, size: int | None = None) -> bytes:
         """The image as one byte string from address 0 (gaps and ``.bss`` zero)."""
@@ -182,10 +216,16 @@ def load_elf(path) -> Image:
                 if sym.name and sym["st_info"]["type"] != "STT_FILE":
                     symbols[sym.name] = int(sym["st_value"])
         entry = int(elf.header["e_entry"])
+        xlat = ()
+        note = elf.get_section_by_name(XLATENCY_SECTION)
+        if note is not None:
+            raw_note = note.data()
+            xlat = tuple(sorted({int.from_bytes(raw_note[i:i + 4], "little")
+                                 for i in range(0, len(raw_note) - 3, 4)}))
     except ElfError:
         raise
     except (ELFError, ValueError, KeyError, IndexError, OSError) as e:  # truncated / corrupt
         raise ElfError(f"{p}: corrupt ELF file ({e})") from None
     if not segs:
         raise ElfError(f"{p}: ELF has no loadable (PT_LOAD) segment")
-    return Image(str(p), entry, segs, symbols)
+    return Image(str(p), entry, segs, symbols, xlat)

@@ -27,6 +27,9 @@ __all__ = ["generate", "exchange_layout", "write_header", "include_dir", "DEFAUL
 
 #: Stack bytes per context used by crt0 when ``__stack_bytes`` is not overridden (spec §11).
 DEFAULT_STACK_BYTES = 1024
+#: Non-allocated ELF section where ``tsr_set_xprog`` records the TSR_XLATENCY a program was
+#: compiled for (architecture §11; checked by :meth:`toolchain.elf.Image.check_xlatency`).
+XLATENCY_SECTION = ".tessera.xlatency"
 
 
 def _bit(value: int) -> int:
@@ -154,6 +157,12 @@ def generate() -> str:
     w("#ifndef TSR_XLATENCY")
     w("#define TSR_XLATENCY TSR_XLATENCY_DEFAULT")
     w("#endif")
+    w(f"/* tsr_set_xprog() records TSR_XLATENCY in the non-loaded ELF section {XLATENCY_SECTION}")
+    w("   (one 32-bit word per use); the loader rejects a run on an array with another L.")
+    w("   Define TSR_XLATENCY_NOTE=0 for code whose exchange programs do not depend on it. */")
+    w("#ifndef TSR_XLATENCY_NOTE")
+    w("#define TSR_XLATENCY_NOTE 1")
+    w("#endif")
     w("")
     w("/* ---- exchange-step fields (tessera/exchange.py) ---- */")
     w(f"#define TSR_XSTEP_BYTES {STEP_BYTES}")
@@ -216,6 +225,10 @@ def generate() -> str:
         w("}")
     w(f"/* {CSR_DESCRIPTIONS[Csr.XPROG]} */")
     w("static inline void tsr_set_xprog(const void *prog) {")
+    w("#if TSR_XLATENCY_NOTE")
+    w(f'    __asm__ volatile(".pushsection {XLATENCY_SECTION},\\"\\",@progbits\\n.balign 4\\n"')
+    w('                     ".word " TSR_STR(TSR_XLATENCY) "\\n.popsection");')
+    w("#endif")
     w(f'    __asm__ volatile("csrw {int(Csr.XPROG):#05x}, %0" :: "r"(prog) : "memory");')
     w("}")
     w("static inline uint32_t tsr_get_xprog(void) {")

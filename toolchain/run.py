@@ -95,6 +95,7 @@ def exec_program(program, config: ArrayConfig, *, backend: str = "model",
     """
     image = program if isinstance(program, Image) else load_elf(program)
     image.check_fits(config)
+    image.check_xlatency(config)
     if not isinstance(max_cycles, int) or max_cycles < 1:
         raise UsageError(f"--max-cycles must be a positive integer, not {max_cycles!r}")
     result, data = run_program_io(backend, config, image, max_cycles, preload=preload,

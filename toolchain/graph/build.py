@@ -69,8 +69,9 @@ def build_binary(codelets, *, opt: str = "-O2", stack_bytes: int = 1024) -> Imag
         stack_src.write_text(f'__asm__(".globl __stack_bytes\\n.equ __stack_bytes, {stack_bytes}\\n");\n')
         extra = [f"-Wl,-u,{c.name}" for c in codelets]
         try:
+            # exchange programs come from the compiler for the array's L: no latency record
             compile_program([*sources, stack_src], tmp, opt=opt, include_dirs=[CODELET_DIR],
-                            extra=extra)
+                            defines=["TSR_XLATENCY_NOTE=0"], extra=extra)
         except ToolchainError as e:
             detail = getattr(e, "output", "")
             raise GraphError(f"building the graph binary failed: {e}\n{detail}") from None
