@@ -115,6 +115,7 @@ def test_run_quick_from_cache(tmp_path, monkeypatch):
     # an older RTL digest for the array: used, and flagged
     (tmp_path / "array4-16k-pnr-abc-v1-fedcba9876543210.json").write_text(
         json.dumps(_fake("array", 4, 30000, 5.5, 80, ["dut.tile0.core"])))
+    put("tile1-16k-pnr-abc-v1", _fake("tile", 1, 7000, 6.5, 20, ["dut.core.regs"]))
     units, total = sy._parse_hier({"modules": {
         "\\top.dut.core.muldiv": {"num_cells_by_type": {"LUT4": 3000}},
         "\\top.dut.core.alu": {"num_cells_by_type": {"LUT4": 300}}}})
@@ -122,8 +123,9 @@ def test_run_quick_from_cache(tmp_path, monkeypatch):
     sec = sy.run(quick=True)
     assert sec.command == "tessera bench --only synth --quick"
     assert [(r["kind"], r["variant"], r["lut4"]) for r in sec.rows] == [
-        ("tile", "contract", 8333), ("tile", "nodiv", 5000), ("array", "contract", 30000)]
-    assert [r["cached"] for r in sec.rows] == [True, True, "older RTL"]
+        ("tile", "contract", 8333), ("tile", "nodiv", 5000), ("array", "contract", 30000),
+        ("tile", "contract", 7000)]
+    assert [r["cached"] for r in sec.rows] == [True, True, "older RTL", True]
     fmax, lut = sec.goals
     assert fmax.met is False and fmax.measured == "6.0 MHz"
     assert "muldiv" in fmax.why and "40.0 MHz" in fmax.why and "still short" in fmax.why
@@ -131,6 +133,7 @@ def test_run_quick_from_cache(tmp_path, monkeypatch):
     assert "M unit 3,000" in lut.why and "5,000 LUT4" in lut.why
     notes = "\n".join(sec.notes)
     assert "fedcba9876543210" in notes and "80 DP16KD" in notes and "80 of 208" in notes
+    assert "4 × 7,000 = 28,000 of the array's 30,000 LUT4" in notes and "about 2,000" in notes
     titles = [t["title"] for t in sec.data["tables"]]
     assert titles[0].startswith("Where one tile's logic goes") and len(titles) == 2
     assert sec.data["tables"][0]["rows"][-1]["lut4"] == 3300
