@@ -1,13 +1,17 @@
 """The ``tessera`` command line (one function per subcommand; details live in ``toolchain/``).
 
+Subcommands: cc, exec, demo, profile, gen, run, bench (``tessera COMMAND --help``).
+
 Exit codes: 0 success (run halted), 2 bad usage or input (one-line message on stderr,
 no traceback), 3 the run faulted or timed out, or the demo result did not match.
-Room is left for later subcommands (gen, run, profile, bench).
+Output paths (``--json``, ``--out``, ``--profile DIR``) are checked for writability before
+any long run; a closed stdout (``tessera ... | head``) ends the command quietly.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 __all__ = ["main", "build_parser"]
@@ -16,10 +20,66 @@ EXIT_OK, EXIT_USAGE, EXIT_RUN = 0, 2, 3
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit 2 (argparse's default also prints usage)
-        self.print_usage(sys.stderr)
-        print(f"tessera: error: {message}", file=sys.stderr)
+    def error(self, message):  # one line, exit 2, like the other errors (--help stays full)
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
+
+
+#: ``tessera cc -O`` levels (clang's).
+OPT_LEVELS = ("0", "1", "2", "3", "s", "z")
+
+
+def _opt_level(text: str) -> str:
+    if text not in OPT_LEVELS:
+        raise argparse.ArgumentTypeError(
+            f"invalid optimisation level {text!r}; choose one of {', '.join(OPT_LEVELS)}")
+    return "-O" + text
+
+
+def _check_out_file(path, option: str) -> None:
+    """Fail fast (UsageError) unless ``path`` can be written; '-' (stdout) and None pass."""
+    if path is None or str(path) == "-":
+        return
+    from toolchain.run import UsageError
+    p = os.path.abspath(os.fspath(path))
+    if os.path.isdir(p):
+        raise UsageError(f"{option} {path}: is a directory, expected a file name")
+    parent = os.path.dirname(p)
+    if not os.path.isdir(parent):
+        raise UsageError(f"{option} {path}: directory {parent} does not exist")
+    existed = os.path.exists(p)
+    try:
+        with open(p, "a"):
+            pass
+    except OSError as e:
+        raise UsageError(f"{option} {path}: cannot write: {e.strerror}") from None
+    if not existed:
+        os.unlink(p)
+
+
+def _check_out_dir(path, option: str) -> None:
+    """Fail fast (UsageError) unless directory ``path`` exists or can be created, and is writable."""
+    if path is None:
+        return
+    import tempfile
+    from toolchain.run import UsageError
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as e:
+        raise UsageError(f"{option} {path}: cannot write there: {e.strerror}") from None
+
+
+def _check_rtl(args, config) -> None:
+    """RTL-only limits checked before compiling anything (same message as ``tessera gen``)."""
+    if getattr(args, "backend", None) not in ("rtl", "both"):
+        return
+    from hdl.gen import MAX_RTL_TILES
+    from toolchain.run import UsageError
+    if config.tiles > MAX_RTL_TILES:
+        raise UsageError(f"{config.tiles} tiles is too large for RTL generation (at most "
+                         f"{MAX_RTL_TILES}; presets like gc2_like are for the golden model only)")
 
 
 def _positive(text: str) -> int:
@@ -34,7 +94,8 @@ def _positive(text: str) -> int:
 
 def _add_array_args(p):
     from tessera.backends import KNOWN_BACKENDS
-    p.add_argument("--preset", help="array preset: tiny, small (default), array16, gc2_like")
+    p.add_argument("--preset", help="array preset: tiny, small (default), array16, "
+                                    "gc2_like (1216 tiles: model backend only)")
     p.add_argument("--tiles", type=_positive, help="tiles N (overrides the preset)")
     p.add_argument("--contexts", type=_positive, help="contexts per tile T")
     p.add_argument("--sram-bytes", type=_positive, help="SRAM bytes per tile (power of two)")
@@ -45,7 +106,8 @@ def _add_array_args(p):
                    help="cycle limit (default 1000000); the run times out after it")
     p.add_argument("--json", metavar="OUT", help="write the run result JSON here ('-' = stdout)")
     p.add_argument("--waves", choices=("vcd", "fst"),
-                   help="dump waves (rtl backend only; sets TESSERA_RTL_WAVES)")
+                   help="dump waves (rtl backend only; sets TESSERA_RTL_WAVES). fst needs "
+                        "lz4.h (liblz4-dev); the latest 5 runs are kept in .build/rtl/runs")
 
 
 def _waves(args):
@@ -54,7 +116,13 @@ def _waves(args):
     if args.backend != "rtl":
         from toolchain.run import UsageError
         raise UsageError("--waves needs --backend rtl")
-    import os
+    if args.waves == "fst":
+        from tb.runner import lz4_available
+        if not lz4_available():
+            from toolchain.run import UsageError
+            raise UsageError("--waves fst needs the lz4.h header for Verilator's FST writer, "
+                             "which the C++ compiler cannot find; use --waves vcd or install "
+                             "liblz4-dev")
     os.environ["TESSERA_RTL_WAVES"] = args.waves
 
 
@@ -65,15 +133,30 @@ def _config(args):
 
 
 def cmd_cc(args) -> int:
-    """``tessera cc SRC... -o OUT.elf [--no-crt] [-O..] [-D..] [-I..]``."""
+    """``tessera cc SRC... -o OUT.elf [--no-crt] [-O..] [-D..] [-I..] [--xlatency L]``."""
     from toolchain.cc import compile_program, CompileError
+    defines = list(args.define or ())
+    if args.xlatency is not None:
+        defines.append(f"TSR_XLATENCY={args.xlatency}")
     try:
         compile_program(args.sources, args.output, no_crt=args.no_crt, opt=args.opt,
-                        defines=args.define or (), include_dirs=args.include or ())
+                        defines=defines, include_dirs=args.include or ())
     except CompileError as e:
         if e.output:
             print(e.output, file=sys.stderr)
+        if "duplicate symbol: _start" in (e.output or "") and not args.no_crt:
+            print("tessera cc: hint: your program defines _start; compile it with --no-crt "
+                  "(crt0's _start is linked otherwise)", file=sys.stderr)
         raise
+    from tessera.config import MAX_SRAM_BYTES, MIN_CONTEXTS
+    from toolchain.elf import load_elf
+    image = load_elf(args.output)
+    need = image.end + MIN_CONTEXTS * image.stack_bytes
+    if need > MAX_SRAM_BYTES:
+        print(f"tessera cc: warning: {args.output} needs {need} bytes (image {image.end} + "
+              f"{MIN_CONTEXTS} contexts x {image.stack_bytes} stack bytes), more than the "
+              f"largest tile SRAM ({MAX_SRAM_BYTES} bytes); it cannot run on any array",
+              file=sys.stderr)
     return EXIT_OK
 
 
@@ -81,7 +164,9 @@ def cmd_exec(args) -> int:
     """``tessera exec PROG.elf [array options] [--backend B] [--max-cycles C] [--json OUT]``."""
     from toolchain.run import DEFAULT_MAX_CYCLES, exec_program, summarize
     config = _config(args)
+    _check_rtl(args, config)
     _waves(args)
+    _check_out_file(args.json, "--json")
     result, _ = exec_program(args.program, config, backend=args.backend,
                              max_cycles=args.max_cycles or DEFAULT_MAX_CYCLES,
                              json_out=args.json)
@@ -97,17 +182,27 @@ def cmd_demo(args) -> int:
         from toolchain.demo import run_demo
         from toolchain.run import DEFAULT_MAX_CYCLES
         args.backend = args.backend or "model"
+        config = _config(args)
+        _check_rtl(args, config)
         _waves(args)
-        return run_demo(_config(args), words_per_tile=args.words, seed=args.seed,
+        _check_out_file(args.json, "--json")
+        return run_demo(config, words_per_tile=args.words, seed=args.seed,
                         backend=args.backend, max_cycles=args.max_cycles or DEFAULT_MAX_CYCLES,
                         json_out=args.json)
     from tessera.demo import DemoError, run_digits_demo
     from toolchain.graph import EngineError, GraphError
     from toolchain.run import UsageError
     args.backend = "rtl" if args.backend in (None, "both") else args.backend  # rtl checks vs model anyway
+    if args.out is not None:
+        args.profile = True          # --out only makes sense for the profile files
+    config = _config(args)
+    _check_rtl(args, config)
     _waves(args)
+    _check_out_file(args.json, "--json")
+    if args.profile:
+        _check_out_dir(args.out or "build/demo", "--out")
     try:
-        report = run_digits_demo(_config(args), backend=args.backend, images=args.images,
+        report = run_digits_demo(config, backend=args.backend, images=args.images,
                                  batch=args.batch, out_dir=args.out, json_out=args.json,
                                  profile=args.profile, progress=not args.no_progress,
                                  max_cycles=args.max_cycles or 50_000_000)
@@ -148,6 +243,14 @@ def cmd_gen(args) -> int:
         raise ToolchainError(str(e)) from None
     for p in paths.values():
         print(p)
+    if args.lint:
+        from hdl.gen import LINT_WAIVERS
+        log = paths["lint"].read_text().strip()
+        if log:
+            print(f"lint: passed with output (waived: {', '.join(LINT_WAIVERS)}):\n{log}")
+        else:
+            print(f"lint: clean ({len(LINT_WAIVERS)} waived warning kinds: "
+                  f"{', '.join(LINT_WAIVERS)})")
     return EXIT_OK
 
 
@@ -160,6 +263,8 @@ def cmd_bench(args) -> int:
         names = suite.parse_only(args.only)
     except BenchError as e:
         raise ToolchainError(str(e)) from None
+    _check_out_file(args.json, "--json")
+    _check_out_dir(args.plots, "--plots")
     plots = args.plots or (str(suite.IMG_DIR) if args.write_doc else None)
     report = suite.run_suite(names, quick=args.quick, plots_dir=plots,
                              log=lambda m: print(m, file=sys.stderr))
@@ -179,6 +284,9 @@ def cmd_run(args) -> int:
     from toolchain.run import resolve_config
     cfg = resolve_config(args.preset, tiles=args.tiles, contexts=args.contexts,
                          sram_bytes=args.sram_bytes, xlatency=args.xlatency)
+    _check_rtl(args, cfg)
+    _check_out_file(args.json, "--json")
+    _check_out_dir(args.profile, "--profile")
     opts = {k: getattr(args, k) for k in (
         "m", "k", "n", "sparsity", "block_size", "batch", "height", "width", "cin", "cout",
         "kernel_size", "stride", "padding", "zero_point", "depthwise", "depth_multiplier",
@@ -197,17 +305,30 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
-    cc = sub.add_parser("cc", help="compile C/asm to a Tessera ELF")
+    cc = sub.add_parser(
+        "cc", help="compile C/asm to a Tessera ELF",
+        description="Compile and link C (.c) and assembly (.S, .s) into a Tessera ELF with the "
+                    "ziglang clang (tessera.h on the include path, crt0 linked first).")
     cc.add_argument("sources", nargs="+", metavar="SRC", help=".c, .S or .s files")
-    cc.add_argument("-o", dest="output", required=True, metavar="OUT.elf")
-    cc.add_argument("--no-crt", action="store_true", help="no crt0: the program has _start")
-    cc.add_argument("-O", dest="opt", metavar="LEVEL", type=lambda s: "-O" + s,
-                    help="optimisation level (0,1,2,3,s,z; default 2)")
-    cc.add_argument("-D", dest="define", action="append", metavar="NAME[=VAL]")
-    cc.add_argument("-I", dest="include", action="append", metavar="DIR")
+    cc.add_argument("-o", dest="output", required=True, metavar="OUT.elf",
+                    help="the ELF to write (required; its directory must exist)")
+    cc.add_argument("--no-crt", action="store_true",
+                    help="do not link crt0: the program defines _start itself")
+    cc.add_argument("-O", dest="opt", metavar="LEVEL", type=_opt_level,
+                    help="optimisation level: 0, 1, 2, 3, s or z (default 2)")
+    cc.add_argument("-D", dest="define", action="append", metavar="NAME[=VAL]",
+                    help="define a preprocessor macro (repeatable)")
+    cc.add_argument("-I", dest="include", action="append", metavar="DIR",
+                    help="add an include directory (repeatable)")
+    cc.add_argument("--xlatency", type=_positive, metavar="L",
+                    help="exchange latency the program is built for (defines TSR_XLATENCY=L; "
+                         "programs that set an exchange program only run on arrays with this L)")
     cc.set_defaults(func=cmd_cc)
 
-    ex = sub.add_parser("exec", help="run an ELF on every tile (SPMD)")
+    ex = sub.add_parser(
+        "exec", help="run an ELF on every tile (SPMD)",
+        description="Load one ELF into every tile (SPMD), run it on the golden model or the "
+                    "RTL and print the run summary (exit 3 on a fault or timeout).")
     ex.add_argument("program", metavar="PROG.elf")
     _add_array_args(ex)
     ex.set_defaults(func=cmd_exec)
@@ -219,7 +340,8 @@ def build_parser() -> argparse.ArgumentParser:
         q.set_defaults(backend=None)
         for act in q._actions:          # this subcommand's defaults differ from exec's
             if act.dest == "backend":
-                act.help = "simulator (default: rtl for digits, checked against the model)"
+                act.help = ("simulator (default: rtl for digits, vecsum: model); rtl runs are "
+                            "always checked against the model, so 'both' means rtl here")
             elif act.dest == "max_cycles":
                 act.help = "cycle limit per run (default 50000000)"
             elif act.dest == "json":
@@ -227,10 +349,15 @@ def build_parser() -> argparse.ArgumentParser:
         q.add_argument("--images", type=_positive, default=default_images,
                        help=f"test images to run (default {default_images}, at most 450)")
         q.add_argument("--batch", type=_positive, help="images per run (default: auto)")
-        q.add_argument("--out", metavar="DIR", help="directory for the profile files")
+        q.add_argument("--out", metavar="DIR",
+                       help="directory for the profile files (implies --profile; "
+                            "default build/demo)")
         q.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    de = sub.add_parser("demo", help="run the int8 digits network on the array and check it")
+    de = sub.add_parser(
+        "demo", help="run the int8 digits network on the array and check it",
+        description="Run the int8 digits MLP (or --program vecsum) on the simulated array and "
+                    "check every output against numpy; exit 3 on any mismatch.")
     digits_args(de, DEFAULT_IMAGES)
     de.add_argument("--program", choices=("digits", "vecsum"), default="digits",
                     help="digits (default; backend rtl) or the SPMD vector sum (backend model)")
@@ -240,14 +367,21 @@ def build_parser() -> argparse.ArgumentParser:
     de.add_argument("--seed", type=int, default=2024, help="vecsum: data seed")
     de.set_defaults(func=cmd_demo)
 
-    pr = sub.add_parser("profile", help="BSP timeline, memory map and summary (PNG + HTML)")
+    pr = sub.add_parser(
+        "profile", help="BSP timeline, memory map and summary (PNG + HTML)",
+        description="Write the PopVision-style profile of the digits job (default --out "
+                    "build/profile), or re-render a saved profile.json with --from.")
     digits_args(pr, DEFAULT_IMAGES)
     pr.add_argument("--from", dest="from_json", metavar="PROFILE.json",
                     help="re-render a saved profile.json instead of running")
     pr.set_defaults(func=cmd_profile)
 
-    ge = sub.add_parser("gen", help="write tessera_array.v, config.json and a FuseSoC .core")
-    ge.add_argument("--preset", help="array preset: tiny, small (default), array16")
+    ge = sub.add_parser(
+        "gen", help="write tessera_array.v, config.json and a FuseSoC .core",
+        description="Generate the Verilog of an array (at most 256 tiles), its config.json "
+                    "and a FuseSoC .core; --lint also runs verilator --lint-only.")
+    ge.add_argument("--preset", help="array preset: tiny, small (default), array16 "
+                                     "(gc2_like is model-only: too many tiles for RTL)")
     ge.add_argument("--tiles", type=_positive, help="tiles N (overrides the preset)")
     ge.add_argument("--contexts", type=_positive, help="contexts per tile T")
     ge.add_argument("--sram-bytes", type=_positive, help="SRAM bytes per tile (power of two)")
@@ -257,40 +391,64 @@ def build_parser() -> argparse.ArgumentParser:
     ge.set_defaults(func=cmd_gen)
 
     from toolchain.kernels.run import KERNELS
-    ru = sub.add_parser("run", help="run a library kernel on the array and check it vs numpy")
+    ru = sub.add_parser(
+        "run", help="run a library kernel on the array and check it vs numpy",
+        description="Compile one library kernel for the array, run it on random int8 inputs "
+                    "and compare with numpy (exit 3 on a mismatch). Shape options: matmul "
+                    "kernels and requantize use --m/--k/--n (requantize: [M, N]); block-sparse "
+                    "kernels also --sparsity/--block-size; conv kernels --batch/--height/"
+                    "--width/--cin/--cout/--kernel-size/--stride/--padding/--zero-point/"
+                    "--depthwise/--depth-multiplier; pools --batch/--height/--width/--cin/"
+                    "--kernel-size/--stride/--padding; requantize --relu/--zero-point.")
     ru.add_argument("kernel", choices=KERNELS)
-    ru.add_argument("--m", type=_positive, default=32, help="matmul rows M (default 32)")
+    ru.add_argument("--m", type=_positive, default=32,
+                    help="matmul / requantize rows M (default 32)")
     ru.add_argument("--k", type=_positive, default=32, help="matmul depth K (default 32)")
-    ru.add_argument("--n", type=_positive, default=32, help="matmul columns N (default 32)")
+    ru.add_argument("--n", type=_positive, default=32,
+                    help="matmul / requantize columns N (default 32)")
     ru.add_argument("--sparsity", type=float, default=0.5,
-                    help="fraction of weight blocks dropped, in [0, 1) (default 0.5)")
-    ru.add_argument("--block-size", type=int, default=4, help="4, 8 or 16 (default 4)")
-    ru.add_argument("--batch", type=_positive, default=1, help="conv batch N (default 1)")
-    ru.add_argument("--height", type=_positive, default=8, help="conv input H (default 8)")
-    ru.add_argument("--width", type=_positive, default=8, help="conv input W (default 8)")
-    ru.add_argument("--cin", type=_positive, default=4, help="conv input channels (default 4)")
+                    help="block-sparse: fraction of weight blocks dropped, in [0, 1) "
+                         "(default 0.5)")
+    ru.add_argument("--block-size", type=int, default=4,
+                    help="block-sparse: block size 4, 8 or 16 (default 4)")
+    ru.add_argument("--batch", type=_positive, default=1, help="conv/pool batch N (default 1)")
+    ru.add_argument("--height", type=_positive, default=8, help="conv/pool input H (default 8)")
+    ru.add_argument("--width", type=_positive, default=8, help="conv/pool input W (default 8)")
+    ru.add_argument("--cin", type=_positive, default=4,
+                    help="conv/pool input channels (default 4)")
     ru.add_argument("--cout", type=_positive, default=8, help="conv output channels (default 8)")
-    ru.add_argument("--kernel-size", type=_positive, default=3, help="conv KH = KW (default 3)")
-    ru.add_argument("--stride", type=_positive, default=1, help="conv stride (default 1)")
-    ru.add_argument("--padding", default="same", help="same, valid or an int (default same)")
-    ru.add_argument("--zero-point", type=int, default=0, help="conv input zero point")
-    ru.add_argument("--depthwise", action="store_true", help="depthwise conv2d")
-    ru.add_argument("--depth-multiplier", type=_positive, default=1)
-    ru.add_argument("--preset", help="array preset: tiny, small (default), array16, gc2_like")
+    ru.add_argument("--kernel-size", type=_positive, default=3,
+                    help="conv KH = KW, pool window (default 3)")
+    ru.add_argument("--stride", type=_positive, default=1, help="conv/pool stride (default 1)")
+    ru.add_argument("--padding", default="same",
+                    help="conv/pool padding: same, valid or an int (default same)")
+    ru.add_argument("--zero-point", type=int, default=0,
+                    help="conv input zero point / requantize output zero point (default 0)")
+    ru.add_argument("--depthwise", action="store_true", help="conv: depthwise conv2d")
+    ru.add_argument("--depth-multiplier", type=_positive, default=1,
+                    help="depthwise conv: output channels per input channel (default 1)")
+    ru.add_argument("--preset", help="array preset: tiny, small (default), array16, "
+                                     "gc2_like (1216 tiles: model backend only)")
     ru.add_argument("--tiles", type=_positive, help="tiles N (overrides the preset)")
     ru.add_argument("--contexts", type=_positive, help="contexts per tile T")
     ru.add_argument("--sram-bytes", type=_positive, help="SRAM bytes per tile (power of two)")
     ru.add_argument("--relu", action="store_true", help="requantize: fused ReLU")
     ru.add_argument("--xlatency", type=_positive, help="exchange latency L in cycles")
-    ru.add_argument("--backend", default="model", choices=("model", "rtl", "both"))
+    ru.add_argument("--backend", default="model", choices=("model", "rtl", "both"),
+                    help="simulator: model (default), rtl, or both (also requires identical "
+                         "model and RTL run results)")
     ru.add_argument("--seed", type=int, default=0, help="input data seed (default 0)")
-    ru.add_argument("--max-cycles", type=_positive, default=None)
+    ru.add_argument("--max-cycles", type=_positive, default=None,
+                    help="cycle limit of the run (default 50000000); it times out after it")
     ru.add_argument("--json", metavar="OUT", help="write the report JSON here ('-' = stdout)")
     ru.add_argument("--profile", metavar="DIR",
                     help="write profile.png / profile.html / profile.json of the run here")
     ru.set_defaults(func=cmd_run)
 
-    be = sub.add_parser("bench", help="run the benchmark suite (docs/performance.md)")
+    be = sub.add_parser(
+        "bench", help="run the benchmark suite (docs/performance.md)",
+        description="Run the benchmark suite and print it as Markdown (exit 3 if a section "
+                    "failed); --write-doc regenerates docs/performance.md.")
     be.add_argument("--quick", action="store_true", help="quick mode (< 10 minutes)")
     be.add_argument("--only", metavar="NAME,...",
                     help="comma-separated subset: exchange, model, kernels, rtl, sync, synth")
@@ -308,10 +466,18 @@ def main(argv=None) -> int:
     from tessera.backends import BackendError
     from toolchain import ToolchainError
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()      # surface a broken pipe here, not at interpreter exit
+        return code
     except (ToolchainError, BackendError) as e:
         print(f"tessera {args.command}: error: {e}", file=sys.stderr)
         return getattr(e, "exit_code", EXIT_USAGE)  # e.g. 3 for a backend parity mismatch
+    except BrokenPipeError:
+        # stdout was closed early (`tessera ... | head`): stop quietly; point stdout at
+        # devnull so the interpreter's final flush does not raise again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
     except KeyboardInterrupt:
         print("tessera: interrupted", file=sys.stderr)
         return 130

@@ -241,9 +241,9 @@ def run_digits_demo(config, *, backend: str = "rtl", images: int = DEFAULT_IMAGE
         f"peak {PEAK_MACS_PER_TILE} MAC/cycle/tile; counter {sums['macs']})")
     out(f"  time share: compute {report['compute_share']:.1%}, exchange "
         f"{report['exchange_share']:.2%}, sync {report['sync_share']:.2%}")
-    out(f"  exchange phases per run: " + ", ".join(
+    out(f"  exchange phases per run: " + (", ".join(
         f"{p['name']} {p['cycles']} cycles (bound {p['cycle_bound']})"
-        for p in report["exchange_phases"]))
+        for p in report["exchange_phases"]) or "none (no data crosses tiles)"))
     if not match:
         for i in report["mismatches"][:5]:
             out(f"  mismatch image {i}: {backend} {got[i].tolist()} reference {ref[i].tolist()}")
@@ -259,7 +259,11 @@ def run_digits_demo(config, *, backend: str = "rtl", images: int = DEFAULT_IMAGE
         prof = build_profile(dg.compiled, res_list[0], first_marks, runs=res_list,
                              title=f"Tessera digits MLP — {N} tiles, {backend} backend "
                                    f"(first run of {runs})", extra_summary=extra)
-        paths = write_profile(prof, Path(out_dir or "build/demo"))
+        try:
+            paths = write_profile(prof, Path(out_dir or "build/demo"))
+        except OSError as e:
+            raise DemoError(f"cannot write the profile to {out_dir or 'build/demo'}: "
+                            f"{e.strerror}") from None
         report["profile"] = {k: str(v) for k, v in paths.items()}
         out(f"  profile: {paths['png']}  {paths['html']}")
     report["wall_seconds"] = round(time.monotonic() - t_start, 2)
@@ -269,5 +273,8 @@ def run_digits_demo(config, *, backend: str = "rtl", images: int = DEFAULT_IMAGE
         if str(json_out) == "-":
             sys.stdout.write(text + "\n")
         else:
-            Path(json_out).write_text(text + "\n")
+            try:
+                Path(json_out).write_text(text + "\n")
+            except OSError as e:
+                raise DemoError(f"cannot write --json {json_out}: {e.strerror}") from None
     return report

@@ -136,7 +136,9 @@ def summarize(result: RunResult, *, max_tiles: int = SUMMARY_MAX_TILES) -> str:
                     cells.append(str(c.exit_code))
                 else:
                     cells.append(c.to_json()["state"])
-            lines.append(f"tile {t.tile}: exit codes [{', '.join(cells)}]")
+            label = ("exit codes" if all(c.exit_code is not None for c in t.contexts)
+                     else "context states")   # running/waiting contexts (timeout) have no code
+            lines.append(f"tile {t.tile}: {label} [{', '.join(cells)}]")
     return "\n".join(lines)
 
 

@@ -309,9 +309,13 @@ def format_report(r: dict) -> str:
         f"{'MATCH' if r['match'] else 'MISMATCH'} vs numpy reference (status {r['status']})",
         f"cycles {r['cycles']}  compute {ph['compute']}  sync {ph['sync']}  exchange "
         f"{ph['exchange']} (max over tiles)",
-        f"macs {r['macs']}  utilisation {100 * r['mac_utilization']:.1f}% end-to-end, "
-        f"{100 * r['compute_utilization']:.1f}% of compute-phase cycles (peak 4 MACs/cycle/tile)",
+        (f"macs {r['macs']}  utilisation {100 * r['mac_utilization']:.1f}% end-to-end, "
+         f"{100 * r['compute_utilization']:.1f}% of compute-phase cycles (peak 4 MACs/cycle/tile)"
+         if r["macs"] else "macs n/a (this kernel does no dot4 multiply-accumulates)"),
         f"exchange {r['exchange_cycles']} cycles, bound {r['exchange_bound']} "
         f"({'met' if r['exchange_bound_met'] else 'NOT met'}, {r['exchange_phases']} phase(s))",
     ]
+    if "backends_agree" in r:
+        lines.append("model and RTL agree (identical run results)" if r["backends_agree"] else
+                     "model and RTL DISAGREE (run results differ; see --json backends)")
     return "\n".join(lines)
