@@ -270,3 +270,10 @@ def test_exec_timeout_summary_says_states(tmp_path):
     r = tessera("exec", tmp_path / "spin.elf", "--preset", "tiny", "--max-cycles", "200")
     assert r.returncode == 3
     assert "tile 0: context states [" in r.stdout and "exit codes" not in r.stdout, r.stdout
+
+
+def test_gen_lint_summary(tmp_path):
+    from hdl.gen import LINT_WAIVERS
+    r = tessera("gen", "--preset", "tiny", "-o", tmp_path, "--lint", timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert f"lint: clean ({len(LINT_WAIVERS)} waived warning kinds" in r.stdout, r.stdout
