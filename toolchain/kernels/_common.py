@@ -9,7 +9,7 @@ from toolchain.graph.errors import GraphError
 from toolchain.graph.graph import Graph
 from toolchain.graph.tensor import Tensor, Variable
 
-__all__ = ["KernelError", "codelet", "check_var", "unique_name", "tile_pieces"]
+__all__ = ["KernelError", "codelet", "check_var", "unique_name", "tile_pieces", "check_init"]
 
 
 class KernelError(GraphError):
@@ -41,6 +41,28 @@ def check_var(where: str, what: str, v, dtype: str, ndim: int | None = None) -> 
     if ndim is not None and len(v.shape) != ndim:
         raise KernelError(f"{where}: {what} ({v.name!r}) must be {ndim}-D, not shape {v.shape}")
     return v
+
+
+def check_init(where: str, init, n: int) -> np.ndarray:
+    """Validate a matmul accumulator start value: None, an int, or an int array of shape [n].
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape [n]
+        The start value per output column.
+
+    Raises
+    ------
+    KernelError
+        If ``init`` is not integer, has the wrong shape, or does not fit int32.
+    """
+    iv = np.zeros(n, dtype=np.int64) if init is None else np.asarray(init)
+    if iv.dtype.kind not in "iu" or iv.ndim > 1 or (iv.ndim == 1 and iv.shape[0] != n):
+        raise KernelError(f"{where}: init must be an int or int array of shape [N] = [{n}]")
+    iv = np.broadcast_to(iv.astype(np.int64), (n,))
+    if iv.min() < -2**31 or iv.max() >= 2**31:
+        raise KernelError(f"{where}: init values must fit int32")
+    return iv
 
 
 def unique_name(graph: Graph, base: str) -> str:

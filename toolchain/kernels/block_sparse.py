@@ -27,7 +27,7 @@ from toolchain.graph.codelet import CODELET_DIR
 from toolchain.graph.graph import Graph
 from toolchain.graph.program import Copy, Execute, Sequence
 
-from ._common import KernelError, check_var, codelet, unique_name
+from ._common import KernelError, check_init, check_var, codelet, unique_name
 from .matmul import _generated_source, _row_tiles
 
 __all__ = ["block_sparse_matmul", "pack_blocks", "MAX_K"]
@@ -172,13 +172,7 @@ def block_sparse_matmul(graph: Graph, a, w: BlockSparseMatrix, *, init=None,
     if k > MAX_K:
         raise KernelError(f"{where}: K = {k} is larger than {MAX_K} (row offsets must be "
                           "12-bit load immediates)")
-    iv_init = np.zeros(n, dtype=np.int64) if init is None else np.asarray(init)
-    if iv_init.dtype.kind not in "iu" or iv_init.ndim > 1 or \
-            (iv_init.ndim == 1 and iv_init.shape[0] != n):
-        raise KernelError(f"{where}: init must be an int or int array of shape [N] = [{n}]")
-    iv_init = np.broadcast_to(iv_init.astype(np.int64), (n,))
-    if iv_init.min() < -2**31 or iv_init.max() >= 2**31:
-        raise KernelError(f"{where}: init values must fit int32")
+    iv_init = check_init(where, init, n)
     tiles = _row_tiles(where, a, k)
     nt, T, N = len(tiles), graph.config.contexts, graph.config.tiles
     name = unique_name(graph, name)

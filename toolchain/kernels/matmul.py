@@ -26,7 +26,7 @@ from toolchain.graph.codelet import CODELET_DIR
 from toolchain.graph.graph import Graph
 from toolchain.graph.program import Copy, Execute, Sequence
 
-from ._common import KernelError, check_var, codelet, unique_name
+from ._common import KernelError, check_init, check_var, codelet, unique_name
 from .requantize import requantize
 
 __all__ = ["matmul", "matmul_requantize", "matmul_codelet"]
@@ -132,13 +132,7 @@ def matmul(graph: Graph, a, b, *, b_layout: str = "kn", init=None, name: str = "
     if k % 4:
         raise KernelError(f"{where}: K = {k} is not a multiple of 4 (dot4 works on words); "
                           "pad A with zero columns and B with zero rows")
-    iv_init = np.zeros(n, dtype=np.int64) if init is None else np.asarray(init)
-    if iv_init.dtype.kind not in "iu" or iv_init.ndim > 1 or \
-            (iv_init.ndim == 1 and iv_init.shape[0] != n):
-        raise KernelError(f"{where}: init must be an int or int array of shape [N] = [{n}]")
-    iv_init = np.broadcast_to(iv_init.astype(np.int64), (n,))
-    if iv_init.min() < -2**31 or iv_init.max() >= 2**31:
-        raise KernelError(f"{where}: init values must fit int32")
+    iv_init = check_init(where, init, n)
     tiles = _row_tiles(where, a, k)
     nt = len(tiles)
     name = unique_name(graph, name)
