@@ -113,7 +113,7 @@ def test_run_quick_from_cache(tmp_path, monkeypatch):
     put("tile1-pnr-v1", _fake("tile", 1, 8333, 6.0, 68, ["dut.core.regs", "dut.core.muldiv"]))
     put("tile1-nodiv-pnr-v1", _fake("tile", 1, 5000, 40.0, 68, ["dut.core.dec", "dut.core.w"]))
     # an older RTL digest for the array: used, and flagged
-    (tmp_path / "array4-16k-pnr-abc-v1-fedcba9876543210.json").write_text(
+    (tmp_path / "array4-16k-syn-abc-v1-fedcba9876543210.json").write_text(
         json.dumps(_fake("array", 4, 30000, 5.5, 80, ["dut.tile0.core"])))
     put("tile1-16k-pnr-abc-v1", _fake("tile", 1, 7000, 6.5, 20, ["dut.core.regs"]))
     units, total = sy._parse_hier({"modules": {
