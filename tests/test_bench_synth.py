@@ -114,7 +114,7 @@ def test_run_quick_from_cache(tmp_path, monkeypatch):
     put("tile1-nodiv-pnr-v1", _fake("tile", 1, 5000, 40.0, 68, ["dut.core.dec", "dut.core.w"]))
     # an older RTL digest for the array: used, and flagged
     (tmp_path / "array4-16k-syn-abc-v1-fedcba9876543210.json").write_text(
-        json.dumps(_fake("array", 4, 30000, 5.5, 80, ["dut.tile0.core"])))
+        json.dumps(_fake("array", 4, 30000, None, 80, ["dut.tile0.core"])))
     put("tile1-16k-pnr-abc-v1", _fake("tile", 1, 7000, 6.5, 20, ["dut.core.regs"]))
     units, total = sy._parse_hier({"modules": {
         "\\top.dut.core.muldiv": {"num_cells_by_type": {"LUT4": 3000}},
@@ -134,6 +134,7 @@ def test_run_quick_from_cache(tmp_path, monkeypatch):
     notes = "\n".join(sec.notes)
     assert "fedcba9876543210" in notes and "80 DP16KD" in notes and "80 of 208" in notes
     assert "4 × 7,000 = 28,000 of the array's 30,000 LUT4" in notes and "about 2,000" in notes
+    assert "not placed and routed by the benchmark" in notes
     titles = [t["title"] for t in sec.data["tables"]]
     assert titles[0].startswith("Where one tile's logic goes") and len(titles) == 2
     assert sec.data["tables"][0]["rows"][-1]["lut4"] == 3300
