@@ -130,7 +130,7 @@ def test_run_quick_from_cache(tmp_path, monkeypatch):
     assert fmax.met is False and fmax.measured == "6.0 MHz"
     assert "muldiv" in fmax.why and "40.0 MHz" in fmax.why and "still short" in fmax.why
     assert lut.met is False and "8,333 LUT4" in lut.measured
-    assert "M unit 3,000" in lut.why and "5,000 LUT4" in lut.why
+    assert "M unit 91 %" in lut.why and "5,000 LUT4, so the divider costs 3,333" in lut.why
     notes = "\n".join(sec.notes)
     assert "fedcba9876543210" in notes and "80 DP16KD" in notes and "80 of 208" in notes
     assert "4 × 7,000 = 28,000 of the array's 30,000 LUT4" in notes and "about 2,000" in notes

@@ -583,10 +583,13 @@ def run(quick: bool = True) -> Section:
             if hier:
                 big = sorted((u for u in hier["units"] if u["module"] != "top"),
                              key=lambda u: -u["lut4"])[:4]
-                parts.append("largest units (hierarchical synthesis): " + ", ".join(
-                    f"{u['unit'].split(' (')[0].split(':')[0]} {u['lut4']:,}" for u in big))
+                tot = hier["total"]["lut4"] or 1
+                parts.append("largest shares of the hierarchical synthesis: " + ", ".join(
+                    f"{u['unit'].split(' (')[0].split(':')[0]} {100 * u['lut4'] / tot:.0f} %"
+                    for u in big))
             if nodiv:
-                parts.append(f"without the divider (what-if) {nodiv['lut4']:,} LUT4")
+                parts.append(f"without the divider (what-if) {nodiv['lut4']:,} LUT4, so the "
+                             f"divider costs {tile['lut4'] - nodiv['lut4']:,}")
             if parts:
                 why = "; ".join(parts) + "."
                 why = why[0].upper() + why[1:]
