@@ -11,10 +11,15 @@ and all output bits are XOR-reduced into one registered pin. Nothing can be opti
 and only 3 pins are used; the wrapper's cost (one FF per input bit, about one LUT4 per three
 output bits) is reported separately and included in the totals.
 
-Designs: one ``hdl.tile.Tile`` (core + 64 KiB SRAM + exchange engine) and the 4-tile
-``hdl.array.Array`` (tiles + sync controller + exchange fabric + AXI4-Lite host port), 6
-contexts. Results are cached in ``.build/bench-synth`` by a hash of the RTL sources (``hdl/``,
-``tessera/`` without ``tessera/bench``) and the flow; a cached result says so in the table.
+Designs (:data:`DESIGNS`): one ``hdl.tile.Tile`` (core + 64 KiB SRAM + exchange engine,
+6 contexts); the same tile in a synthesis-only *what-if* variant without divider
+(:data:`VARIANTS`, not the contract design); the 4-tile ``hdl.array.Array`` with 16 KiB SRAM
+per tile (4 × 68 DP16KD of 64 KiB tiles would exceed the 208 of the ECP5-85k), mapped with
+classic ``abc -lut 4`` and not placed (see :data:`ARRAY_PNR_NOTE`); a 16 KiB tile with the
+array's mapper for comparison; and a per-unit breakdown of one tile (:func:`breakdown`,
+``synth_ecp5 -noflatten``). Results are cached in ``.build/bench-synth`` by a hash of the RTL
+sources (``hdl/``, ``tessera/`` without ``tessera/bench``) and the flow; a cached result says
+so in the table. docs/synthesis.md discusses the figures.
 
 Published figures for small RV32 cores are quoted with their sources in :data:`PUBLISHED`.
 """
