@@ -605,7 +605,9 @@ def run(quick: bool = True) -> Section:
         cp = r["raw"].get("critical_path")
         if cp:
             sec.notes.append(f"{r['design']}: the critical path has {cp['elements']} elements "
-                             f"and runs through {', '.join(f'`{b}`' for b in cp['blocks'][:8])}.")
+                             f"and runs through {', '.join(f'`{b}`' for b in cp['blocks'][:8])} "
+                             "(block names from nextpnr's cell names, which it derives from net "
+                             "names: approximate).")
     arr = rows.get(("array", "contract"))
     if arr and arr["fmax_mhz"] is None and not arr["raw"].get("pnr_error"):
         sec.notes.append(ARRAY_PNR_NOTE)
@@ -638,8 +640,9 @@ def run(quick: bool = True) -> Section:
             "`tessera/bench/synth.py` swaps in a MulDiv whose DIV/DIVU/REM/REMU results are 0; "
             "`hdl/` is unchanged). It bounds what a multi-cycle divider would buy: that would "
             "be a contract change (DIV/REM occupying extra issue slots of their context) and "
-            "an iterative divider would add back some logic (a 32-bit subtract-and-shift step, "
-            "about 100–150 LUT4 plus per-context state).")
+            "an iterative divider would add back some logic (a 32-bit subtract-and-shift step "
+            "with its quotient/remainder registers; an estimate, not measured here: about "
+            "100–150 LUT4 and 64–100 FFs).")
     tables = []
     if hier:
         cols = [["unit", "unit (module)"], ["lut4", "LUT4 (incl. 2 per CCU2C)"],
@@ -653,8 +656,13 @@ def run(quick: bool = True) -> Section:
                      if hier.get("mapper") == "abc" else "")
                   + ", yosys `stat` of each module's own cells "
                   "(`tessera.bench.synth.breakdown()`). Keeping the hierarchy prevents "
-                  "optimisation across module boundaries, so the sum differs a little from the "
-                  "flattened figure above.",
+                  "optimisation across module boundaries"
+                  + (", and classic `abc` maps the divider's subtractor chains far less "
+                     "efficiently than ABC9, so the sum is much larger than the flattened "
+                     "figure: read the shares, not the absolute counts (the what-if row gives "
+                     "the divider's exact ABC9 cost). Details: docs/synthesis.md."
+                     if hier.get("mapper") == "abc" else
+                     ", so the sum differs a little from the flattened figure above."),
             columns=cols, rows=hrows))
         sec.data["breakdown"] = hier
     tables.append(dict(
