@@ -65,3 +65,9 @@ def check_report(rep, md, plots):
     tile = [r for r in syn["rows"] if r["kind"] == "tile"]
     assert tile and tile[0]["lut4"] > 0 and tile[0]["ff"] > 0 and tile[0]["dp16kd"] >= 32
     assert tile[0]["fmax_mhz"] and tile[0]["fmax_mhz"] > 0
+    assert tile[0]["variant"] == "contract" and tile[0]["sram_bytes"] == 64 * 1024
+    for r in syn["rows"]:                               # cached rows of full-mode runs
+        if r["kind"] == "array":
+            assert r["tiles"] == 4 and 4 * 20 <= r["dp16kd"] <= 208 and r["lutram"] == 0
+        if r["variant"] == "nodiv":                     # what-if: removing logic cannot add LUTs
+            assert r["lut4"] < tile[0]["lut4"]
