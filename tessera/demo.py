@@ -22,11 +22,12 @@ Exit code 0 when everything matches, 3 on any mismatch (or a run that faulted / 
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+from tessera.output import write_output
 
 __all__ = ["run_digits_demo", "DEFAULT_IMAGES", "JSON_KEYS", "DemoError"]
 
@@ -241,7 +242,7 @@ def run_digits_demo(config, *, backend: str = "rtl", images: int = DEFAULT_IMAGE
         f"peak {PEAK_MACS_PER_TILE} MAC/cycle/tile; counter {sums['macs']})")
     out(f"  time share: compute {report['compute_share']:.1%}, exchange "
         f"{report['exchange_share']:.2%}, sync {report['sync_share']:.2%}")
-    out(f"  exchange phases per run: " + (", ".join(
+    out("  exchange phases per run: " + (", ".join(
         f"{p['name']} {p['cycles']} cycles (bound {p['cycle_bound']})"
         for p in report["exchange_phases"]) or "none (no data crosses tiles)"))
     if not match:
@@ -269,12 +270,5 @@ def run_digits_demo(config, *, backend: str = "rtl", images: int = DEFAULT_IMAGE
     report["wall_seconds"] = round(time.monotonic() - t_start, 2)
     report["exit_code"] = 0 if match else 3
     if json_out is not None:
-        text = json.dumps(report, indent=1)
-        if str(json_out) == "-":
-            sys.stdout.write(text + "\n")
-        else:
-            try:
-                Path(json_out).write_text(text + "\n")
-            except OSError as e:
-                raise DemoError(f"cannot write --json {json_out}: {e.strerror}") from None
+        write_output(json_out, json.dumps(report, indent=1), error=DemoError)
     return report

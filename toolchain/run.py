@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tessera.backends import run_program_io
 from tessera.config import ArrayConfig, preset as lookup_preset
+from tessera.output import write_output
 from tessera.result import RunResult, RunStatus
 
 from . import ToolchainError
@@ -101,14 +102,7 @@ def exec_program(program, config: ArrayConfig, *, backend: str = "model",
     result, data = run_program_io(backend, config, image, max_cycles, preload=preload,
                                   readback=readback)
     if json_out is not None:
-        text = result.dumps()
-        if str(json_out) == "-":
-            print(text)
-        else:
-            try:
-                Path(json_out).write_text(text + "\n")
-            except OSError as e:
-                raise UsageError(f"cannot write JSON to {json_out}: {e.strerror}") from None
+        write_output(json_out, result.dumps(), error=UsageError)
     return result, data
 
 

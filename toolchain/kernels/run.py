@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import numpy as np
 
 from golden_model import kernels as ref
 from tessera.config import ArrayConfig
+from tessera.output import write_output
 from toolchain.graph import Engine, GraphError, compile_graph, map_linearly
 from toolchain.graph.graph import Graph
 from toolchain.run import UsageError
@@ -290,14 +290,7 @@ def run_kernel(kernel: str, config: ArrayConfig, *, backend: str = "model", seed
         report["backends"] = {b: {key: v for key, v in r.items() if key != "result_json"}
                               for b, r in reports.items()}
     if json_out is not None:
-        text = json.dumps(report, indent=2, default=str)
-        if str(json_out) == "-":
-            print(text)
-        else:
-            try:
-                Path(json_out).write_text(text + "\n")
-            except OSError as e:
-                raise UsageError(f"cannot write JSON to {json_out}: {e.strerror}") from None
+        write_output(json_out, json.dumps(report, indent=2, default=str), error=UsageError)
     return report
 
 
