@@ -6,7 +6,6 @@ place that turns it into the ``tessera exec`` JSON, so equal state gives equal J
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import json
 from dataclasses import dataclass, field

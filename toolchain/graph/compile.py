@@ -9,7 +9,7 @@ is written anywhere) -> emit each tile's data region as bytes.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -17,9 +17,9 @@ from tessera.config import ArrayConfig
 
 from .build import build_binary
 from .codelet import BUILTIN
-from .copy import CopyPlan, exchange_transfers, plan_copy
+from .copy import exchange_transfers, plan_copy
 from .errors import GraphError
-from .graph import ComputeSet, Graph
+from .graph import Graph
 from .layout import TileMemory, check_fits, format_report
 from .program import Copy, Execute, Program, Repeat, Sequence
 from .tensor import Tensor

@@ -13,7 +13,6 @@ Plan (output-row partitioning, operand broadcast):
 
 from __future__ import annotations
 
-import numpy as np
 
 from .errors import GraphError
 from .graph import Graph

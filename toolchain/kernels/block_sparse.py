@@ -174,7 +174,7 @@ def block_sparse_matmul(graph: Graph, a, w: BlockSparseMatrix, *, init=None,
                           "12-bit load immediates)")
     iv_init = check_init(where, init, n)
     tiles = _row_tiles(where, a, k)
-    nt, T, N = len(tiles), graph.config.contexts, graph.config.tiles
+    nt, T = len(tiles), graph.config.contexts
     name = unique_name(graph, name)
     blk, rowoff, colptr = pack_blocks(w)
     nz = max(w.nnzb, 1)
