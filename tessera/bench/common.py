@@ -14,7 +14,7 @@ import platform
 import time
 from dataclasses import dataclass, field
 
-__all__ = ["BenchError", "Goal", "Section", "fmt", "Timer", "machine_info"]
+__all__ = ["BenchError", "Goal", "Section", "fmt", "Timer", "machine_info", "save_figure"]
 
 
 class BenchError(Exception):
@@ -87,6 +87,15 @@ class Section:
         d = dataclasses.asdict(self)
         d["columns"] = [list(c) for c in self.columns]
         return d
+
+
+def save_figure(fig, outdir, name: str) -> str:
+    """Lay out, write ``outdir/name`` (PNG) and close a matplotlib figure; returns ``name``."""
+    import matplotlib.pyplot as plt
+    fig.tight_layout()
+    fig.savefig(f"{outdir}/{name}")
+    plt.close(fig)
+    return name
 
 
 def fmt(v) -> str:

@@ -19,7 +19,7 @@ import random
 
 from tessera.config import ArrayConfig
 
-from .common import BenchError, Goal, Section, Timer
+from .common import BenchError, Goal, Section, Timer, save_figure
 
 __all__ = ["patterns", "independent_bound", "check_schedule", "run", "plot"]
 
@@ -239,8 +239,4 @@ def plot(sec: Section, outdir) -> list[str]:
     ax.set_xticks(range(len(rows)), labels, rotation=90, fontsize=5)
     ax.set_ylabel("slots K / bound B")
     ax.set_title("Exchange schedule length vs König bound", fontsize=9)
-    fig.tight_layout()
-    name = "bench_exchange.png"
-    fig.savefig(f"{outdir}/{name}")
-    plt.close(fig)
-    return [name]
+    return [save_figure(fig, outdir, "bench_exchange.png")]

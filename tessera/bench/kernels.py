@@ -23,7 +23,7 @@ import numpy as np
 
 from tessera.config import ArrayConfig
 
-from .common import BenchError, Goal, Section, Timer
+from .common import BenchError, Goal, Section, Timer, save_figure
 
 __all__ = ["dot4_vs_plain", "utilisation_sweep", "sparsity_sweep", "run", "plot"]
 
@@ -276,10 +276,7 @@ def plot(sec: Section, outdir) -> list[str]:
     ax.set_ylabel("MAC utilisation")
     ax.set_title("MAC utilisation vs tiles", fontsize=9)
     ax.legend(fontsize=6)
-    fig.tight_layout()
-    fig.savefig(f"{outdir}/bench_kernels_util.png")
-    plt.close(fig)
-    names.append("bench_kernels_util.png")
+    names.append(save_figure(fig, outdir, "bench_kernels_util.png"))
     sp = sec.data.get("sparsity") or []
     if sp:
         fig, ax = plt.subplots(figsize=(5, 3), dpi=90)
@@ -292,8 +289,5 @@ def plot(sec: Section, outdir) -> list[str]:
         ax.set_ylabel("cycles / dense cycles")
         ax.set_title("Block-sparse vs dense matmul", fontsize=9)
         ax.legend(fontsize=6)
-        fig.tight_layout()
-        fig.savefig(f"{outdir}/bench_sparsity.png")
-        plt.close(fig)
-        names.append("bench_sparsity.png")
+        names.append(save_figure(fig, outdir, "bench_sparsity.png"))
     return names

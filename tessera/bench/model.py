@@ -25,7 +25,7 @@ from tessera import asm
 from tessera.config import ArrayConfig
 from tessera.csr import Csr
 
-from .common import BenchError, Goal, Section, Timer
+from .common import BenchError, Goal, Section, Timer, save_figure
 
 __all__ = ["program", "divergent_program", "rv32im_program", "time_model", "time_scalar",
            "time_unicorn", "run", "plot"]
@@ -271,8 +271,4 @@ def plot(sec: Section, outdir) -> list[str]:
     ax.set_ylabel("tile-instructions / s")
     ax.set_title("Golden model speed vs tiles", fontsize=9)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    name = "bench_model.png"
-    fig.savefig(f"{outdir}/{name}")
-    plt.close(fig)
-    return [name]
+    return [save_figure(fig, outdir, "bench_model.png")]

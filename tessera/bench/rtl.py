@@ -25,7 +25,7 @@ from tessera import asm
 from tessera.config import ArrayConfig
 from tessera.hostmap import Ctrl, TileReg, tile_reg_addr
 
-from .common import BenchError, Goal, Section, Timer
+from .common import BenchError, Goal, Section, Timer, save_figure
 
 __all__ = ["bench_config", "bench_cache", "build", "measure_verilator", "measure_pysim", "run",
            "plot"]
@@ -288,8 +288,4 @@ def plot(sec: Section, outdir) -> list[str]:
     a2.set_xlabel("tiles")
     a2.set_ylabel("Verilator build (s)")
     fig.suptitle("RTL simulation speed", fontsize=9)
-    fig.tight_layout()
-    name = "bench_rtl.png"
-    fig.savefig(f"{outdir}/{name}")
-    plt.close(fig)
-    return [name]
+    return [save_figure(fig, outdir, "bench_rtl.png")]

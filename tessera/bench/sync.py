@@ -27,7 +27,7 @@ from tessera import asm
 from tessera.config import ArrayConfig
 from tessera.csr import Csr
 
-from .common import BenchError, Goal, Section, Timer
+from .common import BenchError, Goal, Section, Timer, save_figure
 
 __all__ = ["sync_program", "latency_from_regs", "run", "plot"]
 
@@ -160,8 +160,4 @@ def plot(sec: Section, outdir) -> list[str]:
     ax.set_ylabel("cycles (last arrival → release)")
     ax.set_title("ARRAY barrier latency", fontsize=9)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    name = "bench_sync.png"
-    fig.savefig(f"{outdir}/{name}")
-    plt.close(fig)
-    return [name]
+    return [save_figure(fig, outdir, "bench_sync.png")]
