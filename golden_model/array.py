@@ -27,7 +27,7 @@ import numpy as np
 from tessera.config import ArrayConfig
 from tessera.csr import Csr
 from tessera.faults import FaultCause
-from tessera.isa import MACS_PER_DOT4
+from tessera.isa import DIV_TURNS, MACS_PER_DOT4
 from tessera.result import not_arrived as result_not_arrived
 from tessera.result import (COUNTER_NAMES, ContextResult, ContextState, Fault, RunResult,
                             RunStatus, TileResult)
@@ -51,6 +51,7 @@ _BRANCHES = frozenset({Op.BEQ, Op.BNE, Op.BLT, Op.BGE, Op.BLTU, Op.BGEU})
 _LOADS = {Op.LB: (1, True), Op.LH: (2, True), Op.LW: (4, False), Op.LBU: (1, False),
           Op.LHU: (2, False)}
 _STORES = {Op.SB: 1, Op.SH: 2, Op.SW: 4}
+_DIVS = frozenset({Op.DIV, Op.DIVU, Op.REM, Op.REMU})
 _CSR_OPS = frozenset({Op.CSRRW, Op.CSRRS, Op.CSRRC, Op.CSRRWI, Op.CSRRSI, Op.CSRRCI})
 
 
@@ -144,6 +145,11 @@ class Array:
         self._retired = np.zeros((n, t), dtype=np.uint64)
         self._macs = np.zeros(n, dtype=np.uint64)
         self._exit = np.zeros((n, t), dtype=_U32)
+        # Division turns (§4): per context the turn counter n and the word of its last issue;
+        # _div_ctx[c]: some tile's context c may have n > 0.
+        self._dturn = np.zeros((n, t), dtype=np.uint8)
+        self._dword = np.zeros((n, t), dtype=_U32)
+        self._div_ctx = np.zeros(t, dtype=bool)
         self._xprog = np.zeros(n, dtype=_U32)
         self._faults: list[Fault | None] = [None] * n
         self._cycle = 0
@@ -385,7 +391,12 @@ class Array:
         (same word everywhere) or arrays aligned with ``tiles``."""
         R = self._regs
         ok = None  # tiles that retire (None = all)
-        if op in ALU:
+        if self._div_ctx[c] and op not in _DIVS:  # a non-division issue sets n to 0 (§4)
+            self._dturn[tiles, c] = 0
+            self._div_ctx[c] = bool(self._dturn[:, c].any())
+        if op in _DIVS:
+            ok = self._division(op, c, tiles, pcs, rd, rs1, rs2, words)
+        elif op in ALU:
             a = R[tiles, c, rs1]
             b = imm if op in _IMM_FORM else R[tiles, c, rs2]
             self._wr(tiles, c, rd, ALU[op](a, b))
@@ -443,6 +454,27 @@ class Array:
         self._retired[rt, c] += 1
         if self._trace_on:
             self._trace_retire(k, c, rt, tiles, pcs, words, ok)
+
+    def _division(self, op, c, tiles, pcs, rd, rs1, rs2, words):
+        """One turn of a division (§4, "Division"); returns the mask of ``tiles`` whose
+        division is in its last turn (they execute and retire)."""
+        n = self._dturn[tiles, c]
+        j = np.where((self._dword[tiles, c] == words) & (n > 0), n, 0)
+        last = j == DIV_TURNS - 1
+        busy = ~last
+        if busy.any():
+            tb = tiles[busy]
+            self._dword[tb, c] = words[busy]
+            self._dturn[tb, c] = j[busy] + 1
+            self._div_ctx[c] = True
+        if last.any():
+            t = tiles[last]
+            self._dturn[t, c] = 0
+            sel = (lambda f: f[last] if np.ndim(f) else f)
+            R = self._regs
+            self._wr(t, c, sel(rd), ALU[op](R[t, c, sel(rs1)], R[t, c, sel(rs2)]))
+            self._pc[t, c] = pcs[last] + _U32(4)
+        return last
 
     def _wr(self, tiles, c, rd, val) -> None:
         R = self._regs

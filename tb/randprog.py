@@ -30,6 +30,7 @@ from tessera import asm
 from tessera.config import ArrayConfig
 from tessera.csr import Csr
 from tessera.faults import FaultCause
+from tessera.isa import DIV_TURNS, is_division
 
 __all__ = ["RandomProgram", "generate", "CORNERS", "FAULT_KINDS", "WINDOW_BYTES"]
 
@@ -218,6 +219,7 @@ def generate(config: ArrayConfig, seed: int, *, total: int = 10_000, body_len: i
                          f"{cfg.sram_bytes} bytes of SRAM")
     iterations = max(1, math.ceil(total / (T * body_len * 0.85)))
     prog = RandomProgram(cfg, seed, fault=fault_at)
+    max_div = 0
     for tile in range(cfg.tiles):
         trng = random.Random(f"tessera-randprog-{seed}-{0 if spmd else tile}")
         # dispatch: t0 = context_id * 4; t1 = table[t0]; jump
@@ -228,6 +230,7 @@ def generate(config: ArrayConfig, seed: int, *, total: int = 10_000, body_len: i
         words: list[int] = dispatch + [0] * T
         # first pass to know sizes: build blocks with placeholder window base, then patch
         bodies = [_body(trng, body_len, cfg) for _ in range(T)]
+        max_div = max([max_div] + [sum(map(is_division, b)) for b in bodies])
         corners = [[trng.choice(CORNERS) for _ in range(6)] for _ in range(T)]
         exit_codes = [trng.randrange(1 << 32) for _ in range(T)]
         fault_words = {}
@@ -263,7 +266,8 @@ def generate(config: ArrayConfig, seed: int, *, total: int = 10_000, body_len: i
         prog.segments.append((tile, 0, code))
         prog.segments.append((tile, data_base, data))
         prog.static_instructions += T * body_len * iterations
-    # every context issues at most (init + iterations*body + tail) instructions, one per T cycles
-    per_ctx = 60 + iterations * (body_len + 2)
+    # every context issues at most (init + iterations*body + tail) instructions, one per T
+    # cycles; a division takes DIV_TURNS slots (architecture §4)
+    per_ctx = 60 + iterations * (body_len + 2 + (DIV_TURNS - 1) * max_div)
     prog.max_cycles = T * per_ctx + 1000
     return prog

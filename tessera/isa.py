@@ -13,6 +13,7 @@ __all__ = [
     "Opcode", "SyncZone", "CustomFunct3",
     "encode_r", "encode_i", "encode_dot4", "encode_dot4su", "encode_sync",
     "INSN_ECALL", "INSN_EBREAK", "INSN_NOP", "MACS_PER_DOT4",
+    "DIV_BITS_PER_TURN", "DIV_TURNS", "is_division",
 ]
 
 
@@ -49,6 +50,20 @@ class SyncZone(enum.IntEnum):
 
 #: MACs counted per retired dot4 / dot4su.
 MACS_PER_DOT4 = 4
+
+#: Quotient bits a division (DIV/DIVU/REM/REMU) computes per issue slot of its context
+#: (docs/architecture.md §4, "Division").
+DIV_BITS_PER_TURN = 4
+
+#: Issue slots (turns) of its context that one division occupies: a set-up turn,
+#: 32 / DIV_BITS_PER_TURN iteration turns and a sign-fix turn in which it retires.
+DIV_TURNS = 2 + 32 // DIV_BITS_PER_TURN
+
+
+def is_division(word: int) -> bool:
+    """True if the 32-bit instruction ``word`` is DIV, DIVU, REM or REMU (RISC-V Unprivileged
+    ISA 20191213 §7.2: opcode OP, funct7 = 1, funct3 = 4..7)."""
+    return (word & 0x7F == Opcode.OP and (word >> 25) == 1 and (word >> 14) & 1 == 1)
 
 
 def _reg(name: str, r: int) -> int:

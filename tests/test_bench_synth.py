@@ -1,5 +1,5 @@
 """Fast tests of the synthesis benchmark (tessera/bench/synth.py) that need no yosys/nextpnr:
-the what-if MulDiv without divider (simulated, hand values), the per-unit stat parser, the
+the what-if tile without divider (simulated), the per-unit stat parser, the
 section built from cached results, argument errors, and the partial doc rewrite (--only)."""
 
 import json
@@ -12,54 +12,45 @@ from tessera.bench import synth as sy
 M32 = 0xFFFFFFFF
 
 
-def _run_muldiv(dut, cases):
-    """Drive (a, b, funct3) triples through a combinational MulDiv; return the results."""
+def test_nodiv_variant_finishes_every_division_at_once_with_zero():
     from amaranth.sim import Simulator
 
+    import hdl.core.core as core_mod
+    from hdl.core.divider import Divider
+    from tessera import asm
+    from tessera.config import PRESETS
+
+    orig = core_mod.Divider
+    with sy._NoDivider():
+        assert core_mod.Divider is not orig and issubclass(core_mod.Divider, Divider)
+        dut = core_mod.Divider(PRESETS["tiny"])
+    assert core_mod.Divider is orig                     # restored on exit
     got = []
 
     async def bench(ctx):
-        for a, b, f3 in cases:
-            ctx.set(dut.a, a & M32)
-            ctx.set(dut.b, b & M32)
-            ctx.set(dut.funct3, f3)
+        for word, a, b in [(asm.div(1, 2, 3), 100, 7), (asm.remu(1, 2, 3), 5, 0),
+                           (asm.divu(1, 2, 3), M32, 1)]:
+            ctx.set(dut.issue, 1)
+            ctx.set(dut.is_div, 1)
+            ctx.set(dut.insn, word)
+            ctx.set(dut.a, a)
+            ctx.set(dut.b, b)
             await ctx.delay(1e-9)
-            got.append(ctx.get(dut.result))
+            got.append((ctx.get(dut.last), ctx.get(dut.result)))
 
     sim = Simulator(dut)
     sim.add_testbench(bench)
     sim.run()
-    return got
-
-
-def test_nodiv_variant_multiplies_and_zeroes_division():
-    import hdl.core.core as core_mod
-    from hdl.core.muldiv import MulDiv
-
-    orig = core_mod.MulDiv
-    with sy._NoDivider():
-        assert core_mod.MulDiv is not orig and issubclass(core_mod.MulDiv, MulDiv)
-        dut = core_mod.MulDiv()
-    assert core_mod.MulDiv is orig                      # restored on exit
-    cases = [
-        (7, -3, 0),            # MUL: -21
-        (-2, 3, 1),            # MULH signed: high word of -6 = 0xFFFFFFFF
-        (0x80000000, 2, 3),    # MULHU: 2^31 * 2 = 2^32 -> high word 1
-        (-1, 2, 2),            # MULHSU: -1 * 2 = -2 -> high word 0xFFFFFFFF
-        (0x10000, 0x10000, 0),  # MUL: 2^32 -> low word 0
-        (100, 7, 4), (100, 7, 5), (100, 7, 6), (100, 7, 7), (5, 0, 4),  # DIV*/REM*: 0
-    ]
-    expect = [(-21) & M32, M32, 1, M32, 0, 0, 0, 0, 0, 0]
-    assert _run_muldiv(dut, cases) == expect
+    assert got == [(1, 0)] * 3
 
 
 def test_nodiv_variant_restores_name_on_error():
     import hdl.core.core as core_mod
-    orig = core_mod.MulDiv
+    orig = core_mod.Divider
     with pytest.raises(RuntimeError):
         with sy._NoDivider():
             raise RuntimeError("boom")
-    assert core_mod.MulDiv is orig
+    assert core_mod.Divider is orig
 
 
 @pytest.mark.parametrize("args, match", [
@@ -81,21 +72,21 @@ def test_parse_hier_by_hand():
     stat = {"modules": {
         "\\top": {"num_cells_by_type": {"TRELLIS_FF": 10, "LUT4": 3}},
         "\\top.dut": {"num_cells_by_type": {"DP16KD": 64, "LUT4": 100, "TRELLIS_FF": 50}},
-        "\\top.dut.core.muldiv$219": {"num_cells_by_type": {"LUT4": 1000, "CCU2C": 200,
+        "\\top.dut.core.div$219": {"num_cells_by_type": {"LUT4": 1000, "CCU2C": 200,
                                                             "MULT18X18D": 8}},
         "\\top.dut.core.regs": {"num_cells_by_type": {"DP16KD": 4, "TRELLIS_FF": 193}},
         "$paramod$abc\\DP16KD": {"num_cells_by_type": {"LUT4": 99}},
     }}
     units, total = sy._parse_hier(stat)
     by = {u["module"]: u for u in units}
-    assert set(by) == {"top", "dut", "dut.core.muldiv", "dut.core.regs"}
-    assert by["dut.core.muldiv"]["lut4"] == 1000 + 2 * 200 and by["dut.core.muldiv"]["mult18"] == 8
+    assert set(by) == {"top", "dut", "dut.core.div", "dut.core.regs"}
+    assert by["dut.core.div"]["lut4"] == 1000 + 2 * 200 and by["dut.core.div"]["mult18"] == 8
     assert by["dut.core.regs"]["ff"] == 193 and by["dut.core.regs"]["dp16kd"] == 4
     assert by["top"]["unit"].startswith("pin wrapper")
     assert total == dict(lut4=3 + 100 + 1400, lut4_cells=1103, ccu2c=200, ff=253, dp16kd=68,
                          mult18=8, lutram=0)
     # UNITS order: tile before core units, wrapper last
-    assert [u["module"] for u in units] == ["dut", "dut.core.regs", "dut.core.muldiv", "top"]
+    assert [u["module"] for u in units] == ["dut", "dut.core.regs", "dut.core.div", "top"]
 
 
 def _fake(kind, tiles, lut4, fmax, dp16kd, blocks):
@@ -110,14 +101,14 @@ def test_run_quick_from_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
     monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
     put = lambda key, d: (tmp_path / f"{key}-0123456789abcdef.json").write_text(json.dumps(d))  # noqa: E731
-    put("tile1-pnr-v1", _fake("tile", 1, 8333, 6.0, 68, ["dut.core.regs", "dut.core.muldiv"]))
+    put("tile1-pnr-v1", _fake("tile", 1, 8333, 6.0, 68, ["dut.core.regs", "dut.core.div"]))
     put("tile1-nodiv-pnr-v1", _fake("tile", 1, 5000, 40.0, 68, ["dut.core.dec", "dut.core.w"]))
     # an older RTL digest for the array: used, and flagged
     (tmp_path / "array4-16k-syn-abc-v1-fedcba9876543210.json").write_text(
         json.dumps(_fake("array", 4, 30000, None, 80, ["dut.tile0.core"])))
     put("tile1-16k-pnr-abc-v1", _fake("tile", 1, 7000, 6.5, 20, ["dut.core.regs"]))
     units, total = sy._parse_hier({"modules": {
-        "\\top.dut.core.muldiv": {"num_cells_by_type": {"LUT4": 3000}},
+        "\\top.dut.core.div": {"num_cells_by_type": {"LUT4": 3000}},
         "\\top.dut.core.alu": {"num_cells_by_type": {"LUT4": 300}}}})
     put("tile1-hier-v1", dict(units=units, total=total, synth_s=50.0))
     sec = sy.run(quick=True)
@@ -128,9 +119,10 @@ def test_run_quick_from_cache(tmp_path, monkeypatch):
     assert [r["cached"] for r in sec.rows] == [True, True, "older RTL", True]
     fmax, lut = sec.goals
     assert fmax.met is False and fmax.measured == "6.0 MHz"
-    assert "muldiv" in fmax.why and "40.0 MHz" in fmax.why and "still short" in fmax.why
+    assert "dut.core.div" in fmax.why and "40.0 MHz" in fmax.why and "still short" in fmax.why
     assert lut.met is False and "8,333 LUT4" in lut.measured
-    assert "M unit 91 %" in lut.why and "5,000 LUT4, so the divider costs 3,333" in lut.why
+    assert "divider 91 %" in lut.why
+    assert "5,000 LUT4, so the multi-turn divider costs 3,333" in lut.why
     notes = "\n".join(sec.notes)
     assert "fedcba9876543210" in notes and "80 DP16KD" in notes and "80 of 208" in notes
     assert "4 × 7,000 = 28,000 of the array's 30,000 LUT4" in notes and "about 2,000" in notes

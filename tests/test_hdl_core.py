@@ -19,7 +19,7 @@ from tessera import asm
 from tessera.config import ArrayConfig, PRESETS
 from tessera.csr import Csr
 from tessera.faults import FaultCause
-from tessera.isa import Opcode, encode_i
+from tessera.isa import DIV_TURNS, Opcode, encode_i, is_division
 from tessera.result import ContextState as CS
 
 from hdl.core import Core
@@ -602,7 +602,9 @@ def test_random_rv32im_against_unicorn(seed):
             body.append(op(rd, rng.randrange(0, 64, size), "s0"))
     prologue = [asm.csrr("t0", Csr.CONTEXT_ID), asm.beq("t0", "zero", 8), asm.ecall()]
     words = prologue + body + [asm.ecall()]
-    r = run_program(words, max_cycles=4 * len(words) + 40, read_mem=range(base, base + 64, 4))
+    n_div = sum(is_division(w) for w in words)     # a division takes DIV_TURNS slots (§4)
+    slots = len(words) + (DIV_TURNS - 1) * n_div
+    r = run_program(words, max_cycles=4 * slots + 40, read_mem=range(base, base + 64, 4))
     assert r.status == "halted" and r.fault is None
 
     uc = unicorn.Uc(unicorn.UC_ARCH_RISCV, unicorn.UC_MODE_RISCV32)
@@ -653,3 +655,46 @@ def test_fetch_sees_store_issued_two_cycles_earlier():
     # Issue order: the store (12) precedes the fetches issued at 14 and 15, not the one at 13.
     assert [r.regs[c][10] for c in range(4)] == [42, 1, 42, 42]
     assert r.mem[20] == new
+
+
+# -- division turns (§4, "Division"); expected values derived by hand from the contract ------
+
+def test_division_retires_nine_slots_later():
+    T = TINY.contexts
+    r = run_program([
+        asm.addi(11, 0, -7),           # slot 0
+        asm.addi(12, 0, 2),            # slot 1
+        asm.div(10, 11, 12),           # slots 2..11, retires in slot 11
+        asm.csrr(13, Csr.CYCLE),       # slot 12
+        asm.csrr(14, Csr.INSTRET),     # slot 13
+        asm.ecall(),                   # slot 14
+    ])
+    assert r.status == "halted" and r.cycles == 15 * T
+    for c in range(T):
+        assert r.regs[c][10] == (-3) & 0xFFFFFFFF
+        assert (r.regs[c][13], r.regs[c][14]) == (12 * T + c, 4)
+    assert r.retired == [6] * T and r.counters["compute"] == 15 * T
+    divs = [e for e in r.trace if e["pc"] == 8]
+    assert [(e["cycle"], e["ctx"]) for e in divs] == [(11 * T + c + 3, c) for c in range(T)]
+
+
+def test_division_timeout_mid_division_has_no_effect():
+    r = run_program([asm.addi(11, 0, 100), asm.addi(12, 0, 7), asm.remu(10, 11, 12),
+                     asm.ecall()], max_cycles=20)
+    # context 0: turns at 8, 12, 16 (no effect); the run ends with C = 20
+    assert r.status == "timeout" and r.cycles == 20
+    assert r.pcs[0] == 8 and r.regs[0][10] == 0 and r.retired[0] == 2
+
+
+def test_division_word_rewritten_by_another_context_restarts():
+    # Same program and hand derivation as tests/test_model_division.py: context 0's DIVU at 8
+    # is overwritten by REMU (stores at 17..19); at 20 it fetches REMU, a different word, and
+    # starts again at turn 0: retires at 56 (W at 59), ecall at 60, C = 61.
+    new = asm.remu(10, 11, 12)
+    r = run_program([
+        asm.csrr(7, Csr.CONTEXT_ID), asm.bne(7, 0, 12), asm.divu(10, 11, 12), asm.ecall(),
+        *asm.li(5, new), asm.sw(5, 8, 0), asm.ecall()])
+    assert r.status == "halted" and r.cycles == 61
+    assert r.regs[0][10] == 0 and r.retired[0] == 4
+    rec = [e for e in r.trace if e["ctx"] == 0 and e["pc"] == 8]
+    assert [(e["cycle"], e["insn"]) for e in rec] == [(59, new)]

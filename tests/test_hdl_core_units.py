@@ -10,16 +10,17 @@ import pytest
 from amaranth.sim import Simulator
 
 from tessera import asm
-from tessera.config import PRESETS
+from tessera.config import PRESETS, ArrayConfig
 from tessera.csr import Csr
-from tessera.isa import Opcode
+from tessera.isa import DIV_TURNS, Opcode
 
 from hdl.core.alu import Alu, BranchCmp
 from hdl.core.csr import CsrUnit
 from hdl.core.decoder import Decoder
 from hdl.core.dot4 import Dot4
 from hdl.core.lsu import LoadAlign, LsuAddr
-from hdl.core.muldiv import MulDiv
+from hdl.core.divider import Divider
+from hdl.core.mul import Multiplier
 
 M32 = 0xFFFFFFFF
 
@@ -258,31 +259,140 @@ def ref_muldiv(f3, a, b):
     return a if b == 0 else a % b
 
 
-def test_muldiv_random_and_edges():
+def test_multiplier_random_and_edges():
     vecs = []
     for a, b in operand_pairs(40, 4):
-        for f3 in range(8):
+        for f3 in range(4):
             vecs.append({"a": a, "b": b, "funct3": f3})
-    out = run_comb(MulDiv(), vecs, ["result"])
+    out = run_comb(Multiplier(), vecs, ["result"])
     bad = [(v, hex(o["result"])) for v, o in zip(vecs, out)
            if o["result"] != ref_muldiv(v["funct3"], v["a"], v["b"])]
     assert not bad, bad[:5]
 
 
-def test_muldiv_table_7_1_by_hand():
-    # RISC-V table 7.1 and a few hand-computed products / quotients.
+def test_multiplier_by_hand():
     cases = [
-        (4, 1234, 0, 0xFFFFFFFF), (5, 1234, 0, 0xFFFFFFFF), (6, 1234, 0, 1234), (7, 1234, 0, 1234),
-        (4, 0x80000000, 0xFFFFFFFF, 0x80000000), (6, 0x80000000, 0xFFFFFFFF, 0),
-        (5, 0x80000000, 0xFFFFFFFF, 0), (7, 0x80000000, 0xFFFFFFFF, 0x80000000),
-        (4, (-7) & M32, 2, (-3) & M32), (6, (-7) & M32, 2, (-1) & M32),
-        (4, 7, (-2) & M32, (-3) & M32), (6, 7, (-2) & M32, 1),
         (0, 0xFFFFFFFF, 0xFFFFFFFF, 1), (1, 0xFFFFFFFF, 0xFFFFFFFF, 0),
         (3, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFE), (2, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF),
         (1, 0x80000000, 0x80000000, 0x40000000), (2, 0x80000000, 0x80000000, 0xC0000000),
     ]
-    out = run_comb(MulDiv(), [{"funct3": f, "a": a, "b": b} for f, a, b, _ in cases], ["result"])
+    out = run_comb(Multiplier(), [{"funct3": f, "a": a, "b": b} for f, a, b, _ in cases],
+                   ["result"])
     assert [o["result"] for o in out] == [e for *_, e in cases]
+
+
+_DIV_ASM = {4: asm.div, 5: asm.divu, 6: asm.rem, 7: asm.remu}
+
+
+def run_divider(T, streams):
+    """Drive a Divider the way the core does: at cycle k context k mod T is in X and context
+    (k+1) mod T in D. ``streams[c]`` is a list of (word, a, b) that context c issues in order;
+    an entry is issued again in each following turn until ``last`` (divisions) or once
+    (other words). Returns per context the list of (word, turns, result)."""
+    dut = Divider(ArrayConfig(tiles=1, contexts=T, sram_bytes=16 * 1024))
+    out = [[] for _ in range(T)]
+
+    async def bench(ctx):
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        ctx.set(dut.r_ctx, 0)
+        await ctx.tick()
+        pos = [0] * T
+        turns = [0] * T
+        k = 0
+        while any(pos[c] < len(streams[c]) for c in range(T)):
+            c = k % T
+            ctx.set(dut.r_ctx, (k + 1) % T)
+            if pos[c] < len(streams[c]):
+                word, a, b = streams[c][pos[c]]
+                is_div = word in DIV_WORDS
+                ctx.set(dut.issue, 1)
+                ctx.set(dut.is_div, is_div)
+                ctx.set(dut.ctx, c)
+                ctx.set(dut.insn, word)
+                ctx.set(dut.a, a)
+                ctx.set(dut.b, b)
+                turns[c] += 1
+                if not is_div or ctx.get(dut.last):
+                    out[c].append((word, turns[c], ctx.get(dut.result) if is_div else None))
+                    pos[c] += 1
+                    turns[c] = 0
+                assert turns[c] <= DIV_TURNS, f"context {c}: no last turn after {DIV_TURNS}"
+            else:
+                ctx.set(dut.issue, 0)
+            await ctx.tick()
+            k += 1
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    return out
+
+
+DIV_WORDS = {f(10, 11, 12) for f in _DIV_ASM.values()} | {asm.div(5, 6, 7)}
+
+
+@pytest.mark.parametrize("T", [4, 6])
+def test_divider_turns_and_results_interleaved(T):
+    # every context runs its own mix of divisions; each takes exactly DIV_TURNS turns and
+    # gives the RISC-V result (ref_muldiv: spec §7.2 and table 7.1, written independently)
+    rng = random.Random(T)
+    pairs = operand_pairs(12, T)
+    streams = []
+    for c in range(T):
+        s = []
+        for i, (a, b) in enumerate(pairs[c::T]):
+            f3 = 4 + (i + c) % 4
+            s.append((_DIV_ASM[f3](10, 11, 12), a, b))
+            if rng.random() < 0.3:
+                s.append((asm.addi(1, 1, 1), 0, 0))     # a non-division in between
+        streams.append(s)
+    out = run_divider(T, streams)
+    for c in range(T):
+        for (word, a, b), (w2, turns, result) in zip(streams[c], out[c]):
+            assert w2 == word
+            if word in DIV_WORDS:
+                f3 = (word >> 12) & 7
+                assert turns == DIV_TURNS, (c, hex(word))
+                assert result == ref_muldiv(f3, a, b), (c, f3, hex(a), hex(b), hex(result))
+
+
+def test_divider_restarts_when_the_word_changes():
+    # turns 0..2 of DIVU, then the word becomes REMU (another context rewrote the code):
+    # the REMU starts at turn 0 and needs its own DIV_TURNS turns (§4, "Division").
+    T = 4
+    dut = Divider(ArrayConfig(tiles=1, contexts=T, sram_bytes=16 * 1024))
+    seen = []
+
+    async def bench(ctx):
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        turn = 0
+        for k in range(4 * 20):
+            c = k % T
+            ctx.set(dut.r_ctx, (k + 1) % T)
+            ctx.set(dut.issue, c == 0)
+            ctx.set(dut.is_div, 1)
+            ctx.set(dut.ctx, c)
+            ctx.set(dut.a, 100)
+            ctx.set(dut.b, 7)
+            if c == 0:
+                word = asm.divu(10, 11, 12) if turn < 3 else asm.remu(10, 11, 12)
+                ctx.set(dut.insn, word)
+                turn += 1
+                if ctx.get(dut.last):
+                    seen.append((turn, ctx.get(dut.result)))
+                    break
+            await ctx.tick()
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert seen == [(3 + DIV_TURNS, 100 % 7)]
 
 
 # -- dot4 ------------------------------------------------------------------------------------

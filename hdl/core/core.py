@@ -12,6 +12,9 @@ Pipeline of an instruction issued at cycle t by context c = t mod T:
   retired/macs counters.
 * W (t+3): load data (``m_rdata``) aligned and extended; register write; ``trace_*``.
 
+A division (DIV/DIVU/REM/REMU) goes through this pipeline in each of its DIV_TURNS turns;
+:mod:`.divider` keeps its per-context state, and only the last turn retires (§4, "Division").
+
 Tile counters (§8): the class of cycle k (compute/sync/exchange/halted, from the visible
 states and ``in_exchange`` at k) goes through a 3-stage delay line and is added in cycle
 k+3 only if ``count_commit`` is high then; the array drives ``count_commit`` in cycle p
@@ -33,7 +36,8 @@ from .csr import CsrUnit
 from .decoder import Decoder
 from .dot4 import Dot4
 from .lsu import LoadAlign, LsuAddr
-from .muldiv import MulDiv
+from .divider import Divider
+from .mul import Multiplier
 from .regfile import RegFile
 from .scheduler import CycleClass, Scheduler
 
@@ -163,7 +167,8 @@ class Core(wiring.Component):
         m.submodules.dec = dec = Decoder()
         m.submodules.alu = alu = Alu()
         m.submodules.bcmp = bcmp = BranchCmp()
-        m.submodules.muldiv = muldiv = MulDiv()
+        m.submodules.mul = mul = Multiplier()
+        m.submodules.div = div = Divider(cfg)
         m.submodules.dot4 = dot4 = Dot4()
         m.submodules.lsu = lsu = LsuAddr(cfg)
         m.submodules.ldalign = ldalign = LoadAlign()
@@ -218,6 +223,7 @@ class Core(wiring.Component):
             regs.r_addr1.eq(d_insn[15:20]),
             regs.r_addr2.eq(d_insn[20:25]),
             regs.r_addr3.eq(d_insn[7:12]),
+            div.r_ctx.eq(d_ctx),
         ]
 
         # ---- D -> X -------------------------------------------------------------------
@@ -242,7 +248,8 @@ class Core(wiring.Component):
             alu.a.eq(rs1v), alu.b.eq(Mux(dec.op_imm, imm, rs2v)),
             alu.funct3.eq(dec.funct3), alu.alt.eq(dec.alu_alt),
             bcmp.a.eq(rs1v), bcmp.b.eq(rs2v), bcmp.funct3.eq(dec.funct3),
-            muldiv.a.eq(rs1v), muldiv.b.eq(rs2v), muldiv.funct3.eq(dec.funct3),
+            mul.a.eq(rs1v), mul.b.eq(rs2v), mul.funct3.eq(dec.funct3[0:2]),
+            div.a.eq(rs1v), div.b.eq(rs2v), div.insn.eq(x_insn), div.ctx.eq(x_ctx),
             dot4.a.eq(rs1v), dot4.b.eq(rs2v), dot4.acc.eq(rdv), dot4.su.eq(dec.dot4_su),
             lsu.base.eq(rs1v), lsu.offset.eq(imm), lsu.funct3.eq(dec.funct3),
             lsu.wdata_in.eq(rs2v),
@@ -261,6 +268,8 @@ class Core(wiring.Component):
             m.d.comb += target.eq(x_pc + imm)
         m.d.comb += jump.eq(dec.jal | dec.jalr | (dec.branch & bcmp.taken))
 
+        is_div = Signal()
+        m.d.comb += is_div.eq(dec.muldiv & dec.funct3[2])
         result = Signal(32)
         with m.If(dec.lui):
             m.d.comb += result.eq(imm)
@@ -269,7 +278,7 @@ class Core(wiring.Component):
         with m.Elif(dec.jal | dec.jalr):
             m.d.comb += result.eq(pc_plus4)
         with m.Elif(dec.muldiv):
-            m.d.comb += result.eq(muldiv.result)
+            m.d.comb += result.eq(Mux(is_div, div.result, mul.result))
         with m.Elif(dec.csr):
             m.d.comb += result.eq(csr.rdata)
         with m.Elif(dec.dot4):
@@ -300,11 +309,19 @@ class Core(wiring.Component):
         with m.Elif(jump & (target[0:2] != 0)):
             m.d.comb += [fault.eq(1), cause.eq(F.MISALIGNED_FETCH), faddr.eq(target)]
 
+        # A division retires only in its last turn (§4, "Division"); its earlier turns have
+        # no architectural effect.
+        div_wait = is_div & ~div.last
+        m.d.comb += [
+            div.start.eq(start), div.issue.eq(x_valid & ~fault),
+            div.is_div.eq(is_div),
+        ]
+
         x_fault = Signal()
         x_retire = Signal()
         m.d.comb += [
             x_fault.eq(x_valid & fault),
-            x_retire.eq(x_valid & ~fault),
+            x_retire.eq(x_valid & ~fault & ~div_wait),
             self.fault_valid.eq(x_fault),
             self.fault_context.eq(x_ctx),
             self.fault_cause.eq(cause),

