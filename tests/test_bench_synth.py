@@ -68,6 +68,11 @@ def test_synthesize_argument_errors(args, match):
             kind, tiles, kw.get("sram_bytes", 65536), kw.get("variant", "contract"))
 
 
+def test_synthesize_bad_router():
+    with pytest.raises(BenchError, match="router must be 'router1' or 'router2', not 'maze'"):
+        sy.synthesize("tile", 1, router="maze")
+
+
 def test_parse_hier_by_hand():
     stat = {"modules": {
         "\\top": {"num_cells_by_type": {"TRELLIS_FF": 10, "LUT4": 3}},
@@ -104,9 +109,9 @@ def test_run_quick_from_cache(tmp_path, monkeypatch):
     put("tile1-pnr-v1", _fake("tile", 1, 8333, 6.0, 68, ["dut.core.regs", "dut.core.div"]))
     put("tile1-nodiv-pnr-v1", _fake("tile", 1, 5000, 40.0, 68, ["dut.core.dec", "dut.core.w"]))
     # an older RTL digest for the array: used, and flagged
-    (tmp_path / "array4-16k-syn-abc-v1-fedcba9876543210.json").write_text(
-        json.dumps(_fake("array", 4, 30000, None, 80, ["dut.tile0.core"])))
-    put("tile1-16k-pnr-abc-v1", _fake("tile", 1, 7000, 6.5, 20, ["dut.core.regs"]))
+    (tmp_path / "array4-16k-pnr-r2-v1-fedcba9876543210.json").write_text(
+        json.dumps(_fake("array", 4, 30000, 5.0, 80, ["dut.tile0.core"])))
+    put("tile1-16k-pnr-v1", _fake("tile", 1, 7000, 6.5, 20, ["dut.core.regs"]))
     units, total = sy._parse_hier({"modules": {
         "\\top.dut.core.div": {"num_cells_by_type": {"LUT4": 3000}},
         "\\top.dut.core.alu": {"num_cells_by_type": {"LUT4": 300}}}})
@@ -125,8 +130,9 @@ def test_run_quick_from_cache(tmp_path, monkeypatch):
     assert "5,000 LUT4, so the multi-turn divider costs 3,333" in lut.why
     notes = "\n".join(sec.notes)
     assert "fedcba9876543210" in notes and "80 DP16KD" in notes and "80 of 208" in notes
-    assert "4 × 7,000 = 28,000 of the array's 30,000 LUT4" in notes and "about 2,000" in notes
-    assert "not placed and routed by the benchmark" in notes
+    assert "Of the array's 30,000 LUT4" in notes and "about 2,000 the sync" in notes
+    assert "4 × 7,000 = 28,000 are its tiles" in notes and "router2" in notes
+    assert "reaches 5.0 MHz against 6.0 MHz" in notes and "array-level paths" in notes
     titles = [t["title"] for t in sec.data["tables"]]
     assert titles[0].startswith("Where one tile's logic goes") and len(titles) == 2
     assert sec.data["tables"][0]["rows"][-1]["lut4"] == 3300

