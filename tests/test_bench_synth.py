@@ -109,7 +109,7 @@ def test_run_quick_from_cache(tmp_path, monkeypatch):
     put("tile1-pnr-v1", _fake("tile", 1, 8333, 6.0, 68, ["dut.core.regs", "dut.core.div"]))
     put("tile1-nodiv-pnr-v1", _fake("tile", 1, 5000, 40.0, 68, ["dut.core.dec", "dut.core.w"]))
     # an older RTL digest for the array: used, and flagged
-    (tmp_path / "array4-16k-pnr-r2-v1-fedcba9876543210.json").write_text(
+    (tmp_path / "array4-16k-pnr-v1-fedcba9876543210.json").write_text(
         json.dumps(_fake("array", 4, 30000, 5.0, 80, ["dut.tile0.core"])))
     put("tile1-16k-pnr-v1", _fake("tile", 1, 7000, 6.5, 20, ["dut.core.regs"]))
     units, total = sy._parse_hier({"modules": {
@@ -131,7 +131,7 @@ def test_run_quick_from_cache(tmp_path, monkeypatch):
     notes = "\n".join(sec.notes)
     assert "fedcba9876543210" in notes and "80 DP16KD" in notes and "80 of 208" in notes
     assert "Of the array's 30,000 LUT4" in notes and "about 2,000 the sync" in notes
-    assert "4 × 7,000 = 28,000 are its tiles" in notes and "router2" in notes
+    assert "4 × 7,000 = 28,000 are its tiles" in notes and "router2 diverged" in notes
     assert "reaches 5.0 MHz against 6.0 MHz" in notes and "array-level paths" in notes
     titles = [t["title"] for t in sec.data["tables"]]
     assert titles[0].startswith("Where one tile's logic goes") and len(titles) == 2

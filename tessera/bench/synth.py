@@ -14,8 +14,8 @@ output bits) is reported separately and included in the totals.
 Designs (:data:`DESIGNS`): one ``hdl.tile.Tile`` (core + 64 KiB SRAM + exchange engine,
 6 contexts); the same tile in a synthesis-only *what-if* variant without divider
 (:data:`VARIANTS`, not the contract design); the 4-tile ``hdl.array.Array`` with 16 KiB SRAM
-per tile (4 × 68 DP16KD of 64 KiB tiles would exceed the 208 of the ECP5-85k), routed
-with nextpnr's router2; a 16 KiB tile for comparison; and a per-unit breakdown of one tile (:func:`breakdown`,
+per tile (4 × 68 DP16KD of 64 KiB tiles would exceed the 208 of the ECP5-85k); a 16 KiB
+tile for comparison; and a per-unit breakdown of one tile (:func:`breakdown`,
 ``synth_ecp5 -noflatten``). Results are cached in ``.build/bench-synth`` by a hash of the RTL
 sources (``hdl/``, ``tessera/`` without ``tessera/bench``) and the flow; a cached result says
 so in the table. docs/synthesis.md discusses the figures.
@@ -452,7 +452,7 @@ DESIGNS = [
      "1 tile (core + 64 KiB SRAM + exchange engine, 6 contexts)"),
     ("tile", 1, 64 * 1024, "nodiv", "router1", False,
      "1 tile, **what-if, not the contract design**: no divider at all (DIV/REM give 0)"),
-    ("array", 4, 16 * 1024, "contract", "router2", False,
+    ("array", 4, 16 * 1024, "contract", "router1", False,
      "4-tile array, **16 KiB SRAM per tile**, 6 contexts (+ sync controller, exchange fabric, "
      "AXI4-Lite host port)"),
     ("tile", 1, 16 * 1024, "contract", "router1", False,
@@ -569,8 +569,16 @@ def run(quick: bool = True) -> Section:
                     f"{u['unit'].split(' (')[0].split(':')[0]} {100 * u['lut4'] / tot:.0f} %"
                     for u in big))
             if nodiv:
-                parts.append(f"without any divider (what-if) {nodiv['lut4']:,} LUT4, so the "
-                             f"multi-turn divider costs {tile['lut4'] - nodiv['lut4']:,}")
+                d = tile["lut4"] - nodiv["lut4"]
+                if d > 0:
+                    parts.append(f"without any divider (what-if) {nodiv['lut4']:,} LUT4, so "
+                                 f"the multi-turn divider costs {d:,}")
+                else:
+                    parts.append(f"without any divider (what-if) {nodiv['lut4']:,} LUT4: the "
+                                 f"multi-turn divider costs no measurable LUT4 (ABC9 maps the "
+                                 f"two netlists differently), only "
+                                 f"{tile['ff'] - nodiv['ff']:,} FF and {tile['lutram']} LUT-RAM "
+                                 f"cells for its per-context state")
             if parts:
                 why = "; ".join(parts) + "."
                 why = why[0].upper() + why[1:]
@@ -606,17 +614,28 @@ def run(quick: bool = True) -> Section:
                 f"{4 * t16['lut4']:,} are its tiles (the 16 KiB tile row; the wrapper and "
                 f"cross-boundary optimisation make this approximate) and about {glue:,} the "
                 f"sync controller, exchange fabric and AXI4-Lite host port (mostly the host's "
-                f"read-back multiplexers over the tiles' debug ports). The array is routed with "
-                f"nextpnr's router2 (`synthesize(\"array\", 4, sram_bytes=16384, "
-                f"router=\"router2\")`): router1 had not finished routing an earlier, "
-                f"twice as large netlist (classic `abc` mapping, combinational divider) in 45 "
-                f"minutes.")
+                f"read-back multiplexers over the tiles' debug ports).")
+        pnr = arr["raw"].get("pnr_s")
+        if pnr:
+            sec.notes.append(
+                f"Placing and routing the array takes {pnr / 60:.0f} minutes here (nextpnr "
+                f"router1; `synthesize(\"array\", 4, sram_bytes=16384)`). nextpnr's router2 "
+                f"diverged on the same placement (overused wires rising from 1.5k to 6k after "
+                f"47 iterations), and router1 had not finished the earlier, twice as large "
+                f"netlist (classic `abc` mapping, combinational divider) in 45 minutes.")
         if arr["fmax_mhz"] and tile and tile["fmax_mhz"]:
             sec.notes.append(
                 f"The array reaches {arr['fmax_mhz']:.1f} MHz against {tile['fmax_mhz']:.1f} "
                 f"MHz for one tile: "
                 + ("the tile's own paths still set the clock."
                    if arr["fmax_mhz"] >= 0.9 * tile["fmax_mhz"] else
+                   "its worst path runs from one tile's X-stage fault decision through the "
+                   "array's stop logic (`stopping`) into the other tiles: architecture §7 "
+                   "stops every tile at the end of the faulting cycle, and the RTL does that "
+                   "combinationally across the array (a registered stop would need the "
+                   "squash logic to reach one cycle further back)."
+                   if any("stopping" in b for b in (arr["raw"].get("critical_path") or {})
+                          .get("blocks", [])) else
                    "the array-level paths (host read-back, exchange fabric, sync tree) or the "
                    "longer routes between tiles cost the difference."))
     if nodiv:
