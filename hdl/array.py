@@ -136,23 +136,34 @@ class Array(wiring.Component):
                 fab.src[cfg.tile_bits * i:cfg.tile_bits * (i + 1)].eq(t.x_src),
             ]
 
-        # -- end-of-run events: candidate C values, smallest wins (ties: not timeout)
-        cand = []   # (valid, C, status) in priority order for equal C
-        cand.append((kill, t_cnt - 1, Status.FAULT))
-        cand.append((xf_now, t_cnt + 1, Status.FAULT))
-        cand.append((halt_now, t_cnt - 1, Status.HALTED))
-        cand.append((running & ~stopping & ~time_ok, maxc, Status.TIMEOUT))
+        # -- end-of-run events: candidate C values, smallest wins (ties: not timeout).
+        # The candidates of one cycle are ordered by construction: a core fault (kill) or the
+        # last ecall (halt_now) ends the run with C = t-1, a timeout (only possible when
+        # t_cnt = maxc) with C = t, an exchange fault with C = t+1. So each is compared with
+        # the pending bound in parallel (no dependency on the events), and the events only
+        # select: the tile fault -> stop path stays short (docs/synthesis.md, "The clock").
+        timeout_now = running & ~stopping & ~time_ok
+        cand = [kill, xf_now, halt_now, timeout_now]
+        c_lo = t_cnt - 1
+        c_hi = t_cnt + 1
+
+        def better(c):
+            return (c < cbound) | ((c == cbound) & (pend == Status.TIMEOUT))
+
+        b_lo, b_t, b_hi = better(c_lo), better(maxc), better(c_hi)
         nb = Signal(64)
         ns = Signal(3)
-        m.d.comb += [nb.eq(cbound), ns.eq(pend)]
-        # evaluate lowest priority first so higher-priority assignments override
-        for valid, c, st in reversed(cand):
-            better = (c < nb) | ((c == nb) & (ns == Status.TIMEOUT))
-            nb_next, ns_next = Signal(64), Signal(3)
-            m.d.comb += [nb_next.eq(Mux(valid & better, c, nb)),
-                         ns_next.eq(Mux(valid & better, st, ns))]
-            nb, ns = nb_next, ns_next
-        any_event = Cat(c[0] for c in cand).any()
+        with m.If(b_lo & halt_now):
+            m.d.comb += [nb.eq(c_lo), ns.eq(Status.HALTED)]
+        with m.Elif(b_lo & kill):
+            m.d.comb += [nb.eq(c_lo), ns.eq(Status.FAULT)]
+        with m.Elif(b_t & timeout_now):
+            m.d.comb += [nb.eq(maxc), ns.eq(Status.TIMEOUT)]
+        with m.Elif(b_hi & xf_now):
+            m.d.comb += [nb.eq(c_hi), ns.eq(Status.FAULT)]
+        with m.Else():
+            m.d.comb += [nb.eq(cbound), ns.eq(pend)]
+        any_event = Cat(*cand).any()
 
         with m.If(start):
             m.d.sync += [status.eq(Status.RUNNING), t_cnt.eq(0), cbound.eq(_NEVER),
