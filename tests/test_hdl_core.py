@@ -698,3 +698,12 @@ def test_division_word_rewritten_by_another_context_restarts():
     assert r.regs[0][10] == 0 and r.retired[0] == 4
     rec = [e for e in r.trace if e["ctx"] == 0 and e["pc"] == 8]
     assert [(e["cycle"], e["insn"]) for e in rec] == [(59, new)]
+
+
+def test_division_same_word_twice_takes_twenty_turns():
+    # the finished division resets the counter: slots 0, 1, 2..11, 12..21, ecall in slot 22
+    T = TINY.contexts
+    r = run_program([asm.addi(11, 0, 81), asm.addi(12, 0, 3), asm.divu(11, 11, 12),
+                     asm.divu(11, 11, 12), asm.ecall()])
+    assert r.status == "halted" and r.cycles == 23 * T
+    assert [r.regs[c][11] for c in range(T)] == [9] * T

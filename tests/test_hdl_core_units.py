@@ -359,6 +359,29 @@ def test_divider_turns_and_results_interleaved(T):
                 assert result == ref_muldiv(f3, a, b), (c, f3, hex(a), hex(b), hex(result))
 
 
+def test_divider_all_operations_on_edge_pairs_and_table_7_1():
+    # every DIV/DIVU/REM/REMU on every pair of edge values (incl. -2^31 / -1, x / 0, divisor
+    # and dividend -2^31), spread over 4 contexts; plus hand values of RISC-V table 7.1
+    T = 4
+    jobs = [(_DIV_ASM[f3](10, 11, 12), a, b) for a in EDGE for b in EDGE for f3 in range(4, 8)]
+    streams = [jobs[c::T] for c in range(T)]
+    out = run_divider(T, streams)
+    for c in range(T):
+        for (word, a, b), (_w, turns, result) in zip(streams[c], out[c]):
+            f3 = (word >> 12) & 7
+            assert turns == DIV_TURNS
+            assert result == ref_muldiv(f3, a, b), (f3, hex(a), hex(b), hex(result))
+    hand = [(4, 1234, 0, M32), (5, 1234, 0, M32), (6, 1234, 0, 1234), (7, 1234, 0, 1234),
+            (4, 0x80000000, M32, 0x80000000), (6, 0x80000000, M32, 0),
+            (5, 0x80000000, M32, 0), (7, 0x80000000, M32, 0x80000000),
+            (4, (-7) & M32, 2, (-3) & M32), (6, (-7) & M32, 2, (-1) & M32),
+            (4, 7, (-2) & M32, (-3) & M32), (6, 7, (-2) & M32, 1),
+            (4, 5, 0x80000000, 0), (6, 5, 0x80000000, 5),
+            (4, 0x80000000, 0x80000000, 1), (6, 0x80000000, 0x80000000, 0)]
+    out = run_divider(4, [[(_DIV_ASM[f](10, 11, 12), a, b) for f, a, b, _ in hand], [], [], []])
+    assert [r for _w, _t, r in out[0]] == [e for *_, e in hand]
+
+
 def test_divider_restarts_when_the_word_changes():
     # turns 0..2 of DIVU, then the word becomes REMU (another context rewrote the code):
     # the REMU starts at turn 0 and needs its own DIV_TURNS turns (§4, "Division").

@@ -140,3 +140,28 @@ def test_interleaved_divisions_of_all_contexts_are_independent():
     for c in range(T):
         assert int(arr.regs[0, c, 10]) == (100 + c) // (c + 1)
         assert int(arr.regs[0, c, 13]) == (100 + c) % (c + 1)
+
+
+def test_division_word_replaced_by_a_non_division():
+    # as above, but the new word is `addi a0, x0, 5`: context 0 executes it at 20 (the
+    # division's turns at 8..16 had no effect), then its ecall at 24: C = 25
+    T = 4
+    new = asm.addi(10, 0, 5)
+    prog = [asm.csrr(7, Csr.CONTEXT_ID), asm.bne(7, 0, 12), asm.divu(10, 11, 12), asm.ecall(),
+            *asm.li(5, new), asm.sw(5, 8, 0), asm.ecall()]
+    arr = make(ArrayConfig(tiles=1, contexts=T, sram_bytes=SRAM), prog)
+    res = arr.run(1000)
+    assert res.status == "halted" and res.cycles == 25
+    assert int(arr.regs[0, 0, 10]) == 5 and res.tiles[0].contexts[0].retired == 4
+
+
+def test_host_start_during_division_resets_the_turn_counter():
+    T = 4
+    cfg = ArrayConfig(tiles=1, contexts=T, sram_bytes=SRAM)
+    prog = [asm.addi(11, 0, 100), asm.addi(12, 0, 7), asm.remu(10, 11, 12), asm.ecall()]
+    arr = make(cfg, prog)
+    assert arr.run(20).status == "timeout"      # context 0 in turn 2 of its division
+    arr.start(0)
+    res = arr.run(100_000)                      # a fresh run: division from turn 0 again
+    assert res.status == "halted" and res.cycles == 13 * T
+    assert [int(arr.regs[0, c, 10]) for c in range(T)] == [2] * T
