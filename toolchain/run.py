@@ -110,7 +110,8 @@ def summarize(result: RunResult, *, max_tiles: int = SUMMARY_MAX_TILES) -> str:
     """A short human summary: status, cycles, faults, per-tile exit codes (few tiles only)."""
     cfg = result.config
     lines = [f"status: {RunStatus(result.status).value}   cycles: {result.cycles}   "
-             f"array: {cfg.name} ({cfg.tiles} tiles x {cfg.contexts} contexts, "
+             f"array: {cfg.name} ({cfg.tiles} tile{'s' if cfg.tiles != 1 else ''} x "
+             f"{cfg.contexts} contexts, "
              f"{cfg.sram_bytes // 1024} KiB, L={cfg.exchange_latency})   backend: {result.backend}"]
     retired = sum(int(t.counters["retired"]) for t in result.tiles)
     macs = sum(int(t.counters["macs"]) for t in result.tiles)

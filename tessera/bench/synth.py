@@ -473,7 +473,7 @@ def _from_cache(sec: Section, key: str, what: str):
     r, digest = _latest_cached(key)
     if r is None:
         sec.notes.append(f"{what}: not measured in quick mode and no cached result; run "
-                         "`tessera bench --only synth` (full mode, about 15 minutes here).")
+                         "`tessera bench --only synth` (full mode, about 20 minutes here).")
         return None
     r["cached"] = True
     if digest != _digest():
@@ -487,7 +487,7 @@ def _from_cache(sec: Section, key: str, what: str):
 def run(quick: bool = True) -> Section:
     """One tile, the what-if tile without divider, the 4-tile array (16 KiB SRAM per tile)
     and the per-unit breakdown of one tile. Quick mode synthesises only the tile and takes
-    the others from the cache (full mode runs them all; about 15 minutes on 2 cores).
+    the others from the cache (full mode runs them all; about 20 minutes on 2 cores).
 
     Returns
     -------
@@ -525,6 +525,8 @@ def run(quick: bool = True) -> Section:
                                  fmax_mhz=r["fmax_mhz"], wrapper_ff=r["wrapper_ff"],
                                  time=(r["synth_s"] or 0) + (r["pnr_s"] or 0),
                                  cached=r["cached"], raw=r))
+        if not sec.rows:    # nothing synthesised and nothing cached: the section failed
+            raise BenchError("no design synthesised: " + "; ".join(sec.notes))
         try:
             if quick:
                 hier = _from_cache(sec, _key("tile", 1, 64 * 1024, "contract", "hier"),
