@@ -191,3 +191,20 @@ def test_splice_replaces_only_the_sections_run(tmp_path):
     suite.rewrite_doc(full, doc)
     text = doc.read_text()
     assert "Updated later" not in text and "m-old" not in text and "| m-new |" in text
+
+
+def test_critical_path_summary_and_cross_tile_reason_by_hand():
+    rep = {"critical_paths": [
+        {"from": "<async>", "to": "posedge clk", "path": []},
+        {"from": "posedge clk", "to": "posedge clk", "path": [
+            {"type": "clk-to-q", "delay": 5.5, "from": {"cell": "dut.tile0.core.regs.mem.3.0"}},
+            {"type": "routing", "delay": 10.0, "from": {"cell": "dut.tile0.core.x_valid$1"}},
+            {"type": "logic", "delay": 1.5, "from": {"cell": "dut.tile2.engine.pc_LUT4_Z"}},
+            {"type": "routing", "delay": 8.0, "from": {"cell": "dut.tile2.sram.0.0"}},
+            {"type": "setup", "delay": 0.0, "from": {"cell": "dut.tile2.sram.0.0"}}]}]}
+    cp = sy._critical_path(rep)
+    assert cp == dict(elements=5, blocks=["dut.tile0.core", "dut.tile2.engine", "dut.tile2.sram"],
+                      routing_ns=18.0, cell_ns=7.0)
+    why = sy._cross_tile_why(cp)
+    assert "crosses 2 tiles" in why and "Routing is 18.0 of its 25.0 ns (72 %)" in why
+    assert "host read-back" in sy._cross_tile_why(dict(blocks=["dut.tile1.core", "dut.host"]))

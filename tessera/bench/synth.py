@@ -422,19 +422,45 @@ def breakdown(*, sram_bytes: int = 64 * 1024, variant: str = "contract",
 
 
 def _critical_path(rep: dict) -> dict | None:
-    """Summary of the worst clock-to-clock path of a nextpnr report: length and the design
-    blocks (hierarchical name prefixes) it runs through, in order of first appearance."""
+    """Summary of the worst clock-to-clock path of a nextpnr report: length, the design
+    blocks (hierarchical name prefixes) it runs through in order of first appearance, and its
+    delay split into routing and cell delay (ns: logic, clock-to-out, setup)."""
     for cp in rep.get("critical_paths", []):
         if "posedge" not in cp.get("from", "") or "posedge" not in cp.get("to", ""):
             continue
         blocks = []
+        routing = cells = 0.0
         for step in cp.get("path", []):
             cell = step.get("from", {}).get("cell", "")
             head = re.split(r"[$_]", ".".join(cell.split(".")[:3]))[0]
             if head and head not in blocks:
                 blocks.append(head)
-        return dict(elements=len(cp.get("path", [])), blocks=blocks)
+            if step.get("type") == "routing":
+                routing += step.get("delay", 0.0)
+            else:
+                cells += step.get("delay", 0.0)
+        return dict(elements=len(cp.get("path", [])), blocks=blocks,
+                    routing_ns=round(routing, 2), cell_ns=round(cells, 2))
     return None
+
+
+def _cross_tile_why(cp: dict) -> str:
+    """Why the array's clock is slower than a tile's, from its critical-path summary."""
+    tiles = {m.group(1) for b in cp.get("blocks", []) if (m := re.match(r"dut\.tile(\d+)", b))}
+    if len(tiles) < 2:
+        return ("the array-level paths (host read-back, exchange fabric, sync tree) or the "
+                "longer routes between tiles cost the difference.")
+    split = ""
+    if cp.get("routing_ns"):
+        total = cp["routing_ns"] + cp["cell_ns"]
+        split = (f" Routing is {cp['routing_ns']:.1f} of its {total:.1f} ns "
+                 f"({100 * cp['routing_ns'] / total:.0f} %).")
+    return (f"its worst path crosses {len(tiles)} tiles: it starts in one tile's X stage "
+            f"(register file → fault decision) and reaches the other tiles through the array's "
+            f"stop signal (`kill`: architecture §7 stops every tile at the end of the faulting "
+            f"cycle, so a fault must squash the other tiles' F/D stages and exchange steps in "
+            f"the same cycle)." + split + " A registered stop would need the squash to reach "
+            f"one stage further back; this path grows with the array.")
 
 
 def _ensure(p: Path) -> Path:
@@ -631,15 +657,7 @@ def run(quick: bool = True) -> Section:
                 f"MHz for one tile: "
                 + ("the tile's own paths still set the clock."
                    if arr["fmax_mhz"] >= 0.9 * tile["fmax_mhz"] else
-                   "its worst path runs from one tile's X-stage fault decision through the "
-                   "array's stop logic (`stopping`) into the other tiles: architecture §7 "
-                   "stops every tile at the end of the faulting cycle, and the RTL does that "
-                   "combinationally across the array (a registered stop would need the "
-                   "squash logic to reach one cycle further back)."
-                   if any("stopping" in b for b in (arr["raw"].get("critical_path") or {})
-                          .get("blocks", [])) else
-                   "the array-level paths (host read-back, exchange fabric, sync tree) or the "
-                   "longer routes between tiles cost the difference."))
+                   _cross_tile_why(arr["raw"].get("critical_path") or {})))
     if nodiv:
         sec.notes.append(
             "The what-if row is synthesis-only (`synthesize(variant=\"nodiv\")` in "
