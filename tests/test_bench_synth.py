@@ -108,6 +108,9 @@ def test_run_quick_from_cache(tmp_path, monkeypatch):
     put = lambda key, d: (tmp_path / f"{key}-0123456789abcdef.json").write_text(json.dumps(d))  # noqa: E731
     put("tile1-pnr-v1", _fake("tile", 1, 8333, 6.0, 68, ["dut.core.regs", "dut.core.div"]))
     put("tile1-nodiv-pnr-v1", _fake("tile", 1, 5000, 40.0, 68, ["dut.core.dec", "dut.core.w"]))
+    # a result of an older RTL digest written later (newer file): the current digest wins
+    (tmp_path / "tile1-nodiv-pnr-v1-aaaaaaaaaaaaaaaa.json").write_text(
+        json.dumps(_fake("tile", 1, 9999, 1.0, 68, ["dut.core.dec"])))
     # an older RTL digest for the array: used, and flagged
     (tmp_path / "array4-16k-pnr-v1-fedcba9876543210.json").write_text(
         json.dumps(_fake("array", 4, 30000, 5.0, 80, ["dut.tile0.core"])))
