@@ -230,7 +230,7 @@ def cmd_profile(args) -> int:
             paths = write_profile(prof, args.out or "build/profile")
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise UsageError(f"cannot render {args.from_json}: {e}") from None
-        print(f"profile: {paths['png']}  {paths['html']}")
+        print(f"profile: {paths['png']}  {paths['html']}  {paths['json']}")
         return EXIT_OK
     args.profile, args.program = True, "digits"
     args.out = args.out or "build/profile"

@@ -266,7 +266,7 @@ def run_digits_demo(config, *, backend: str = "rtl", images: int = DEFAULT_IMAGE
             raise DemoError(f"cannot write the profile to {out_dir or 'build/demo'}: "
                             f"{e.strerror}") from None
         report["profile"] = {k: str(v) for k, v in paths.items()}
-        out(f"  profile: {paths['png']}  {paths['html']}")
+        out(f"  profile: {paths['png']}  {paths['html']}  {paths['json']}")
     report["wall_seconds"] = round(time.monotonic() - t_start, 2)
     report["exit_code"] = 0 if match else 3
     if json_out is not None:
