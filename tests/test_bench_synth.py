@@ -125,7 +125,8 @@ def test_run_quick_from_cache(tmp_path, monkeypatch):
         ("tile", "contract", 8333), ("tile", "nodiv", 5000), ("array", "contract", 30000),
         ("tile", "contract", 7000)]
     assert [r["cached"] for r in sec.rows] == [True, True, "older RTL", True]
-    fmax, lut = sec.goals
+    fmax, lut, arr = sec.goals
+    assert arr.met is None and arr.measured == "30,000 LUT4, 2,000 FF, 80 DP16KD, 5.0 MHz"
     assert fmax.met is False and fmax.measured == "6.0 MHz"
     assert "dut.core.div" in fmax.why and "40.0 MHz" in fmax.why and "still short" in fmax.why
     assert lut.met is False and "8,333 LUT4" in lut.measured

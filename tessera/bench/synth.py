@@ -616,6 +616,12 @@ def run(quick: bool = True) -> Section:
         sec.goals.append(Goal("tile ≤ 3,000 LUT4 on ECP5", f"{lut:,} LUT4 "
                               f"({tile['raw']['lut4_cells']:,} LUT4 + "
                               f"{tile['raw']['ccu2c']:,} CCU2C carry cells)", lut <= 3000, why))
+    arr_row = rows.get(("array", "contract"))
+    if arr_row:
+        sec.goals.append(Goal(
+            "4-tile array on ECP5 (no goal set; 16 KiB SRAM per tile)",
+            f"{arr_row['lut4']:,} LUT4, {arr_row['ff']:,} FF, {arr_row['dp16kd']} DP16KD, "
+            + (f"{arr_row['fmax_mhz']:.1f} MHz" if arr_row["fmax_mhz"] else "no Fmax"), None))
     for r in sec.rows:
         cp = r["raw"].get("critical_path")
         if cp:
