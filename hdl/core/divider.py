@@ -114,15 +114,15 @@ class Divider(wiring.Component):
         with m.Else():
             m.d.comb += self.result.eq(Mux(f3[1], rem, quot))
 
-        busy = self.issue & self.is_div & (j != final)
+        advance = self.is_div & (j != final)       # a turn before the last: n <- j + 1
         setup = j == 0
         m.d.comb += [
             wp.addr.eq(self.ctx),
-            wp.en.eq(busy),
+            wp.en.eq(self.issue & advance),
             wp.data.eq(Cat(self.insn, Mux(setup, 0, r), Mux(setup, a_mag, q))),
         ]
         with m.If(self.start):
             m.d.sync += [t.eq(0) for t in turns]
         with m.Elif(self.issue):
-            m.d.sync += n.eq(Mux(self.is_div & (j != final), j + 1, 0))
+            m.d.sync += n.eq(Mux(advance, j + 1, 0))
         return m
