@@ -10,7 +10,7 @@ setup: $(STAMP)
 
 # Re-install when a top-level package gains its __init__.py: the editable install records
 # packages without one as namespaces, which hides the package from the `tessera` script.
-PKG_INITS := $(wildcard tessera/__init__.py hdl/__init__.py golden_model/__init__.py tb/__init__.py toolchain/__init__.py)
+PKG_INITS := $(wildcard tessera/__init__.py)
 
 $(STAMP): pyproject.toml $(PKG_INITS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)

@@ -15,8 +15,8 @@ import argparse
 import json
 import sys
 
-from toolchain.kernels.run import run_kernel
-from toolchain.run import resolve_config
+from tessera.toolchain.kernels.run import run_kernel
+from tessera.toolchain.run import resolve_config
 
 
 def main(argv=None) -> int:

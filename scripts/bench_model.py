@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Golden-model speed: tile-instructions/s for 1216 tiles x 6 contexts on an ALU + dot4 loop,
-and the speed-up over the plain per-tile Python interpreter (golden_model/scalar.py) running
+and the speed-up over the plain per-tile Python interpreter (tessera/golden_model/scalar.py) running
 the same program (measured on a prefix of the run, its rate is constant).
 
-Thin wrapper: the programs and timing functions live in tessera/bench/model.py (also used by
+Thin wrapper: the programs and timing functions live in tessera/cli/bench/model.py (also used by
 ``tessera bench --only model``, which adds the tile sweep and unicorn).
 
 Usage: .venv/bin/python scripts/bench_model.py [--iters N] [--tiles N] [--scalar-cycles N]
@@ -19,11 +19,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from golden_model import Array  # noqa: E402
-from tessera import asm  # noqa: E402
-from tessera.bench.model import (divergent_program, program, time_model,  # noqa: E402
+from tessera.golden_model import Array  # noqa: E402
+from tessera.toolchain import asm  # noqa: E402
+from tessera.cli.bench.model import (divergent_program, program, time_model,  # noqa: E402
                                  time_scalar)
-from tessera.config import ArrayConfig  # noqa: E402
+from tessera.spec.config import ArrayConfig  # noqa: E402
 
 
 def main(argv=None) -> None:

@@ -5,13 +5,13 @@ Usage::
 
     .venv/bin/python scripts/bench_rtl.py [--tiles 1 4 16] [--cycles 200000] [--fresh]
 
-For each N the Verilator model of ``hdl.array.Array`` (N tiles, 6 contexts, 64 KiB) is built
+For each N the Verilator model of ``tessera.hdl.array.Array`` (N tiles, 6 contexts, 64 KiB) is built
 (``--fresh``: into a temporary cache so the build time is measured), then every context of
 every tile runs ``j .`` until MAX_CYCLES. cocotb only waits on ``done`` (no Python per cycle),
 so the rate is Verilator + VPI overhead. Reported: build seconds, simulated cycles, wall
 seconds of the wait, cycles/s and tile-cycles/s (= N x cycles/s).
 
-Thin wrapper around tessera/bench/rtl.py (``tessera bench --only rtl`` adds the Amaranth
+Thin wrapper around tessera/cli/bench/rtl.py (``tessera bench --only rtl`` adds the Amaranth
 simulator comparison).
 """
 
@@ -32,9 +32,9 @@ def main(argv=None) -> int:
     ap.add_argument("--cycles", type=int, default=200_000)
     ap.add_argument("--fresh", action="store_true", help="build in an empty cache (timed)")
     args = ap.parse_args(argv)
-    from tessera.bench import BenchError
-    from tessera.bench.rtl import build, measure_verilator
-    from tessera.config import ArrayConfig
+    from tessera.cli.bench import BenchError
+    from tessera.cli.bench.rtl import build, measure_verilator
+    from tessera.spec.config import ArrayConfig
 
     cache = Path(tempfile.mkdtemp(prefix="tessera-bench-")) if args.fresh else None
     print(f"{'tiles':>5} {'build_s':>8} {'cycles':>9} {'wall_s':>7} {'cycles/s':>10} "

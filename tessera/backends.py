@@ -5,34 +5,45 @@ A backend is a function registered under a name::
     def run(config, image, max_cycles, *, preload=(), readback=()) -> tuple[RunResult, list[bytes]]
 
 ``image`` is any object with ``entry`` (int) and ``segments`` (iterable of objects with
-``addr`` and ``data``), e.g. :class:`toolchain.elf.Image`. The backend writes every segment
+``addr`` and ``data``), e.g. :class:`tessera.toolchain.elf.Image`. The backend writes every segment
 into every tile (SPMD), then the ``preload`` writes ``(tile, addr, data)``, starts all
 contexts at ``image.entry``, runs for at most ``max_cycles`` and returns the
-:class:`tessera.result.RunResult` plus the bytes of each ``readback`` request
+:class:`tessera.spec.result.RunResult` plus the bytes of each ``readback`` request
 ``(tile, addr, nbytes)`` read after the run.
 
-The golden model backend (``"model"``) is registered here lazily; the RTL engineer registers
-``"rtl"`` with :func:`register` (e.g. from ``tb/``) — :data:`KNOWN_BACKENDS` lists the names the
-CLI accepts so that ``--backend rtl`` gives a clear "not available" error until then.
+Providers are found through the ``tessera.backends`` entry-point group of the installed
+distributions (``pyproject.toml``: ``model`` → :mod:`tessera.golden_model.backend`, ``rtl`` and
+``both`` → :mod:`tessera.tb.backend`), so this registry names no layer above it; a provider
+module is imported on first use of its name and calls :func:`register` on import. Another
+package can add a backend the same way. :data:`KNOWN_BACKENDS` lists the names the CLI offers,
+so that ``--backend rtl`` gives a clear "not available" error where no provider is installed.
 """
 
 from __future__ import annotations
 
 import importlib
+from importlib.metadata import entry_points
 from typing import Callable
 
-from .config import ArrayConfig
-from .result import RunResult
+from .spec.config import ArrayConfig
+from .spec.result import RunResult
 
 __all__ = ["register", "available", "get", "run_program", "run_program_io", "BackendError",
            "KNOWN_BACKENDS"]
 
 #: Backend names the CLI offers, whether or not they are registered yet.
-KNOWN_BACKENDS = ("model", "rtl", "both")  # both: model + rtl, compared (tb/backend.py)
+KNOWN_BACKENDS = ("model", "rtl", "both")  # both: model + rtl, compared (tessera/tb/backend.py)
 
 _REGISTRY: dict[str, Callable] = {}
-#: Modules imported on first use of a backend name; importing them must call :func:`register`.
-_PROVIDERS = {"model": "tessera.backends_model", "rtl": "tb.backend", "both": "tb.backend"}
+#: Entry-point group whose entries name provider modules; importing one must call :func:`register`.
+ENTRY_POINT_GROUP = "tessera.backends"
+
+
+def _provider(name: str) -> str | None:
+    """The provider module of backend ``name`` from the installed entry points, or None."""
+    for ep in entry_points(group=ENTRY_POINT_GROUP, name=name):
+        return ep.module
+    return None
 
 
 class BackendError(Exception):
@@ -58,12 +69,13 @@ def get(name: str) -> Callable:
     BackendError
         If no backend of that name is registered (after trying its provider module).
     """
-    if name not in _REGISTRY and name in _PROVIDERS:
+    provider = _provider(name) if name not in _REGISTRY else None
+    if provider is not None:
         try:
-            importlib.import_module(_PROVIDERS[name])
+            importlib.import_module(provider)
         except Exception as e:  # missing module, missing simulator, broken install
             raise BackendError(
-                f"backend {name!r} is not available ({_PROVIDERS[name]}: {e})") from None
+                f"backend {name!r} is not available ({provider}: {e})") from None
     if name not in _REGISTRY:
         known = ", ".join(sorted(set(_REGISTRY) | set(KNOWN_BACKENDS)))
         if name in KNOWN_BACKENDS:
@@ -87,7 +99,7 @@ def run_program_io(backend: str, config: ArrayConfig, image, max_cycles: int, *,
     backend : str
         A registered backend name (``"model"``, ``"rtl"`` once registered).
     config : ArrayConfig
-    image : toolchain.elf.Image or compatible
+    image : tessera.toolchain.elf.Image or compatible
         Needs ``entry`` and ``segments`` (``addr``, ``data``).
     max_cycles : int
         Cycle limit (≥ 1); the run ends with ``status = timeout`` after that many cycles.

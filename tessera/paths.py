@@ -2,7 +2,7 @@
 
 One definition: ``$TESSERA_CACHE`` if set, else ``$XDG_CACHE_HOME/tessera``, else
 ``~/.cache/tessera``. (Verilator builds live in the repository's ``.build/``, see
-``tb.runner.cache_root``.)
+``tessera.tb.runner.cache_root``.)
 """
 
 from __future__ import annotations

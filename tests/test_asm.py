@@ -1,13 +1,13 @@
-"""tessera.asm and tessera.disasm against hand encodings from the RISC-V spec (chapters 2, 7, 9)
+"""tessera.toolchain.asm and tessera.toolchain.disasm against hand encodings from the RISC-V spec (chapters 2, 7, 9)
 and the custom encodings of docs/architecture.md §3.3."""
 
 import random
 
 import pytest
 
-from tessera import asm
-from tessera.csr import Csr
-from tessera.disasm import disasm, disasm_program
+from tessera.toolchain import asm
+from tessera.spec.csr import Csr
+from tessera.toolchain.disasm import disasm, disasm_program
 
 # (word built by asm, expected word computed by hand from the spec field layout, disassembly)
 KNOWN = [

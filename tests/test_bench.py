@@ -6,10 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from tessera.bench import BENCHMARKS, BenchError, suite
-from tessera.bench import exchange as bx
-from tessera.bench import sync as bs
-from tessera.bench.common import fmt
+from tessera.cli.bench import BENCHMARKS, BenchError, suite
+from tessera.cli.bench import exchange as bx
+from tessera.cli.bench import sync as bs
+from tessera.cli.bench.common import fmt
 from tessera.cli import main
 
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tessera.bench import BENCHMARKS
+from tessera.cli.bench import BENCHMARKS
 from tessera.cli import main
 
 pytestmark = [pytest.mark.slow, pytest.mark.rtl]

@@ -1,4 +1,4 @@
-"""Fast tests of the synthesis benchmark (tessera/bench/synth.py) that need no yosys/nextpnr:
+"""Fast tests of the synthesis benchmark (tessera/cli/bench/synth.py) that need no yosys/nextpnr:
 the what-if tile without divider (simulated), the per-unit stat parser, the
 section built from cached results, argument errors, and the partial doc rewrite (--only)."""
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from tessera.bench import BenchError, suite
-from tessera.bench import synth as sy
+from tessera.cli.bench import BenchError, suite
+from tessera.cli.bench import synth as sy
 
 M32 = 0xFFFFFFFF
 
@@ -15,10 +15,10 @@ M32 = 0xFFFFFFFF
 def test_nodiv_variant_finishes_every_division_at_once_with_zero():
     from amaranth.sim import Simulator
 
-    import hdl.core.core as core_mod
-    from hdl.core.divider import Divider
-    from tessera import asm
-    from tessera.config import PRESETS
+    import tessera.hdl.core.core as core_mod
+    from tessera.hdl.core.divider import Divider
+    from tessera.toolchain import asm
+    from tessera.spec.config import PRESETS
 
     orig = core_mod.Divider
     with sy._NoDivider():
@@ -45,7 +45,7 @@ def test_nodiv_variant_finishes_every_division_at_once_with_zero():
 
 
 def test_nodiv_variant_restores_name_on_error():
-    import hdl.core.core as core_mod
+    import tessera.hdl.core.core as core_mod
     orig = core_mod.Divider
     with pytest.raises(RuntimeError):
         with sy._NoDivider():

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from tessera import backends
-from tessera.config import PRESETS
-from tessera.result import (ContextResult, ContextState, RunResult, RunStatus, TileResult,
+from tessera.spec.config import PRESETS
+from tessera.spec.result import (ContextResult, ContextState, RunResult, RunStatus, TileResult,
                             COUNTER_NAMES)
-from toolchain.run import exec_program, resolve_config, summarize, UsageError
+from tessera.toolchain.run import exec_program, resolve_config, summarize, UsageError
 
 ROOT = Path(__file__).resolve().parents[1]
 

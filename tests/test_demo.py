@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from tessera import backends
-from tessera.config import preset
-from tessera.demo import JSON_KEYS, DemoError, run_digits_demo
-from toolchain.models.digits import load_digits_model, load_digits_split
-from toolchain.models.digits_graph import build_digits_graph, fit_batch, max_batch
+from tessera.spec.config import preset
+from tessera.cli.demo import JSON_KEYS, DemoError, run_digits_demo
+from tessera.toolchain.models.digits import load_digits_model, load_digits_split
+from tessera.toolchain.models.digits_graph import build_digits_graph, fit_batch, max_batch
 
 
 @pytest.fixture(scope="module")

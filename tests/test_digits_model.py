@@ -1,12 +1,12 @@
 """The quantized digits MLP: determinism, cache, accuracy floors, and the int8 forward pass
-re-derived in float64 from the published layer parameters (independent of golden_model.kernels)."""
+re-derived in float64 from the published layer parameters (independent of tessera.golden_model.kernels)."""
 
 import dataclasses
 
 import numpy as np
 import pytest
 
-from toolchain.models import digits as D
+from tessera.toolchain.models import digits as D
 
 CFG = D.DigitsConfig()
 
@@ -182,7 +182,7 @@ def test_packed_weight_for_dot4(model, split):
     words_x = x.reshape(20, 16, 4).astype(np.int64)
     words_w = packed.reshape(CFG.hidden, 16, 4).astype(np.int64)
     acc = np.einsum("bwi,nwi->bn", words_x, words_w)
-    from golden_model.kernels import matmul
+    from tessera.golden_model.kernels import matmul
     np.testing.assert_array_equal(acc, matmul(x, l1.weight))
     padded = model.layers[1].packed_weight(align=12)            # K = 32 -> 36, zeros appended
     assert padded.shape == (10, 36) and not padded[:, 32:].any()

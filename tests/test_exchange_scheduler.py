@@ -1,8 +1,8 @@
-"""Tests for toolchain.exchange_scheduler (issue 5, "Exchange scheduler").
+"""Tests for tessera.toolchain.exchange_scheduler (issue 5, "Exchange scheduler").
 
 Every schedule is checked by an independent cycle-by-cycle model of the exchange fabric written
 from docs/architecture.md §6 (``run_exchange`` below): it reads only the encoded program bytes
-(decoded with the spec module :mod:`tessera.exchange`) and an initial SRAM image, then replays
+(decoded with the spec module :mod:`tessera.spec.exchange`) and an initial SRAM image, then replays
 the phase. Expected data is the initial source word; the bound B is computed here from the
 transfer list by hand, not taken from the scheduler.
 """
@@ -15,11 +15,11 @@ import time
 import numpy as np
 import pytest
 
-from tessera.config import ArrayConfig
-from tessera.exchange import MAX_IDLE, XOp, decode_program
-from toolchain.exchange_scheduler import (ExchangeScheduleError, Send, Transfer,
+from tessera.spec.config import ArrayConfig
+from tessera.spec.exchange import MAX_IDLE, XOp, decode_program
+from tessera.toolchain.exchange_scheduler import (ExchangeScheduleError, Send, Transfer,
                                           schedule_exchange)
-from toolchain import exchange_scheduler as xs
+from tessera.toolchain import exchange_scheduler as xs
 
 # ---------------------------------------------------------------------------------------------
 # independent fabric model (docs/architecture.md §6)

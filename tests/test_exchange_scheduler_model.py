@@ -1,7 +1,7 @@
 """Exchange schedules run on the golden model (issue 5, "Exchange scheduler").
 
-The programs produced by :mod:`toolchain.exchange_scheduler` are written into the model's SRAM
-and executed by the golden model's exchange engine (``golden_model.exchange.ExchangeEngine``,
+The programs produced by :mod:`tessera.toolchain.exchange_scheduler` are written into the model's SRAM
+and executed by the golden model's exchange engine (``tessera.golden_model.exchange.ExchangeEngine``,
 docs/architecture.md §6) from release cycle r = 0; the received words are compared with the
 source words written beforehand. Skipped (with the reason shown) only if the golden model's
 exchange engine is not importable.
@@ -14,12 +14,12 @@ import random
 import numpy as np
 import pytest
 
-from tessera.config import ArrayConfig
+from tessera.spec.config import ArrayConfig
 from test_exchange_scheduler import make_transfers, random_unicast
-from toolchain.exchange_scheduler import schedule_exchange
+from tessera.toolchain.exchange_scheduler import schedule_exchange
 
-engine_mod = pytest.importorskip("golden_model.exchange", reason="golden model exchange engine")
-memory_mod = pytest.importorskip("golden_model.memory", reason="golden model SRAM")
+from tessera.golden_model import exchange as engine_mod  # noqa: E402
+from tessera.golden_model import memory as memory_mod  # noqa: E402
 
 PROG_BASE = 0xC000       # programs live above the data (sources < 0x8000, destinations >= 0x8000)
 
@@ -86,9 +86,9 @@ def test_multicast_schedules_on_model():
 def run_on_array(transfers, cfg, seed=0):
     """Every tile: context 0 sets xprog = PROG_BASE, `sync ARRAY`, then exits with the issue
     cycle of its first instruction after the exchange; the other contexts exit at once."""
-    Array = pytest.importorskip("golden_model", reason="golden model").Array
-    from tessera import asm
-    from tessera.csr import Csr
+    from tessera.golden_model import Array
+    from tessera.toolchain import asm
+    from tessera.spec.csr import Csr
     sched = schedule_exchange(transfers, cfg)
     T = cfg.contexts
     code = asm.program([

@@ -7,11 +7,11 @@ docs/compiler.md, not from the code under test.
 import numpy as np
 import pytest
 
-from tessera.config import ArrayConfig, preset
-from toolchain.graph import (Copy, Execute, Graph, GraphError, GraphMemoryError, Repeat,
+from tessera.spec.config import ArrayConfig, preset
+from tessera.toolchain.graph import (Copy, Execute, Graph, GraphError, GraphMemoryError, Repeat,
                              Sequence, compile_graph, map_linearly, map_to_tile, matmul)
-from toolchain.graph.copy import exchange_transfers, plan_copy
-from toolchain.graph.codelet import BUILTIN
+from tessera.toolchain.graph.copy import exchange_transfers, plan_copy
+from tessera.toolchain.graph.codelet import BUILTIN
 
 
 @pytest.fixture

@@ -1,20 +1,19 @@
 """Graph compiler end to end on the golden model: matmul, Copy exchange, Repeat, codelets.
 
 Expected values come from plain numpy (int64 products wrapped to int32), np.roll and
-hand arithmetic, and for matmul also golden_model.kernels.matmul.
+hand arithmetic, and for matmul also tessera.golden_model.kernels.matmul.
 """
 
 import numpy as np
 import pytest
 
 from tessera import backends
-from tessera.config import ArrayConfig, preset
-from tessera.result import RunStatus
-from toolchain.graph import (Copy, Engine, EngineError, Execute, Graph, GraphError,
+from tessera.spec.config import ArrayConfig, preset
+from tessera.spec.result import RunStatus
+from tessera.toolchain.graph import (Copy, Engine, EngineError, Execute, Graph, GraphError,
                              GraphMemoryError, Repeat, Sequence, compile_graph, map_linearly,
                              map_to_tile, matmul)
 
-pytest.importorskip("golden_model")
 
 
 def np_matmul(a, b):
@@ -53,7 +52,7 @@ def test_matmul_four_tiles(seed, m, k, n, b_tile):
     A, B, C, res = run_matmul(preset("small"), m, k, n, seed, b_tile)
     assert res.status == RunStatus.HALTED
     np.testing.assert_array_equal(C, np_matmul(A, B))
-    from golden_model.kernels import matmul as ref
+    from tessera.golden_model.kernels import matmul as ref
     np.testing.assert_array_equal(C, ref(A, B))
     # rows split 4 ways, each row costs n * k MACs
     rows = [len(r) for r in np.array_split(np.arange(m), 4)]

@@ -4,8 +4,8 @@ golden model. Slow (Verilator build + cocotb run), so only in `make test-all`.""
 import numpy as np
 import pytest
 
-from tessera.config import preset
-from toolchain.graph import Engine, Graph, compile_graph, map_linearly, map_to_tile, matmul
+from tessera.spec.config import preset
+from tessera.toolchain.graph import Engine, Graph, compile_graph, map_linearly, map_to_tile, matmul
 
 pytestmark = [pytest.mark.slow, pytest.mark.rtl]
 

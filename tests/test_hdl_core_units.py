@@ -1,4 +1,4 @@
-"""Unit tests of the core's combinational units (hdl/core/*), Amaranth simulator.
+"""Unit tests of the core's combinational units (tessera/hdl/core/*), Amaranth simulator.
 
 Expected values come from small independent Python formulations of the RISC-V
 Unprivileged spec / docs/architecture.md, written here (not from the RTL).
@@ -9,18 +9,18 @@ import random
 import pytest
 from amaranth.sim import Simulator
 
-from tessera import asm
-from tessera.config import PRESETS, ArrayConfig
-from tessera.csr import Csr
-from tessera.isa import DIV_TURNS, Opcode, is_division
+from tessera.toolchain import asm
+from tessera.spec.config import PRESETS, ArrayConfig
+from tessera.spec.csr import Csr
+from tessera.spec.isa import DIV_TURNS, Opcode, is_division
 
-from hdl.core.alu import Alu, BranchCmp
-from hdl.core.csr import CsrUnit
-from hdl.core.decoder import Decoder
-from hdl.core.dot4 import Dot4
-from hdl.core.lsu import LoadAlign, LsuAddr
-from hdl.core.divider import Divider
-from hdl.core.mul import Multiplier
+from tessera.hdl.core.alu import Alu, BranchCmp
+from tessera.hdl.core.csr import CsrUnit
+from tessera.hdl.core.decoder import Decoder
+from tessera.hdl.core.dot4 import Dot4
+from tessera.hdl.core.lsu import LoadAlign, LsuAddr
+from tessera.hdl.core.divider import Divider
+from tessera.hdl.core.mul import Multiplier
 
 M32 = 0xFFFFFFFF
 

@@ -1,4 +1,4 @@
-"""Exchange engine + fabric (hdl/exchange_engine.py, hdl/exchange_fabric.py) inside the array,
+"""Exchange engine + fabric (tessera/hdl/exchange_engine.py, tessera/hdl/exchange_fabric.py) inside the array,
 on the Amaranth simulator, with stub cores that wait at the ARRAY barrier from cycle 0.
 
 Expected values come from a small reference written from architecture §6 in this file (the
@@ -11,13 +11,13 @@ import struct
 
 import pytest
 
-from tessera.config import ArrayConfig
-from tessera.exchange import Step, XOp, encode_program, STEP_BYTES
-from tessera.faults import FaultCause
-from tessera.hostmap import Ctrl, Status, TileReg, tile_reg_addr
+from tessera.spec.config import ArrayConfig
+from tessera.spec.exchange import Step, XOp, encode_program, STEP_BYTES
+from tessera.spec.faults import FaultCause
+from tessera.spec.hostmap import Ctrl, Status, TileReg, tile_reg_addr
 
 from test_hdl_host import Axil, BarrierStubCore, sram_set, sram_get, simulate, wait_done
-from hdl.array import Array
+from tessera.hdl.array import Array
 
 
 def reference(cfg, progs, mems, r):

@@ -1,17 +1,17 @@
-"""Array with the real core (hdl/core) on the Amaranth simulator: a sync ARRAY + exchange
+"""Array with the real core (tessera/hdl/core) on the Amaranth simulator: a sync ARRAY + exchange
 program whose cycle numbers and counters are computed by hand from architecture §4-§8."""
 
 import struct
 
-from tessera.config import ArrayConfig
-from tessera.csr import Csr
-from tessera.exchange import Step, encode_program
-from tessera.hostmap import Ctrl, Status, TileReg, ContextReg, tile_reg_addr, context_reg_addr
-from tessera.isa import Opcode, encode_i, encode_sync, SyncZone, INSN_ECALL
-from tessera.result import ContextState
+from tessera.spec.config import ArrayConfig
+from tessera.spec.csr import Csr
+from tessera.spec.exchange import Step, encode_program
+from tessera.spec.hostmap import Ctrl, Status, TileReg, ContextReg, tile_reg_addr, context_reg_addr
+from tessera.spec.isa import Opcode, encode_i, encode_sync, SyncZone, INSN_ECALL
+from tessera.spec.result import ContextState
 
 from test_hdl_host import Axil, sram_set, simulate, wait_done
-from hdl.array import Array
+from tessera.hdl.array import Array
 
 
 def _csrrw(rd, csr, rs1):

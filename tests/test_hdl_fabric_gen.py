@@ -1,14 +1,14 @@
-"""`tessera gen` / hdl.gen: single-file Verilog with top `tessera_array`, config.json, FuseSoC
-core file, Verilator lint clean (with the waivers documented in hdl/gen.py)."""
+"""`tessera gen` / tessera.hdl.gen: single-file Verilog with top `tessera_array`, config.json, FuseSoC
+core file, Verilator lint clean (with the waivers documented in tessera/hdl/gen.py)."""
 
 import json
 import re
 
 import pytest
 
-from tessera.config import ArrayConfig, PRESETS
+from tessera.spec.config import ArrayConfig, PRESETS
 from tessera.cli import main
-from hdl.gen import generate, GenError
+from tessera.hdl.gen import generate, GenError
 
 
 def test_generate_tiny_and_lint(tmp_path):

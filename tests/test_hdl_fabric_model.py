@@ -1,5 +1,5 @@
 """Differential test: the array RTL (real core, Amaranth simulator) against the golden model
-(golden_model.Array, written independently from the same contract) on programs with ARRAY
+(tessera.golden_model.Array, written independently from the same contract) on programs with ARRAY
 barriers, exchange programs (relative sources, multicast), a tile whose contexts all halt before
 the barrier, back-to-back barriers, an exchange fault and a timeout. Everything in the run result
 must be equal: status, cycles, counters, fault records, context state/pc/retired/registers, and
@@ -9,19 +9,19 @@ import struct
 
 import pytest
 
-from tessera import asm
-from tessera.config import ArrayConfig
-from tessera.csr import Csr
-from tessera.exchange import Step, encode_program
-from tessera.faults import FaultCause
-from tessera.hostmap import (Ctrl, Status, TileReg, ContextReg, tile_reg_addr,
+from tessera.toolchain import asm
+from tessera.spec.config import ArrayConfig
+from tessera.spec.csr import Csr
+from tessera.spec.exchange import Step, encode_program
+from tessera.spec.faults import FaultCause
+from tessera.spec.hostmap import (Ctrl, Status, TileReg, ContextReg, tile_reg_addr,
                              context_reg_addr, sram_addr)
-from tessera.result import ContextState
+from tessera.spec.result import ContextState
 
 from test_hdl_host import Axil, sram_set, simulate, wait_done
-from hdl.array import Array
+from tessera.hdl.array import Array
 
-golden_model = pytest.importorskip("golden_model")
+from tessera import golden_model  # noqa: E402
 
 _STATUS = {Status.HALTED: "halted", Status.FAULT: "fault", Status.TIMEOUT: "timeout"}
 

@@ -1,8 +1,8 @@
-"""Host port (hdl/host_port.py) and run control (hdl/array.py) on the Amaranth simulator.
+"""Host port (tessera/hdl/host_port.py) and run control (tessera/hdl/array.py) on the Amaranth simulator.
 
 The cores are stubs with the real ports (docs/rtl.md): their debug outputs are fixed functions
 of the selects, so every expected value below is computed from the host map
-(tessera/hostmap.py) and those functions, not from the RTL.
+(tessera/spec/hostmap.py) and those functions, not from the RTL.
 """
 
 import random
@@ -11,12 +11,12 @@ import pytest
 from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
 
-from tessera.config import ArrayConfig
-from tessera.faults import FaultCause
-from tessera.hostmap import (MAGIC, Ctrl, Status, TileReg, ContextReg, tile_reg_addr,
+from tessera.spec.config import ArrayConfig
+from tessera.spec.faults import FaultCause
+from tessera.spec.hostmap import (MAGIC, Ctrl, Status, TileReg, ContextReg, tile_reg_addr,
                              context_reg_addr, sram_addr)
-from hdl.array import Array
-from hdl.tile import StubCore
+from tessera.hdl.array import Array
+from tessera.hdl.tile import StubCore
 
 OKAY, SLVERR, DECERR = 0, 2, 3
 

@@ -1,6 +1,6 @@
-"""Kernel library on tiles (toolchain/kernels) vs the numpy references, golden-model backend.
+"""Kernel library on tiles (tessera/toolchain/kernels) vs the numpy references, golden-model backend.
 
-Expected values come from golden_model.kernels (independent numpy formulations) or are
+Expected values come from tessera.golden_model.kernels (independent numpy formulations) or are
 computed by hand below; never from the code under test."""
 
 import json
@@ -10,13 +10,13 @@ import sys
 import numpy as np
 import pytest
 
-from golden_model import kernels as ref
-from tessera.config import preset
-from toolchain.graph import Engine, Graph, compile_graph, map_linearly, map_to_tile
-from toolchain.kernels import KernelError, requantize
-from toolchain.kernels.block_sparse import block_sparse_matmul
-from toolchain.kernels.conv2d import conv2d_dense, conv_patches
-from toolchain.kernels.matmul import matmul, matmul_requantize
+from tessera.golden_model import kernels as ref
+from tessera.spec.config import preset
+from tessera.toolchain.graph import Engine, Graph, compile_graph, map_linearly, map_to_tile
+from tessera.toolchain.kernels import KernelError, requantize
+from tessera.toolchain.kernels.block_sparse import block_sparse_matmul
+from tessera.toolchain.kernels.conv2d import conv2d_dense, conv_patches
+from tessera.toolchain.kernels.matmul import matmul, matmul_requantize
 
 
 def _run(g, prog, inputs, out):
@@ -252,7 +252,7 @@ def test_cli_run_bad_usage(args, msg):
 
 def test_cli_run_mismatch_exit_3(monkeypatch, capsys):
     from tessera import cli
-    from toolchain.kernels import run as krun
+    from tessera.toolchain.kernels import run as krun
     real = krun._report
 
     def broken(result, compiled, macs, got, want):

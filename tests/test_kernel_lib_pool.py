@@ -1,6 +1,6 @@
-"""Pooling on tiles (toolchain.kernels.pool) vs golden_model.kernels, golden-model backend.
+"""Pooling on tiles (tessera.toolchain.kernels.pool) vs tessera.golden_model.kernels, golden-model backend.
 
-Expected values come from the numpy references (golden_model.kernels.maxpool2d/avgpool2d/
+Expected values come from the numpy references (tessera.golden_model.kernels.maxpool2d/avgpool2d/
 global_avgpool, an independent vectorised formulation) or are worked out by hand below."""
 
 import json
@@ -10,10 +10,10 @@ import sys
 import numpy as np
 import pytest
 
-from golden_model import kernels as ref
-from tessera.config import ArrayConfig, preset
-from toolchain.graph import Engine, Graph, compile_graph, map_linearly, map_to_tile
-from toolchain.kernels import KernelError, avgpool2d, global_avgpool, maxpool2d
+from tessera.golden_model import kernels as ref
+from tessera.spec.config import ArrayConfig, preset
+from tessera.toolchain.graph import Engine, Graph, compile_graph, map_linearly, map_to_tile
+from tessera.toolchain.kernels import KernelError, avgpool2d, global_avgpool, maxpool2d
 
 
 def _run(cfg, X, build, mapping=None, **kw):
@@ -146,7 +146,7 @@ def test_cli_run_pool_json(tmp_path):
                                            ("global_avgpool", ["--batch", "2"]),
                                            ("requantize", ["--relu", "--zero-point", "-3"])])
 def test_run_kernel_api(kernel, extra):
-    from toolchain.kernels.run import run_kernel
+    from tessera.toolchain.kernels.run import run_kernel
     kw = dict(padding="valid") if kernel == "maxpool2d" else \
         dict(batch=2) if kernel == "global_avgpool" else dict(relu=True, zero_point=-3)
     r = run_kernel(kernel, ArrayConfig(tiles=4), height=6, width=4, cin=4, kernel_size=2,

@@ -5,8 +5,8 @@ first, cold build of a config costs about 15-40 s once."""
 
 import pytest
 
-from tessera.config import preset
-from toolchain.kernels.run import run_kernel
+from tessera.spec.config import preset
+from tessera.toolchain.kernels.run import run_kernel
 
 pytestmark = pytest.mark.rtl
 

@@ -1,5 +1,5 @@
 """Exchange scheduler on the kernel library's patterns: the bit-sliced multicast split search
-(toolchain.exchange_scheduler._best_slot) against a brute-force loop, and the 128x128x128
+(tessera.toolchain.exchange_scheduler._best_slot) against a brute-force loop, and the 128x128x128
 matmul's all-to-all multicast scheduled quickly with the bound met."""
 
 import random
@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from tessera.config import preset
-from toolchain.exchange_scheduler import Transfer, _best_slot, schedule_exchange
+from tessera.spec.config import preset
+from tessera.toolchain.exchange_scheduler import Transfer, _best_slot, schedule_exchange
 
 
 def _brute(avail, busy_rx):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from golden_model.kernels import (
+from tessera.golden_model.kernels import (
     BlockSparseMatrix, block_sparse_conv2d, block_sparse_matmul, conv2d, matmul,
 )
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from golden_model.kernels import conv2d, im2col, matmul
+from tessera.golden_model.kernels import conv2d, im2col, matmul
 
 
 def loop_conv(x, w, stride, pads, out_hw, izp, wzp, depthwise=False):

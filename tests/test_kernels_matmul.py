@@ -1,9 +1,9 @@
-"""golden_model.kernels.matmul against float64 (exact for these ranges) and hand-computed sums."""
+"""tessera.golden_model.kernels.matmul against float64 (exact for these ranges) and hand-computed sums."""
 
 import numpy as np
 import pytest
 
-from golden_model.kernels import matmul
+from tessera.golden_model.kernels import matmul
 
 
 def wrap32(v: int) -> int:

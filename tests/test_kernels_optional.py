@@ -7,7 +7,7 @@ by ``pytest -ra``) when the package is missing.
 import numpy as np
 import pytest
 
-from golden_model.kernels import conv2d, matmul
+from tessera.golden_model.kernels import conv2d, matmul
 
 
 def test_conv2d_vs_torch_float64():

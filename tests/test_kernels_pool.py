@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from golden_model.kernels import avgpool2d, global_avgpool, maxpool2d
+from tessera.golden_model.kernels import avgpool2d, global_avgpool, maxpool2d
 
 
 def loop_pool(x, k, stride, pads, out_hw, op):

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from golden_model.kernels import (
+from tessera.golden_model.kernels import (
     multiply_by_quantized_multiplier, quantize_multiplier, requantize,
     rounding_divide_by_pot, saturating_rounding_doubling_high_mul,
 )

@@ -1,10 +1,10 @@
 """Golden-model decoder legality vs a direct transcription of docs/architecture.md §3.1/§3.2,
-on random words biased towards the legal opcodes; and agreement with tessera.disasm."""
+on random words biased towards the legal opcodes; and agreement with tessera.toolchain.disasm."""
 
 import random
 
-from golden_model.decode import Op, decode
-from tessera.disasm import disasm
+from tessera.golden_model.decode import Op, decode
+from tessera.toolchain.disasm import disasm
 
 CSRS = {0xC00, 0xC80, 0xC02, 0xC82, 0xCC0, 0xCC1, 0xCC2, 0xCC3, 0xCC4, 0x800}
 

@@ -7,11 +7,11 @@ i*T + c, and a division first issued in slot i retires in slot i + 9.
 
 import pytest
 
-from golden_model import Array
-from tessera import asm
-from tessera.config import ArrayConfig
-from tessera.csr import Csr
-from tessera.isa import DIV_BITS_PER_TURN, DIV_TURNS
+from tessera.golden_model import Array
+from tessera.toolchain import asm
+from tessera.spec.config import ArrayConfig
+from tessera.spec.csr import Csr
+from tessera.spec.isa import DIV_BITS_PER_TURN, DIV_TURNS
 
 SRAM = 16 * 1024
 M32 = 0xFFFFFFFF

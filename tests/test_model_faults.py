@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from golden_model import Array
-from tessera import asm
-from tessera.config import ArrayConfig
-from tessera.faults import FaultCause
-from tessera.result import ContextState
+from tessera.golden_model import Array
+from tessera.toolchain import asm
+from tessera.spec.config import ArrayConfig
+from tessera.spec.faults import FaultCause
+from tessera.spec.result import ContextState
 
 SRAM = 16 * 1024
 CFG = ArrayConfig(tiles=1, contexts=4, sram_bytes=SRAM)

@@ -9,11 +9,11 @@ import struct
 
 import pytest
 
-from golden_model import Array
-from tessera import asm
-from tessera.config import ArrayConfig
-from tessera.csr import Csr
-from tessera.exchange import Step, encode_program
+from tessera.golden_model import Array
+from tessera.toolchain import asm
+from tessera.spec.config import ArrayConfig
+from tessera.spec.csr import Csr
+from tessera.spec.exchange import Step, encode_program
 
 SRAM = 16 * 1024
 XP = 0x700

@@ -3,11 +3,11 @@ ISA 20191213 ch. 2/7/9, docs/architecture.md §3)."""
 
 import pytest
 
-from golden_model import Array
-from tessera import asm
-from tessera.config import ArrayConfig
-from tessera.csr import Csr
-from tessera.faults import FaultCause
+from tessera.golden_model import Array
+from tessera.toolchain import asm
+from tessera.spec.config import ArrayConfig
+from tessera.spec.csr import Csr
+from tessera.spec.faults import FaultCause
 
 CFG = ArrayConfig(tiles=2, contexts=4, sram_bytes=16 * 1024)
 DATA = 0x2000

@@ -1,10 +1,10 @@
 """Golden model: self-modifying code across contexts (docs/architecture.md §4: the fetch of an
 instruction issued at t sees stores issued at <= t-2, not a store issued at t-1)."""
 
-from golden_model import Array
-from tessera import asm
-from tessera.config import ArrayConfig
-from tessera.csr import Csr
+from tessera.golden_model import Array
+from tessera.toolchain import asm
+from tessera.spec.config import ArrayConfig
+from tessera.spec.csr import Csr
 
 
 def test_fetch_does_not_see_store_of_previous_cycle():

@@ -3,11 +3,11 @@
 
 import pytest
 
-from golden_model import Array
-from tessera import asm
-from tessera.config import ArrayConfig
-from tessera.csr import Csr
-from tessera.result import ContextState
+from tessera.golden_model import Array
+from tessera.toolchain import asm
+from tessera.spec.config import ArrayConfig
+from tessera.spec.csr import Csr
+from tessera.spec.result import ContextState
 
 SRAM = 16 * 1024
 

@@ -2,11 +2,11 @@
 
 import numpy as np
 
-from golden_model import Array
-from golden_model.scalar import ScalarArray
-from tessera import asm
-from tessera.config import ArrayConfig
-from tessera.csr import Csr
+from tessera.golden_model import Array
+from tessera.golden_model.scalar import ScalarArray
+from tessera.toolchain import asm
+from tessera.spec.config import ArrayConfig
+from tessera.spec.csr import Csr
 
 CFG = ArrayConfig(tiles=2, contexts=4, sram_bytes=16 * 1024)
 

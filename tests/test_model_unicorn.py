@@ -11,14 +11,14 @@ import random
 import numpy as np
 import pytest
 
-unicorn = pytest.importorskip("unicorn")
+import unicorn  # noqa: E402  (a dependency in pyproject.toml)
 from unicorn import UC_ARCH_RISCV, UC_MODE_RISCV32, Uc  # noqa: E402
 from unicorn import riscv_const as rc  # noqa: E402
 
-from golden_model import Array  # noqa: E402
-from tessera import asm  # noqa: E402
-from tessera.config import ArrayConfig  # noqa: E402
-from tessera.csr import Csr  # noqa: E402
+from tessera.golden_model import Array  # noqa: E402
+from tessera.toolchain import asm  # noqa: E402
+from tessera.spec.config import ArrayConfig  # noqa: E402
+from tessera.spec.csr import Csr  # noqa: E402
 
 SRAM = 64 * 1024
 WIN_BASE = 0x8000              # above the code of a 5000-instruction stream

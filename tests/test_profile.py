@@ -1,7 +1,7 @@
-"""toolchain.profile: decoding the runtime's superstep marks, timeline segments, rendering.
+"""tessera.toolchain.profile: decoding the runtime's superstep marks, timeline segments, rendering.
 
 The expected segments below are worked out by hand from the rules in
-toolchain/profile/collect.py's docstring (not from its output)."""
+tessera/toolchain/profile/collect.py's docstring (not from its output)."""
 
 import json
 import subprocess
@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from tessera.config import ArrayConfig
-from toolchain.profile import ProfileError, build_profile, decode_marks, write_profile
+from tessera.spec.config import ArrayConfig
+from tessera.toolchain.profile import ProfileError, build_profile, decode_marks, write_profile
 
 
 def _fake(cycles=320):

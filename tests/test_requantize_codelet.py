@@ -1,11 +1,11 @@
-"""The requantize codelet's arithmetic (toolchain/codelets/requantize.c) compiled for the host
+"""The requantize codelet's arithmetic (tessera/toolchain/codelets/requantize.c) compiled for the host
 and checked against the golden model over the full int32 range, every shift and the saturating
 multiplier, plus end-to-end runs of ``tsr_requant`` on the golden-model array with edge values.
 
 The codelet replaces the 64-bit SRDHM/RDBPOT formulation with 32-bit mul/mulh code (see the
 comment at the top of the C file), so this checks the intermediate scaled value ``y`` (before
 the int8 clamp hides most of it), not only the int8 output. Expected values come from
-``golden_model.kernels.requantize`` (an independent numpy int64 formulation) or by hand."""
+``tessera.golden_model.kernels.requantize`` (an independent numpy int64 formulation) or by hand."""
 
 import ctypes
 import subprocess
@@ -14,9 +14,9 @@ import sys
 import numpy as np
 import pytest
 
-from golden_model import kernels as ref
-from golden_model.kernels.requantize import MAX_SHIFT, MIN_SHIFT
-from toolchain import TOOLCHAIN_DIR
+from tessera.golden_model import kernels as ref
+from tessera.golden_model.kernels.requantize import MAX_SHIFT, MIN_SHIFT
+from tessera.toolchain import TOOLCHAIN_DIR
 
 CODELETS = TOOLCHAIN_DIR / "codelets"
 I32 = np.iinfo(np.int32)

@@ -1,16 +1,16 @@
-"""The RTL array (hdl/array.py on Verilator) against hand-computed expectations and the
+"""The RTL array (tessera/hdl/array.py on Verilator) against hand-computed expectations and the
 golden model: final state, cycles and the full retire trace (cycle-exact).
 
-One Verilator build per configuration (cached on disk by tb.runner) and one simulator
+One Verilator build per configuration (cached on disk by tessera.tb.runner) and one simulator
 process per configuration and job batch (module-scoped fixtures), so the default suite
-stays fast. Expected register values / fault records come from tb/directed.py, computed
-by hand from the ISA spec; parity compares everything else with golden_model.Array.
+stays fast. Expected register values / fault records come from tessera/tb/directed.py, computed
+by hand from the ISA spec; parity compares everything else with tessera.golden_model.Array.
 """
 
 import pytest
 
-from tessera.config import PRESETS, ArrayConfig
-from tessera.faults import FaultCause
+from tessera.spec.config import PRESETS, ArrayConfig
+from tessera.spec.faults import FaultCause
 
 pytestmark = pytest.mark.rtl
 
@@ -26,14 +26,14 @@ def _regs(res, t, c):
 
 
 def _run_batch(cfg, jobs):
-    from tb.runner import build_array
+    from tessera.tb.runner import build_array
     model = build_array(cfg)
     out = model.run({"jobs": [j for j, _ in jobs]})
     return {j["name"]: (j, exp, res) for (j, exp), res in zip(jobs, out["jobs"])}
 
 
 def _assert_parity(cfg, job, res):
-    from tb.parity import check_parity
+    from tessera.tb.parity import check_parity
     assert res["error"] is None, res["error"]
     rep = check_parity(cfg, job, res)
     assert rep.ok, str(rep)
@@ -42,8 +42,8 @@ def _assert_parity(cfg, job, res):
 
 @pytest.fixture(scope="module")
 def tiny_batch():
-    from tb import directed
-    from tb.randprog import generate
+    from tessera.tb import directed
+    from tessera.tb.randprog import generate
     jobs = []
     for name in DIRECTED:
         job, exp = getattr(directed, name)(TINY)
@@ -60,8 +60,8 @@ def tiny_batch():
 
 @pytest.fixture(scope="module")
 def small_batch():
-    from tb import directed
-    from tb.randprog import generate
+    from tessera.tb import directed
+    from tessera.tb.randprog import generate
     jobs = []
     for f in (directed.ring_shift_job, directed.all_gather_job, directed.tile_sync_job,
               directed.csr_job, directed.dot4_job):
@@ -153,7 +153,7 @@ def test_random_small(small_batch, seed, fault):
                                              sram_bytes=32768, exchange_latency=5)],
                          ids=lambda c: c.name)
 def test_random_regression(cfg):
-    from tb.randprog import generate
+    from tessera.tb.randprog import generate
     seeds = range(100, 120) if cfg.tiles == 1 else range(100, 106)
     jobs = [(generate(cfg, s, fault=(s % 3 == 0) or None).job(trace=True), None) for s in seeds]
     batch = _run_batch(cfg, jobs)
@@ -163,8 +163,8 @@ def test_random_regression(cfg):
 
 @pytest.mark.slow
 def test_array16_exchange_and_random():
-    from tb import directed
-    from tb.randprog import generate
+    from tessera.tb import directed
+    from tessera.tb.randprog import generate
     cfg = PRESETS["array16"]
     jobs = [(dict(directed.ring_shift_job(cfg)[0], trace=True), None),
             (dict(directed.all_gather_job(cfg)[0], trace=True), None),

@@ -52,7 +52,7 @@ def _model_vs_rtl(elf: Path, tmp: Path, *array_args) -> tuple[int, dict]:
     rc_m, m = _exec(elf, "model", tmp / "model.json", *array_args)
     rc_r, r = _exec(elf, "rtl", tmp / "rtl.json", *array_args)
     assert rc_m == rc_r, (rc_m, rc_r)
-    from tb.parity import compare_results
+    from tessera.tb.parity import compare_results
     diffs = compare_results(m, r)
     assert not diffs, "model and rtl JSON differ:\n  " + "\n  ".join(diffs[:30])
     assert m == r

@@ -53,7 +53,7 @@ def _run(elf, n, tmp_path):
         assert r.returncode == 0, (backend, r.stdout, r.stderr)
         docs[backend] = json.loads(out.read_text())
         docs[backend].pop("backend", None)
-    from tb.parity import compare_results
+    from tessera.tb.parity import compare_results
     diffs = compare_results(docs["model"], docs["rtl"])
     assert not diffs, "\n".join(diffs[:30])
     doc = docs["rtl"]

@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from tessera import asm
-from tessera.config import PRESETS
-from tessera.hostmap import (MAGIC, ContextReg, Ctrl, Status, TileReg, context_reg_addr,
+from tessera.toolchain import asm
+from tessera.spec.config import PRESETS
+from tessera.spec.hostmap import (MAGIC, ContextReg, Ctrl, Status, TileReg, context_reg_addr,
                              sram_addr, tile_reg_addr)
 
 pytestmark = pytest.mark.rtl
@@ -19,7 +19,7 @@ OKAY, SLVERR, DECERR = 0, 2, 3
 
 @pytest.fixture(scope="module")
 def tiny_model():
-    from tb.runner import build_array
+    from tessera.tb.runner import build_array
     return build_array(TINY)
 
 
@@ -91,7 +91,7 @@ def test_backend_rtl_equals_model(tiny_model):
 def test_cli_exec_rtl_same_json(tmp_path, tiny_model):
     """`tessera exec --backend rtl` on an ELF gives the same JSON as --backend model."""
     try:
-        from toolchain.cc import compile_program
+        from tessera.toolchain.cc import compile_program
     except ImportError as e:
         pytest.fail(f"toolchain not importable: {e}")
     src = tmp_path / "p.c"
@@ -117,7 +117,7 @@ def test_cli_exec_rtl_same_json(tmp_path, tiny_model):
 @pytest.mark.slow
 def test_cli_exec_rtl_waves(tmp_path):
     """--waves builds a tracing model and leaves a VCD behind."""
-    from toolchain.cc import compile_program
+    from tessera.toolchain.cc import compile_program
     src = tmp_path / "p.c"
     src.write_text("int main(void){ return 7; }\n")
     elf = tmp_path / "p.elf"
@@ -136,7 +136,7 @@ def test_cli_exec_rtl_waves(tmp_path):
 
 def test_backend_both_detects_mismatch(tiny_model, monkeypatch):
     import tessera.backends as backends
-    from tb.backend import BackendMismatch, run_on_both
+    from tessera.tb.backend import BackendMismatch, run_on_both
     img = _Image([asm.addi(10, 0, 3), asm.ecall()])
     r, _ = run_on_both(TINY, img, 500)                       # agree: returns the RTL result
     assert r.status.value == "halted" and r.tiles[0].contexts[0].exit_code == 3

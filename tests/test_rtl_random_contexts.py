@@ -1,11 +1,11 @@
-"""Seeded random instruction streams (tb/randprog.py, ≥ 10k instructions per seed) with large
+"""Seeded random instruction streams (tessera/tb/randprog.py, ≥ 10k instructions per seed) with large
 context counts (T = 12 and T = 16, the maximum) and per-context
 coverage: every context of every tile retires a large share of the stream, and the RTL agrees with the golden model instruction by
-instruction and cycle by cycle (tb/parity.py). Slow: one more Verilator build."""
+instruction and cycle by cycle (tessera/tb/parity.py). Slow: one more Verilator build."""
 
 import pytest
 
-from tessera.config import ArrayConfig
+from tessera.spec.config import ArrayConfig
 
 pytestmark = [pytest.mark.rtl, pytest.mark.slow]
 
@@ -13,9 +13,9 @@ pytestmark = [pytest.mark.rtl, pytest.mark.slow]
 def test_random_many_contexts(contexts):
     T16 = ArrayConfig(name=f"t{contexts}c", tiles=2, contexts=contexts, sram_bytes=32768,
                       exchange_latency=2)
-    from tb.parity import check_parity
-    from tb.randprog import generate
-    from tb.runner import build_array
+    from tessera.tb.parity import check_parity
+    from tessera.tb.randprog import generate
+    from tessera.tb.runner import build_array
     progs = [generate(T16, s, fault=("misaligned_load" if s == 3 else None)) for s in (1, 2, 3)]
     jobs = [p.job(trace=True) for p in progs]
     out = build_array(T16).run({"jobs": jobs})

@@ -1,16 +1,16 @@
 """Whole-array SPMD programs on the RTL (Verilator) vs hand/Python expectations and the
 golden model: BSP sync stress (1000 back-to-back ARRAY barriers with pseudo-random per-context
 delays, a tile whose contexts all halt, a context that halts at once), reduce-scatter, and
-random conflict-free multicast exchanges (tb/spmd.py).
+random conflict-free multicast exchanges (tessera/tb/spmd.py).
 
 Expected values (exit codes, sums, received words) are computed in Python from the programs'
-definitions; cycles, counters and final state are compared with golden_model.Array, and the
+definitions; cycles, counters and final state are compared with tessera.golden_model.Array, and the
 short runs also compare the full retire trace cycle by cycle.
 """
 
 import pytest
 
-from tessera.config import PRESETS, ArrayConfig
+from tessera.spec.config import PRESETS, ArrayConfig
 
 pytestmark = pytest.mark.rtl
 
@@ -19,7 +19,7 @@ XCHG_SEEDS = (1, 2, 3)
 
 
 def _model_with_readback(cfg, job, regions, trace=False):
-    from golden_model import Array
+    from tessera.golden_model import Array
     arr = Array(cfg, trace=True) if trace else Array(cfg)
     for tile, addr, hexdata in job["segments"]:
         arr.write_mem(int(tile), int(addr), bytes.fromhex(hexdata))
@@ -32,8 +32,8 @@ def _model_with_readback(cfg, job, regions, trace=False):
 
 @pytest.fixture(scope="module")
 def small_spmd():
-    from tb import spmd
-    from tb.runner import build_array
+    from tessera.tb import spmd
+    from tessera.tb.runner import build_array
     jobs = {}
     j, e = spmd.sync_stress_job(SMALL, iterations=1000, mask=15, halt_tile=2, halt_after=400)
     jobs["stress"] = (j, e, [])
@@ -56,7 +56,7 @@ def small_spmd():
 
 
 def _parity(cfg, job, res, regions=()):
-    from tb.parity import compare_results, compare_traces
+    from tessera.tb.parity import compare_results, compare_traces
     assert res["error"] is None, res["error"]
     m, mtrace, mdata = _model_with_readback(cfg, job, regions, trace=bool(job.get("trace")))
     diffs = compare_results(m, res["result"])
@@ -130,8 +130,8 @@ def test_random_multicast_exchange(small_spmd, seed):
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(10, 16))
 def test_random_multicast_exchange_array16(seed):
-    from tb import spmd
-    from tb.runner import build_array
+    from tessera.tb import spmd
+    from tessera.tb.runner import build_array
     cfg = PRESETS["array16"]
     j, e = spmd.random_exchange_job(cfg, seed, words=40, max_fanout=8)
     addr, nbytes = e["area"]
@@ -147,8 +147,8 @@ def test_random_multicast_exchange_array16(seed):
 
 @pytest.mark.slow
 def test_sync_stress_latency5_8ctx():
-    from tb import spmd
-    from tb.runner import build_array
+    from tessera.tb import spmd
+    from tessera.tb.runner import build_array
     cfg = ArrayConfig(name="t3l5", tiles=3, contexts=8, sram_bytes=32768, exchange_latency=5)
     j, e = spmd.sync_stress_job(cfg, iterations=1000, mask=31, halt_tile=0, halt_after=10)
     (res,) = build_array(cfg).run({"jobs": [j]})["jobs"]

@@ -1,5 +1,5 @@
-"""The BSP sync controller (hdl/sync_controller.py) alone on Verilator, in closed loop with a
-Python model of N tiles (tb/cocotb_sync.py): random arrival orders and delays, 1000
+"""The BSP sync controller (tessera/hdl/sync_controller.py) alone on Verilator, in closed loop with a
+Python model of N tiles (tessera/tb/cocotb_sync.py): random arrival orders and delays, 1000
 back-to-back barriers, re-arrival in the first cycle after a one-cycle exchange phase, and
 tiles that halt for good; every prerelease / release pulse is checked against the
 architecture §5 reference (release exactly S = ceil(log2 N) + 2 cycles after the last
@@ -8,16 +8,16 @@ arrival, nothing else).
 
 import pytest
 
-from tessera.config import ArrayConfig
+from tessera.spec.config import ArrayConfig
 
 pytestmark = pytest.mark.rtl
 
 
 def _run(n, seed, barriers=1000, **kw):
-    from tb.runner import build_sync_controller
+    from tessera.tb.runner import build_sync_controller
     cfg = ArrayConfig(name=f"sync{n}", tiles=n, contexts=4, sram_bytes=16384)
     model = build_sync_controller(cfg)
-    out = model.run(dict(seed=seed, barriers=barriers, **kw), test_module="tb.cocotb_sync")
+    out = model.run(dict(seed=seed, barriers=barriers, **kw), test_module="tessera.tb.cocotb_sync")
     return cfg, out
 
 

@@ -5,9 +5,9 @@ import struct
 
 import pytest
 
-from tessera import asm
-from tessera.config import ArrayConfig, PRESETS
-from tessera.disasm import disasm
+from tessera.toolchain import asm
+from tessera.spec.config import ArrayConfig, PRESETS
+from tessera.toolchain.disasm import disasm
 
 
 def _words(code: bytes):
@@ -25,7 +25,7 @@ def _writes_rd(w):
 
 @pytest.mark.parametrize("preset", ["tiny", "small"])
 def test_randprog_shape(preset):
-    from tb.randprog import generate, WINDOW_BYTES
+    from tessera.tb.randprog import generate, WINDOW_BYTES
     cfg = PRESETS[preset]
     p = generate(cfg, 7)
     tiles = {t for t, _, _ in p.segments}
@@ -63,7 +63,7 @@ def test_randprog_shape(preset):
 
 
 def test_randprog_deterministic_and_seeded():
-    from tb.randprog import generate
+    from tessera.tb.randprog import generate
     cfg = PRESETS["tiny"]
     a, b, c = generate(cfg, 3), generate(cfg, 3), generate(cfg, 4)
     assert a.segments == b.segments
@@ -74,7 +74,7 @@ def test_randprog_deterministic_and_seeded():
                                   "misaligned_store", "access_fault_store", "misaligned_fetch",
                                   "access_fault_fetch"])
 def test_randprog_fault_planted(kind):
-    from tb.randprog import generate
+    from tessera.tb.randprog import generate
     cfg = PRESETS["tiny"]
     p = generate(cfg, 11, fault=kind)
     tile, ctx, k = p.fault
@@ -84,13 +84,13 @@ def test_randprog_fault_planted(kind):
 
 
 def test_randprog_rejects_bad_fault():
-    from tb.randprog import generate
+    from tessera.tb.randprog import generate
     with pytest.raises(ValueError, match="unknown fault kind"):
         generate(PRESETS["tiny"], 1, fault="meltdown")
 
 
 def test_compare_results_reports_paths():
-    from tb.parity import compare_results
+    from tessera.tb.parity import compare_results
     a = {"status": "halted", "tiles": [{"contexts": [{"regs": [0, 1, 2]}]}]}
     b = {"status": "halted", "tiles": [{"contexts": [{"regs": [0, 1, 3]}]}]}
     assert compare_results(a, a) == []
@@ -103,7 +103,7 @@ def _rec(cycle, ctx, pc, insn, rd=0, value=0, mask=0, addr=0, data=0, tile=0):
 
 
 def test_compare_traces_offset_and_divergence():
-    from tb.parity import compare_traces
+    from tessera.tb.parity import compare_traces
     add = asm.addi(5, 0, 1)
     model = [_rec(c, c % 4, 4 * (c // 4), add, rd=5, value=1) for c in range(40)]
     rtl = [dict(r, cycle=r["cycle"] + 17) for r in model]    # relative cycles
@@ -122,7 +122,7 @@ def test_compare_traces_offset_and_divergence():
 
 
 def test_store_normalisation():
-    from tb.parity import normalise_record
+    from tessera.tb.parity import normalise_record
     r = normalise_record(_rec(0, 0, 0, asm.sb(5, 0, 6), mask=0b0010, addr=0x101,
                               data=0xAABBCCDD))
     assert r["store_data"] == 0x0000CC00
@@ -131,9 +131,9 @@ def test_store_normalisation():
 
 
 def test_result_json_round_trip():
-    from tb.backend import result_from_json
-    from tessera.faults import FaultCause
-    from tessera.result import (ContextResult, ContextState, Fault, RunResult, RunStatus,
+    from tessera.tb.backend import result_from_json
+    from tessera.spec.faults import FaultCause
+    from tessera.spec.result import (ContextResult, ContextState, Fault, RunResult, RunStatus,
                                 TileResult)
     cfg = ArrayConfig(tiles=1, contexts=4, sram_bytes=16384)
     ctxs = [ContextResult(c, ContextState.HALTED if c else ContextState.FAULT, 4 * c,

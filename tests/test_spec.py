@@ -4,9 +4,9 @@ R/I-type layouts."""
 
 import pytest
 
-from tessera import exchange, hostmap, isa
-from tessera.config import MAX_CONTEXTS, MAX_SRAM_BYTES, MAX_TILES, PRESETS, ArrayConfig, preset
-from tessera.exchange import Step, XOp
+from tessera.spec import exchange, hostmap, isa
+from tessera.spec.config import MAX_CONTEXTS, MAX_SRAM_BYTES, MAX_TILES, PRESETS, ArrayConfig, preset
+from tessera.spec.exchange import Step, XOp
 
 
 def test_presets_match_the_contract():

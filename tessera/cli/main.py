@@ -1,0 +1,493 @@
+"""The ``tessera`` command line (one function per subcommand; details live in ``tessera/toolchain/``).
+
+Subcommands: cc, exec, demo, profile, gen, run, bench (``tessera COMMAND --help``).
+
+Exit codes: 0 success (run halted), 2 bad usage or input (one-line message on stderr,
+no traceback), 3 the run faulted or timed out, or the demo result did not match.
+Output paths (``--json``, ``--out``, ``--profile DIR``) are checked for writability before
+any long run; a closed stdout (``tessera ... | head``) ends the command quietly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+__all__ = ["main", "build_parser"]
+
+EXIT_OK, EXIT_USAGE, EXIT_RUN = 0, 2, 3
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2, like the other errors (--help stays full)
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+#: ``tessera cc -O`` levels (clang's).
+OPT_LEVELS = ("0", "1", "2", "3", "s", "z")
+
+
+def _opt_level(text: str) -> str:
+    if text not in OPT_LEVELS:
+        raise argparse.ArgumentTypeError(
+            f"invalid optimisation level {text!r}; choose one of {', '.join(OPT_LEVELS)}")
+    return "-O" + text
+
+
+def _check_out_file(path, option: str) -> None:
+    """Fail fast (UsageError) unless ``path`` can be written; '-' (stdout) and None pass."""
+    if path is None or str(path) == "-":
+        return
+    from tessera.toolchain.run import UsageError
+    p = os.path.abspath(os.fspath(path))
+    if os.path.isdir(p):
+        raise UsageError(f"{option} {path}: is a directory, expected a file name")
+    parent = os.path.dirname(p)
+    if not os.path.isdir(parent):
+        raise UsageError(f"{option} {path}: directory {parent} does not exist")
+    existed = os.path.exists(p)
+    try:
+        with open(p, "a"):
+            pass
+    except OSError as e:
+        raise UsageError(f"{option} {path}: cannot write: {e.strerror}") from None
+    if not existed:
+        os.unlink(p)
+
+
+def _check_out_dir(path, option: str) -> None:
+    """Fail fast (UsageError) unless directory ``path`` exists or can be created, and is writable."""
+    if path is None:
+        return
+    import tempfile
+    from tessera.toolchain.run import UsageError
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as e:
+        raise UsageError(f"{option} {path}: cannot write there: {e.strerror}") from None
+
+
+def _check_rtl(args, config) -> None:
+    """RTL-only limits checked before compiling anything (same message as ``tessera gen``)."""
+    if getattr(args, "backend", None) not in ("rtl", "both"):
+        return
+    from tessera.hdl.gen import MAX_RTL_TILES
+    from tessera.toolchain.run import UsageError
+    if config.tiles > MAX_RTL_TILES:
+        raise UsageError(f"{config.tiles} tiles is too large for RTL generation (at most "
+                         f"{MAX_RTL_TILES}; presets like gc2_like are for the golden model only)")
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return v
+
+
+def _add_array_args(p):
+    from tessera.backends import KNOWN_BACKENDS
+    p.add_argument("--preset", help="array preset: tiny, small (default), array16, "
+                                    "gc2_like (1216 tiles: model backend only)")
+    p.add_argument("--tiles", type=_positive, help="tiles N (overrides the preset)")
+    p.add_argument("--contexts", type=_positive, help="contexts per tile T")
+    p.add_argument("--sram-bytes", type=_positive, help="SRAM bytes per tile (power of two)")
+    p.add_argument("--xlatency", type=_positive, help="exchange latency L in cycles")
+    p.add_argument("--backend", default="model", choices=KNOWN_BACKENDS,
+                   help="simulator: model (golden model, default), rtl (Verilator), or both "
+                        "(runs both and exits 3 unless their run-result JSON is identical)")
+    p.add_argument("--max-cycles", type=_positive, default=None,
+                   help="cycle limit (default 1000000); the run times out after it")
+    p.add_argument("--json", metavar="OUT", help="write the run result JSON here ('-' = stdout)")
+    p.add_argument("--waves", choices=("vcd", "fst"),
+                   help="dump waves (rtl backend only; sets TESSERA_RTL_WAVES). fst needs "
+                        "lz4.h (liblz4-dev); the latest 5 runs are kept in .build/rtl/runs")
+
+
+def _waves(args):
+    if args.waves is None:
+        return
+    if args.backend != "rtl":
+        from tessera.toolchain.run import UsageError
+        raise UsageError("--waves needs --backend rtl")
+    if args.waves == "fst":
+        from tessera.tb.runner import lz4_available
+        if not lz4_available():
+            from tessera.toolchain.run import UsageError
+            raise UsageError("--waves fst needs the lz4.h header for Verilator's FST writer, "
+                             "which the C++ compiler cannot find; use --waves vcd or install "
+                             "liblz4-dev")
+    os.environ["TESSERA_RTL_WAVES"] = args.waves
+
+
+def _config(args):
+    from tessera.toolchain.run import resolve_config
+    return resolve_config(args.preset, tiles=args.tiles, contexts=args.contexts,
+                          sram_bytes=args.sram_bytes, xlatency=args.xlatency)
+
+
+def cmd_cc(args) -> int:
+    """``tessera cc SRC... -o OUT.elf [--no-crt] [-O..] [-D..] [-I..] [--xlatency L]``."""
+    from tessera.toolchain.cc import compile_program, CompileError
+    defines = list(args.define or ())
+    if args.xlatency is not None:
+        defines.append(f"TSR_XLATENCY={args.xlatency}")
+    try:
+        compile_program(args.sources, args.output, no_crt=args.no_crt, opt=args.opt,
+                        defines=defines, include_dirs=args.include or ())
+    except CompileError as e:
+        if e.output:
+            print(e.output, file=sys.stderr)
+        if "duplicate symbol: _start" in (e.output or "") and not args.no_crt:
+            print("tessera cc: hint: your program defines _start; compile it with --no-crt "
+                  "(crt0's _start is linked otherwise)", file=sys.stderr)
+        raise
+    from tessera.spec.config import MAX_SRAM_BYTES, MIN_CONTEXTS
+    from tessera.toolchain.elf import load_elf
+    image = load_elf(args.output)
+    need = image.end + MIN_CONTEXTS * image.stack_bytes
+    if need > MAX_SRAM_BYTES:
+        print(f"tessera cc: warning: {args.output} needs {need} bytes (image {image.end} + "
+              f"{MIN_CONTEXTS} contexts x {image.stack_bytes} stack bytes), more than the "
+              f"largest tile SRAM ({MAX_SRAM_BYTES} bytes); it cannot run on any array",
+              file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_exec(args) -> int:
+    """``tessera exec PROG.elf [array options] [--backend B] [--max-cycles C] [--json OUT]``."""
+    from tessera.toolchain.run import DEFAULT_MAX_CYCLES, exec_program, summarize
+    config = _config(args)
+    _check_rtl(args, config)
+    _waves(args)
+    _check_out_file(args.json, "--json")
+    result, _ = exec_program(args.program, config, backend=args.backend,
+                             max_cycles=args.max_cycles or DEFAULT_MAX_CYCLES,
+                             json_out=args.json)
+    out = sys.stderr if args.json == "-" else sys.stdout
+    print(summarize(result), file=out)
+    if args.backend == "both":   # a difference raised BackendMismatch (exit 3) above
+        print("  model == rtl: yes (identical run-result JSON)", file=out)
+    return result.exit_code
+
+
+def cmd_demo(args) -> int:
+    """``tessera demo [--program digits|vecsum] [array options] [--images K] [--out DIR]
+    [--json OUT] [--profile]``: the int8 digits network (default, RTL backend) or the SPMD
+    vector sum (model backend by default), checked against numpy; exit 3 on mismatch."""
+    if args.program == "vecsum":
+        from tessera.toolchain.demo import run_demo
+        from tessera.toolchain.run import DEFAULT_MAX_CYCLES
+        args.backend = args.backend or "model"
+        config = _config(args)
+        _check_rtl(args, config)
+        _waves(args)
+        _check_out_file(args.json, "--json")
+        return run_demo(config, words_per_tile=args.words, seed=args.seed,
+                        backend=args.backend, max_cycles=args.max_cycles or DEFAULT_MAX_CYCLES,
+                        json_out=args.json)
+    from tessera.cli.demo import DemoError, run_digits_demo
+    from tessera.toolchain.graph import EngineError, GraphError
+    from tessera.toolchain.run import UsageError
+    args.backend = "rtl" if args.backend in (None, "both") else args.backend  # rtl checks vs model anyway
+    if args.out is not None:
+        args.profile = True          # --out only makes sense for the profile files
+    config = _config(args)
+    _check_rtl(args, config)
+    _waves(args)
+    _check_out_file(args.json, "--json")
+    if args.profile:
+        _check_out_dir(args.out or "build/demo", "--out")
+    try:
+        report = run_digits_demo(config, backend=args.backend, images=args.images,
+                                 batch=args.batch, out_dir=args.out, json_out=args.json,
+                                 profile=args.profile, progress=not args.no_progress,
+                                 max_cycles=args.max_cycles or 50_000_000)
+    except (DemoError, GraphError) as e:   # bad arguments, batch does not fit, ...
+        raise UsageError(str(e)) from None
+    except EngineError as e:               # a run faulted or timed out
+        print(f"tessera demo: run failed: {e}", file=sys.stderr)
+        return EXIT_RUN
+    return report["exit_code"]
+
+
+def cmd_profile(args) -> int:
+    """``tessera profile [--from PROFILE.json] [--out DIR] [demo options]``: write the
+    PopVision-style profile (PNG + HTML) of the digits job, or re-render a saved one."""
+    if args.from_json:
+        import json
+        from tessera.toolchain.profile import write_profile
+        from tessera.toolchain.run import UsageError
+        try:
+            prof = json.loads(open(args.from_json, encoding="utf-8").read())
+            paths = write_profile(prof, args.out or "build/profile")
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise UsageError(f"cannot render {args.from_json}: {e}") from None
+        print(f"profile: {paths['png']}  {paths['html']}  {paths['json']}")
+        return EXIT_OK
+    args.profile, args.program = True, "digits"
+    args.out = args.out or "build/profile"
+    return cmd_demo(args)
+
+
+def cmd_gen(args) -> int:
+    """``tessera gen [--preset P | --tiles N ...] -o DIR [--lint]``: Verilog, config.json, .core."""
+    from tessera.hdl.gen import generate, GenError
+    from tessera.toolchain import ToolchainError
+    try:
+        paths = generate(_config(args), args.output, run_lint=args.lint)
+    except GenError as e:
+        raise ToolchainError(str(e)) from None
+    for p in paths.values():
+        print(p)
+    if args.lint:
+        from tessera.hdl.gen import LINT_WAIVERS
+        warnings = [ln for ln in paths["lint"].read_text().splitlines()
+                    if ln.startswith(("%Warning", "%Error"))]
+        if warnings:   # non-fatal output (errors already raised GenError above)
+            print(f"lint: {len(warnings)} message(s), see {paths['lint']}:")
+            print("\n".join(warnings))
+        else:
+            print(f"lint: clean ({len(LINT_WAIVERS)} waived warning kinds: "
+                  f"{', '.join(LINT_WAIVERS)})")
+    return EXIT_OK
+
+
+def cmd_bench(args) -> int:
+    """``tessera bench [--quick] [--only A,B] [--json OUT] [--plots DIR] [--write-doc]``."""
+    from tessera.cli.bench import BenchError
+    from tessera.cli.bench import suite
+    from tessera.toolchain import ToolchainError
+    try:
+        names = suite.parse_only(args.only)
+    except BenchError as e:
+        raise ToolchainError(str(e)) from None
+    _check_out_file(args.json, "--json")
+    _check_out_dir(args.plots, "--plots")
+    plots = args.plots or (str(suite.IMG_DIR) if args.write_doc else None)
+    report = suite.run_suite(names, quick=args.quick, plots_dir=plots,
+                             log=lambda m: print(m, file=sys.stderr))
+    md = suite.render_markdown(report)
+    if args.json:
+        suite.write_json(report, args.json)
+    if args.write_doc:
+        print(f"tessera bench: wrote {suite.rewrite_doc(md)}", file=sys.stderr)
+    if args.json != "-":
+        print(md)
+    return EXIT_RUN if any(s["error"] for s in report["sections"]) else EXIT_OK
+
+
+def cmd_run(args) -> int:
+    """``tessera run KERNEL [shape options] ...``: tessera/toolchain/kernels/run.py."""
+    from tessera.toolchain.kernels.run import EXIT_MISMATCH, EXIT_OK, format_report, run_kernel
+    from tessera.toolchain.run import resolve_config
+    cfg = resolve_config(args.preset, tiles=args.tiles, contexts=args.contexts,
+                         sram_bytes=args.sram_bytes, xlatency=args.xlatency)
+    _check_rtl(args, cfg)
+    _check_out_file(args.json, "--json")
+    _check_out_dir(args.profile, "--profile")
+    opts = {k: getattr(args, k) for k in (
+        "m", "k", "n", "sparsity", "block_size", "batch", "height", "width", "cin", "cout",
+        "kernel_size", "stride", "padding", "zero_point", "depthwise", "depth_multiplier",
+        "relu")}
+    if args.max_cycles:
+        opts["max_cycles"] = args.max_cycles
+    r = run_kernel(args.kernel, cfg, backend=args.backend, seed=args.seed, json_out=args.json,
+                   profile_dir=args.profile, **opts)
+    print(format_report(r), file=sys.stderr if args.json == "-" else sys.stdout)
+    return EXIT_OK if r["match"] else EXIT_MISMATCH
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser with all subcommands."""
+    p = _Parser(prog="tessera", description="Tessera IPU-style processor tools")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    cc = sub.add_parser(
+        "cc", help="compile C/asm to a Tessera ELF",
+        description="Compile and link C (.c) and assembly (.S, .s) into a Tessera ELF with the "
+                    "ziglang clang (tessera.h on the include path, crt0 linked first).")
+    cc.add_argument("sources", nargs="+", metavar="SRC", help=".c, .S or .s files")
+    cc.add_argument("-o", dest="output", required=True, metavar="OUT.elf",
+                    help="the ELF to write (required; its directory must exist)")
+    cc.add_argument("--no-crt", action="store_true",
+                    help="do not link crt0: the program defines _start itself")
+    cc.add_argument("-O", dest="opt", metavar="LEVEL", type=_opt_level,
+                    help="optimisation level: 0, 1, 2, 3, s or z (default 2)")
+    cc.add_argument("-D", dest="define", action="append", metavar="NAME[=VAL]",
+                    help="define a preprocessor macro (repeatable)")
+    cc.add_argument("-I", dest="include", action="append", metavar="DIR",
+                    help="add an include directory (repeatable)")
+    cc.add_argument("--xlatency", type=_positive, metavar="L",
+                    help="exchange latency the program is built for (defines TSR_XLATENCY=L; "
+                         "programs that set an exchange program only run on arrays with this L)")
+    cc.set_defaults(func=cmd_cc)
+
+    ex = sub.add_parser(
+        "exec", help="run an ELF on every tile (SPMD)",
+        description="Load one ELF into every tile (SPMD), run it on the golden model or the "
+                    "RTL and print the run summary (exit 3 on a fault or timeout).")
+    ex.add_argument("program", metavar="PROG.elf")
+    _add_array_args(ex)
+    ex.set_defaults(func=cmd_exec)
+
+    from tessera.cli.demo import DEFAULT_IMAGES
+
+    def digits_args(q, default_images):
+        _add_array_args(q)
+        q.set_defaults(backend=None)
+        for act in q._actions:          # this subcommand's defaults differ from exec's
+            if act.dest == "backend":
+                act.help = ("simulator (default: rtl for digits, vecsum: model); rtl runs are "
+                            "always checked against the model, so 'both' means rtl here")
+            elif act.dest == "max_cycles":
+                act.help = "cycle limit per run (default 50000000)"
+            elif act.dest == "json":
+                act.help = "write the demo report JSON here ('-' = stdout)"
+        q.add_argument("--images", type=_positive, default=default_images,
+                       help=f"test images to run (default {default_images}, at most 450)")
+        q.add_argument("--batch", type=_positive, help="images per run (default: auto)")
+        q.add_argument("--out", metavar="DIR",
+                       help="directory for the profile files (implies --profile; "
+                            "default build/demo)")
+        q.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    de = sub.add_parser(
+        "demo", help="run the int8 digits network on the array and check it",
+        description="Run the int8 digits MLP (or --program vecsum) on the simulated array and "
+                    "check every output against numpy; exit 3 on any mismatch.")
+    digits_args(de, DEFAULT_IMAGES)
+    de.add_argument("--program", choices=("digits", "vecsum"), default="digits",
+                    help="digits (default; backend rtl) or the SPMD vector sum (backend model)")
+    de.add_argument("--profile", action="store_true",
+                    help="also write profile.png / profile.html / profile.json to --out")
+    de.add_argument("--words", type=_positive, default=96, help="vecsum: words (4 int8) per tile")
+    de.add_argument("--seed", type=int, default=2024, help="vecsum: data seed")
+    de.set_defaults(func=cmd_demo)
+
+    pr = sub.add_parser(
+        "profile", help="BSP timeline, memory map and summary (PNG + HTML)",
+        description="Write the PopVision-style profile of the digits job (default --out "
+                    "build/profile), or re-render a saved profile.json with --from.")
+    digits_args(pr, DEFAULT_IMAGES)
+    pr.add_argument("--from", dest="from_json", metavar="PROFILE.json",
+                    help="re-render a saved profile.json instead of running")
+    pr.set_defaults(func=cmd_profile)
+
+    ge = sub.add_parser(
+        "gen", help="write tessera_array.v, config.json and a FuseSoC .core",
+        description="Generate the Verilog of an array (at most 256 tiles), its config.json "
+                    "and a FuseSoC .core; --lint also runs verilator --lint-only.")
+    ge.add_argument("--preset", help="array preset: tiny, small (default), array16 "
+                                     "(gc2_like is model-only: too many tiles for RTL)")
+    ge.add_argument("--tiles", type=_positive, help="tiles N (overrides the preset)")
+    ge.add_argument("--contexts", type=_positive, help="contexts per tile T")
+    ge.add_argument("--sram-bytes", type=_positive, help="SRAM bytes per tile (power of two)")
+    ge.add_argument("--xlatency", type=_positive, help="exchange latency L in cycles")
+    ge.add_argument("-o", dest="output", required=True, metavar="DIR", help="output directory")
+    ge.add_argument("--lint", action="store_true", help="also run verilator --lint-only")
+    ge.set_defaults(func=cmd_gen)
+
+    from tessera.toolchain.kernels.run import KERNELS
+    ru = sub.add_parser(
+        "run", help="run a library kernel on the array and check it vs numpy",
+        description="Compile one library kernel for the array, run it on random int8 inputs "
+                    "and compare with numpy (exit 3 on a mismatch). Shape options: matmul "
+                    "kernels and requantize use --m/--k/--n (requantize: [M, N]); block-sparse "
+                    "kernels also --sparsity/--block-size; conv kernels --batch/--height/"
+                    "--width/--cin/--cout/--kernel-size/--stride/--padding/--zero-point/"
+                    "--depthwise/--depth-multiplier; pools --batch/--height/--width/--cin/"
+                    "--kernel-size/--stride/--padding; requantize --relu/--zero-point.")
+    ru.add_argument("kernel", choices=KERNELS)
+    ru.add_argument("--m", type=_positive, default=32,
+                    help="matmul / requantize rows M (default 32)")
+    ru.add_argument("--k", type=_positive, default=32, help="matmul depth K (default 32)")
+    ru.add_argument("--n", type=_positive, default=32,
+                    help="matmul / requantize columns N (default 32)")
+    ru.add_argument("--sparsity", type=float, default=0.5,
+                    help="block-sparse: fraction of weight blocks dropped, in [0, 1) "
+                         "(default 0.5)")
+    ru.add_argument("--block-size", type=int, default=4,
+                    help="block-sparse: block size 4, 8 or 16 (default 4)")
+    ru.add_argument("--batch", type=_positive, default=1, help="conv/pool batch N (default 1)")
+    ru.add_argument("--height", type=_positive, default=8, help="conv/pool input H (default 8)")
+    ru.add_argument("--width", type=_positive, default=8, help="conv/pool input W (default 8)")
+    ru.add_argument("--cin", type=_positive, default=4,
+                    help="conv/pool input channels (default 4)")
+    ru.add_argument("--cout", type=_positive, default=8, help="conv output channels (default 8)")
+    ru.add_argument("--kernel-size", type=_positive, default=3,
+                    help="conv KH = KW, pool window (default 3)")
+    ru.add_argument("--stride", type=_positive, default=1, help="conv/pool stride (default 1)")
+    ru.add_argument("--padding", default="same",
+                    help="conv/pool padding: same, valid or an int (default same)")
+    ru.add_argument("--zero-point", type=int, default=0,
+                    help="conv input zero point / requantize output zero point (default 0)")
+    ru.add_argument("--depthwise", action="store_true", help="conv: depthwise conv2d")
+    ru.add_argument("--depth-multiplier", type=_positive, default=1,
+                    help="depthwise conv: output channels per input channel (default 1)")
+    ru.add_argument("--preset", help="array preset: tiny, small (default), array16, "
+                                     "gc2_like (1216 tiles: model backend only)")
+    ru.add_argument("--tiles", type=_positive, help="tiles N (overrides the preset)")
+    ru.add_argument("--contexts", type=_positive, help="contexts per tile T")
+    ru.add_argument("--sram-bytes", type=_positive, help="SRAM bytes per tile (power of two)")
+    ru.add_argument("--relu", action="store_true", help="requantize: fused ReLU")
+    ru.add_argument("--xlatency", type=_positive, help="exchange latency L in cycles")
+    ru.add_argument("--backend", default="model", choices=("model", "rtl", "both"),
+                    help="simulator: model (default), rtl, or both (also requires identical "
+                         "model and RTL run results)")
+    ru.add_argument("--seed", type=int, default=0, help="input data seed (default 0)")
+    ru.add_argument("--max-cycles", type=_positive, default=None,
+                    help="cycle limit of the run (default 50000000); it times out after it")
+    ru.add_argument("--json", metavar="OUT", help="write the report JSON here ('-' = stdout)")
+    ru.add_argument("--profile", metavar="DIR",
+                    help="write profile.png / profile.html / profile.json of the run here")
+    ru.set_defaults(func=cmd_run)
+
+    be = sub.add_parser(
+        "bench", help="run the benchmark suite (docs/performance.md)",
+        description="Run the benchmark suite and print it as Markdown (exit 3 if a section "
+                    "failed); --write-doc regenerates docs/performance.md.")
+    be.add_argument("--quick", action="store_true", help="quick mode (< 10 minutes)")
+    be.add_argument("--only", metavar="NAME,...",
+                    help="comma-separated subset: exchange, model, kernels, rtl, sync, synth")
+    be.add_argument("--json", metavar="OUT", help="write all results as JSON ('-' = stdout)")
+    be.add_argument("--plots", metavar="DIR", help="write PNG plots here")
+    be.add_argument("--write-doc", action="store_true",
+                    help="regenerate docs/performance.md (plots to docs/img/ unless --plots)")
+    be.set_defaults(func=cmd_bench)
+    return p
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``tessera`` script; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    from tessera.backends import BackendError
+    from tessera.toolchain import ToolchainError
+    try:
+        code = args.func(args)
+        sys.stdout.flush()      # surface a broken pipe here, not at interpreter exit
+        return code
+    except (ToolchainError, BackendError) as e:
+        print(f"tessera {args.command}: error: {e}", file=sys.stderr)
+        return getattr(e, "exit_code", EXIT_USAGE)  # e.g. 3 for a backend parity mismatch
+    except BrokenPipeError:
+        # stdout was closed early (`tessera ... | head`): stop quietly; point stdout at
+        # devnull so the interpreter's final flush does not raise again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    except KeyboardInterrupt:
+        print("tessera: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

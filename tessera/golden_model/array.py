@@ -1,0 +1,674 @@
+"""The golden model of a Tessera array: bit- and cycle-exact to docs/architecture.md.
+
+Simulation strategy
+-------------------
+The model steps the global cycle counter t. At cycle t, context c = t mod T of every tile owns
+the issue slot; all tiles whose context c is RUNNING execute their instruction **in one numpy
+step**: the words are gathered from the SRAM array, decoded (cached per distinct word; one
+scalar decode when every tile runs the same word, the SPMD common case), grouped by operation
+and applied to the [N, T, 32] register file with vectorized numpy ops. There is no Python loop
+over tiles or contexts per instruction.
+
+Effects are applied at issue time. That is exact because (§4) data memory effects of a tile
+happen in issue order, a context's register/pc effects are only observed at its next slot
+(≥ t+4), and a tile never runs instructions while its exchange program runs. The one
+exception is instruction fetch: the fetch at t must not see a store issued at t-1 (it writes
+the SRAM at t+1), so the word each tile overwrote in the previous cycle is remembered and
+substituted when that address is fetched. State changes (ecall,
+sync, fault) become *visible* at t+3: they are kept as per-context pending changes and applied
+at the start of cycle t+3, together with barrier decisions (§5) and counter bookkeeping (§8),
+which are event driven. Cycles in which no context can issue are skipped in bulk.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tessera.spec.config import ArrayConfig
+from tessera.spec.csr import Csr
+from tessera.spec.faults import FaultCause
+from tessera.spec.isa import DIV_TURNS, MACS_PER_DOT4
+from tessera.spec.result import not_arrived as result_not_arrived
+from tessera.spec.result import (COUNTER_NAMES, ContextResult, ContextState, Fault, RunResult,
+                            RunStatus, TileResult)
+
+from . import sync
+from .alu import ALU, branch_taken, dot4
+from .decode import Op, decode
+from .exchange import ExchangeEngine
+from .memory import Sram
+
+__all__ = ["Array"]
+
+_NEVER = np.iinfo(np.int64).max
+_U32 = np.uint32
+_M32 = 0xFFFFFFFF
+RUNNING, WAIT_TILE, WAIT_ARRAY, HALTED, FAULT = (int(s) for s in ContextState)
+
+_IMM_FORM = frozenset({Op.ADDI, Op.SLTI, Op.SLTIU, Op.XORI, Op.ORI, Op.ANDI, Op.SLLI, Op.SRLI,
+                       Op.SRAI})
+_BRANCHES = frozenset({Op.BEQ, Op.BNE, Op.BLT, Op.BGE, Op.BLTU, Op.BGEU})
+_LOADS = {Op.LB: (1, True), Op.LH: (2, True), Op.LW: (4, False), Op.LBU: (1, False),
+          Op.LHU: (2, False)}
+_STORES = {Op.SB: 1, Op.SH: 2, Op.SW: 4}
+_DIVS = frozenset({Op.DIV, Op.DIVU, Op.REM, Op.REMU})
+_CSR_OPS = frozenset({Op.CSRRW, Op.CSRRS, Op.CSRRC, Op.CSRRWI, Op.CSRRSI, Op.CSRRCI})
+
+
+class Array:
+    """Golden model of one Tessera array.
+
+    Parameters
+    ----------
+    config : tessera.spec.config.ArrayConfig
+        Geometry (N tiles, T contexts, SRAM bytes, exchange latency L).
+    trace : bool
+        Record one retire record per retired instruction in :attr:`trace` (slow: a Python
+        dict per instruction; use for small runs).
+
+    Members
+    -------
+    config : ArrayConfig
+    trace : list of dict or None
+        Retire records in retire order (cycle, then tile), keys ``cycle`` (issue cycle),
+        ``tile``, ``context``, ``pc``, ``insn``, ``rd`` (None when no register is written or
+        rd = x0), ``value`` (the written value or None), ``store_addr`` (word-aligned byte
+        address), ``store_data`` (the 32-bit SRAM write-port word, bytes in their lanes),
+        ``store_mask`` (4-bit byte enables) — the three store keys are None for non-stores.
+        Faulting instructions are not recorded.
+    xtrace : list of dict or None
+        Exchange STEP events (``cycle``, ``tile``, ``step_addr``, ``send`` (word or None),
+        ``recv`` ((source tile, byte address, word) or None)).
+
+    Notes
+    -----
+    A new Array is in the state of a host start with entry 0 (all SRAM zero). The model is
+    "stopped" between :meth:`run` calls, so host SRAM access is always allowed (§9).
+    """
+
+    def __init__(self, config: ArrayConfig, trace: bool = False):
+        if not isinstance(config, ArrayConfig):
+            raise TypeError(f"Array: config must be a tessera.spec.config.ArrayConfig, "
+                            f"not {type(config).__name__}")
+        self.config = config
+        self.n = config.tiles
+        self.t = config.contexts
+        self.nbytes = config.sram_bytes
+        self.sram = Sram(self.n, self.nbytes)
+        self._x = ExchangeEngine(self.n, config.exchange_latency, self.sram)
+        self._x._trace = bool(trace)
+        self._trace_on = bool(trace)
+        self._ar = np.arange(self.n, dtype=np.int64)
+        self.start(0)
+
+    # ------------------------------------------------------------------ host interface
+    def write_mem(self, tile: int | None, addr: int, data: bytes) -> None:
+        """Write ``data`` to SRAM byte address ``addr`` of ``tile`` (None = every tile).
+
+        Raises
+        ------
+        ValueError
+            If ``tile``, ``addr`` or ``addr + len(data)`` is out of range; the message names
+            the tile, address and length.
+        """
+        self.sram.write(tile, addr, data)
+
+    def read_mem(self, tile: int, addr: int, nbytes: int) -> bytes:
+        """Read ``nbytes`` bytes from SRAM byte address ``addr`` of ``tile``.
+
+        Raises
+        ------
+        ValueError
+            If the tile, address or length is out of range.
+        """
+        return self.sram.read(tile, addr, nbytes)
+
+    def start(self, entry: int = 0) -> None:
+        """Host start (§9): reset registers, pcs (= ``entry``), states, counters, cycle
+        counter, xprog and fault records. SRAM keeps its content.
+
+        Raises
+        ------
+        ValueError
+            If ``entry`` is not an int in 0..2^32-1.
+        """
+        if not isinstance(entry, (int, np.integer)) or isinstance(entry, bool) \
+                or not 0 <= entry <= _M32:
+            raise ValueError(f"start: entry must be an address 0..0xFFFFFFFF, not {entry!r}")
+        n, t = self.n, self.t
+        self._regs = np.zeros((n, t, 32), dtype=_U32)
+        self._pc = np.full((n, t), entry, dtype=_U32)
+        self._vis = np.zeros((n, t), dtype=np.uint8)            # visible state (RUNNING)
+        self._pend_cycle = np.full((n, t), _NEVER, dtype=np.int64)
+        self._pend_state = np.zeros((n, t), dtype=np.uint8)
+        self._next_pend = _NEVER
+        self._retired = np.zeros((n, t), dtype=np.uint64)
+        self._macs = np.zeros(n, dtype=np.uint64)
+        self._exit = np.zeros((n, t), dtype=_U32)
+        # Division turns (§4): per context the turn counter n and the word of its last issue;
+        # _div_ctx[c]: some tile's context c may have n > 0.
+        self._dturn = np.zeros((n, t), dtype=np.uint8)
+        self._dword = np.zeros((n, t), dtype=_U32)
+        self._div_ctx = np.zeros(t, dtype=bool)
+        self._xprog = np.zeros(n, dtype=_U32)
+        self._faults: list[Fault | None] = [None] * n
+        self._cycle = 0
+        self._live = n * t
+        self._status: RunStatus | None = None
+        self._stop = False
+        self._xphase = np.zeros(n, dtype=bool)
+        self._xphase_end = np.full(n, _NEVER, dtype=np.int64)
+        self._release = _NEVER
+        self._armed = False
+        self._cat = np.full(n, sync.CAT_COMPUTE, dtype=np.int8)
+        self._since = np.zeros(n, dtype=np.int64)
+        self._acc = np.zeros((4, n), dtype=np.int64)
+        self._running_ctx = np.ones(t, dtype=bool)
+        self._next_event = _NEVER
+        self._x.reset()
+        self.trace = [] if self._trace_on else None
+        self.xtrace = [] if self._trace_on else None
+        self._tr: dict | None = None
+        # Stores of the latest cycle with stores (fetch at t must not see stores issued at t-1,
+        # §4): per tile the word index written (-1: none) and the word before the store.
+        self._st_cycle = -1
+        self._st_widx = np.full(n, -1, dtype=np.int64)
+        self._st_old = np.zeros(n, dtype=_U32)
+
+    # ------------------------------------------------------------------ views
+    @property
+    def cycle(self) -> int:
+        """Cycles simulated since the last start (the C of §7 once a run ended)."""
+        return self._cycle
+
+    @property
+    def regs(self) -> np.ndarray:
+        """Register files, uint32 [N, T, 32] (the live array; x0 is always 0)."""
+        return self._regs
+
+    @property
+    def pc(self) -> np.ndarray:
+        """Next pc of every context, uint32 [N, T] (live array)."""
+        return self._pc
+
+    @property
+    def state(self) -> np.ndarray:
+        """Final-state view of every context (§7), uint8 [N, T] of ContextState values:
+        the visible state with every already-decided change applied."""
+        s = self._vis.copy()
+        m = self._pend_cycle != _NEVER
+        s[m] = self._pend_state[m]
+        return s
+
+    @property
+    def xprog(self) -> np.ndarray:
+        """The per-tile xprog CSR, uint32 [N] (live array)."""
+        return self._xprog
+
+    @property
+    def faults(self) -> list:
+        """Per-tile fault record (tessera.spec.result.Fault) or None."""
+        return list(self._faults)
+
+    @property
+    def counters(self) -> dict:
+        """§8 counters for cycles 0..C-1: name → uint64 [N] (names COUNTER_NAMES)."""
+        acc = self._acc.copy()
+        acc[self._cat, self._ar] += self._cycle - self._since
+        out = {name: acc[i].astype(np.uint64) for i, name in enumerate(COUNTER_NAMES[:4])}
+        out["retired"] = self._retired.sum(axis=1, dtype=np.uint64)
+        out["macs"] = self._macs.copy()
+        return out
+
+    @property
+    def retired(self) -> np.ndarray:
+        """Instructions retired per context, uint64 [N, T]."""
+        return self._retired
+
+    # ------------------------------------------------------------------ run loop
+    def run(self, max_cycles: int) -> RunResult:
+        """Run from the current state until halted, fault, or cycle count ``max_cycles``.
+
+        Parameters
+        ----------
+        max_cycles : int
+            Total cycle limit since :meth:`start` (not an increment). A run that reaches it
+            ends with ``status = timeout`` and can be continued by another call.
+
+        Returns
+        -------
+        tessera.spec.result.RunResult
+            ``backend = "model"``. Calling again after a halt or fault returns the same result.
+
+        Raises
+        ------
+        ValueError
+            If ``max_cycles`` is not a non-negative int.
+        """
+        if not isinstance(max_cycles, (int, np.integer)) or isinstance(max_cycles, bool) \
+                or max_cycles < 0:
+            raise ValueError(f"run: max_cycles must be a non-negative int, not {max_cycles!r}")
+        if self._status in (RunStatus.HALTED, RunStatus.FAULT):
+            return self._result()
+        T = self.t
+        x = self._x
+        k = self._cycle
+        while k < max_cycles:
+            if k >= self._next_event:
+                self._events(k)
+            if x.next_cycle == k:
+                self._exchange(k)
+            c = k % T
+            if self._running_ctx[c]:
+                self._issue(k, c)
+            k += 1
+            if self._stop:
+                break
+            if not self._running_ctx.any():  # nobody can issue: jump to the next event
+                nxt = min(self._next_event, x.next_cycle, max_cycles)
+                if nxt > k:
+                    k = int(nxt)
+        self._cycle = k
+        if self._stop:
+            self._status = (RunStatus.FAULT if any(f is not None for f in self._faults)
+                            else RunStatus.HALTED)
+        else:
+            self._status = RunStatus.TIMEOUT
+        return self._result()
+
+    def _update_next_event(self) -> None:
+        self._next_event = min(self._next_pend, int(self._xphase_end.min()), self._release)
+
+    def _events(self, k: int) -> None:
+        """State changes visible at k, barrier decisions at k, counter categories from k."""
+        if self._next_pend == k:
+            m = self._pend_cycle == k
+            self._vis[m] = self._pend_state[m]
+            self._pend_cycle[m] = _NEVER
+            self._next_pend = int(self._pend_cycle.min())
+        m = self._xphase_end == k
+        if m.any():
+            self._xphase[m] = False
+            self._xphase_end[m] = _NEVER
+        if self._release == k:                  # ARRAY release: every tile's exchange phase
+            self._release = _NEVER
+            self._armed = False
+            self._xphase[:] = True
+            no_prog = self._x.start(k, self._xprog)
+            self._end_exchange(k, no_prog)
+        vis = self._vis
+        if not self._armed:
+            rel = sync.tile_release(vis)
+            if rel.any():
+                self._schedule(k + 1, (vis == WAIT_TILE) & rel[:, None], RUNNING)
+            arr = sync.arrived(vis, self._xphase)
+            if arr.all() and (vis == WAIT_ARRAY).any():
+                self._armed = True
+                self._release = k + self.config.sync_latency
+        cat = sync.categories(vis, self._xphase)
+        ch = np.nonzero(cat != self._cat)[0]
+        if len(ch):
+            self._acc[self._cat[ch], ch] += k - self._since[ch]
+            self._since[ch] = k
+            self._cat[ch] = cat[ch]
+        self._running_ctx = (vis == RUNNING).any(axis=0)
+        self._update_next_event()
+
+    def _schedule(self, cycle: int, mask: np.ndarray, state: int) -> None:
+        self._pend_cycle[mask] = cycle
+        self._pend_state[mask] = state
+        if cycle < self._next_pend:
+            self._next_pend = cycle
+            if cycle < self._next_event:
+                self._next_event = cycle
+
+    def _end_exchange(self, e: int, tiles: np.ndarray) -> None:
+        """END of ``tiles``' exchange at cycle e: resume their WAIT_ARRAY contexts at e+1."""
+        if len(tiles) == 0:
+            return
+        self._xphase_end[tiles] = e + 1
+        m = np.zeros((self.n, self.t), dtype=bool)
+        m[tiles] = self._vis[tiles] == WAIT_ARRAY
+        self._schedule(e + 1, m, RUNNING)
+        self._update_next_event()
+
+    def _exchange(self, k: int) -> None:
+        ended, faults, events = self._x.step(k)
+        for tile, pc, addr in faults:
+            self._faults[tile] = Fault(None, FaultCause.EXCHANGE_FAULT, pc, addr)
+            self._stop = True
+        if self._trace_on:
+            self.xtrace.extend(events)
+        self._end_exchange(k, ended)
+
+    # ------------------------------------------------------------------ issue
+    def _issue(self, k: int, c: int) -> None:
+        run = self._vis[:, c] == RUNNING
+        tiles = self._ar if run.all() else np.nonzero(run)[0]
+        pcs = self._pc[tiles, c]
+        bad = (pcs & _U32(3)) != 0
+        bad_range = pcs >= self.nbytes
+        if bad.any() or bad_range.any():
+            mis = bad
+            self._fault(k, c, tiles[mis], FaultCause.MISALIGNED_FETCH, pcs[mis], pcs[mis])
+            oor = bad_range & ~bad
+            self._fault(k, c, tiles[oor], FaultCause.ACCESS_FAULT_FETCH, pcs[oor], pcs[oor])
+            keep = ~(bad | bad_range)
+            tiles, pcs = tiles[keep], pcs[keep]
+            if len(tiles) == 0:
+                return
+        words = self.sram.w32[tiles, pcs >> 2]
+        if self._st_cycle == k - 1:
+            # a store issued at k-1 writes the SRAM at k+1: this fetch (at k) sees the old word
+            hit = self._st_widx[tiles] == (pcs >> 2)
+            if hit.any():
+                words = words.copy()
+                words[hit] = self._st_old[tiles[hit]]
+        if self._trace_on:
+            self._tr = {}
+        w0 = int(words[0])
+        if (words == w0).all():
+            d = decode(w0)
+            self._exec(d.op, k, c, tiles, pcs, d.rd, d.rs1, d.rs2, d.imm, words)
+        else:
+            uniq, inv = np.unique(words, return_inverse=True)
+            decs = [decode(int(w)) for w in uniq]
+            ops_u = np.array([d.op for d in decs], dtype=np.int64)
+            f_u = np.array([(d.rd, d.rs1, d.rs2, d.imm) for d in decs], dtype=np.int64)
+            ops = ops_u[inv]
+            for op in np.unique(ops_u):
+                sel = np.nonzero(ops == op)[0]
+                fi = f_u[inv[sel]]
+                self._exec(Op(int(op)), k, c, tiles[sel], pcs[sel], fi[:, 0], fi[:, 1],
+                           fi[:, 2], fi[:, 3].astype(_U32), words[sel])
+        if self._trace_on:
+            for tile in sorted(self._tr):
+                self.trace.append(self._tr[tile])
+            self._tr = None
+
+    def _exec(self, op, k, c, tiles, pcs, rd, rs1, rs2, imm, words) -> None:
+        """Execute one operation on ``tiles`` (context c, issue cycle k); fields are scalars
+        (same word everywhere) or arrays aligned with ``tiles``."""
+        R = self._regs
+        ok = None  # tiles that retire (None = all)
+        if self._div_ctx[c] and op not in _DIVS:  # a non-division issue sets n to 0 (§4)
+            self._dturn[tiles, c] = 0
+            self._div_ctx[c] = bool(self._dturn[:, c].any())
+        if op in _DIVS:
+            ok = self._division(op, c, tiles, pcs, rd, rs1, rs2, words)
+        elif op in ALU:
+            a = R[tiles, c, rs1]
+            b = imm if op in _IMM_FORM else R[tiles, c, rs2]
+            self._wr(tiles, c, rd, ALU[op](a, b))
+            self._pc[tiles, c] = pcs + _U32(4)
+        elif op in _LOADS:
+            ok = self._load(op, k, c, tiles, pcs, rd, rs1, imm)
+        elif op in _STORES:
+            ok = self._store(op, k, c, tiles, pcs, rs1, rs2, imm)
+        elif op in _BRANCHES:
+            taken = branch_taken(op, R[tiles, c, rs1], R[tiles, c, rs2])
+            target = (pcs + np.asarray(imm, dtype=_U32)).astype(_U32)
+            ok = self._jump(k, c, tiles, pcs, target, taken, None)
+        elif op == Op.JAL:
+            target = (pcs + np.asarray(imm, dtype=_U32)).astype(_U32)
+            ok = self._jump(k, c, tiles, pcs, target, None, rd)
+        elif op == Op.JALR:
+            target = (R[tiles, c, rs1] + np.asarray(imm, dtype=_U32)).astype(_U32) & _U32(~1 & _M32)
+            ok = self._jump(k, c, tiles, pcs, target, None, rd)
+        elif op == Op.LUI:
+            self._wr(tiles, c, rd, np.broadcast_to(np.asarray(imm, dtype=_U32), tiles.shape))
+            self._pc[tiles, c] = pcs + _U32(4)
+        elif op == Op.AUIPC:
+            self._wr(tiles, c, rd, (pcs + np.asarray(imm, dtype=_U32)).astype(_U32))
+            self._pc[tiles, c] = pcs + _U32(4)
+        elif op in (Op.DOT4, Op.DOT4SU):
+            val = dot4(R[tiles, c, rd], R[tiles, c, rs1], R[tiles, c, rs2], op == Op.DOT4)
+            self._wr(tiles, c, rd, val)
+            self._macs[tiles] += MACS_PER_DOT4
+            self._pc[tiles, c] = pcs + _U32(4)
+        elif op in _CSR_OPS:
+            self._csr(op, k, c, tiles, pcs, rd, rs1, imm)
+        elif op == Op.FENCE:
+            self._pc[tiles, c] = pcs + _U32(4)
+        elif op == Op.ECALL:
+            self._exit[tiles, c] = R[tiles, c, 10]
+            self._pc[tiles, c] = pcs + _U32(4)
+            m = np.zeros((self.n, self.t), dtype=bool)
+            m[tiles, c] = True
+            self._schedule(k + 3, m, HALTED)
+            self._live -= len(tiles)
+            if self._live == 0:
+                self._stop = True
+        elif op in (Op.SYNC_TILE, Op.SYNC_ARRAY):
+            self._pc[tiles, c] = pcs + _U32(4)
+            m = np.zeros((self.n, self.t), dtype=bool)
+            m[tiles, c] = True
+            self._schedule(k + 3, m, WAIT_TILE if op == Op.SYNC_TILE else WAIT_ARRAY)
+        elif op == Op.EBREAK:
+            self._fault(k, c, tiles, FaultCause.BREAKPOINT, pcs, pcs)
+            return
+        else:  # Op.ILLEGAL: addr = the instruction word
+            self._fault(k, c, tiles, FaultCause.ILLEGAL_INSTRUCTION, pcs, words)
+            return
+        rt = tiles if ok is None else tiles[ok]
+        self._retired[rt, c] += 1
+        if self._trace_on:
+            self._trace_retire(k, c, rt, tiles, pcs, words, ok)
+
+    def _division(self, op, c, tiles, pcs, rd, rs1, rs2, words):
+        """One turn of a division (§4, "Division"); returns the mask of ``tiles`` whose
+        division is in its last turn (they execute and retire)."""
+        n = self._dturn[tiles, c]
+        j = np.where((self._dword[tiles, c] == words) & (n > 0), n, 0)
+        last = j == DIV_TURNS - 1
+        busy = ~last
+        if busy.any():
+            tb = tiles[busy]
+            self._dword[tb, c] = words[busy]
+            self._dturn[tb, c] = j[busy] + 1
+            self._div_ctx[c] = True
+        if last.any():
+            t = tiles[last]
+            self._dturn[t, c] = 0
+            sel = (lambda f: f[last] if np.ndim(f) else f)
+            R = self._regs
+            self._wr(t, c, sel(rd), ALU[op](R[t, c, sel(rs1)], R[t, c, sel(rs2)]))
+            self._pc[t, c] = pcs[last] + _U32(4)
+        return last
+
+    def _wr(self, tiles, c, rd, val) -> None:
+        R = self._regs
+        if np.ndim(rd) == 0:
+            if rd:
+                R[tiles, c, rd] = val
+        else:
+            R[tiles, c, rd] = val
+            R[tiles, c, 0] = 0
+        if self._trace_on:
+            rds = np.broadcast_to(np.asarray(rd), np.shape(tiles))
+            vals = np.broadcast_to(np.asarray(val, dtype=_U32), np.shape(tiles))
+            for t, r, v in zip(np.asarray(tiles).tolist(), rds.tolist(), vals.tolist()):
+                self._tr.setdefault(t, {})["rd"] = (r, v) if r else None
+
+    def _fault(self, k, c, tiles, cause, pcs, addrs) -> None:
+        if len(tiles) == 0:
+            return
+        for t, p, a in zip(np.asarray(tiles).tolist(), np.asarray(pcs).tolist(),
+                           np.broadcast_to(np.asarray(addrs), np.shape(tiles)).tolist()):
+            self._faults[t] = Fault(c, FaultCause(cause), int(p), int(a) & _M32)
+        m = np.zeros((self.n, self.t), dtype=bool)
+        m[tiles, c] = True
+        self._schedule(k + 3, m, FAULT)
+        self._stop = True
+
+    def _jump(self, k, c, tiles, pcs, target, taken, rd):
+        """Common part of branches (``taken`` given) and jumps (rd given)."""
+        mis = (target & _U32(3)) != 0
+        if taken is not None:
+            mis &= taken
+        ok = ~mis
+        if mis.any():
+            self._fault(k, c, tiles[mis], FaultCause.MISALIGNED_FETCH, pcs[mis], target[mis])
+            tiles_ok, pcs_ok, tgt = tiles[ok], pcs[ok], target[ok]
+            if taken is not None:
+                taken = taken[ok]
+            if np.ndim(rd):
+                rd = rd[ok]
+        else:
+            tiles_ok, pcs_ok, tgt = tiles, pcs, target
+        nxt = (pcs_ok + _U32(4)).astype(_U32)
+        if rd is not None:
+            self._wr(tiles_ok, c, rd, nxt)
+            self._pc[tiles_ok, c] = tgt
+        else:
+            self._pc[tiles_ok, c] = np.where(taken, tgt, nxt)
+        return ok
+
+    def _addr_checks(self, k, c, tiles, pcs, A, size, load: bool):
+        mis = (A & _U32(size - 1)) != 0 if size > 1 else np.zeros(len(tiles), dtype=bool)
+        oor = ~mis & (A >= self.nbytes)
+        if mis.any():
+            cause = FaultCause.MISALIGNED_LOAD if load else FaultCause.MISALIGNED_STORE
+            self._fault(k, c, tiles[mis], cause, pcs[mis], A[mis])
+        if oor.any():
+            cause = FaultCause.ACCESS_FAULT_LOAD if load else FaultCause.ACCESS_FAULT_STORE
+            self._fault(k, c, tiles[oor], cause, pcs[oor], A[oor])
+        return ~(mis | oor)
+
+    def _load(self, op, k, c, tiles, pcs, rd, rs1, imm):
+        size, signed = _LOADS[op]
+        A = (self._regs[tiles, c, rs1] + np.asarray(imm, dtype=_U32)).astype(_U32)
+        ok = self._addr_checks(k, c, tiles, pcs, A, size, True)
+        t, a = tiles[ok], A[ok]
+        if np.ndim(rd):
+            rd = rd[ok]
+        if size == 1:
+            v = self.sram.w8[t, a]
+            val = v.view(np.int8).astype(np.int32).view(_U32) if signed else v.astype(_U32)
+        elif size == 2:
+            v = self.sram.w16[t, a >> 1]
+            val = v.view(np.int16).astype(np.int32).view(_U32) if signed else v.astype(_U32)
+        else:
+            val = self.sram.w32[t, a >> 2]
+        self._wr(t, c, rd, val)
+        self._pc[t, c] = pcs[ok] + _U32(4)
+        return ok
+
+    def _store(self, op, k, c, tiles, pcs, rs1, rs2, imm):
+        size = _STORES[op]
+        A = (self._regs[tiles, c, rs1] + np.asarray(imm, dtype=_U32)).astype(_U32)
+        ok = self._addr_checks(k, c, tiles, pcs, A, size, False)
+        t, a = tiles[ok], A[ok]
+        if np.ndim(rs2):
+            rs2 = rs2[ok]
+        v = self._regs[t, c, rs2]
+        if self._st_cycle != k:
+            self._st_cycle = k
+            self._st_widx[:] = -1
+        self._st_widx[t] = a >> 2
+        self._st_old[t] = self.sram.w32[t, a >> 2]
+        if size == 1:
+            self.sram.w8[t, a] = v.astype(np.uint8)
+        elif size == 2:
+            self.sram.w16[t, a >> 1] = v.astype(np.uint16)
+        else:
+            self.sram.w32[t, a >> 2] = v
+        self._pc[t, c] = pcs[ok] + _U32(4)
+        if self._trace_on:
+            sh = (a & _U32(3)).astype(np.int64) * 8
+            data = ((v.astype(np.int64) << sh) & _M32)
+            mask = (((1 << size) - 1) << (a & _U32(3)).astype(np.int64)) & 0xF
+            for tt, aa, dd, mm in zip(t.tolist(), a.tolist(), data.tolist(), mask.tolist()):
+                self._tr.setdefault(tt, {})["store"] = (aa & ~3, dd, mm)
+        return ok
+
+    def _csr(self, op, k, c, tiles, pcs, rd, rs1, csr) -> None:
+        if np.ndim(csr):  # different CSRs in one group: one vectorized call per CSR number
+            for num in np.unique(csr):
+                sel = np.nonzero(csr == num)[0]
+                self._csr(op, k, c, tiles[sel], pcs[sel],
+                          rd[sel] if np.ndim(rd) else rd, rs1[sel] if np.ndim(rs1) else rs1,
+                          int(num))
+            return
+        csr = int(csr)
+        n = len(tiles)
+        if csr == Csr.CYCLE:
+            old = np.full(n, k & _M32, dtype=_U32)
+        elif csr == Csr.CYCLEH:
+            old = np.full(n, (k >> 32) & _M32, dtype=_U32)
+        elif csr == Csr.INSTRET:
+            old = (self._retired[tiles, c] & np.uint64(_M32)).astype(_U32)
+        elif csr == Csr.INSTRETH:
+            old = (self._retired[tiles, c] >> np.uint64(32)).astype(_U32)
+        elif csr == Csr.TILE_ID:
+            old = tiles.astype(_U32)
+        elif csr == Csr.CONTEXT_ID:
+            old = np.full(n, c, dtype=_U32)
+        elif csr == Csr.TILE_COUNT:
+            old = np.full(n, self.n, dtype=_U32)
+        elif csr == Csr.CONTEXT_COUNT:
+            old = np.full(n, self.t, dtype=_U32)
+        elif csr == Csr.SRAM_BYTES:
+            old = np.full(n, self.nbytes, dtype=_U32)
+        elif csr == Csr.XPROG:
+            old = self._xprog[tiles].copy()
+        else:  # pragma: no cover - decode() makes unlisted CSRs illegal
+            raise AssertionError(hex(csr))
+        if csr == Csr.XPROG:  # the only writable CSR; decode() rejected RO writes
+            if op in (Op.CSRRWI, Op.CSRRSI, Op.CSRRCI):
+                src = np.broadcast_to(np.asarray(rs1, dtype=_U32), (n,))
+                writes = np.broadcast_to(np.asarray(rs1) != 0, (n,)) | (op == Op.CSRRWI)
+            else:
+                src = self._regs[tiles, c, rs1]
+                writes = np.broadcast_to(np.asarray(rs1) != 0, (n,)) | (op == Op.CSRRW)
+            if op in (Op.CSRRW, Op.CSRRWI):
+                new = src
+            elif op in (Op.CSRRS, Op.CSRRSI):
+                new = old | src
+            else:
+                new = old & ~src
+            self._xprog[tiles[writes]] = new[writes]
+        self._wr(tiles, c, rd, old)
+        self._pc[tiles, c] = pcs + _U32(4)
+
+    def _trace_retire(self, k, c, rt, tiles, pcs, words, ok) -> None:
+        if ok is not None:
+            pcs, words = pcs[ok], np.broadcast_to(words, tiles.shape)[ok]
+        for t, p, w in zip(rt.tolist(), pcs.tolist(), np.broadcast_to(words, rt.shape).tolist()):
+            info = self._tr.get(t, {})
+            rdv = info.get("rd")
+            st = info.get("store")
+            self._tr[t] = {"cycle": k, "tile": t, "context": c, "pc": p, "insn": w,
+                           "rd": None if rdv is None else rdv[0],
+                           "value": None if rdv is None else rdv[1],
+                           "store_addr": None if st is None else st[0],
+                           "store_data": None if st is None else st[1],
+                           "store_mask": None if st is None else st[2]}
+
+    # ------------------------------------------------------------------ result
+    def not_arrived(self) -> list[int]:
+        """Tiles not arrived at the ARRAY barrier in the final state (§7,
+        :func:`tessera.spec.result.not_arrived`)."""
+        return result_not_arrived(self.state)
+
+    def _result(self) -> RunResult:
+        state = self.state
+        counters = self.counters
+        regs = self._regs.tolist()
+        pcs = self._pc.tolist()
+        retired = self._retired.tolist()
+        tiles = []
+        for i in range(self.n):
+            ctxs = []
+            for c in range(self.t):
+                st = ContextState(int(state[i, c]))
+                ctxs.append(ContextResult(
+                    context=c, state=st, pc=pcs[i][c],
+                    exit_code=int(self._exit[i, c]) if st == ContextState.HALTED else None,
+                    retired=retired[i][c], regs=regs[i][c]))
+            tiles.append(TileResult(tile=i, counters={k: int(v[i]) for k, v in counters.items()},
+                                    fault=self._faults[i], contexts=ctxs))
+        status = self._status
+        return RunResult(config=self.config, status=status, cycles=self._cycle, tiles=tiles,
+                         not_arrived=self.not_arrived() if status == RunStatus.TIMEOUT else [],
+                         backend="model")

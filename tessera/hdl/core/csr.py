@@ -1,0 +1,110 @@
+"""Zicsr subset (docs/architecture.md §3.2): CSR read, write and legality.
+
+CSR numbers come from :mod:`tessera.spec.csr`. The CSR state itself lives elsewhere: the
+cycle counter is an input (issue cycle of the instruction), instret is the context's
+retired count, and ``xprog`` is a per-tile register held by the core.
+"""
+
+from amaranth import Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from tessera.spec.config import ArrayConfig
+from tessera.spec.csr import Csr, WRITABLE
+
+__all__ = ["CsrUnit"]
+
+
+class CsrUnit(wiring.Component):
+    """Combinational CSR access of one CSRRW/CSRRS/CSRRC(I) instruction in X.
+
+    Parameters
+    ----------
+    config : ArrayConfig
+        Supplies N, T and ``sram_bytes``.
+    tile_id : int
+        This tile's index (read-only CSR ``tile_id``).
+
+    Members
+    -------
+    csr : In(12)
+        CSR number (instruction bits [31:20]).
+    funct3 : In(3)
+        1 RW, 2 RS, 3 RC, 5 RWI, 6 RSI, 7 RCI (0 and 4 are never presented here).
+    rs1 : In(5)
+        The rs1 field (uimm for the immediate forms; "rs1 ≠ x0" test otherwise).
+    rs1_value : In(32)
+        The rs1 register value.
+    cycle : In(64)
+        Issue cycle of the instruction.
+    instret : In(64)
+        Instructions retired by this context before this one.
+    context : In(context_bits)
+        This context's index.
+    xprog : In(32)
+        Current value of the tile's ``xprog`` CSR.
+    legal : Out(1)
+        0 for an unlisted number or a write to a read-only CSR (illegal_instruction).
+    rdata : Out(32)
+        The old value (for rd).
+    xprog_we : Out(1)
+        The instruction writes ``xprog`` (only valid together with ``legal``).
+    xprog_wdata : Out(32)
+        The new ``xprog`` value.
+    """
+
+    def __init__(self, config: ArrayConfig, tile_id: int):
+        if not isinstance(config, ArrayConfig):
+            self._MustUse__silence = True  # no 'unused elaboratable' warning on bad input
+            raise TypeError(f"CsrUnit: config must be an ArrayConfig, not {config!r}")
+        if not isinstance(tile_id, int) or not 0 <= tile_id < config.tiles:
+            self._MustUse__silence = True  # no 'unused elaboratable' warning on bad input
+            raise ValueError(f"CsrUnit: tile_id must be in 0..{config.tiles - 1}, not {tile_id!r}")
+        self.config = config
+        self.tile_id = tile_id
+        super().__init__({
+            "csr": In(12), "funct3": In(3), "rs1": In(5), "rs1_value": In(32),
+            "cycle": In(64), "instret": In(64), "context": In(config.context_bits),
+            "xprog": In(32),
+            "legal": Out(1), "rdata": Out(32), "xprog_we": Out(1), "xprog_wdata": Out(32),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.config
+        f3 = self.funct3
+        known = Signal()
+        read_only = Signal()
+        with m.Switch(self.csr):
+            table = {
+                Csr.CYCLE: self.cycle[0:32], Csr.CYCLEH: self.cycle[32:64],
+                Csr.INSTRET: self.instret[0:32], Csr.INSTRETH: self.instret[32:64],
+                Csr.TILE_ID: self.tile_id, Csr.CONTEXT_ID: self.context,
+                Csr.TILE_COUNT: cfg.tiles, Csr.CONTEXT_COUNT: cfg.contexts,
+                Csr.SRAM_BYTES: cfg.sram_bytes, Csr.XPROG: self.xprog,
+            }
+            for num, value in table.items():
+                with m.Case(int(num)):
+                    m.d.comb += [
+                        known.eq(1),
+                        read_only.eq(num not in WRITABLE),
+                        self.rdata.eq(value),
+                    ]
+        # Source operand: register value or zero-extended uimm (funct3[2]).
+        src = Signal(32)
+        m.d.comb += src.eq(Mux(f3[2], self.rs1, self.rs1_value))
+        kind = f3[0:2]  # 1 RW, 2 RS, 3 RC
+        writes = Signal()
+        m.d.comb += writes.eq((kind == 1) | (self.rs1 != 0))
+        with m.Switch(kind):
+            with m.Case(1):
+                m.d.comb += self.xprog_wdata.eq(src)
+            with m.Case(2):
+                m.d.comb += self.xprog_wdata.eq(self.xprog | src)
+            with m.Default():
+                m.d.comb += self.xprog_wdata.eq(self.xprog & ~src)
+        m.d.comb += [
+            self.legal.eq(known & ~(read_only & writes)),
+            self.xprog_we.eq(known & ~read_only & writes),
+        ]
+        return m

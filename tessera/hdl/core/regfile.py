@@ -1,0 +1,95 @@
+"""Register file of all contexts: x0..x31 × T in one ``amaranth.lib.memory.Memory``.
+
+Reads are synchronous (address in one cycle, data the next): the core presents the
+rs1/rs2/rd fields of the instruction word arriving in D and receives the values in X.
+A valid bit per (context, register) implements the reset of x1..x31 on ``start``
+without spending cycles: a register never written since ``start`` reads as 0. x0 is
+never written, so it always reads 0.
+"""
+
+from amaranth import Cat, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from tessera.spec.config import ArrayConfig
+
+__all__ = ["RegFile"]
+
+
+class RegFile(wiring.Component):
+    """T × 32 registers with three read ports for the pipeline, one debug read port and
+    one write port.
+
+    Parameters
+    ----------
+    config : ArrayConfig
+        Gives T (``contexts``).
+
+    Members
+    -------
+    clear : In(1)
+        Invalidate every register (all read as 0 from the next cycle on).
+    r_ctx : In(context_bits)
+        Context of the pipeline reads.
+    r_addr1, r_addr2, r_addr3 : In(5)
+        Register numbers (rs1, rs2, rd); data the next cycle on ``r_data1..3``.
+    r_data1, r_data2, r_data3 : Out(32)
+    dbg_ctx : In(context_bits)
+    dbg_addr : In(5)
+        Debug read; data the next cycle on ``dbg_data``.
+    dbg_data : Out(32)
+    w_en : In(1)
+    w_ctx : In(context_bits)
+    w_addr : In(5)
+        Writes to x0 are dropped.
+    w_data : In(32)
+    """
+
+    def __init__(self, config: ArrayConfig):
+        if not isinstance(config, ArrayConfig):
+            self._MustUse__silence = True  # no 'unused elaboratable' warning on bad input
+            raise TypeError(f"RegFile: config must be an ArrayConfig, not {config!r}")
+        self.config = config
+        cb = config.context_bits
+        super().__init__({
+            "clear": In(1),
+            "r_ctx": In(cb), "r_addr1": In(5), "r_addr2": In(5), "r_addr3": In(5),
+            "r_data1": Out(32), "r_data2": Out(32), "r_data3": Out(32),
+            "dbg_ctx": In(cb), "dbg_addr": In(5), "dbg_data": Out(32),
+            "w_en": In(1), "w_ctx": In(cb), "w_addr": In(5), "w_data": In(32),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        t = self.config.contexts
+        m.submodules.mem = mem = Memory(shape=32, depth=t * 32, init=[])
+        wp = mem.write_port()
+        valid = Signal(t * 32)
+
+        w_index = Cat(self.w_addr, self.w_ctx)
+        do_write = self.w_en & (self.w_addr != 0)
+        m.d.comb += [
+            wp.addr.eq(w_index),
+            wp.data.eq(self.w_data),
+            wp.en.eq(do_write),
+        ]
+        with m.If(self.clear):
+            m.d.sync += valid.eq(0)
+        with m.Elif(do_write):
+            m.d.sync += valid.bit_select(w_index, 1).eq(1)
+
+        reads = [
+            (self.r_ctx, self.r_addr1, self.r_data1),
+            (self.r_ctx, self.r_addr2, self.r_data2),
+            (self.r_ctx, self.r_addr3, self.r_data3),
+            (self.dbg_ctx, self.dbg_addr, self.dbg_data),
+        ]
+        for n, (ctx, addr, data) in enumerate(reads):
+            rp = mem.read_port(transparent_for=())
+            index = Cat(addr, ctx)
+            v = Signal(name=f"valid_q{n}")
+            m.d.comb += [rp.addr.eq(index), rp.en.eq(1)]
+            m.d.sync += v.eq(valid.bit_select(index, 1) & ~self.clear)
+            m.d.comb += data.eq(Mux(v, rp.data, 0))
+        return m

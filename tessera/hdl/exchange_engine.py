@@ -1,0 +1,227 @@
+"""Per-tile exchange engine (docs/architecture.md §6, format in :mod:`tessera.spec.exchange`).
+
+Timing (architecture §6): on an ARRAY release at cycle r the engine runs the program at the tile's
+``xprog``: step 0 at r, STEP and END last one cycle, IDLE n lasts n cycles, each step starts right
+after the previous one; ``in_exchange`` is high for r..e and ``resume`` pulses at the END cycle e
+(e = r and no program when xprog = 0).
+
+Implementation with a synchronous-read SRAM: the two words of the step executed at cycle c are
+read (one 64-bit word, port A) in cycle c − 1 — for step 0 in cycle r − 1, signalled by
+``prerelease``. A STEP that sends reads its word on port B in cycle c; the tile puts it on
+``x_send`` in cycle c + 1. A receive at k is handed to the tile (``recv``/``recv_addr``/``src``),
+which writes it in k + 1 once the step is known to belong to the run and forwards it to the
+reads of k + 1 (tessera/hdl/tile.py), so step words and sends see the SRAM as after all writes of
+cycles < c. This sustains one word sent and one word received per cycle.
+
+Faults (``exchange_fault``, checked in this order, the faulting step has no effect): step address
+outside the SRAM or not 8-byte aligned (pc = addr = step address); op = 3 (pc = addr = step
+address); send address outside the SRAM (addr = that byte address); absolute source ≥ N (addr =
+the source index); receive address outside the SRAM (addr = that byte address).
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Signal, Mux, Const
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from tessera.spec.config import ArrayConfig
+from tessera.spec.exchange import XOp, ADDR_BITS, SRC_BITS, STEP_BYTES
+
+__all__ = ["ExchangeEngine", "relative_source"]
+
+
+def relative_source(m: Module, tile_id: int, n: int, s) -> Signal:
+    """Build ``(tile_id + s) mod n`` for an 11-bit value ``s`` (restoring subtraction chain).
+
+    Parameters
+    ----------
+    m : Module
+        Module receiving the combinational logic.
+    tile_id, n : int
+        This tile's index and the tile count N (constants).
+    s : Value
+        The 11-bit relative source field.
+
+    Returns
+    -------
+    Signal
+        Width ``max(1, (n - 1).bit_length())``, the absolute source tile.
+    """
+    width = max(1, (n - 1).bit_length())
+    out = Signal(width, name="rel_src")
+    if n & (n - 1) == 0:
+        m.d.comb += out.eq((s + tile_id)[:width] if n > 1 else 0)
+        return out
+    v = Signal(SRC_BITS + 1, name="rel_sum")
+    m.d.comb += v.eq(s + tile_id)
+    top = (2 ** SRC_BITS - 1 + tile_id) // n        # largest possible quotient
+    j = top.bit_length()
+    cur = v
+    while j > 0:
+        j -= 1
+        k = n << j
+        nxt = Signal(SRC_BITS + 1, name=f"rel_mod{j}")
+        m.d.comb += nxt.eq(Mux(cur >= k, cur - k, cur))
+        cur = nxt
+    m.d.comb += out.eq(cur[:width])
+    return out
+
+
+class ExchangeEngine(wiring.Component):
+    """Runs a tile's exchange program.
+
+    Parameters
+    ----------
+    config : ArrayConfig
+        Array configuration (N, SRAM size).
+    tile_id : int
+        This tile's index, for relative sources.
+
+    Members
+    -------
+    prerelease, release : In(1)
+        Pulses in cycles r − 1 and r from the sync controller.
+    xprog : In(32)
+        The tile's xprog CSR (byte address, 0 = no program).
+    enable : In(1)
+        The step of this cycle may take effect (array running, no stop in this cycle).
+    clear : In(1)
+        Start pulse: abandon any program.
+    pa_en, pa_addr : Out(1), Out(sram_addr_bits - 3)
+        Read request on the 64-bit port A (dword index); ``pa_data`` is its result next cycle.
+    pa_data : In(64)
+        Port A read data (word0 in bits 0..31, word1 in bits 32..63).
+    pb_en, pb_addr : Out(1), Out(sram_addr_bits - 2)
+        Send read on port B (word index).
+    send : Out(1)
+        A word is sent this cycle (its data arrives from port B in the next cycle).
+    recv, src, recv_addr : Out(1), Out(tile_bits), Out(sram_addr_bits - 2)
+        Receive this cycle: write the fabric's word from tile ``src`` to word ``recv_addr``.
+    resume : Out(1)
+        Pulse in the END cycle e.
+    in_exchange : Out(1)
+        The tile is in its exchange phase (r..e).
+    fault_valid, fault_pc, fault_addr : Out(1), Out(32), Out(32)
+        Exchange fault detected in this cycle's step.
+
+    Raises
+    ------
+    TypeError, ValueError
+        On a bad ``config`` or ``tile_id`` outside 0..N-1.
+    """
+
+    def __init__(self, config: ArrayConfig, tile_id: int):
+        if not isinstance(config, ArrayConfig):
+            raise TypeError(f"ExchangeEngine needs an ArrayConfig, not {config!r}")
+        if not isinstance(tile_id, int) or not 0 <= tile_id < config.tiles:
+            raise ValueError(f"ExchangeEngine tile_id must be in 0..{config.tiles - 1}, "
+                             f"not {tile_id!r}")
+        self.config = config
+        self.tile_id = tile_id
+        ab = config.sram_addr_bits
+        super().__init__({
+            "prerelease": In(1), "release": In(1), "xprog": In(32), "enable": In(1),
+            "clear": In(1),
+            "pa_en": Out(1), "pa_addr": Out(ab - 3), "pa_data": In(64),
+            "pb_en": Out(1), "pb_addr": Out(ab - 2),
+            "send": Out(1), "recv": Out(1), "src": Out(config.tile_bits),
+            "recv_addr": Out(ab - 2),
+            "resume": Out(1), "in_exchange": Out(1),
+            "fault_valid": Out(1), "fault_pc": Out(32), "fault_addr": Out(32),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.config
+        sram = cfg.sram_bytes
+        ab = cfg.sram_addr_bits
+
+        busy = Signal()                 # executing a program (cycles after r up to e)
+        pc = Signal(32)                 # address of the current step (valid when busy)
+        in_idle = Signal()              # continuing an IDLE that started in an earlier cycle
+        idle_rem = Signal(ADDR_BITS)    # further IDLE cycles after the current one
+
+        has_prog = self.xprog != 0
+        start_prog = self.release & has_prog
+        active = busy | start_prog
+        cur = Signal(32)
+        m.d.comb += cur.eq(Mux(busy, pc, self.xprog))
+        m.d.comb += self.in_exchange.eq(busy | self.release)
+
+        w0 = self.pa_data[:32]
+        w1 = self.pa_data[32:]
+        op = w0[30:32]
+        send_en = w0[29]
+        recv_en = w0[28]
+        send_byte = Signal(ADDR_BITS + 2)
+        recv_byte = Signal(ADDR_BITS + 2)
+        m.d.comb += [send_byte.eq(w0[:ADDR_BITS] << 2), recv_byte.eq(w1[:ADDR_BITS] << 2)]
+        relative = w1[31]
+        s = w1[ADDR_BITS:ADDR_BITS + SRC_BITS]
+        is_step = op == XOp.STEP
+
+        f_step = (cur[:3] != 0) | (cur >= sram)
+        f_op = op == XOp.RESERVED
+        f_send = is_step & send_en & (send_byte >= sram)
+        f_src = is_step & recv_en & ~relative & (s >= cfg.tiles)
+        f_recv = is_step & recv_en & (recv_byte >= sram)
+        fault = Signal()
+        fresh = active & ~in_idle
+        m.d.comb += fault.eq(fresh & (f_step | f_op | f_send | f_src | f_recv))
+        m.d.comb += self.fault_pc.eq(cur)
+        with m.If(f_step | f_op):
+            m.d.comb += self.fault_addr.eq(cur)
+        with m.Elif(f_send):
+            m.d.comb += self.fault_addr.eq(send_byte)
+        with m.Elif(f_src):
+            m.d.comb += self.fault_addr.eq(s)
+        with m.Else():
+            m.d.comb += self.fault_addr.eq(recv_byte)
+        m.d.comb += self.fault_valid.eq(fault & self.enable)
+
+        rel_src = relative_source(m, self.tile_id, cfg.tiles, s)
+        next_pc = Signal(32)
+        m.d.comb += next_pc.eq(cur + STEP_BYTES)
+
+        def prefetch(addr):
+            m.d.comb += [self.pa_en.eq(1), self.pa_addr.eq(addr[3:ab])]
+
+        with m.If(self.clear):
+            m.d.sync += [busy.eq(0), in_idle.eq(0)]
+        with m.Elif(self.enable):
+            with m.If(self.prerelease & has_prog & ~active):
+                prefetch(self.xprog)
+            with m.If(active & in_idle):
+                with m.If(idle_rem == 0):
+                    m.d.sync += [in_idle.eq(0), pc.eq(next_pc)]
+                    prefetch(next_pc)
+                with m.Else():
+                    m.d.sync += idle_rem.eq(idle_rem - 1)
+            with m.Elif(fresh & fault):
+                m.d.sync += busy.eq(0)
+            with m.Elif(fresh):
+                m.d.sync += busy.eq(1)
+                with m.Switch(op):
+                    with m.Case(XOp.STEP):
+                        m.d.sync += pc.eq(next_pc)
+                        prefetch(next_pc)
+                        m.d.comb += [
+                            self.pb_en.eq(send_en), self.pb_addr.eq(w0[:ab - 2]),
+                            self.send.eq(send_en),
+                            self.recv.eq(recv_en), self.recv_addr.eq(w1[:ab - 2]),
+                            self.src.eq(Mux(relative, rel_src, s[:cfg.tile_bits])),
+                        ]
+                    with m.Case(XOp.IDLE):
+                        with m.If(w0[:ADDR_BITS] == 0):
+                            m.d.sync += pc.eq(next_pc)
+                            prefetch(next_pc)
+                        with m.Else():
+                            m.d.sync += [pc.eq(cur), in_idle.eq(1),
+                                         idle_rem.eq(w0[:ADDR_BITS] - 1)]
+                    with m.Case(XOp.END):
+                        m.d.sync += busy.eq(0)
+                        m.d.comb += self.resume.eq(1)
+            with m.If(self.release & ~has_prog):
+                m.d.comb += self.resume.eq(1)
+        return m

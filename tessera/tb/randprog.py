@@ -1,0 +1,273 @@
+"""Seeded random instruction streams for every context of every tile.
+
+Layout of one tile's SRAM (all contexts start at ``entry = 0``)::
+
+    0x0000   dispatch: t0 = context_id; t1 = table[t0]; jalr x0, 0(t1)
+    table    T words: the start address of each context's block
+    blocks   per context: init (corner values, window base in x31, loop counter in x30),
+             a random body of ``body_len`` words run ``iterations`` times (one backward
+             loop branch), then ``ecall`` -- or, with ``fault``, a faulting instruction
+             in one chosen context
+    windows  per context a ``WINDOW_BYTES`` data window (random initial bytes in the image)
+
+The body mixes RV32IM ALU / M ops (operands often refreshed with corner values 0, 1, -1,
+INT_MIN, INT_MAX), loads and stores into the context's own window (x31 + aligned offset),
+forward branches of every kind, forward ``jal``, CSR reads (and ``xprog`` writes), ``dot4`` /
+``dot4su`` and ``fence``. x30 (loop counter) and x31 (window base) are never written by the
+body. Every memory location a program reads is part of its image, so a program's behaviour
+does not depend on what an earlier program left in SRAM.
+
+Tiles get different streams (a different seed per tile) unless ``spmd=True``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+
+from tessera.toolchain import asm
+from tessera.spec.config import ArrayConfig
+from tessera.spec.csr import Csr
+from tessera.spec.faults import FaultCause
+from tessera.spec.isa import DIV_TURNS, is_division
+
+__all__ = ["RandomProgram", "generate", "CORNERS", "FAULT_KINDS", "WINDOW_BYTES"]
+
+WINDOW_BYTES = 256
+CORNERS = (0, 1, 0xFFFFFFFF, 0x80000000, 0x7FFFFFFF, 0x80000001, 0xFFFFFFFE, 0x00008000,
+           0xFFFF8000, 0x000000FF, 0x00000080)
+#: Fault kinds for ``fault=``; each maps to the architectural cause it must raise.
+FAULT_KINDS = {
+    "illegal": FaultCause.ILLEGAL_INSTRUCTION,
+    "ebreak": FaultCause.BREAKPOINT,
+    "misaligned_load": FaultCause.MISALIGNED_LOAD,
+    "access_fault_load": FaultCause.ACCESS_FAULT_LOAD,
+    "misaligned_store": FaultCause.MISALIGNED_STORE,
+    "access_fault_store": FaultCause.ACCESS_FAULT_STORE,
+    "misaligned_fetch": FaultCause.MISALIGNED_FETCH,
+    "access_fault_fetch": FaultCause.ACCESS_FAULT_FETCH,
+}
+_LOOP, _BASE = 30, 31
+_DEST = [r for r in range(1, 30)]
+_R_OPS = (asm.add, asm.sub, asm.sll, asm.slt, asm.sltu, asm.xor, asm.srl, asm.sra, asm.or_,
+          asm.and_)
+_M_OPS = (asm.mul, asm.mulh, asm.mulhsu, asm.mulhu, asm.div, asm.divu, asm.rem, asm.remu)
+_I_OPS = (asm.addi, asm.slti, asm.sltiu, asm.xori, asm.ori, asm.andi)
+_SH_OPS = (asm.slli, asm.srli, asm.srai)
+_BRANCHES = (asm.beq, asm.bne, asm.blt, asm.bge, asm.bltu, asm.bgeu)
+_READ_CSRS = (Csr.CYCLE, Csr.CYCLEH, Csr.INSTRET, Csr.INSTRETH, Csr.TILE_ID, Csr.CONTEXT_ID,
+              Csr.TILE_COUNT, Csr.CONTEXT_COUNT, Csr.SRAM_BYTES, Csr.XPROG)
+_ILLEGAL_WORDS = (0x00000000, 0xFFFFFFFF, 0x0000100F, 0x00200073, 0x0000002B | 2 << 20,
+                  0x0200000B | 2 << 12)
+
+
+@dataclass
+class RandomProgram:
+    """A generated program.
+
+    Attributes
+    ----------
+    config : ArrayConfig
+    seed : int
+    segments : list of (tile, addr, bytes)
+        Everything to write into SRAM before the start (code, table and windows).
+    entry : int
+        Start pc of every context (0).
+    static_instructions : int
+        Words of random body over all tiles and contexts (x iterations ~ instructions run).
+    fault : tuple or None
+        ``(tile, context, kind)`` of the planted fault, or None.
+    max_cycles : int
+        A generous cycle limit for running it.
+    """
+    config: ArrayConfig
+    seed: int
+    segments: list = field(default_factory=list)
+    entry: int = 0
+    static_instructions: int = 0
+    fault: tuple | None = None
+    max_cycles: int = 0
+
+    def job(self, name: str | None = None, *, trace: bool = False) -> dict:
+        """The program as a :mod:`tessera.tb.cocotb_array` job."""
+        return {"name": name or f"rand-{self.seed}",
+                "segments": [[t, a, d.hex()] for t, a, d in self.segments],
+                "entry": self.entry, "max_cycles": self.max_cycles, "trace": trace}
+
+
+def _body(rng: random.Random, n: int, cfg: ArrayConfig) -> list[int]:
+    """``n`` random words; forward branches / jal never jump past word ``n``."""
+    out: list[int] = []
+
+    def room() -> int:
+        return n - len(out)
+
+    def src() -> int:
+        return rng.randrange(32)
+
+    while room() > 0:
+        k = rng.random()
+        rd = rng.choice(_DEST)
+        if k < 0.12 and room() >= 3:          # corner operand refresh
+            r = rng.choice(_DEST)
+            words = asm.li(r, rng.choice(CORNERS))
+            if len(words) <= room():
+                out += words
+            continue
+        if k < 0.30:
+            out.append(rng.choice(_R_OPS)(rd, src(), src()))
+        elif k < 0.45:
+            out.append(rng.choice(_M_OPS)(rd, src(), src()))
+        elif k < 0.55:
+            imm = rng.choice((0, -1, 2047, -2048, rng.randint(-2048, 2047)))
+            out.append(rng.choice(_I_OPS)(rd, src(), imm))
+        elif k < 0.59:
+            out.append(rng.choice(_SH_OPS)(rd, src(), rng.randrange(32)))
+        elif k < 0.61:
+            out.append((asm.lui if rng.random() < 0.5 else asm.auipc)(rd, rng.randrange(1 << 20)))
+        elif k < 0.69:                         # load from the own window
+            op, size = rng.choice(((asm.lb, 1), (asm.lbu, 1), (asm.lh, 2), (asm.lhu, 2),
+                                   (asm.lw, 4)))
+            out.append(op(rd, rng.randrange(0, WINDOW_BYTES, size), _BASE))
+        elif k < 0.77:                         # store to the own window
+            op, size = rng.choice(((asm.sb, 1), (asm.sh, 2), (asm.sw, 4)))
+            out.append(op(src(), rng.randrange(0, WINDOW_BYTES, size), _BASE))
+        elif k < 0.84 and room() >= 2:         # forward branch over 0..room-2 words
+            skip = rng.randint(0, min(12, room() - 1))
+            out.append(rng.choice(_BRANCHES)(src(), src(), 4 * (skip + 1)))
+        elif k < 0.86 and room() >= 2:         # forward jal with link
+            skip = rng.randint(0, min(6, room() - 1))
+            out.append(asm.jal(rng.choice(_DEST + [0]), 4 * (skip + 1)))
+        elif k < 0.91:
+            csr = rng.choice(_READ_CSRS)
+            out.append(asm.csrrs(rd, csr, 0) if rng.random() < 0.8 else asm.csrrsi(rd, csr, 0))
+        elif k < 0.92:
+            out.append(asm.csrrw(rng.choice(_DEST + [0]), Csr.XPROG, src()))
+        elif k < 0.99:
+            out.append((asm.dot4 if rng.random() < 0.5 else asm.dot4su)(rd, src(), src()))
+        else:
+            out.append(asm.fence())
+    return out
+
+
+def _fault_words(rng: random.Random, kind: str, cfg: ArrayConfig) -> list[int]:
+    s = cfg.sram_bytes
+    if kind == "illegal":
+        return [rng.choice(_ILLEGAL_WORDS)]
+    if kind == "ebreak":
+        return [asm.ebreak()]
+    if kind == "misaligned_load":
+        return [rng.choice((asm.lw(5, 2, _BASE), asm.lh(5, 1, _BASE), asm.lhu(5, 3, _BASE)))]
+    if kind == "access_fault_load":
+        return asm.li(5, s + 4 * rng.randrange(16)) + [asm.lw(6, 0, 5)]
+    if kind == "misaligned_store":
+        return [rng.choice((asm.sw(5, 1, _BASE), asm.sh(5, 3, _BASE)))]
+    if kind == "access_fault_store":
+        return asm.li(5, 0xFFFFFFFC) + [asm.sb(6, 0, 5)]
+    if kind == "misaligned_fetch":
+        return [asm.jalr(1, _BASE, 2)]
+    if kind == "access_fault_fetch":
+        return asm.li(5, s) + [asm.jalr(0, 5, 0)]
+    raise ValueError(f"unknown fault kind {kind!r}; choose one of {', '.join(FAULT_KINDS)}")
+
+
+def generate(config: ArrayConfig, seed: int, *, total: int = 10_000, body_len: int | None = None,
+             fault: str | bool | None = None, spmd: bool = False) -> RandomProgram:
+    """Generate a random program for every (tile, context) of ``config``.
+
+    Parameters
+    ----------
+    config : ArrayConfig
+    seed : int
+        Everything is a function of ``(config, seed, options)``.
+    total : int
+        Target number of body instructions issued over all contexts of tile 0
+        (static body words x iterations, ≥ this).
+    body_len : int, optional
+        Body words per context (default: what fits, at most 400).
+    fault : str, True or None
+        Plant a fault at the end of one random (tile, context): a key of
+        :data:`FAULT_KINDS`, or ``True`` for a random kind.
+    spmd : bool
+        Same streams on every tile (default: a different stream per tile).
+
+    Returns
+    -------
+    RandomProgram
+
+    Raises
+    ------
+    ValueError
+        Unknown fault kind, or the program cannot fit the SRAM.
+    """
+    cfg, T = config, config.contexts
+    rng = random.Random(f"tessera-randprog-{seed}")
+    fault_at = None
+    if fault:
+        kind = rng.choice(sorted(FAULT_KINDS)) if fault is True else fault
+        if kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault kind {kind!r}; choose one of {', '.join(FAULT_KINDS)}")
+        fault_at = (rng.randrange(cfg.tiles), rng.randrange(T), kind)
+    overhead = 8 + T + T * 40                       # dispatch, table, per-context init/tail
+    windows = T * WINDOW_BYTES
+    fit = (cfg.sram_bytes - windows) // 4 - overhead
+    if body_len is None:
+        body_len = min(400, fit // T)
+    if body_len < 8 or body_len * T > fit:
+        raise ValueError(f"random program with {T} bodies of {body_len} words does not fit "
+                         f"{cfg.sram_bytes} bytes of SRAM")
+    iterations = max(1, math.ceil(total / (T * body_len * 0.85)))
+    prog = RandomProgram(cfg, seed, fault=fault_at)
+    max_div = 0
+    for tile in range(cfg.tiles):
+        trng = random.Random(f"tessera-randprog-{seed}-{0 if spmd else tile}")
+        # dispatch: t0 = context_id * 4; t1 = table[t0]; jump
+        table_at = 6 * 4
+        dispatch = [asm.csrrs(5, Csr.CONTEXT_ID, 0), asm.slli(5, 5, 2),
+                    asm.lw(6, table_at, 5), asm.jalr(0, 6, 0), asm.nop(), asm.nop()]
+        assert len(dispatch) * 4 == table_at
+        words: list[int] = dispatch + [0] * T
+        # first pass to know sizes: build blocks with placeholder window base, then patch
+        bodies = [_body(trng, body_len, cfg) for _ in range(T)]
+        max_div = max([max_div] + [sum(map(is_division, b)) for b in bodies])
+        corners = [[trng.choice(CORNERS) for _ in range(6)] for _ in range(T)]
+        exit_codes = [trng.randrange(1 << 32) for _ in range(T)]
+        fault_words = {}
+        if fault_at and fault_at[0] == tile:
+            fault_words[fault_at[1]] = _fault_words(trng, fault_at[2], cfg)
+
+        def block(c: int, base: int) -> list[int]:
+            init = asm.li(_BASE, base) + asm.li(_LOOP, iterations)
+            for i, v in enumerate(corners[c]):
+                init += asm.li(10 + i, v)
+            body = bodies[c]
+            tail = [asm.addi(_LOOP, _LOOP, -1), asm.bne(_LOOP, 0, -4 * (len(body) + 1))]
+            tail += asm.li(10, exit_codes[c])
+            tail += fault_words.get(c, [asm.ecall()])
+            return init + body + tail
+
+        # sizes do not depend on the base value's magnitude beyond li length: use a fixed-size li
+        code_words = len(words) + sum(len(block(c, 0x12345678)) for c in range(T))
+        data_base = (code_words * 4 + WINDOW_BYTES - 1) // WINDOW_BYTES * WINDOW_BYTES
+        if data_base + windows > cfg.sram_bytes:
+            raise ValueError(f"random program needs {data_base + windows} bytes, SRAM has "
+                             f"{cfg.sram_bytes}")
+        for c in range(T):
+            base = data_base + c * WINDOW_BYTES
+            b = block(c, base)
+            if len(asm.li(_BASE, base)) == 1:     # keep the layout of the sizing pass
+                b = [asm.nop()] + b
+            words[len(dispatch) + c] = len(words) * 4
+            words += b
+        assert len(words) == code_words
+        code = asm.program(words)
+        data = bytes(trng.randrange(256) for _ in range(windows))
+        prog.segments.append((tile, 0, code))
+        prog.segments.append((tile, data_base, data))
+        prog.static_instructions += T * body_len * iterations
+    # every context issues at most (init + iterations*body + tail) instructions, one per T
+    # cycles; a division takes DIV_TURNS slots (architecture §4)
+    per_ctx = 60 + iterations * (body_len + 2 + (DIV_TURNS - 1) * max_div)
+    prog.max_cycles = T * per_ctx + 1000
+    return prog

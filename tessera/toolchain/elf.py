@@ -1,0 +1,231 @@
+"""Load a Tessera ELF: PT_LOAD segments, entry point, symbols (pyelftools).
+
+Spec: docs/architecture.md section 11 — ELF32 little-endian RISC-V linked at address 0;
+the image (all PT_LOAD segments, including their zero-filled ``.bss`` part) plus one stack
+per context must fit the tile SRAM.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+
+from tessera.spec.config import ArrayConfig
+
+from . import ToolchainError
+from .header import DEFAULT_STACK_BYTES, XLATENCY_SECTION
+
+__all__ = ["Image", "Segment", "load_elf", "ElfError", "ProgramTooBig", "XLatencyMismatch"]
+
+_ELF_MAGIC = b"\x7fELF"
+
+
+class ElfError(ToolchainError):
+    """The file is missing, not an ELF, or not a 32-bit little-endian RISC-V executable."""
+
+
+class ProgramTooBig(ToolchainError):
+    """The image plus the context stacks do not fit the tile SRAM (see :meth:`Image.check_fits`)."""
+
+
+class XLatencyMismatch(ToolchainError):
+    """The program was compiled for another exchange latency (see :meth:`Image.check_xlatency`)."""
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One PT_LOAD segment.
+
+    Parameters
+    ----------
+    addr : int
+        Physical (load) byte address ``p_paddr``.
+    data : bytes
+        The file bytes (``p_filesz`` of them); written to ``addr`` by the loader.
+    memsz : int
+        Bytes the segment occupies in memory (≥ ``len(data)``; the tail is ``.bss``-like and
+        is zeroed by crt0, not by the loader).
+    """
+    addr: int
+    data: bytes
+    memsz: int
+
+    @property
+    def end(self) -> int:
+        """First byte address after the segment in memory."""
+        return self.addr + self.memsz
+
+
+@dataclass
+class Image:
+    """A loaded program.
+
+    Attributes
+    ----------
+    path : str
+        Where it came from (for messages).
+    entry : int
+        ``e_entry`` byte address (0 for programs linked by ``tessera/toolchain/link.ld``).
+    segments : list of Segment
+        PT_LOAD segments in file order.
+    symbols : dict of str to int
+        Values of the named symbols in ``.symtab`` (absolute symbols such as
+        ``__stack_bytes`` included).
+    xlatency : tuple of int
+        The distinct ``TSR_XLATENCY`` values recorded in section ``.tessera.xlatency`` by
+        ``tsr_set_xprog`` (sorted; empty if the program sets no exchange program through
+        tessera.h). Architecture §11.
+    """
+    path: str
+    entry: int
+    segments: list[Segment]
+    symbols: dict[str, int] = field(default_factory=dict)
+    xlatency: tuple = ()
+
+    @property
+    def end(self) -> int:
+        """First byte after the image: max of the segment ends and the ``__image_end`` symbol."""
+        ends = [s.end for s in self.segments]
+        if "__image_end" in self.symbols:
+            ends.append(self.symbols["__image_end"])
+        return max(ends, default=0)
+
+    @property
+    def stack_bytes(self) -> int:
+        """Stack bytes per context: the ``__stack_bytes`` symbol, or 1 KiB (spec §11)."""
+        return self.symbols.get("__stack_bytes", DEFAULT_STACK_BYTES)
+
+    def bytes_needed(self, config: ArrayConfig, stack_bytes: int | None = None) -> int:
+        """SRAM bytes the program needs per tile: image end + ``contexts`` stacks."""
+        sb = self.stack_bytes if stack_bytes is None else stack_bytes
+        return self.end + config.contexts * sb
+
+    def check_fits(self, config: ArrayConfig, stack_bytes: int | None = None) -> None:
+        """Raise :class:`ProgramTooBig` unless the image and T stacks fit every tile's SRAM.
+
+        Parameters
+        ----------
+        config : ArrayConfig
+            The target array (its ``contexts`` and ``sram_bytes`` matter).
+        stack_bytes : int, optional
+            Stack bytes per context; default :attr:`stack_bytes`.
+
+        Raises
+        ------
+        ProgramTooBig
+            Message names the tile (every tile holds the same SPMD image, so tile 0 is the
+            first that fails), the bytes needed and the bytes available.
+        """
+        sb = self.stack_bytes if stack_bytes is None else stack_bytes
+        if not isinstance(sb, int) or sb < 0:
+            raise ValueError(f"stack_bytes must be a non-negative int, not {sb!r}")
+        need = self.end + config.contexts * sb
+        if need > config.sram_bytes:
+            raise ProgramTooBig(
+                f"{self.path}: program does not fit tile 0: needs {need} bytes "
+                f"(image {self.end} + {config.contexts} contexts x {sb} stack bytes), "
+                f"available {config.sram_bytes} bytes of SRAM")
+
+    def check_xlatency(self, config: ArrayConfig) -> None:
+        """Raise :class:`XLatencyMismatch` if the program was built for another latency L.
+
+        Programs that schedule exchange through tessera.h (``tsr_set_xprog``) record the
+        ``TSR_XLATENCY`` they were compiled with (architecture §11); their exchange
+        schedules are wrong on an array with another ``exchange_latency``. Programs with
+        no record (no exchange) run on any latency.
+
+        Raises
+        ------
+        XLatencyMismatch
+            Message names the program, the latency it was built for and the array's.
+        """
+        want = config.exchange_latency
+        if not self.xlatency or self.xlatency == (want,):
+            return
+        if len(self.xlatency) > 1:
+            built = "mixed latencies " + "/".join(map(str, self.xlatency))
+        else:
+            built = f"exchange latency {self.xlatency[0]}"
+        raise XLatencyMismatch(
+            f"{self.path}: program was compiled for {built} (TSR_XLATENCY) but the array has "
+            f"exchange latency {want}; recompile with `tessera cc -DTSR_XLATENCY={want}` or "
+            f"run with --xlatency {self.xlatency[0]}")
+
+    def flat(self, size: int | None = None) -> bytes:
+        """The image as one byte string from address 0 (gaps and ``.bss`` zero)."""
+        n = self.end if size is None else size
+        buf = bytearray(n)
+        for s in self.segments:
+            buf[s.addr:s.addr + len(s.data)] = s.data[:max(0, n - s.addr)]
+        return bytes(buf[:n])
+
+
+def load_elf(path) -> Image:
+    """Read a Tessera ELF.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The ELF file.
+
+    Returns
+    -------
+    Image
+
+    Raises
+    ------
+    ElfError
+        The file does not exist, is not an ELF, is not ELF32, not little-endian, not
+        RISC-V, is not an executable (e.g. a ``.o``), or has no PT_LOAD segment. The
+        message starts with the path.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise ElfError(f"{p}: no such file")
+    if not p.is_file():
+        raise ElfError(f"{p}: not a regular file")
+    raw = p.read_bytes()
+    if raw[:4] != _ELF_MAGIC:
+        raise ElfError(f"{p}: not an ELF file (bad magic {raw[:4]!r})")
+    if len(raw) < 6 or raw[4] != 1:
+        raise ElfError(f"{p}: not a 32-bit ELF (EI_CLASS={raw[4] if len(raw) > 4 else '?'}); "
+                       "Tessera runs ELF32 RISC-V programs")
+    if raw[5] != 1:
+        raise ElfError(f"{p}: big-endian ELF; Tessera is little-endian")
+    try:
+        elf = ELFFile(io.BytesIO(raw))
+        machine = elf["e_machine"]
+        if machine != "EM_RISCV":
+            raise ElfError(f"{p}: ELF for {machine}, not RISC-V")
+        if elf["e_type"] != "ET_EXEC":
+            raise ElfError(f"{p}: ELF type {elf['e_type']}, expected an executable (ET_EXEC); "
+                           "link it with `tessera cc`")
+        segs = []
+        for seg in elf.iter_segments():
+            if seg["p_type"] != "PT_LOAD" or seg["p_memsz"] == 0:
+                continue
+            segs.append(Segment(int(seg["p_paddr"]), bytes(seg.data()), int(seg["p_memsz"])))
+        symbols = {}
+        symtab = elf.get_section_by_name(".symtab")
+        if symtab is not None:
+            for sym in symtab.iter_symbols():
+                if sym.name and sym["st_info"]["type"] != "STT_FILE":
+                    symbols[sym.name] = int(sym["st_value"])
+        entry = int(elf.header["e_entry"])
+        xlat = ()
+        note = elf.get_section_by_name(XLATENCY_SECTION)
+        if note is not None:
+            raw_note = note.data()
+            xlat = tuple(sorted({int.from_bytes(raw_note[i:i + 4], "little")
+                                 for i in range(0, len(raw_note) - 3, 4)}))
+    except ElfError:
+        raise
+    except (ELFError, ValueError, KeyError, IndexError, OSError) as e:  # truncated / corrupt
+        raise ElfError(f"{p}: corrupt ELF file ({e})") from None
+    if not segs:
+        raise ElfError(f"{p}: ELF has no loadable (PT_LOAD) segment")
+    return Image(str(p), entry, segs, symbols, xlat)

@@ -1,0 +1,294 @@
+"""Lower a graph program to per-tile images (docs/compiler.md, "Lowering").
+
+Steps: flatten the program into control ops (EXEC compute set / EXCH exchange phase /
+REPEAT) -> build the SPMD binary -> lay out every tile (control table, tensors, vertex
+records, worklists, exchange programs) -> check that every tile fits (before anything
+is written anywhere) -> emit each tile's data region as bytes.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from tessera.spec.config import ArrayConfig
+
+from .build import build_binary
+from .codelet import BUILTIN
+from .copy import exchange_transfers, plan_copy
+from .errors import GraphError
+from .graph import Graph
+from .layout import TileMemory, check_fits, format_report
+from .program import Copy, Execute, Program, Repeat, Sequence
+from .tensor import Tensor
+
+__all__ = ["compile_graph", "CompiledGraph", "CTRL_MAGIC", "OP_EXEC", "OP_EXCH", "OP_REPEAT"]
+
+# Must match tessera/toolchain/codelets/tsr_graph.h.
+CTRL_MAGIC = 0x43475354
+OP_EXEC, OP_EXCH, OP_REPEAT = 1, 2, 3
+OP_PROF = 4  # optional superstep profile buffer (runtime.c)
+_OP_WORDS = 3
+
+
+@dataclass
+class CompiledGraph:
+    """Everything an :class:`~tessera.toolchain.graph.engine.Engine` needs to run a graph.
+
+    Attributes
+    ----------
+    config : ArrayConfig
+    image : tessera.toolchain.elf.Image
+        The SPMD binary (loaded into every tile).
+    base : int
+        Start of every tile's data region (the control table).
+    regions : list of bytes
+        ``regions[t]`` = tile t's data region from ``base`` (tensors zero).
+    tensors : dict
+        Variable name -> (Variable, int64 array of each interval's byte address).
+    memory : list of dict
+        Per-tile bytes per category (``code control tensors vertices exchange stacks``)
+        plus ``used`` and ``free``.
+    exchanges : list of dict
+        One scheduler report per exchange phase (``name`` added).
+    ops : list of tuple
+        The control ops, for inspection: ``("exec", name)``, ``("exch", name)``,
+        ``("repeat", count, body_ops)``.
+    stack_bytes : int
+    """
+    config: ArrayConfig
+    image: object
+    base: int
+    regions: list
+    tensors: dict
+    memory: list
+    exchanges: list
+    ops: list
+    stack_bytes: int
+    #: name of the profile Variable passed to compile_graph(profile=...), else None
+    profile: str | None = None
+
+    def memory_report(self) -> str:
+        """The per-tile memory table as text."""
+        return format_report(self.memory)
+
+
+def _flatten(program, ops, plans, where="program"):
+    if isinstance(program, Sequence):
+        for i, p in enumerate(program.programs):
+            _flatten(p, ops, plans, f"{where}[{i}]")
+    elif isinstance(program, Execute):
+        ops.append(("exec", program.compute_set))
+    elif isinstance(program, Copy):
+        if id(program) not in plans:
+            plans[id(program)] = plan_copy(program, f"copy{len(plans)}", BUILTIN["tsr_copy"])
+        plan = plans[id(program)]
+        if plan.local is not None:
+            ops.append(("exec", plan.local))
+        if plan.has_exchange:
+            ops.append(("exch", plan))
+    elif isinstance(program, Repeat):
+        body = []
+        _flatten(program.program, body, plans, f"{where}.body")
+        if program.count and body:
+            ops.append(("repeat", program.count, len(body)))
+            ops.extend(body)
+    else:
+        raise GraphError(f"{where}: not a Program: {program!r}")
+
+
+def _worklists(vertices, contexts):
+    """Per-context entries (vertex index, part, nparts): split vertices when fewer than T,
+    else longest-processing-time-first by total tensor elements."""
+    nv = len(vertices)
+    lists = [[] for _ in range(contexts)]
+    if nv == 0:
+        return lists
+    if nv < contexts:
+        c = 0
+        for v in range(nv):
+            parts = contexts // nv + (v < contexts % nv)
+            for p in range(parts):
+                lists[c].append((v, p, parts))
+                c += 1
+        return lists
+    cost = [sum(x.size for x in vx.fields.values() if isinstance(x, Tensor)) + 1
+            for vx in vertices]
+    load = [0] * contexts
+    for v in sorted(range(nv), key=lambda i: -cost[i]):
+        c = min(range(contexts), key=lambda k: load[k])
+        lists[c].append((v, 0, 1))
+        load[c] += cost[v]
+    return lists
+
+
+def compile_graph(graph: Graph, program: Program, *, stack_bytes: int = 1024,
+                  opt: str = "-O2", profile=None) -> CompiledGraph:
+    """Compile ``program`` over ``graph`` into per-tile images.
+
+    Parameters
+    ----------
+    graph : Graph
+    program : Program
+        Sequence / Execute / Copy / Repeat tree.
+    stack_bytes : int
+        Stack bytes per context (multiple of 16, at least 256).
+    opt : str
+        Compiler optimisation flag for the runtime and codelets.
+    profile : Variable or None
+        Optional superstep profile buffer: an int32 variable of shape ``[tiles, 1 + 2·R]``
+        with row ``t`` on tile ``t``. A ``PROF`` op is emitted first; context 0 of each tile
+        then writes ``count`` and up to ``R`` records ``(tag, cycle)`` into its row
+        (``tessera/toolchain/codelets/runtime.c``; decoded by :mod:`tessera.toolchain.profile`).
+
+    Returns
+    -------
+    CompiledGraph
+
+    Raises
+    ------
+    GraphError
+        Invalid program or copy (see :mod:`tessera.toolchain.graph.copy`), or a compiler failure.
+    GraphMemoryError
+        A tile does not fit its SRAM; raised before any image is produced. The message
+        names the tile, the bytes used and available, and the largest items.
+    """
+    if not isinstance(graph, Graph):
+        raise GraphError(f"compile_graph: graph must be a Graph, not {graph!r}")
+    if not isinstance(program, Program):
+        raise GraphError(f"compile_graph: program must be a Program, not {program!r}")
+    if not isinstance(stack_bytes, int) or stack_bytes < 256 or stack_bytes % 16:
+        raise GraphError(f"compile_graph: stack_bytes must be a multiple of 16, >= 256, "
+                         f"not {stack_bytes!r}")
+    cfg = graph.config
+    T, N = cfg.contexts, cfg.tiles
+    ops: list = []
+    plans: dict = {}
+    if profile is not None:
+        pv = graph.variables.get(getattr(profile, "name", None))
+        if pv is not profile or pv.dtype.name != "int32" or len(pv.shape) != 2 \
+                or pv.shape[0] != N or pv.shape[1] < 3 or \
+                sorted((iv.tile, iv.start, iv.stop) for iv in pv.intervals) != \
+                [(t, t * pv.shape[1], (t + 1) * pv.shape[1]) for t in range(N)]:
+            raise GraphError(f"compile_graph: profile must be an int32 variable of this graph "
+                             f"with shape [{N}, 1 + 2*records] and row t on tile t, not {profile!r}")
+        ops.append(("prof", pv))
+    _flatten(program, ops, plans)
+
+    compute_sets = {id(op[1]): op[1] for op in ops if op[0] == "exec"}
+    codelets = [v.codelet for cs in compute_sets.values() for v in cs.vertices]
+    image = build_binary(codelets, opt=opt, stack_bytes=stack_bytes)
+    base = -(-image.end // 8) * 8
+    mems = [TileMemory(t, image.end, base) for t in range(N)]
+    ctrl_bytes = 8 + 4 * _OP_WORDS * len(ops)
+    for m in mems:
+        assert m.alloc("control", "control table", ctrl_bytes, 8) == base
+
+    # tensors
+    tensors = {}
+    for name, var in graph.variables.items():
+        addrs = np.zeros(len(var.intervals), dtype=np.int64)
+        for i, iv in enumerate(var.intervals):
+            addrs[i] = mems[iv.tile].alloc(
+                "tensors", f"tensor {name!r} [{iv.start}:{iv.stop}]", iv.size * var.dtype.itemsize)
+        tensors[name] = (var, addrs)
+    blobs = [dict() for _ in range(N)]  # addr -> bytes, per tile
+    for name, (var, addrs) in tensors.items():   # constants (Graph.add_constant)
+        init = getattr(var, "initial", None)
+        if init is not None:
+            flat = init.reshape(-1)
+            for iv, a in zip(var.intervals, addrs):
+                blobs[iv.tile][int(a)] = flat[iv.start:iv.stop].tobytes()
+
+    def tensor_addr(t: Tensor) -> int:
+        var, addrs = tensors[t.variable.name]
+        iv, off = t.contiguous_interval("vertex field")
+        return int(addrs[var.intervals.index(iv)]) + off * var.dtype.itemsize
+
+    # vertex records and worklists, once per compute set
+    worklist_addr: dict = {}
+    for key, cs in compute_sets.items():
+        per_tile: dict = {}
+        for v in cs.vertices:
+            per_tile.setdefault(v.tile, []).append(v)
+        wl = {}
+        for t, verts in per_tile.items():
+            m = mems[t]
+            rec_addr = []
+            for v in verts:
+                words = [image.symbols[v.codelet.name]]
+                for f in v.codelet.fields:
+                    x = v.fields[f.name]
+                    words += [tensor_addr(x), x.size] if isinstance(x, Tensor) else [x]
+                a = m.alloc("vertices", f"vertex records of {cs.name!r}", 4 * len(words))
+                blobs[t][a] = struct.pack(f"<{len(words)}I", *words)
+                rec_addr.append(a)
+            lists = _worklists(verts, T)
+            sizes = [4 + 12 * len(lst) for lst in lists]
+            a = m.alloc("control", f"worklist of {cs.name!r}", 4 * T + sum(sizes))
+            words, pos = [], a + 4 * T
+            for s in sizes:
+                words.append(pos)
+                pos += s
+            for lst in lists:
+                words.append(len(lst))
+                for vi, p, n in lst:
+                    words += [rec_addr[vi], p, n]
+            blobs[t][a] = struct.pack(f"<{len(words)}I", *words)
+            wl[t] = a
+        worklist_addr[key] = wl
+
+    # fail on memory before scheduling: an exchange into a tensor placed past the SRAM would
+    # otherwise surface as a confusing "address outside the SRAM" scheduling error
+    check_fits(mems, T, stack_bytes, cfg.sram_bytes)
+
+    # exchange phases
+    from tessera.toolchain.exchange_scheduler import ExchangeScheduleError, schedule_exchange
+    xprog_addr: dict = {}
+    reports = []
+    for plan in {id(op[1]): op[1] for op in ops if op[0] == "exch"}.values():
+        transfers = exchange_transfers(plan, lambda var: tensors[var.name][1])
+        try:
+            sched = schedule_exchange(transfers, cfg)
+        except ExchangeScheduleError as e:
+            raise GraphError(f"{plan.name}: exchange scheduling failed: {e}") from None
+        rep = sched.report()
+        rep["name"] = plan.name
+        reports.append(rep)
+        progs = sched.encoded()
+        addrs = {}
+        for t in range(N):
+            a = mems[t].alloc("exchange", f"exchange program {plan.name}", len(progs[t]), 8)
+            blobs[t][a] = progs[t]
+            addrs[t] = a
+        xprog_addr[id(plan)] = addrs
+
+    check_fits(mems, T, stack_bytes, cfg.sram_bytes)
+
+    regions = []
+    for t in range(N):
+        words = [CTRL_MAGIC, len(ops)]  # flat count; a REPEAT's b counts its flat body
+        for op in ops:
+            if op[0] == "exec":
+                words += [OP_EXEC, worklist_addr[id(op[1])].get(t, 0), 0]
+            elif op[0] == "exch":
+                words += [OP_EXCH, xprog_addr[id(op[1])][t], 0]
+            elif op[0] == "prof":
+                pv, paddrs = tensors[op[1].name]
+                (pa,) = [int(x) for iv, x in zip(pv.intervals, paddrs) if iv.tile == t]
+                words += [OP_PROF, pa, (pv.shape[1] - 1) // 2]
+            else:
+                words += [OP_REPEAT, op[1], op[2]]
+        buf = bytearray(mems[t].top - base)
+        buf[0:4 * len(words)] = struct.pack(f"<{len(words)}I", *words)
+        for a, data in blobs[t].items():
+            buf[a - base:a - base + len(data)] = data
+        regions.append(bytes(buf))
+
+    memory = [m.usage(T, stack_bytes, cfg.sram_bytes) for m in mems]
+    summary = [(op[0], op[1].name) if op[0] != "repeat" else op for op in ops]
+    return CompiledGraph(cfg, image, base, regions, tensors, memory, reports, summary,
+                         stack_bytes, profile.name if profile is not None else None)
+

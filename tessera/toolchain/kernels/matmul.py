@@ -1,0 +1,211 @@
+"""Dense int8 matmul on tiles with register-blocked dot4 inner loops (docs/compiler.md,
+"Kernel library").
+
+Plan for ``C = init + A . B`` (int8 x int8 -> int32, wrapping like the tiles' 32-bit adds):
+
+* **Output partitioning**: C's rows live on the tiles of A's rows (A must be mapped in whole
+  rows, e.g. ``map_linearly(grain=K)``); every tile holding rows computes them.
+* **Operand broadcast**: one ``Copy`` multicasts every word of B^T (``[N, K]``) to a replica
+  ``<name>.bt`` on each computing tile: one exchange phase, each word sent once (the
+  scheduler meets its lower bound for this pattern). With ``b_layout="kn"`` (B given as
+  ``[K, N]``) the replica of B is transposed on each tile first (``tsr_transpose8``).
+* **Compute**: one vertex per tile, split over all contexts; each context takes interleaved
+  4x4 output blocks and runs 16 ``dot4`` per 8 loads (``tessera/toolchain/codelets/tsk_matmul.c.in``,
+  generated per K so the row strides are immediate offsets).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+
+from tessera.toolchain.graph.build import cache_dir
+from tessera.toolchain.graph.codelet import CODELET_DIR
+from tessera.toolchain.graph.graph import Graph
+from tessera.toolchain.graph.program import Copy, Execute, Sequence
+
+from ._common import KernelError, check_init, check_var, codelet, unique_name
+from .requantize import requantize
+
+__all__ = ["matmul", "matmul_requantize", "matmul_codelet"]
+
+TEMPLATE = CODELET_DIR / "tsk_matmul.c.in"
+
+
+def _generated_source(name: str, text: str) -> Path:
+    d = cache_dir().parent / "kernels"
+    d.mkdir(parents=True, exist_ok=True)
+    h = hashlib.sha256(text.encode()).hexdigest()[:12]
+    p = d / f"{name}-{h}.c"
+    if not p.exists():
+        tmp = p.with_suffix(f".{__import__('os').getpid()}.tmp")
+        tmp.write_text(text)
+        tmp.replace(p)
+    return p
+
+
+def _asm_loop(k: int, unroll: int) -> str:
+    """The 4x4 register-blocked inner loop: per k-word 4 B loads, then for each of the 4 A
+    rows one load and 4 dot4 (16 dot4 per 8 loads), ``unroll`` k-words per iteration."""
+    lines = ["1:"]
+    for u in range(unroll):
+        o = 4 * u
+        for j in range(4):
+            lines.append(f"lw %[b{j}], {j * k + o}(%[pb])")
+        for r in range(4):
+            lines.append(f"lw %[x], {r * k + o}(%[pa])")
+            for j in range(4):
+                lines.append(f".insn r 0x0b, 0, 0, %[c{r}{j}], %[x], %[b{j}]")
+    lines += [f"addi %[pa], %[pa], {4 * unroll}", f"addi %[pb], %[pb], {4 * unroll}",
+              "bne %[pa], %[end], 1b"]
+    return "\n".join(f'        "{ln}\\n"' for ln in lines)
+
+
+def matmul_codelet(graph: Graph, k: int):
+    """The dense matmul codelet for depth ``k`` (a multiple of 4), registered once per graph."""
+    name = f"tsk_mm_k{k}"
+    if name in graph.codelets:
+        return graph.codelets[name]
+    kw = k // 4
+    unroll = 4 if kw % 4 == 0 else 2 if kw % 2 == 0 else 1
+    asm = 3 * k + 4 * (unroll - 1) <= 2047        # largest immediate load offset
+    text = (TEMPLATE.read_text().replace("@NAME@", name).replace("@KS@", str(k))
+            .replace("@UNROLL@", str(unroll)).replace("@ASM@", str(int(asm)))
+            .replace("@LOOP@", _asm_loop(k, unroll) if asm else ""))
+    src = _generated_source(name, text)
+    return codelet(graph, name, src, (("a", "in", "int8"), ("bt", "in", "int8"),
+                                      ("c", "out", "int32"), ("init", "in", "int32"),
+                                      ("rows", "scalar"), ("cols", "scalar")))
+
+
+def _row_tiles(where, a, k):
+    for iv in a.intervals:
+        if iv.start % k or iv.stop % k:
+            raise KernelError(f"{where}: a {a.name!r} interval {iv.start}..{iv.stop} on tile "
+                              f"{iv.tile} splits a row of {k} elements; map it with grain={k}")
+    return sorted({iv.tile for iv in a.intervals})
+
+
+def matmul(graph: Graph, a, b, *, b_layout: str = "kn", init=None, name: str = "matmul"):
+    """Build ``C = init + A . B`` on the tiles of A's rows.
+
+    Parameters
+    ----------
+    graph : Graph
+    a : Variable, int8 [M, K]
+        Mapped in whole rows (e.g. ``map_linearly(grain=K)``); K must be a multiple of 4
+        (pad with zero columns in A and zero rows in B otherwise).
+    b : Variable, int8
+        ``[K, N]`` if ``b_layout == "kn"``, or B transposed ``[N, K]`` if ``"nk"`` (the
+        output-major layout of TFLite FullyConnected weights; no on-tile transpose needed).
+        Any mapping whose cross-tile pieces are whole words (e.g. whole rows).
+    b_layout : {"kn", "nk"}
+    init : None, int or array_like [N] of int32
+        Initial accumulator per output column (e.g. a bias, or ``-a_zero_point * sum_k B``
+        to fold a zero point); added with 32-bit wrap.
+    name : str
+        Prefix of the variables (``<name>.c``, ``<name>.bt``, ...) and compute sets.
+
+    Returns
+    -------
+    (Variable, Program)
+        ``C`` (int32 [M, N], rows on the tiles of A's rows) and the program.
+
+    Raises
+    ------
+    KernelError (GraphError)
+        Wrong ranks/dtypes, inner dimensions differ, K not a multiple of 4, A's mapping
+        splits a row, bad ``init``.
+    """
+    where = f"matmul({name!r})"
+    a = check_var(where, "a", a, "int8", 2)
+    b = check_var(where, "b", b, "int8", 2)
+    if b_layout not in ("kn", "nk"):
+        raise KernelError(f"{where}: b_layout must be 'kn' or 'nk', not {b_layout!r}")
+    m, k = a.shape
+    kb, n = b.shape if b_layout == "kn" else b.shape[::-1]
+    if k != kb:
+        raise KernelError(f"{where}: inner dimensions differ: a {a.name!r} is {a.shape} [M, K], "
+                          f"b {b.name!r} is {b.shape} ({'[K, N]' if b_layout == 'kn' else '[N, K]'})")
+    if k % 4:
+        raise KernelError(f"{where}: K = {k} is not a multiple of 4 (dot4 works on words); "
+                          "pad A with zero columns and B with zero rows")
+    iv_init = check_init(where, init, n)
+    tiles = _row_tiles(where, a, k)
+    nt = len(tiles)
+    name = unique_name(graph, name)
+    c = graph.add_variable(f"{name}.c", (m, n), "int32",
+                           [(iv.tile, iv.start // k * n, iv.stop // k * n) for iv in a.intervals])
+    per_tile = lambda shape: [(t, i * int(np.prod(shape)), (i + 1) * int(np.prod(shape)))
+                              for i, t in enumerate(tiles)]
+    initv = graph.add_constant(f"{name}.init", np.broadcast_to(iv_init, (nt, n)),
+                               per_tile((n,)), dtype="int32")
+    steps = []
+    bt = graph.add_variable(f"{name}.bt", (nt, n, k), "int8", per_tile((n, k)))
+    if b_layout == "nk":
+        steps.append(Copy([b] * nt, [bt[i] for i in range(nt)]))
+    else:
+        bb = graph.add_variable(f"{name}.b", (nt, k, n), "int8", per_tile((k, n)))
+        steps.append(Copy([b] * nt, [bb[i] for i in range(nt)]))
+        tr = graph.add_compute_set(f"{name}.transpose")
+        for i, t in enumerate(tiles):
+            graph.add_vertex(tr, "tsr_transpose8", dst=bt[i], src=bb[i], rows=k, cols=n,
+                             dst_stride=k)
+        steps.append(Execute(tr))
+    cd = matmul_codelet(graph, k)
+    cs = graph.add_compute_set(f"{name}.mm")
+    for iv in a.intervals:
+        r0, r1 = iv.start // k, iv.stop // k
+        i = tiles.index(iv.tile)
+        graph.add_vertex(cs, cd, a=a[r0:r1], bt=bt[i], c=c[r0:r1], init=initv[i],
+                         rows=r1 - r0, cols=n)
+    steps.append(Execute(cs))
+    return c, Sequence(*steps)
+
+
+def matmul_requantize(graph: Graph, a, b, multiplier, shift, out_zero_point: int,
+                      relu: bool = False, bias=None, *, b_layout: str = "kn",
+                      name: str = "dense"):
+    """A quantized dense layer: ``requantize(A . B + bias)`` to int8, bit-exact with
+    ``tessera.golden_model.kernels.requantize(matmul(A, B), multiplier, shift, out_zero_point,
+    relu=relu, bias=bias)``.
+
+    The bias is folded into the matmul's initial accumulators (32-bit wrapping adds are
+    associative, so this equals adding it before scaling); the requantize compute set
+    (:func:`tessera.toolchain.kernels.requantize`) follows the matmul.
+
+    Parameters
+    ----------
+    graph, a, b, b_layout
+        As :func:`matmul`.
+    multiplier, shift, out_zero_point, relu, bias
+        As :func:`tessera.toolchain.kernels.requantize` (per-tensor scalars or per-output-column
+        arrays of length N).
+    name : str
+        Prefix; the int8 output is ``<name>.out`` mapped like ``<name>.c`` (A's row tiles).
+
+    Returns
+    -------
+    (Variable, Program)
+        int8 [M, N] output and the program (matmul then requantize).
+
+    Raises
+    ------
+    KernelError
+        As :func:`matmul` and :func:`tessera.toolchain.kernels.requantize`.
+    """
+    where = f"matmul_requantize({name!r})"
+    n = b.shape[1] if b_layout == "kn" else b.shape[0]
+    if bias is not None:
+        bb = np.asarray(bias)
+        if bb.dtype.kind not in "iu" or bb.ndim > 1 or (bb.ndim == 1 and bb.shape[0] != n):
+            raise KernelError(f"{where}: bias must be an int or an int array of shape [N] = [{n}]")
+    c, prog = matmul(graph, a, b, b_layout=b_layout, init=bias, name=name)
+    base = c.name[:-2]
+    out = graph.add_variable(f"{base}.out", c.shape, "int8",
+                             [(iv.tile, iv.start, iv.stop) for iv in c.intervals])
+    rq = requantize(graph, c, out, multiplier, shift, out_zero_point, relu=relu, bias=None,
+                    name=f"{base}.rq")
+    return out, Sequence(prog, rq)
