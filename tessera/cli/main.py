@@ -1,11 +1,15 @@
 """The ``tessera`` command line (one function per subcommand; details live in ``tessera/toolchain/``).
 
-Subcommands: cc, exec, demo, profile, gen, run, bench (``tessera COMMAND --help``).
+Subcommands: cc, objdump, exec, demo, profile, gen, run, bench (``tessera COMMAND --help``;
+``tessera --version``; ``python -m tessera`` is the same command).
 
 Exit codes: 0 success (run halted), 2 bad usage or input (one-line message on stderr,
 no traceback), 3 the run faulted or timed out, or the demo result did not match.
-Output paths (``--json``, ``--out``, ``--profile DIR``) are checked for writability before
-any long run; a closed stdout (``tessera ... | head``) ends the command quietly.
+Output paths (``--json``, ``--out``, ``--profile DIR``, ``--trace``, ``-o``) are checked for
+writability before any long run, and an output that is one of the command's inputs is
+refused (nothing the user wrote is overwritten). With ``--json -`` stdout carries only the
+JSON; every human-readable line goes to stderr. A closed stdout (``tessera ... | head``)
+ends the command quietly.
 """
 
 from __future__ import annotations
@@ -57,6 +61,65 @@ def _check_out_file(path, option: str) -> None:
         os.unlink(p)
 
 
+def _same_file(a, b) -> bool:
+    """True if paths ``a`` and ``b`` name the same file (also through links)."""
+    if a is None or b is None or str(a) == "-" or str(b) == "-":
+        return False
+    try:
+        if os.path.exists(a) and os.path.exists(b):
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _check_not_inputs(outputs, inputs) -> None:
+    """Refuse (UsageError) an output path that is also an input or another output.
+
+    Parameters
+    ----------
+    outputs : iterable of (option, path)
+        E.g. ``[("-o", "p.elf"), ("--json", "r.json")]``; None paths are skipped.
+    inputs : iterable of (what, path)
+        E.g. ``[("source", "p.c")]``.
+    """
+    from tessera.toolchain.run import UsageError
+    outs = [(o, p) for o, p in outputs if p is not None and str(p) != "-"]
+    for i, (opt, path) in enumerate(outs):
+        for what, src in inputs:
+            if _same_file(path, src):
+                raise UsageError(f"{opt} {path} is the {what} {src}; refusing to overwrite an "
+                                 "input (choose another output file)")
+        for opt2, path2 in outs[:i]:
+            if _same_file(path, path2):
+                raise UsageError(f"{opt} {path} and {opt2} {path2} are the same file; give "
+                                 "each output its own file")
+
+
+def _human_out(args):
+    """Where human-readable text goes: stderr when ``--json -`` puts JSON on stdout."""
+    return sys.stderr if getattr(args, "json", None) == "-" else sys.stdout
+
+
+def _say(args):
+    """A print-like callable writing one line to :func:`_human_out`."""
+    def say(line=""):
+        print(line, file=_human_out(args))
+    return say
+
+
+def _xlatency(text: str) -> int:
+    """``--xlatency`` value: an int accepted by the spec's ArrayConfig (1..64)."""
+    v = _positive(text)
+    from tessera.spec.config import ArrayConfig
+    try:
+        ArrayConfig(exchange_latency=v)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e).replace("ArrayConfig.exchange_latency",
+                                                        "exchange latency")) from None
+    return v
+
+
 def _check_out_dir(path, option: str) -> None:
     """Fail fast (UsageError) unless directory ``path`` exists or can be created, and is writable."""
     if path is None:
@@ -78,8 +141,10 @@ def _check_rtl(args, config) -> None:
     from tessera.hdl.gen import MAX_RTL_TILES
     from tessera.toolchain.run import UsageError
     if config.tiles > MAX_RTL_TILES:
+        default = " (the default backend here)" if getattr(args, "backend_defaulted", False) else ""
         raise UsageError(f"{config.tiles} tiles is too large for RTL generation (at most "
-                         f"{MAX_RTL_TILES}; presets like gc2_like are for the golden model only)")
+                         f"{MAX_RTL_TILES}) with --backend {args.backend}{default}; add "
+                         f"--backend model (presets like gc2_like are for the golden model only)")
 
 
 def _positive(text: str) -> int:
@@ -134,24 +199,37 @@ def _config(args):
 
 
 def cmd_cc(args) -> int:
-    """``tessera cc SRC... -o OUT.elf [--no-crt] [-O..] [-D..] [-I..] [--xlatency L]``."""
+    """``tessera cc SRC... -o OUT.elf [--no-crt] [-O..] [-D..] [-I..] [--xlatency L]``.
+
+    The ELF is linked to a temporary file next to ``OUT.elf`` and checked (stack size)
+    before it replaces ``OUT.elf``, so a failed build leaves an existing ``OUT.elf`` as it was.
+    """
     from tessera.toolchain.cc import compile_program, CompileError
+    from tessera.toolchain.elf import load_elf
+    _check_not_inputs([("-o", args.output)], [("source", s) for s in args.sources])
+    _check_out_file(args.output, "-o")
     defines = list(args.define or ())
     if args.xlatency is not None:
         defines.append(f"TSR_XLATENCY={args.xlatency}")
+    out_dir = os.path.dirname(os.path.abspath(args.output))
+    tmp = os.path.join(out_dir, f".{os.path.basename(args.output)}.{os.getpid()}.tmp")
     try:
-        compile_program(args.sources, args.output, no_crt=args.no_crt, opt=args.opt,
-                        defines=defines, include_dirs=args.include or ())
-    except CompileError as e:
-        if e.output:
-            print(e.output, file=sys.stderr)
-        if "duplicate symbol: _start" in (e.output or "") and not args.no_crt:
-            print("tessera cc: hint: your program defines _start; compile it with --no-crt "
-                  "(crt0's _start is linked otherwise)", file=sys.stderr)
-        raise
+        try:
+            compile_program(args.sources, tmp, no_crt=args.no_crt, opt=args.opt,
+                            defines=defines, include_dirs=args.include or ())
+        except CompileError as e:
+            if e.output:
+                print(e.output.replace(tmp, args.output), file=sys.stderr)
+            if "duplicate symbol: _start" in (e.output or "") and not args.no_crt:
+                print("tessera cc: hint: your program defines _start; compile it with --no-crt "
+                      "(crt0's _start is linked otherwise)", file=sys.stderr)
+            raise
+        image = load_elf(tmp)
+        os.replace(tmp, args.output)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
     from tessera.spec.config import MAX_SRAM_BYTES, MIN_CONTEXTS
-    from tessera.toolchain.elf import load_elf
-    image = load_elf(args.output)
     need = image.end + MIN_CONTEXTS * image.stack_bytes
     if need > MAX_SRAM_BYTES:
         print(f"tessera cc: warning: {args.output} needs {need} bytes (image {image.end} + "
@@ -161,20 +239,45 @@ def cmd_cc(args) -> int:
     return EXIT_OK
 
 
+def cmd_objdump(args) -> int:
+    """``tessera objdump ELF [-S]``: disassembly with symbols (and source lines)."""
+    from tessera.toolchain.objdump import objdump
+    sys.stdout.write(objdump(args.elf, source=args.source))
+    return EXIT_OK
+
+
 def cmd_exec(args) -> int:
-    """``tessera exec PROG.elf [array options] [--backend B] [--max-cycles C] [--json OUT]``."""
-    from tessera.toolchain.run import DEFAULT_MAX_CYCLES, exec_program, summarize
+    """``tessera exec PROG.elf [array options] [--backend B] [--max-cycles C] [--json OUT]
+    [--trace FILE] [--load TILE:SYMBOL=FILE]...``."""
+    from tessera.toolchain.elf import load_elf
+    from tessera.toolchain.run import (DEFAULT_MAX_CYCLES, exec_program, resolve_loads,
+                                       summarize)
+    from tessera.toolchain.run import parse_load
+    loads = args.load or ()
+    load_files = [("--load file", parse_load(spec)[2]) for spec in loads]
+    _check_not_inputs([("--json", args.json), ("--trace", args.trace)],
+                      [("program", args.program), *load_files])
     config = _config(args)
     _check_rtl(args, config)
     _waves(args)
     _check_out_file(args.json, "--json")
-    result, _ = exec_program(args.program, config, backend=args.backend,
+    _check_out_file(args.trace, "--trace")
+    if args.trace is not None and args.backend != "model":
+        from tessera.toolchain.run import UsageError
+        raise UsageError("--trace needs --backend model: the golden model records the retire "
+                         "trace; the RTL's trace ports are only compared inside the test "
+                         "bench (tests/test_rtl_*), not written by tessera exec")
+    image = load_elf(args.program)
+    preload = resolve_loads(image, config, loads)
+    result, _ = exec_program(image, config, backend=args.backend,
                              max_cycles=args.max_cycles or DEFAULT_MAX_CYCLES,
-                             json_out=args.json)
-    out = sys.stderr if args.json == "-" else sys.stdout
-    print(summarize(result), file=out)
+                             json_out=args.json, preload=preload, trace_out=args.trace)
+    out = _human_out(args)
+    print(summarize(result, image=image), file=out)
     if args.backend == "both":   # a difference raised BackendMismatch (exit 3) above
         print("  model == rtl: yes (identical run-result JSON)", file=out)
+    if args.trace is not None:
+        print(f"trace: {args.trace}", file=out)
     return result.exit_code
 
 
@@ -192,10 +295,11 @@ def cmd_demo(args) -> int:
         _check_out_file(args.json, "--json")
         return run_demo(config, words_per_tile=args.words, seed=args.seed,
                         backend=args.backend, max_cycles=args.max_cycles or DEFAULT_MAX_CYCLES,
-                        json_out=args.json)
+                        json_out=args.json, out=_say(args))
     from tessera.cli.demo import DemoError, run_digits_demo
     from tessera.toolchain.graph import EngineError, GraphError
     from tessera.toolchain.run import UsageError
+    args.backend_defaulted = args.backend is None
     args.backend = "rtl" if args.backend in (None, "both") else args.backend  # rtl checks vs model anyway
     if args.out is not None:
         args.profile = True          # --out only makes sense for the profile files
@@ -209,7 +313,7 @@ def cmd_demo(args) -> int:
         report = run_digits_demo(config, backend=args.backend, images=args.images,
                                  batch=args.batch, out_dir=args.out, json_out=args.json,
                                  profile=args.profile, progress=not args.no_progress,
-                                 max_cycles=args.max_cycles or 50_000_000)
+                                 max_cycles=args.max_cycles or 50_000_000, out=_say(args))
     except (DemoError, GraphError) as e:   # bad arguments, batch does not fit, ...
         raise UsageError(str(e)) from None
     except EngineError as e:               # a run faulted or timed out
@@ -223,14 +327,31 @@ def cmd_profile(args) -> int:
     PopVision-style profile (PNG + HTML) of the digits job, or re-render a saved one."""
     if args.from_json:
         import json
-        from tessera.toolchain.profile import write_profile
+        from tessera.toolchain.profile import ProfileFormatError, check_profile, write_profile
         from tessera.toolchain.run import UsageError
+        out_dir = args.out or "build/profile"
+        _check_out_dir(out_dir, "--out")                 # an output problem names --out
+        src = args.from_json
         try:
-            prof = json.loads(open(args.from_json, encoding="utf-8").read())
-            paths = write_profile(prof, args.out or "build/profile")
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise UsageError(f"cannot render {args.from_json}: {e}") from None
-        print(f"profile: {paths['png']}  {paths['html']}  {paths['json']}")
+            text = open(src, encoding="utf-8").read()
+        except OSError as e:
+            raise UsageError(f"--from {src}: cannot read: {e.strerror}") from None
+        try:
+            prof = json.loads(text)
+        except ValueError as e:
+            raise UsageError(f"--from {src}: not JSON ({e})") from None
+        try:
+            check_profile(prof)
+        except ProfileFormatError as e:
+            raise UsageError(f"--from {src}: not a Tessera profile.json: {e}") from None
+        _check_not_inputs([("--out", os.path.join(out_dir, "profile.json"))],
+                          [("--from file", src)])
+        try:
+            paths = write_profile(prof, out_dir)
+        except OSError as e:
+            raise UsageError(f"--out {out_dir}: cannot write the profile: "
+                             f"{e.strerror or e}") from None
+        print(f"profile: {paths['png']}  {paths['html']}  {paths['json']}", file=_human_out(args))
         return EXIT_OK
     args.profile, args.program = True, "digits"
     args.out = args.out or "build/profile"
@@ -307,7 +428,9 @@ def cmd_run(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser with all subcommands."""
+    from tessera import __version__
     p = _Parser(prog="tessera", description="Tessera IPU-style processor tools")
+    p.add_argument("--version", action="version", version=f"tessera {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
@@ -326,10 +449,20 @@ def build_parser() -> argparse.ArgumentParser:
                     help="define a preprocessor macro (repeatable)")
     cc.add_argument("-I", dest="include", action="append", metavar="DIR",
                     help="add an include directory (repeatable)")
-    cc.add_argument("--xlatency", type=_positive, metavar="L",
-                    help="exchange latency the program is built for (defines TSR_XLATENCY=L; "
-                         "programs that set an exchange program only run on arrays with this L)")
+    cc.add_argument("--xlatency", type=_xlatency, metavar="L",
+                    help="exchange latency the program is built for, 1..64 (defines "
+                         "TSR_XLATENCY=L; programs that set an exchange program only run on "
+                         "arrays with this L)")
     cc.set_defaults(func=cmd_cc)
+
+    od = sub.add_parser(
+        "objdump", help="disassemble an ELF with its symbols",
+        description="Disassemble the code sections of a Tessera ELF (RV32IM + Tessera's "
+                    "custom instructions) with function labels and branch-target symbols.")
+    od.add_argument("elf", metavar="ELF")
+    od.add_argument("-S", "--source", action="store_true",
+                    help="interleave file:line from the ELF's debug info")
+    od.set_defaults(func=cmd_objdump)
 
     ex = sub.add_parser(
         "exec", help="run an ELF on every tile (SPMD)",
@@ -337,6 +470,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "RTL and print the run summary (exit 3 on a fault or timeout).")
     ex.add_argument("program", metavar="PROG.elf")
     _add_array_args(ex)
+    ex.add_argument("--trace", metavar="FILE",
+                    help="write one JSON line per retired instruction (cycle, tile, context, "
+                         "pc, insn, asm, rd, value, store_*) to FILE; --backend model only")
+    ex.add_argument("--load", action="append", metavar="TILE:SYMBOL=FILE",
+                    help="before the start, write FILE's bytes to the .noinit symbol SYMBOL "
+                         "of tile TILE (a number, or 'all'); at most the symbol's size "
+                         "(repeatable)")
     ex.set_defaults(func=cmd_exec)
 
     from tessera.cli.demo import DEFAULT_IMAGES

@@ -2,8 +2,11 @@
 
 The fixed flags are the ones measured in TOOLCHAIN-NOTES §1: ``-target
 riscv32-freestanding-none -mcpu=generic_rv32+m -O2 -ffreestanding -T link.ld`` (no
-``-march``, no ``-nostdlib``, so compiler_rt provides 64-bit division). The generated
-``tessera.h`` is on the include path; ``crt0.S`` is linked first unless ``no_crt``.
+``-march``, no ``-nostdlib``, so compiler_rt provides 64-bit division), plus ``-g``: the
+DWARF debug sections are not loaded (the image is the same), and fault reports use them to
+name the function and ``file:line`` of a pc (:mod:`tessera.toolchain.debuginfo`). The
+generated ``tessera.h`` is on the include path; ``crt0.S`` is linked first unless ``no_crt``.
+After linking, the stack size per context (``TSR_SET_STACK_BYTES``) is checked.
 Spec: docs/architecture.md section 11.
 """
 
@@ -20,6 +23,8 @@ from .header import include_dir
 __all__ = ["compile_program", "compiler_command", "CompileError", "BASE_FLAGS", "SOURCE_SUFFIXES"]
 
 BASE_FLAGS = ("-target", "riscv32-freestanding-none", "-mcpu=generic_rv32+m", "-ffreestanding")
+#: Debug info for source-level fault reports (not loaded into the SRAM).
+DEBUG_FLAGS = ("-g",)
 DEFAULT_OPT = "-O2"
 #: File suffixes accepted as sources (C, preprocessed asm, plain asm).
 SOURCE_SUFFIXES = (".c", ".S", ".s")
@@ -36,7 +41,7 @@ class CompileError(ToolchainError):
 def compiler_command(sources, output, *, no_crt=False, opt=None, defines=(), include_dirs=(),
                      extra=()) -> list[str]:
     """The compiler command line (see :func:`compile_program` for the parameters)."""
-    cmd = [sys.executable, "-m", "ziglang", "cc", *BASE_FLAGS, opt or DEFAULT_OPT,
+    cmd = [sys.executable, "-m", "ziglang", "cc", *BASE_FLAGS, *DEBUG_FLAGS, opt or DEFAULT_OPT,
            "-I", str(include_dir())]
     for inc in include_dirs:
         cmd += ["-I", str(inc)]
@@ -87,6 +92,9 @@ def compile_program(sources, output, *, no_crt=False, opt=None, defines=(), incl
         A source is missing or has an unknown suffix, or the output directory is missing.
     CompileError
         The compiler exited non-zero; ``output`` holds its stderr/stdout.
+    tessera.toolchain.elf.StackSizeError
+        The program sets a stack size per context (``TSR_SET_STACK_BYTES(n)``) below the
+        minimum or not 16-byte aligned; the ELF is removed.
     """
     sources = [Path(s) for s in sources]
     if not sources:
@@ -115,4 +123,14 @@ def compile_program(sources, output, *, no_crt=False, opt=None, defines=(), incl
         text = (proc.stderr + proc.stdout).strip()
         names = " ".join(str(s) for s in sources)
         raise CompileError(f"compilation of {names} failed (zig cc exit {proc.returncode})", text)
+    from .elf import load_elf, StackSizeError
+    try:
+        image = load_elf(output)
+        names = " ".join(str(s) for s in sources)
+        if "__stack_bytes" in image.symbols:
+            from .elf import check_stack_bytes
+            check_stack_bytes(image.stack_bytes, f"{names}: TSR_SET_STACK_BYTES")
+    except StackSizeError:
+        output.unlink(missing_ok=True)
+        raise
     return output

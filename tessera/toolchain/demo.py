@@ -84,10 +84,17 @@ def run_demo(config: ArrayConfig, *, words_per_tile: int = 96, seed: int = 2024,
         Slice length per tile in 32-bit words (4 int8 elements each), 1..1024.
     seed : int
         Seed of the numpy generator that draws the int8 data.
-    backend, max_cycles, json_out
+    backend, max_cycles
         As for ``tessera exec``.
     out : callable
         Receives each report line.
+    json_out : str or path-like, optional
+        Write the demo report as JSON here (``-`` = stdout): ``program`` ("vecsum"),
+        ``match``, ``status``, ``cycles``, ``tiles``, ``contexts``, ``words_per_tile``,
+        ``seed``, ``backend``, ``total`` / ``expected_total``, ``tile_totals`` (context 0 of
+        each tile, signed), ``tile_sums`` / ``expected_tile_sums`` (the gathered sums of
+        tile 0), ``mismatches`` (text, at most 10), ``counters`` (per tile), ``exit_code``
+        and ``run_result`` (the §10 run-result JSON).
 
     Returns
     -------
@@ -113,7 +120,7 @@ def run_demo(config: ArrayConfig, *, words_per_tile: int = 96, seed: int = 2024,
                for t in range(N)]
     readback = [(t, gathered, 4 * N) for t in range(N)]
     result, mem = exec_program(image, config, backend=backend, max_cycles=max_cycles,
-                               json_out=json_out, preload=preload, readback=readback)
+                               preload=preload, readback=readback)
     partials, tile_sums, total = expected_sums(data, T)
 
     out(f"Tessera demo: SPMD int8 vector sum, {N} tiles x {T} contexts, "
@@ -141,8 +148,7 @@ def run_demo(config: ArrayConfig, *, words_per_tile: int = 96, seed: int = 2024,
             problems.append(f"tile {t.tile} gathered tile sums {got.tolist()} != "
                             f"expected {tile_sums.tolist()}")
 
-    def signed(v):
-        return None if v is None else (v - (1 << 32) if v & 0x80000000 else v)
+    from .run import signed32 as signed
     out(f"result (context 0 of each tile): {[signed(v) for v in totals]}")
     out(f"expected (numpy):                {total}  (tile sums {tile_sums.tolist()})")
     out(f"match: {'yes' if not problems else 'NO'}")
@@ -156,4 +162,22 @@ def run_demo(config: ArrayConfig, *, words_per_tile: int = 96, seed: int = 2024,
         out(f"  {t.tile:4d} " + " ".join(f"{int(cnt[k]):9d}" for k in
                                        ("compute", "sync", "exchange", "halted", "retired",
                                         "macs")))
-    return 0 if not problems else 3
+    code = 0 if not problems else 3
+    if json_out is not None:
+        import json
+        from tessera.output import write_output
+        gathered0 = (np.frombuffer(mem[0], dtype="<i4").astype(np.int64).tolist()
+                     if mem else [])
+        report = {
+            "program": "vecsum", "match": not problems,
+            "status": RunStatus(result.status).value, "cycles": int(result.cycles),
+            "backend": backend, "config": config.to_dict(), "tiles": N, "contexts": T,
+            "words_per_tile": words_per_tile, "seed": seed,
+            "total": signed(totals[0]) if totals else None, "expected_total": total,
+            "tile_totals": [signed(v) for v in totals],
+            "tile_sums": gathered0, "expected_tile_sums": tile_sums.tolist(),
+            "mismatches": problems[:10],
+            "counters": [{k: int(t.counters[k]) for k in t.counters} for t in result.tiles],
+            "exit_code": code, "run_result": result.to_json()}
+        write_output(json_out, json.dumps(report, indent=1), error=UsageError)
+    return code

@@ -19,9 +19,17 @@ from tessera.spec.config import ArrayConfig
 from . import ToolchainError
 from .header import DEFAULT_STACK_BYTES, XLATENCY_SECTION
 
-__all__ = ["Image", "Segment", "load_elf", "ElfError", "ProgramTooBig", "XLatencyMismatch"]
+__all__ = ["Image", "Segment", "Symbol", "load_elf", "ElfError", "ProgramTooBig",
+           "XLatencyMismatch", "StackSizeError", "MIN_STACK_BYTES", "STACK_ALIGN",
+           "EF_RISCV_RVC", "check_stack_bytes"]
 
 _ELF_MAGIC = b"\x7fELF"
+#: ``e_flags`` bit of an ELF whose code may contain compressed (RVC, 16-bit) instructions.
+EF_RISCV_RVC = 0x0001
+#: Stack bytes per context: a multiple of the RISC-V psABI stack alignment ...
+STACK_ALIGN = 16
+#: ... and at least this many (crt0 + ``main``'s frame + a few calls; the graph compiler's rule).
+MIN_STACK_BYTES = 256
 
 
 class ElfError(ToolchainError):
@@ -34,6 +42,61 @@ class ProgramTooBig(ToolchainError):
 
 class XLatencyMismatch(ToolchainError):
     """The program was compiled for another exchange latency (see :meth:`Image.check_xlatency`)."""
+
+
+class StackSizeError(ToolchainError):
+    """The per-context stack size (``__stack_bytes``) is too small or misaligned."""
+
+
+def check_stack_bytes(n, where: str) -> None:
+    """Raise :class:`StackSizeError` unless ``n`` is a valid stack size per context.
+
+    Parameters
+    ----------
+    n : int
+        Stack bytes per context (``TSR_SET_STACK_BYTES(n)``, ``compile_graph(stack_bytes=)``).
+    where : str
+        Prefix of the message (the program or call that set it).
+
+    Raises
+    ------
+    StackSizeError
+        ``n`` is not an int, is below :data:`MIN_STACK_BYTES` (0 would give every context
+        the same stack) or is not a multiple of :data:`STACK_ALIGN` (the RISC-V stack
+        pointer must stay 16-byte aligned).
+    """
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise StackSizeError(f"{where}: stack bytes per context must be an int, not {n!r}")
+    if n < MIN_STACK_BYTES or n % STACK_ALIGN:
+        why = (f"less than the minimum {MIN_STACK_BYTES}" if n < MIN_STACK_BYTES else
+               f"not a multiple of {STACK_ALIGN} (the stack pointer must stay "
+               f"{STACK_ALIGN}-byte aligned)")
+        raise StackSizeError(
+            f"{where}: stack size {n} bytes per context is {why}; use a multiple of "
+            f"{STACK_ALIGN} of at least {MIN_STACK_BYTES} (TSR_SET_STACK_BYTES(n))")
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """One named ``.symtab`` entry.
+
+    Parameters
+    ----------
+    name : str
+    value : int
+        ``st_value`` (a byte address for code and data).
+    size : int
+        ``st_size`` in bytes (0 when unknown, e.g. assembler labels).
+    type : str
+        ``st_info.type``: ``"STT_FUNC"``, ``"STT_OBJECT"``, ``"STT_NOTYPE"``, ...
+    section : str or None
+        Name of the section the symbol is defined in (None for absolute or undefined ones).
+    """
+    name: str
+    value: int
+    size: int
+    type: str
+    section: str | None
 
 
 @dataclass(frozen=True)
@@ -79,12 +142,18 @@ class Image:
         The distinct ``TSR_XLATENCY`` values recorded in section ``.tessera.xlatency`` by
         ``tsr_set_xprog`` (sorted; empty if the program sets no exchange program through
         tessera.h). Architecture §11.
+    flags : int
+        ELF ``e_flags`` (:data:`EF_RISCV_RVC` = compressed instructions).
+    symbol_table : dict of str to Symbol
+        The same symbols with size, type and section (for ``--load`` and source maps).
     """
     path: str
     entry: int
     segments: list[Segment]
     symbols: dict[str, int] = field(default_factory=dict)
     xlatency: tuple = ()
+    flags: int = 0
+    symbol_table: dict = field(default_factory=dict)
 
     @property
     def end(self) -> int:
@@ -98,6 +167,58 @@ class Image:
     def stack_bytes(self) -> int:
         """Stack bytes per context: the ``__stack_bytes`` symbol, or 1 KiB (spec §11)."""
         return self.symbols.get("__stack_bytes", DEFAULT_STACK_BYTES)
+
+    @property
+    def start(self) -> int:
+        """Lowest load address of the image (0 for programs linked by ``link.ld``)."""
+        return min((s.addr for s in self.segments), default=0)
+
+    def check_format(self) -> None:
+        """Raise :class:`ElfError` unless the program is built the way Tessera runs it.
+
+        Checked (architecture §11): the image is linked at address 0 (its lowest PT_LOAD
+        segment starts there) and its ``e_flags`` do not announce compressed (RVC)
+        instructions, which the RV32IM cores do not decode.
+        """
+        if self.start != 0:
+            raise ElfError(
+                f"{self.path}: program is linked at address {self.start:#x}, not 0; Tessera "
+                f"programs are linked at address 0 (tessera cc uses tessera/toolchain/link.ld)")
+        if self.flags & EF_RISCV_RVC:
+            raise ElfError(
+                f"{self.path}: ELF is built with compressed instructions (RVC, e_flags "
+                f"{self.flags:#x}); Tessera cores are RV32IM without C: build it with "
+                f"tessera cc (-mcpu=generic_rv32+m), not with the C extension")
+
+    def check_stack(self) -> None:
+        """Raise :class:`StackSizeError` unless ``__stack_bytes`` is a valid stack size
+        (see :func:`check_stack_bytes`; programs without the symbol use the default)."""
+        if "__stack_bytes" in self.symbols:
+            check_stack_bytes(self.stack_bytes, f"{self.path}: TSR_SET_STACK_BYTES")
+
+    def check_runnable(self, config: ArrayConfig) -> None:
+        """All loader checks before a run: :meth:`check_format`, :meth:`check_stack`,
+        :meth:`check_fits` and :meth:`check_xlatency`."""
+        self.check_format()
+        self.check_stack()
+        self.check_fits(config)
+        self.check_xlatency(config)
+
+    def symbol(self, name: str) -> Symbol:
+        """The :class:`Symbol` ``name``.
+
+        Raises
+        ------
+        ElfError
+            No such symbol; the message lists a few data symbols of the program.
+        """
+        sym = self.symbol_table.get(name)
+        if sym is None:
+            data = sorted(s.name for s in self.symbol_table.values()
+                          if s.type == "STT_OBJECT" and not s.name.startswith("__"))
+            hint = f"; its data symbols: {', '.join(data[:12])}" if data else ""
+            raise ElfError(f"{self.path}: no symbol {name!r}{hint}")
+        return sym
 
     def bytes_needed(self, config: ArrayConfig, stack_bytes: int | None = None) -> int:
         """SRAM bytes the program needs per tile: image end + ``contexts`` stacks."""
@@ -209,12 +330,18 @@ def load_elf(path) -> Image:
             if seg["p_type"] != "PT_LOAD" or seg["p_memsz"] == 0:
                 continue
             segs.append(Segment(int(seg["p_paddr"]), bytes(seg.data()), int(seg["p_memsz"])))
-        symbols = {}
+        symbols, table = {}, {}
         symtab = elf.get_section_by_name(".symtab")
         if symtab is not None:
             for sym in symtab.iter_symbols():
                 if sym.name and sym["st_info"]["type"] != "STT_FILE":
                     symbols[sym.name] = int(sym["st_value"])
+                    shndx = sym["st_shndx"]
+                    sec = (elf.get_section(shndx).name if isinstance(shndx, int) and shndx > 0
+                           else None)
+                    table[sym.name] = Symbol(sym.name, int(sym["st_value"]),
+                                             int(sym["st_size"]), sym["st_info"]["type"], sec)
+        flags = int(elf.header["e_flags"])
         entry = int(elf.header["e_entry"])
         xlat = ()
         note = elf.get_section_by_name(XLATENCY_SECTION)
@@ -228,4 +355,4 @@ def load_elf(path) -> Image:
         raise ElfError(f"{p}: corrupt ELF file ({e})") from None
     if not segs:
         raise ElfError(f"{p}: ELF has no loadable (PT_LOAD) segment")
-    return Image(str(p), entry, segs, symbols, xlat)
+    return Image(str(p), entry, segs, symbols, xlat, flags, table)

@@ -28,19 +28,23 @@ DST = 0x8000           # first destination word
 
 
 def _uni(rng, n, words):
-    out, nxt = [], [0] * n
-    for i in range(words):
+    # source words are numbered per source tile (not globally): with a global index the
+    # sources of 8192 words (256 tiles, full mode) ran from BASE into the DST region, a
+    # read/write hazard the scheduler rightly refuses
+    out, nxt, sent = [], [0] * n, [0] * n
+    for _ in range(words):
         s = rng.randrange(n)
         d = rng.randrange(n - 1)
         d += d >= s
-        out.append((s, BASE + 4 * i, [(d, DST + 4 * nxt[d])]))
+        out.append((s, BASE + 4 * sent[s], [(d, DST + 4 * nxt[d])]))
+        sent[s] += 1
         nxt[d] += 1
     return out
 
 
 def _multi(rng, n, words):
-    out, nxt = [], [0] * n
-    for i in range(words):
+    out, nxt, sent = [], [0] * n, [0] * n
+    for _ in range(words):
         s = rng.randrange(n)
         k = min(n - 1, rng.randint(1, 4))
         ds = rng.sample([t for t in range(n) if t != s], k)
@@ -48,7 +52,8 @@ def _multi(rng, n, words):
         for d in ds:
             dl.append((d, DST + 4 * nxt[d]))
             nxt[d] += 1
-        out.append((s, BASE + 4 * i, dl))
+        out.append((s, BASE + 4 * sent[s], dl))
+        sent[s] += 1
     return out
 
 

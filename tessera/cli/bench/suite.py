@@ -10,6 +10,7 @@ import datetime
 import importlib
 import json
 import re
+import time
 import traceback
 from pathlib import Path
 
@@ -32,16 +33,23 @@ def parse_only(text: str | None) -> list[str]:
     Raises
     ------
     BenchError
-        An unknown name (the message lists the known ones).
+        An unknown name, an empty list (``--only ""``) or an empty item (``"model,"``);
+        the message lists the known names.
     """
-    if not text:
+    if text is None:
         return list(BENCHMARKS)
-    names = [s.strip() for s in text.split(",") if s.strip()]
-    bad = [n for n in names if n not in BENCHMARKS]
-    if bad or not names:
-        raise BenchError(f"--only: unknown benchmark {', '.join(bad) or repr(text)}; "
+    parts = [s.strip() for s in text.split(",")]
+    if not any(parts):
+        raise BenchError(f"--only {text!r} names no benchmark; choose from "
+                         f"{', '.join(BENCHMARKS)} (or leave --only out for all)")
+    if "" in parts:
+        raise BenchError(f"--only {text!r} has an empty name (stray comma); choose from "
+                         f"{', '.join(BENCHMARKS)}")
+    bad = [n for n in parts if n not in BENCHMARKS]
+    if bad:
+        raise BenchError(f"--only: unknown benchmark {', '.join(map(repr, bad))}; "
                          f"choose from {', '.join(BENCHMARKS)}")
-    return [n for n in BENCHMARKS if n in names]
+    return [n for n in BENCHMARKS if n in parts]
 
 
 def run_suite(names, *, quick: bool = True, plots_dir=None, log=print) -> dict:
@@ -68,6 +76,7 @@ def run_suite(names, *, quick: bool = True, plots_dir=None, log=print) -> dict:
     for name in names:
         mod = importlib.import_module(f"tessera.cli.bench.{name}")
         log(f"tessera bench: {name} ...")
+        t0 = time.monotonic()
         try:
             sec = mod.run(quick=quick)
         except Exception as e:  # keep going; report the failure in the table
@@ -75,6 +84,9 @@ def run_suite(names, *, quick: bool = True, plots_dir=None, log=print) -> dict:
             sec = Section(name, name, f"tessera bench --only {name}" + (" --quick" if quick else ""),
                           error=f"{type(e).__name__}: {e}")
             sec.notes.append("```\n" + tb.strip() + "\n```")
+            sec.seconds = time.monotonic() - t0     # the time until it failed
+        if not sec.seconds:                          # a section that did not time itself
+            sec.seconds = time.monotonic() - t0
         if plots_dir is not None and not sec.error and hasattr(mod, "plot"):
             Path(plots_dir).mkdir(parents=True, exist_ok=True)
             import matplotlib
@@ -83,8 +95,10 @@ def run_suite(names, *, quick: bool = True, plots_dir=None, log=print) -> dict:
                 sec.plots = mod.plot(sec, str(plots_dir))
             except Exception as e:
                 sec.notes.append(f"plot failed: {type(e).__name__}: {e}")
-        log(f"tessera bench: {name} done in {sec.seconds:.1f} s"
-            + (f" — FAILED: {sec.error}" if sec.error else ""))
+        if sec.error:
+            log(f"tessera bench: {name} FAILED after {sec.seconds:.1f} s: {sec.error}")
+        else:
+            log(f"tessera bench: {name} done in {sec.seconds:.1f} s")
         sections.append(sec)
     return {"quick": quick, "date": datetime.datetime.now().isoformat(timespec="seconds"),
             "machine": machine_info(), "sections": [s.to_json() for s in sections]}

@@ -161,9 +161,13 @@ def _report(result, compiled, macs_expected, got, want):
     macs = sum(int(c["macs"]) for c in ctr)
     peak = MACS_PER_CYCLE * cfg.tiles
     ex = compiled.exchanges
+    status = str(getattr(result.status, "value", result.status))
+    finished = status == "halted"
     return {
-        "match": bool(np.array_equal(got, want)),
-        "status": str(getattr(result.status, "value", result.status)),
+        # a run that timed out or faulted left no output to compare: never a "match"
+        "match": bool(finished and np.array_equal(got, want)),
+        "compared": finished,
+        "status": status,
         "cycles": int(result.cycles),
         "phase_cycles": phase,
         "macs": macs,
@@ -297,14 +301,32 @@ def run_kernel(kernel: str, config: ArrayConfig, *, backend: str = "model", seed
 def format_report(r: dict) -> str:
     """A few human-readable lines of a :func:`run_kernel` report."""
     ph = r["phase_cycles"]
+    status = r["status"]
+    head = f"{r['kernel']} on {r['tiles']} tiles x {r['contexts']} contexts ({r['backend']}): "
+    if status == "timeout":
+        head += (f"TIMEOUT: the run did not finish within {r['cycles']} cycles (raise "
+                 "--max-cycles); output not compared")
+    elif status != "halted":
+        head += f"run ended with status {status.upper()}; output not compared"
+    else:
+        head += f"{'MATCH' if r['match'] else 'MISMATCH'} vs numpy reference (status {status})"
+    expected = r.get("macs_expected")
+    if r["macs"] and status == "halted":
+        macs = (f"macs {r['macs']}  utilisation {100 * r['mac_utilization']:.1f}% end-to-end, "
+                f"{100 * r['compute_utilization']:.1f}% of compute-phase cycles "
+                "(peak 4 MACs/cycle/tile)")
+    elif status != "halted":
+        macs = (f"macs {r['macs']} counted before the run stopped"
+                + (f" (of {expected} expected)" if expected else ""))
+    elif expected:
+        macs = f"macs {r['macs']} of {expected} expected"
+    else:
+        macs = "macs n/a (this kernel does no dot4 multiply-accumulates)"
     lines = [
-        f"{r['kernel']} on {r['tiles']} tiles x {r['contexts']} contexts ({r['backend']}): "
-        f"{'MATCH' if r['match'] else 'MISMATCH'} vs numpy reference (status {r['status']})",
+        head,
         f"cycles {r['cycles']}  compute {ph['compute']}  sync {ph['sync']}  exchange "
         f"{ph['exchange']} (max over tiles)",
-        (f"macs {r['macs']}  utilisation {100 * r['mac_utilization']:.1f}% end-to-end, "
-         f"{100 * r['compute_utilization']:.1f}% of compute-phase cycles (peak 4 MACs/cycle/tile)"
-         if r["macs"] else "macs n/a (this kernel does no dot4 multiply-accumulates)"),
+        macs,
         f"exchange {r['exchange_cycles']} cycles, bound {r['exchange_bound']} "
         f"({'met' if r['exchange_bound_met'] else 'NOT met'}, {r['exchange_phases']} phase(s))",
     ]

@@ -11,7 +11,7 @@ Typical use (what ``tessera demo --profile`` does)::
 """
 
 from .collect import ProfileError, build_profile, decode_marks
-from .render import render_html, render_png, write_profile
+from .render import ProfileFormatError, check_profile, render_html, render_png, write_profile
 
 __all__ = ["build_profile", "decode_marks", "ProfileError", "render_png", "render_html",
-           "write_profile"]
+           "write_profile", "check_profile", "ProfileFormatError"]

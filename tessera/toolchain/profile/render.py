@@ -14,7 +14,71 @@ import html
 import json
 from pathlib import Path
 
-__all__ = ["render_png", "render_html", "write_profile", "COLORS"]
+__all__ = ["render_png", "render_html", "write_profile", "COLORS", "check_profile",
+           "ProfileFormatError"]
+
+
+class ProfileFormatError(ValueError):
+    """A dict is not a profile as written by :func:`write_profile` (message names the key)."""
+
+
+#: Top-level keys of a profile and their JSON types (what the renderers read).
+_SCHEMA = {"title": str, "config": dict, "cycles": int, "tiles": list, "supersteps": list,
+           "memory": list, "exchanges": list, "summary": list}
+_TILE_KEYS = {"tile": int, "counters": dict, "segments": list}
+_SEG_KEYS = {"kind": str, "start": (int, float), "end": (int, float), "label": str,
+             "superstep": int}
+
+
+def _kind(t) -> str:
+    names = {str: "a string", dict: "an object", int: "an integer", list: "a list"}
+    if isinstance(t, tuple):
+        return "a number"
+    return names.get(t, t.__name__)
+
+
+def check_profile(profile) -> None:
+    """Raise :class:`ProfileFormatError` unless ``profile`` has the keys the renderers use.
+
+    The message names the first missing or mistyped key (e.g. ``missing key 'tiles'``,
+    ``tiles[0].segments[3].end is not a number``).
+    """
+    def need(obj, keys, where):
+        for k, t in keys.items():
+            if k not in obj:
+                raise ProfileFormatError(f"missing key {where}{k!r}")
+            v = obj[k]
+            if not isinstance(v, t) or isinstance(v, bool):
+                raise ProfileFormatError(f"{where}{k} is not {_kind(t)}")
+
+    if not isinstance(profile, dict):
+        raise ProfileFormatError(f"the top level is {type(profile).__name__}, not an object")
+    need(profile, _SCHEMA, "")
+    if not isinstance(profile["config"].get("sram_bytes"), int):
+        raise ProfileFormatError("missing key config.sram_bytes")
+    for i, t in enumerate(profile["tiles"]):
+        if not isinstance(t, dict):
+            raise ProfileFormatError(f"tiles[{i}] is not an object")
+        need(t, _TILE_KEYS, f"tiles[{i}].")
+        for j, seg in enumerate(t["segments"]):
+            if not isinstance(seg, dict):
+                raise ProfileFormatError(f"tiles[{i}].segments[{j}] is not an object")
+            need(seg, _SEG_KEYS, f"tiles[{i}].segments[{j}].")
+    for i, st in enumerate(profile["supersteps"]):
+        if not isinstance(st, dict):
+            raise ProfileFormatError(f"supersteps[{i}] is not an object")
+        need(st, {"index": int, "label": str, "tiles": list}, f"supersteps[{i}].")
+    for i, m in enumerate(profile["memory"]):
+        if not isinstance(m, dict):
+            raise ProfileFormatError(f"memory[{i}] is not an object")
+    for i, r in enumerate(profile["exchanges"]):
+        if not isinstance(r, dict):
+            raise ProfileFormatError(f"exchanges[{i}] is not an object")
+        need(r, {"name": str, "cycles": int, "cycle_bound": int, "words_sent": list,
+                 "words_received": list}, f"exchanges[{i}].")
+    for i, row in enumerate(profile["summary"]):
+        if not isinstance(row, list) or len(row) != 2:
+            raise ProfileFormatError(f"summary[{i}] is not an [item, value] pair")
 
 #: Colours of the timeline kinds and memory categories.
 COLORS = {
