@@ -19,7 +19,7 @@ from .elf import Image, load_elf
 
 __all__ = ["resolve_config", "exec_program", "summarize", "DEFAULT_PRESET", "DEFAULT_MAX_CYCLES",
            "UsageError", "parse_load", "resolve_loads", "signed32", "TRACE_BACKENDS",
-           "describe_pc"]
+           "describe_pc", "format_ranges"]
 
 DEFAULT_PRESET = "small"
 DEFAULT_MAX_CYCLES = 1_000_000
@@ -299,7 +299,7 @@ def summarize(result: RunResult, *, max_tiles: int = SUMMARY_MAX_TILES, image=No
         if len(running) > 8:
             lines.append(f"  ... and {len(running) - 8} more running contexts (see --json)")
     if result.not_arrived:
-        lines.append(f"not arrived at the ARRAY barrier: tiles {_ranges(result.not_arrived)}")
+        lines.append(f"not arrived at the ARRAY barrier: tiles {format_ranges(result.not_arrived)}")
     rows = []
     for t in result.tiles:
         label, cells = _tile_cells(t)
@@ -317,7 +317,7 @@ def summarize(result: RunResult, *, max_tiles: int = SUMMARY_MAX_TILES, image=No
     return "\n".join(lines)
 
 
-def _ranges(tiles) -> str:
+def format_ranges(tiles) -> str:
     """``[0, 1, 2, 5]`` -> ``"0-2, 5"``."""
     out, tiles = [], sorted(tiles)
     i = 0

@@ -47,7 +47,7 @@ def parse_only(text: str | None) -> list[str]:
                          f"{', '.join(BENCHMARKS)}")
     bad = [n for n in parts if n not in BENCHMARKS]
     if bad:
-        raise BenchError(f"--only: unknown benchmark {', '.join(map(repr, bad))}; "
+        raise BenchError(f"--only: unknown benchmark {', '.join(bad)}; "
                          f"choose from {', '.join(BENCHMARKS)}")
     return [n for n in BENCHMARKS if n in parts]
 

@@ -19,6 +19,9 @@
  *          CSR) at every superstep boundary: buffer = count, then count records of 2 words.
  *          tag = (flat op index << 4) | kind, kind: PROF start 0, EXEC done (after its
  *          sync TILE) 1, EXCH arrive (before sync ARRAY) 2, EXCH resume 3, end of table 15.
+ * After the ops: T "current entry" words, one per context. Before calling a codelet a
+ * context writes the address of its worklist entry there, and 0 when the codelet returns,
+ * so after a fault or a timeout the host can name the vertex each context was running.
  */
 #include <stdint.h>
 #include "tessera.h"
@@ -45,15 +48,22 @@ static inline void prof_mark(const uint32_t *op, uint32_t kind)
     }
 }
 
+/* The "current entry" words (after the control table's ops); every context of the tile
+ * stores the same address here. */
+static volatile uint32_t *current;
+
 static void run_exec(const uint32_t *worklist, uint32_t ctx)
 {
     const uint32_t *list = (const uint32_t *)(uintptr_t)worklist[ctx];
     uint32_t n = list[0];
     const uint32_t *e = list + 1;
+    volatile uint32_t *cur = current + ctx;
     for (uint32_t i = 0; i < n; i++, e += 3) {
         const uint32_t *rec = (const uint32_t *)(uintptr_t)e[0];
         tsr_vertex_fn fn = (tsr_vertex_fn)(uintptr_t)rec[0];
+        *cur = (uint32_t)(uintptr_t)e;
         fn(rec + 1, e[1], e[2]);
+        *cur = 0;
     }
     tsr_sync_tile();
 }
@@ -105,6 +115,7 @@ int main(void)
     if (ctrl[0] != TSR_CTRL_MAGIC)
         return TSR_EXIT_BAD_MAGIC;
     uint32_t ctx = tsr_context_id();
+    current = (volatile uint32_t *)(ctrl + 2 + 3 * ctrl[1]);
     run_ops(ctrl + 2, ctrl[1], ctx);
     if (ctx == 0)
         prof_mark(ctrl + 2 + 3 * ctrl[1], 15);

@@ -9,7 +9,7 @@ is written anywhere) -> emit each tile's data region as bytes.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -24,13 +24,43 @@ from .layout import TileMemory, check_fits, format_report
 from .program import Copy, Execute, Program, Repeat, Sequence
 from .tensor import Tensor
 
-__all__ = ["compile_graph", "CompiledGraph", "CTRL_MAGIC", "OP_EXEC", "OP_EXCH", "OP_REPEAT"]
+__all__ = ["compile_graph", "CompiledGraph", "VertexEntry", "CTRL_MAGIC", "OP_EXEC", "OP_EXCH",
+           "OP_REPEAT"]
 
 # Must match tessera/toolchain/codelets/tsr_graph.h.
 CTRL_MAGIC = 0x43475354
 OP_EXEC, OP_EXCH, OP_REPEAT = 1, 2, 3
 OP_PROF = 4  # optional superstep profile buffer (runtime.c)
 _OP_WORDS = 3
+
+
+@dataclass(frozen=True)
+class VertexEntry:
+    """One worklist entry: which vertex a context runs, and which part of it.
+
+    Attributes
+    ----------
+    compute_set : str
+    vertex : int
+        Index of the vertex in its compute set (``ComputeSet.vertices``).
+    codelet : str
+    tile : int
+    context : int
+    part, nparts : int
+        The vertex runs as part ``part`` of ``nparts`` on this context.
+    """
+    compute_set: str
+    vertex: int
+    codelet: str
+    tile: int
+    context: int
+    part: int
+    nparts: int
+
+    def __str__(self) -> str:
+        split = f", part {self.part} of {self.nparts}" if self.nparts > 1 else ""
+        return (f"codelet {self.codelet!r}, vertex {self.vertex} of compute set "
+                f"{self.compute_set!r}{split}")
 
 
 @dataclass
@@ -57,6 +87,16 @@ class CompiledGraph:
         The control ops, for inspection: ``("exec", name)``, ``("exch", name)``,
         ``("repeat", count, body_ops)``.
     stack_bytes : int
+    profile : str or None
+        Name of the profile variable passed to ``compile_graph(profile=...)``.
+    current_offset : int
+        Byte offset, in every region, of the T "current entry" words the runtime keeps
+        (the worklist entry each context is running, 0 between codelets).
+    entries : dict
+        ``(tile, entry address)`` -> :class:`VertexEntry`, for naming the vertex a context
+        was running (:class:`~tessera.toolchain.graph.EngineError`).
+    xprograms : dict
+        ``tile`` -> list of ``(start, end, phase name)`` of its exchange programs.
     """
     config: ArrayConfig
     image: object
@@ -67,21 +107,43 @@ class CompiledGraph:
     exchanges: list
     ops: list
     stack_bytes: int
-    #: name of the profile Variable passed to compile_graph(profile=...), else None
     profile: str | None = None
+    current_offset: int = 0
+    entries: dict = field(default_factory=dict)
+    xprograms: dict = field(default_factory=dict)
 
     def memory_report(self) -> str:
         """The per-tile memory table as text."""
         return format_report(self.memory)
 
 
-def _flatten(program, ops, plans, where="program"):
+def _own_variable(graph, t, what, where):
+    var = t.variable
+    if graph.variables.get(var.name) is not var:
+        other = (" (this graph has another variable of that name)"
+                 if var.name in graph.variables else "")
+        raise GraphError(f"{where}: Copy {what} {var.name!r} is a variable of another graph"
+                         f"{other}; create it with this graph's add_variable")
+
+
+def _flatten(program, ops, plans, where="program", graph=None):
     if isinstance(program, Sequence):
         for i, p in enumerate(program.programs):
-            _flatten(p, ops, plans, f"{where}[{i}]")
+            _flatten(p, ops, plans, f"{where}[{i}]", graph)
     elif isinstance(program, Execute):
-        ops.append(("exec", program.compute_set))
+        cs = program.compute_set
+        if graph is not None and not any(c is cs for c in graph.compute_sets):
+            raise GraphError(f"{where}: Execute of compute set {cs.name!r}, which belongs to "
+                             f"another graph ({len(cs.vertices)} vertices); create it with "
+                             "this graph's add_compute_set")
+        ops.append(("exec", cs))
     elif isinstance(program, Copy):
+        if graph is not None:
+            for i, (src, dst) in enumerate(program.pairs):
+                _own_variable(graph, src, f"source {i}" if len(program.pairs) > 1 else "source",
+                              where)
+                _own_variable(graph, dst, f"destination {i}" if len(program.pairs) > 1
+                              else "destination", where)
         if id(program) not in plans:
             plans[id(program)] = plan_copy(program, f"copy{len(plans)}", BUILTIN["tsr_copy"])
         plan = plans[id(program)]
@@ -91,7 +153,7 @@ def _flatten(program, ops, plans, where="program"):
             ops.append(("exch", plan))
     elif isinstance(program, Repeat):
         body = []
-        _flatten(program.program, body, plans, f"{where}.body")
+        _flatten(program.program, body, plans, f"{where}.body", graph)
         if program.count and body:
             ops.append(("repeat", program.count, len(body)))
             ops.extend(body)
@@ -175,14 +237,15 @@ def compile_graph(graph: Graph, program: Program, *, stack_bytes: int = 1024,
             raise GraphError(f"compile_graph: profile must be an int32 variable of this graph "
                              f"with shape [{N}, 1 + 2*records] and row t on tile t, not {profile!r}")
         ops.append(("prof", pv))
-    _flatten(program, ops, plans)
+    _flatten(program, ops, plans, graph=graph)
 
     compute_sets = {id(op[1]): op[1] for op in ops if op[0] == "exec"}
     codelets = [v.codelet for cs in compute_sets.values() for v in cs.vertices]
     image = build_binary(codelets, opt=opt, stack_bytes=stack_bytes)
     base = -(-image.end // 8) * 8
     mems = [TileMemory(t, image.end, base) for t in range(N)]
-    ctrl_bytes = 8 + 4 * _OP_WORDS * len(ops)
+    current_offset = 8 + 4 * _OP_WORDS * len(ops)     # T "current entry" words follow the ops
+    ctrl_bytes = current_offset + 4 * T
     for m in mems:
         assert m.alloc("control", "control table", ctrl_bytes, 8) == base
 
@@ -209,8 +272,10 @@ def compile_graph(graph: Graph, program: Program, *, stack_bytes: int = 1024,
 
     # vertex records and worklists, once per compute set
     worklist_addr: dict = {}
+    entries: dict = {}
     for key, cs in compute_sets.items():
         per_tile: dict = {}
+        index = {id(v): i for i, v in enumerate(cs.vertices)}
         for v in cs.vertices:
             per_tile.setdefault(v.tile, []).append(v)
         wl = {}
@@ -232,10 +297,14 @@ def compile_graph(graph: Graph, program: Program, *, stack_bytes: int = 1024,
             for s in sizes:
                 words.append(pos)
                 pos += s
-            for lst in lists:
+            pos = a + 4 * T
+            for ctx, lst in enumerate(lists):
                 words.append(len(lst))
-                for vi, p, n in lst:
+                for j, (vi, p, n) in enumerate(lst):
                     words += [rec_addr[vi], p, n]
+                    entries[(t, pos + 4 + 12 * j)] = VertexEntry(
+                        cs.name, index[id(verts[vi])], verts[vi].codelet.name, t, ctx, p, n)
+                pos += 4 + 12 * len(lst)
             blobs[t][a] = struct.pack(f"<{len(words)}I", *words)
             wl[t] = a
         worklist_addr[key] = wl
@@ -247,6 +316,7 @@ def compile_graph(graph: Graph, program: Program, *, stack_bytes: int = 1024,
     # exchange phases
     from tessera.toolchain.exchange_scheduler import ExchangeScheduleError, schedule_exchange
     xprog_addr: dict = {}
+    xprograms: dict = {}
     reports = []
     for plan in {id(op[1]): op[1] for op in ops if op[0] == "exch"}.values():
         transfers = exchange_transfers(plan, lambda var: tensors[var.name][1])
@@ -263,6 +333,7 @@ def compile_graph(graph: Graph, program: Program, *, stack_bytes: int = 1024,
             a = mems[t].alloc("exchange", f"exchange program {plan.name}", len(progs[t]), 8)
             blobs[t][a] = progs[t]
             addrs[t] = a
+            xprograms.setdefault(t, []).append((a, a + len(progs[t]), plan.name))
         xprog_addr[id(plan)] = addrs
 
     check_fits(mems, T, stack_bytes, cfg.sram_bytes)
@@ -290,5 +361,6 @@ def compile_graph(graph: Graph, program: Program, *, stack_bytes: int = 1024,
     memory = [m.usage(T, stack_bytes, cfg.sram_bytes) for m in mems]
     summary = [(op[0], op[1].name) if op[0] != "repeat" else op for op in ops]
     return CompiledGraph(cfg, image, base, regions, tensors, memory, reports, summary,
-                         stack_bytes, profile.name if profile is not None else None)
+                         stack_bytes, profile.name if profile is not None else None,
+                         current_offset, entries, xprograms)
 

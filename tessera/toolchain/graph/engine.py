@@ -12,10 +12,10 @@ import numpy as np
 
 from tessera.spec.result import RunResult, RunStatus
 
-from .compile import CompiledGraph
+from .compile import CompiledGraph, VertexEntry
 from .errors import EngineError, GraphError
 
-__all__ = ["Engine", "DEFAULT_MAX_CYCLES"]
+__all__ = ["Engine", "DEFAULT_MAX_CYCLES", "VertexEntry"]
 
 DEFAULT_MAX_CYCLES = 10_000_000
 
@@ -123,8 +123,11 @@ class Engine:
         Raises
         ------
         EngineError
-            With ``check``: the run faulted, timed out or exited non-zero; the message
-            gives the status and the first fault record. Tensors are still read back.
+            With ``check``: the run faulted, timed out or exited non-zero. For a fault the
+            message names the tile, context, cause, the hex pc with its function and
+            ``file:line``, the address and the codelet / vertex / compute set (attributes
+            ``tile``, ``context``, ``pc``, ``addr``, ``cause``, ``entry``); for a timeout
+            the contexts still running (``tiles_running``). Tensors are still read back.
         """
         from tessera.backends import run_program_io
         cg = self.compiled
@@ -137,11 +140,50 @@ class Engine:
             self._regions[t][:] = d
         self.last_result = result
         if check:
-            _check(result, max_cycles)
+            _check(result, max_cycles, cg, self._regions)
         return result
 
+    def running_entry(self, tile: int, context: int):
+        """The vertex ``context`` of ``tile`` was running when the last run stopped.
 
-def _check(result: RunResult, max_cycles: int) -> None:
+        Returns
+        -------
+        VertexEntry or None
+            None if the context was not inside a codelet (runtime code, a barrier, halted)
+            or there was no run yet.
+        """
+        return _entry(self.compiled, self._regions, tile, context)
+
+
+def _entry(cg: CompiledGraph, regions, tile: int, context: int):
+    off = cg.current_offset + 4 * context
+    if not cg.current_offset or not 0 <= tile < len(regions) or off + 4 > len(regions[tile]):
+        return None
+    addr = int.from_bytes(bytes(regions[tile][off:off + 4]), "little")
+    return cg.entries.get((tile, addr)) if addr else None
+
+
+def _where(cg: CompiledGraph, pc: int) -> str:
+    from tessera.toolchain.run import describe_pc
+    return describe_pc(pc, cg.image)
+
+
+def _exchange_phase(cg: CompiledGraph, tile: int, addr: int) -> str | None:
+    for lo, hi, name in cg.xprograms.get(tile, ()):
+        if lo <= addr < hi:
+            return name
+    return None
+
+
+def _check(result: RunResult, max_cycles: int, cg: CompiledGraph | None = None,
+           regions=None) -> None:
+    """Raise :class:`EngineError` unless ``result`` halted with every exit code 0.
+
+    The message names, for a fault, the tile, context, cause, the hex pc with its function
+    and ``file:line``, the address, and the codelet / vertex / compute set the context was
+    running (or the exchange phase of an exchange fault); for a timeout, every context still
+    running (with the same details) and the tiles waiting at barriers.
+    """
     if result.status == RunStatus.HALTED:
         bad = [(t.tile, c.context, c.exit_code) for t in result.tiles for c in t.contexts
                if c.exit_code not in (0, None)]
@@ -149,9 +191,54 @@ def _check(result: RunResult, max_cycles: int) -> None:
             raise EngineError(f"graph run halted with non-zero exit codes (tile, context, code): "
                               f"{bad[:4]}", result)
         return
+    from tessera.spec.faults import FaultCause
+    from tessera.spec.result import ContextState
     if result.status == RunStatus.FAULT:
-        f = next(t for t in result.tiles if t.fault is not None)
-        raise EngineError(f"graph run faulted after {result.cycles} cycles: tile {f.tile} "
-                          f"{f.fault.to_json()}", result)
-    raise EngineError(f"graph run timed out after {max_cycles} cycles "
-                      f"(not arrived at the ARRAY barrier: {result.not_arrived})", result)
+        faulted = [t for t in result.tiles if t.fault is not None]
+        t = faulted[0]
+        f = t.fault
+        cause = FaultCause(f.cause).label
+        info = dict(tile=t.tile, context=f.context, pc=f.pc, addr=f.addr, cause=cause)
+        if f.context is None:
+            phase = _exchange_phase(cg, t.tile, f.pc) if cg else None
+            text = (f"tile {t.tile}: {cause} at exchange step {f.pc:#x}"
+                    + (f" of exchange phase {phase!r}" if phase else "")
+                    + f", addr {f.addr:#x}")
+            info["exchange_phase"] = phase
+        else:
+            ent = _entry(cg, regions, t.tile, f.context) if cg else None
+            text = (f"tile {t.tile} context {f.context}: {cause} at pc "
+                    f"{_where(cg, f.pc) if cg else hex(f.pc)}, addr {f.addr:#x}")
+            text += f"; running {ent}" if ent else "; in the graph runtime, not in a codelet"
+            info["entry"] = ent
+        more = f" (and {len(faulted) - 1} more tile(s) faulted in the same cycle)" \
+            if len(faulted) > 1 else ""
+        raise EngineError(f"graph run faulted after {result.cycles} cycles: {text}{more}",
+                          result, **info)
+    # timeout
+    running, waits = [], {}
+    for t in result.tiles:
+        for c in t.contexts:
+            if c.state == ContextState.RUNNING:
+                running.append((t.tile, c))
+            elif c.state in (ContextState.WAIT_TILE, ContextState.WAIT_ARRAY):
+                waits.setdefault(ContextState(c.state).label, set()).add(t.tile)
+    parts = []
+    entries = []
+    for tile, c in running[:6]:
+        ent = _entry(cg, regions, tile, c.context) if cg else None
+        entries.append(ent)
+        parts.append(f"tile {tile} context {c.context} at pc "
+                     f"{_where(cg, c.pc) if cg else hex(c.pc)}"
+                     + (f" running {ent}" if ent else " (graph runtime)"))
+    if len(running) > 6:
+        parts.append(f"... {len(running) - 6} more running contexts")
+    from tessera.toolchain.run import format_ranges
+    tiles_running = sorted({tile for tile, _ in running})
+    msg = (f"graph run timed out after {max_cycles} cycles: "
+           + (f"still running on tile(s) {format_ranges(tiles_running)}: " + "; ".join(parts)
+              if running else "no context is running (all wait at barriers: a deadlock)"))
+    for label, tiles in sorted(waits.items()):
+        msg += f"; {label.replace('_', ' ')}: tile(s) {format_ranges(tiles)}"
+    raise EngineError(msg, result, tiles_running=tiles_running,
+                      entry=entries[0] if entries else None)

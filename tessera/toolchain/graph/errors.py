@@ -36,9 +36,25 @@ class GraphMemoryError(GraphError):
 class EngineError(RuntimeError):
     """A run on an :class:`~tessera.toolchain.graph.engine.Engine` did not halt cleanly.
 
-    ``result`` holds the :class:`tessera.spec.result.RunResult` (status fault or timeout).
+    Attributes
+    ----------
+    result : tessera.spec.result.RunResult
+        The run (status fault or timeout, or halted with a non-zero exit code).
+    tile, context, pc, addr, cause
+        The first fault record (context None for an exchange fault); None otherwise.
+    entry : VertexEntry or None
+        The vertex (codelet, vertex index, compute set, part) the faulting context — or,
+        on a timeout, the first context still running — was in; None outside codelets.
+    exchange_phase : str or None
+        The exchange phase of an exchange fault.
+    tiles_running : list of int
+        On a timeout, the tiles with a context still running.
     """
 
-    def __init__(self, message: str, result=None):
+    def __init__(self, message: str, result=None, *, tile=None, context=None, pc=None,
+                 addr=None, cause=None, entry=None, exchange_phase=None, tiles_running=()):
         super().__init__(message)
         self.result = result
+        self.tile, self.context, self.pc, self.addr, self.cause = tile, context, pc, addr, cause
+        self.entry, self.exchange_phase = entry, exchange_phase
+        self.tiles_running = list(tiles_running)

@@ -162,6 +162,10 @@ class Graph:
         where = f"add_constant({name!r})"
         if arr.dtype.kind not in "iu":
             raise GraphError(f"{where}: data must be integers, not {arr.dtype}")
+        if dtype is None and arr.dtype.name not in ("int8", "uint8", "int32"):
+            raise GraphError(f"{where}: data is {arr.dtype.name}; pass dtype='int8', 'uint8' "
+                             "or 'int32' (e.g. add_constant(name, np.arange(8), tile, "
+                             "dtype='int32'))")
         dt = _dtype(arr.dtype if dtype is None else dtype, where)
         info = np.iinfo(dt)
         if arr.size and (arr.min() < info.min or arr.max() > info.max):
@@ -224,10 +228,14 @@ class Graph:
         ------
         GraphError
             Unknown codelet or field, a missing field, a tensor field that is not
-            contiguous or spans tiles, fields on different tiles, or a bad tile.
+            contiguous or spans tiles, fields on different tiles, a bad tile, or a compute
+            set or variable of another graph.
         """
         if not isinstance(compute_set, ComputeSet):
             raise GraphError(f"add_vertex: compute_set must be a ComputeSet, not {compute_set!r}")
+        if not any(c is compute_set for c in self.compute_sets):
+            raise GraphError(f"add_vertex: compute set {compute_set.name!r} belongs to another "
+                             "graph; create it with this graph's add_compute_set")
         if isinstance(codelet, str):
             if codelet not in self.codelets:
                 raise GraphError(f"add_vertex: unknown codelet {codelet!r}")

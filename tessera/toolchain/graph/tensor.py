@@ -195,6 +195,14 @@ class Variable:
     def __getitem__(self, idx):
         return self.tensor()[idx]
 
+    def reshape(self, *shape) -> "Tensor":
+        """A view of the whole variable with another shape (row-major, no data moved)."""
+        return self.tensor().reshape(*shape)
+
+    def flatten(self) -> "Tensor":
+        """A 1-D view of the whole variable."""
+        return self.tensor().flatten()
+
     def __repr__(self):
         return f"Variable({self.name!r}, shape={self.shape}, dtype={self.dtype.name})"
 
