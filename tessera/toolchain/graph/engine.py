@@ -143,6 +143,18 @@ class Engine:
             _check(result, max_cycles, cg, self._regions)
         return result
 
+    def diagnose(self, max_cycles: int | None = None) -> "EngineError | None":
+        """The :class:`EngineError` that ``run(check=True)`` would have raised for the last
+        run (None if it halted cleanly or nothing ran yet); for ``run(check=False)`` users."""
+        if self.last_result is None:
+            return None
+        try:
+            _check(self.last_result, max_cycles or self.last_result.cycles, self.compiled,
+                   self._regions)
+        except EngineError as e:
+            return e
+        return None
+
     def running_entry(self, tile: int, context: int):
         """The vertex ``context`` of ``tile`` was running when the last run stopped.
 

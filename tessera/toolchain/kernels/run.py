@@ -272,6 +272,9 @@ def run_kernel(kernel: str, config: ArrayConfig, *, backend: str = "model", seed
         t1 = time.perf_counter()
         result = eng.run(max_cycles, check=False)
         rep = _report(result, compiled, macs, eng.read_tensor(out.name), want)
+        problem = eng.diagnose(max_cycles)
+        if problem is not None:          # fault / timeout: where it stopped, at source level
+            rep["error"] = str(problem)
         rep["run_seconds"] = round(time.perf_counter() - t1, 3)
         rep["result_json"] = result.to_json()
         reports[be] = rep
@@ -330,6 +333,8 @@ def format_report(r: dict) -> str:
         f"exchange {r['exchange_cycles']} cycles, bound {r['exchange_bound']} "
         f"({'met' if r['exchange_bound_met'] else 'NOT met'}, {r['exchange_phases']} phase(s))",
     ]
+    if r.get("error"):
+        lines.append(r["error"])
     if "backends_agree" in r:
         lines.append("model and RTL agree (identical run results)" if r["backends_agree"] else
                      "model and RTL DISAGREE (run results differ; see --json backends)")
