@@ -28,6 +28,7 @@ from tessera.spec.config import ArrayConfig
 from tessera.spec.csr import Csr
 from tessera.spec.faults import FaultCause
 from tessera.spec.isa import DIV_TURNS, MACS_PER_DOT4
+from tessera.spec.timing import STATE_VISIBLE_DELAY
 from tessera.spec.result import not_arrived as result_not_arrived
 from tessera.spec.result import (COUNTER_NAMES, ContextResult, ContextState, Fault, RunResult,
                             RunStatus, TileResult)
@@ -435,7 +436,7 @@ class Array:
             self._pc[tiles, c] = pcs + _U32(4)
             m = np.zeros((self.n, self.t), dtype=bool)
             m[tiles, c] = True
-            self._schedule(k + 3, m, HALTED)
+            self._schedule(k + STATE_VISIBLE_DELAY, m, HALTED)
             self._live -= len(tiles)
             if self._live == 0:
                 self._stop = True
@@ -443,7 +444,8 @@ class Array:
             self._pc[tiles, c] = pcs + _U32(4)
             m = np.zeros((self.n, self.t), dtype=bool)
             m[tiles, c] = True
-            self._schedule(k + 3, m, WAIT_TILE if op == Op.SYNC_TILE else WAIT_ARRAY)
+            self._schedule(k + STATE_VISIBLE_DELAY, m,
+                           WAIT_TILE if op == Op.SYNC_TILE else WAIT_ARRAY)
         elif op == Op.EBREAK:
             self._fault(k, c, tiles, FaultCause.BREAKPOINT, pcs, pcs)
             return
@@ -498,7 +500,7 @@ class Array:
             self._faults[t] = Fault(c, FaultCause(cause), int(p), int(a) & _M32)
         m = np.zeros((self.n, self.t), dtype=bool)
         m[tiles, c] = True
-        self._schedule(k + 3, m, FAULT)
+        self._schedule(k + STATE_VISIBLE_DELAY, m, FAULT)
         self._stop = True
 
     def _jump(self, k, c, tiles, pcs, target, taken, rd):
