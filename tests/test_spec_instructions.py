@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 import pytest
-from amaranth import Elaboratable, Module
+from amaranth import Elaboratable, Module, Shape
 from amaranth.sim import Simulator
 
 from test_model_decode import legal as contract_legal
@@ -271,9 +271,9 @@ def test_trace_record_is_one_definition():
     arr.write_mem(0, 0, asm.program([asm.addi(5, 0, 7), asm.sw(5, 0x100, 0), asm.ecall()]))
     arr.run(100)
     assert len(arr.trace) == 3 * cfg.contexts
-    assert all(tuple(r) == RECORD_KEYS for r in arr.trace)
+    assert all(set(r) == set(RECORD_KEYS) for r in arr.trace)
     members = core_signature(cfg).members
-    ports = [(n, members[n].shape.width) for n in members if n.startswith("trace_")]
+    ports = [(n, Shape.cast(members[n].shape).width) for n in members if n.startswith("trace_")]
     assert ports == trace_ports(cfg)
     assert ports[0] == ("trace_valid", 1) and ("trace_context", 2) in ports
     assert [k for _, k in MONITOR_FIELDS] == list(RECORD_KEYS[2:])
@@ -288,12 +288,13 @@ def test_tsr_graph_header_is_what_the_compiler_and_c_see(tmp_path):
     text = control.generate_header()
     defines = {}
     for line in text.splitlines():
-        if line.startswith("#define TSR_") and "(" not in line.split()[1]:
-            defines[line.split()[1]] = int(line.split()[2].rstrip("u"), 0)
+        parts = line.split()
+        if line.startswith("#define TSR_") and len(parts) >= 3 and "(" not in parts[1]:
+            defines[parts[1]] = int(parts[2].rstrip("u"), 0)
     # the Python users take the same objects
     assert (gc.CTRL_MAGIC, gc.OP_EXEC, gc.OP_EXCH, gc.OP_REPEAT, gc.OP_PROF) == \
         (0x43475354, 1, 2, 3, 4)
-    assert defines["TSR_CTRL_MAGIC"] == gc.CTRL_MAGIC == int.from_bytes(b"TSGC", "big")
+    assert defines["TSR_CTRL_MAGIC"] == gc.CTRL_MAGIC == int.from_bytes(b"TSGC", "little")
     assert {defines[f"TSR_OP_{n}"] for n in ("EXEC", "EXCH", "REPEAT", "PROF")} == \
         {gc.OP_EXEC, gc.OP_EXCH, gc.OP_REPEAT, gc.OP_PROF}
     assert defines["TSR_PROF_KIND_END"] == collect.KIND_END
