@@ -71,7 +71,8 @@ def test_nothing_below_the_cli_imports_it():
 def test_import_spec_loads_only_the_standard_library():
     code = ("import sys; before = set(sys.modules); import tessera.spec, tessera.spec.config, "
             "tessera.spec.isa, tessera.spec.csr, tessera.spec.faults, tessera.spec.exchange, "
-            "tessera.spec.hostmap, tessera.spec.result; "
+            "tessera.spec.hostmap, tessera.spec.result, tessera.spec.instructions, "
+            "tessera.spec.timing, tessera.spec.trace; "
             "print('\\n'.join(sorted(set(sys.modules) - before)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()

@@ -17,6 +17,7 @@ import pytest
 from tessera.golden_model import kernels as ref
 from tessera.golden_model.kernels.requantize import MAX_SHIFT, MIN_SHIFT
 from tessera.toolchain import TOOLCHAIN_DIR
+from tessera.toolchain.graph import control
 
 CODELETS = TOOLCHAIN_DIR / "codelets"
 I32 = np.iinfo(np.int32)
@@ -56,7 +57,7 @@ def host_lib(tmp_path_factory):
     (d / "harness.c").write_text((CODELETS / "requantize.c").read_text() + _HARNESS)
     so = d / "rq.so"
     cmd = [sys.executable, "-m", "ziglang", "cc", "-shared", "-fPIC", "-O2", "-I", str(CODELETS),
-           "-o", str(so), str(d / "harness.c")]
+           "-I", str(control.include_dir()), "-o", str(so), str(d / "harness.c")]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     lib = ctypes.CDLL(str(so))

@@ -27,14 +27,16 @@ import numpy as np
 from tessera.spec.config import ArrayConfig
 from tessera.spec.csr import Csr
 from tessera.spec.faults import FaultCause
+from tessera.spec.instructions import FUNCT3_MEM_UNSIGNED_BIT, Kind, is_division
 from tessera.spec.isa import DIV_TURNS, MACS_PER_DOT4
+from tessera.spec.timing import STATE_VISIBLE_DELAY
 from tessera.spec.result import not_arrived as result_not_arrived
 from tessera.spec.result import (COUNTER_NAMES, ContextResult, ContextState, Fault, RunResult,
                             RunStatus, TileResult)
 
 from . import sync
 from .alu import ALU, branch_taken, dot4
-from .decode import Op, decode
+from .decode import ROW_OF, Op, decode
 from .exchange import ExchangeEngine
 from .memory import Sram
 
@@ -45,14 +47,24 @@ _U32 = np.uint32
 _M32 = 0xFFFFFFFF
 RUNNING, WAIT_TILE, WAIT_ARRAY, HALTED, FAULT = (int(s) for s in ContextState)
 
-_IMM_FORM = frozenset({Op.ADDI, Op.SLTI, Op.SLTIU, Op.XORI, Op.ORI, Op.ANDI, Op.SLLI, Op.SRLI,
-                       Op.SRAI})
-_BRANCHES = frozenset({Op.BEQ, Op.BNE, Op.BLT, Op.BGE, Op.BLTU, Op.BGEU})
-_LOADS = {Op.LB: (1, True), Op.LH: (2, True), Op.LW: (4, False), Op.LBU: (1, False),
-          Op.LHU: (2, False)}
-_STORES = {Op.SB: 1, Op.SH: 2, Op.SW: 4}
-_DIVS = frozenset({Op.DIV, Op.DIVU, Op.REM, Op.REMU})
-_CSR_OPS = frozenset({Op.CSRRW, Op.CSRRS, Op.CSRRC, Op.CSRRWI, Op.CSRRSI, Op.CSRRCI})
+
+
+def _ops(kind: Kind) -> frozenset:
+    return frozenset(op for op, row in ROW_OF.items() if row.kind is kind)
+
+
+def _size(op) -> int:
+    return 1 << (ROW_OF[op].funct3 & ~(1 << FUNCT3_MEM_UNSIGNED_BIT))
+
+
+# Op groups from the instruction table's kinds; a load is (bytes, sign-extended).
+_IMM_FORM = _ops(Kind.OP_IMM)
+_BRANCHES = _ops(Kind.BRANCH)
+_LOADS = {op: (_size(op), _size(op) < 4 and not ROW_OF[op].funct3 >> FUNCT3_MEM_UNSIGNED_BIT & 1)
+          for op in _ops(Kind.LOAD)}
+_STORES = {op: _size(op) for op in _ops(Kind.STORE)}
+_DIVS = frozenset(op for op, row in ROW_OF.items() if is_division(row.match))
+_CSR_OPS = _ops(Kind.CSR)
 
 
 class Array:
@@ -435,7 +447,7 @@ class Array:
             self._pc[tiles, c] = pcs + _U32(4)
             m = np.zeros((self.n, self.t), dtype=bool)
             m[tiles, c] = True
-            self._schedule(k + 3, m, HALTED)
+            self._schedule(k + STATE_VISIBLE_DELAY, m, HALTED)
             self._live -= len(tiles)
             if self._live == 0:
                 self._stop = True
@@ -443,7 +455,8 @@ class Array:
             self._pc[tiles, c] = pcs + _U32(4)
             m = np.zeros((self.n, self.t), dtype=bool)
             m[tiles, c] = True
-            self._schedule(k + 3, m, WAIT_TILE if op == Op.SYNC_TILE else WAIT_ARRAY)
+            self._schedule(k + STATE_VISIBLE_DELAY, m,
+                           WAIT_TILE if op == Op.SYNC_TILE else WAIT_ARRAY)
         elif op == Op.EBREAK:
             self._fault(k, c, tiles, FaultCause.BREAKPOINT, pcs, pcs)
             return
@@ -498,7 +511,7 @@ class Array:
             self._faults[t] = Fault(c, FaultCause(cause), int(p), int(a) & _M32)
         m = np.zeros((self.n, self.t), dtype=bool)
         m[tiles, c] = True
-        self._schedule(k + 3, m, FAULT)
+        self._schedule(k + STATE_VISIBLE_DELAY, m, FAULT)
         self._stop = True
 
     def _jump(self, k, c, tiles, pcs, target, taken, rd):

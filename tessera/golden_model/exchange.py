@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from tessera.spec.exchange import ADDR_BITS, SRC_BITS, STEP_BYTES, XOp
+from tessera.spec.exchange import (ADDR_MASK, ADDR_SHIFT, OP_SHIFT, RECV_EN_BIT, RELATIVE_BIT,
+                                   SEND_EN_BIT, SRC_MASK, SRC_SHIFT, STEP_BYTES, XOp)
 
 __all__ = ["ExchangeEngine"]
 
 _NEVER = np.iinfo(np.int64).max
-_ADDR_MASK = (1 << ADDR_BITS) - 1
-_SRC_MASK = (1 << SRC_BITS) - 1
 
 
 class ExchangeEngine:
@@ -91,17 +90,17 @@ class ExchangeEngine:
         wi = addr >> 2
         w0 = w32[tiles, wi].astype(np.int64)
         w1 = w32[tiles, wi + 1].astype(np.int64)
-        op = w0 >> 30
+        op = w0 >> OP_SHIFT
         bad = op == XOp.RESERVED
         for t, a in zip(tiles[bad], addr[bad]):
             faults.append((int(t), int(a), int(a)))
         is_step = op == XOp.STEP
-        send_en = is_step & (((w0 >> 29) & 1) == 1)
-        recv_en = is_step & (((w0 >> 28) & 1) == 1)
-        send_b = (w0 & _ADDR_MASK) << 2
-        rel = ((w1 >> 31) & 1) == 1
-        src = (w1 >> 20) & _SRC_MASK
-        recv_b = (w1 & _ADDR_MASK) << 2
+        send_en = is_step & (((w0 >> SEND_EN_BIT) & 1) == 1)
+        recv_en = is_step & (((w0 >> RECV_EN_BIT) & 1) == 1)
+        send_b = (w0 >> ADDR_SHIFT & ADDR_MASK) << 2
+        rel = ((w1 >> RELATIVE_BIT) & 1) == 1
+        src = (w1 >> SRC_SHIFT) & SRC_MASK
+        recv_b = (w1 >> ADDR_SHIFT & ADDR_MASK) << 2
         f_send = send_en & (send_b >= nbytes)
         f_src = recv_en & ~f_send & ~rel & (src >= self.n)
         f_recv = recv_en & ~f_send & ~f_src & (recv_b >= nbytes)
@@ -139,7 +138,7 @@ class ExchangeEngine:
                 events.append(ev)
         # Advance the sequencers of the tiles that did not fault.
         ok_t = tiles[ok]
-        n_idle = np.where(op[ok] == XOp.IDLE, (w0[ok] & _ADDR_MASK) + 1, 1)
+        n_idle = np.where(op[ok] == XOp.IDLE, (w0[ok] >> ADDR_SHIFT & ADDR_MASK) + 1, 1)
         self.ptr[ok_t] += STEP_BYTES
         self.next_step[ok_t] = k + n_idle
         end_m = op[ok] == XOp.END

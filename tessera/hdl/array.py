@@ -27,6 +27,7 @@ from amaranth.lib.wiring import In, Out
 
 from tessera.spec.config import ArrayConfig
 from tessera.spec.hostmap import Status
+from tessera.spec.timing import COMMIT_DELAY, Stage
 from .tile import Tile, TRACE_FIELDS
 from .sync_controller import SyncController
 from .exchange_fabric import ExchangeFabric
@@ -120,7 +121,7 @@ class Array(wiring.Component):
         m.d.comb += [
             issue.eq(running & ~stopping & time_ok & ~kill & ~halt_now),
             xen.eq(issue),
-            commit.eq(running & (t_cnt >= 3) & (t_cnt - 3 < cbound)),
+            commit.eq(running & (t_cnt >= COMMIT_DELAY) & (t_cnt - COMMIT_DELAY < cbound)),
             sc.enable.eq(running & ~stopping), sc.clear.eq(start), fab.clear.eq(start),
         ]
 
@@ -144,7 +145,7 @@ class Array(wiring.Component):
         # select: the tile fault -> stop path stays short (docs/synthesis.md, "The clock").
         timeout_now = running & ~stopping & ~time_ok
         cand = [kill, xf_now, halt_now, timeout_now]
-        c_lo = t_cnt - 1
+        c_lo = t_cnt - (Stage.X - 1)     # seen in X at t: issued at t - X, C = that + 1
         c_hi = t_cnt + 1
 
         def better(c):
@@ -172,7 +173,7 @@ class Array(wiring.Component):
             m.d.sync += [t_cnt.eq(t_cnt + 1), cbound.eq(nb), pend.eq(ns)]
             with m.If(any_event):
                 m.d.sync += stopping.eq(1)
-            with m.If(stopping & (t_cnt >= cbound + 3)):
+            with m.If(stopping & (t_cnt >= cbound + COMMIT_DELAY)):
                 m.d.sync += [status.eq(pend), t_cnt.eq(cbound)]
 
         fault_tiles = Signal(32)

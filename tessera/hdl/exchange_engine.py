@@ -26,7 +26,9 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from tessera.spec.config import ArrayConfig
-from tessera.spec.exchange import XOp, ADDR_BITS, SRC_BITS, STEP_BYTES
+from tessera.spec.exchange import (ADDR_BITS, ADDR_SHIFT, OP_BITS, OP_SHIFT, RECV_EN_BIT,
+                                   RELATIVE_BIT, SEND_EN_BIT, SRC_BITS, SRC_SHIFT, STEP_BYTES,
+                                   XOp)
 
 __all__ = ["ExchangeEngine", "relative_source"]
 
@@ -151,14 +153,16 @@ class ExchangeEngine(wiring.Component):
 
         w0 = self.pa_data[:32]
         w1 = self.pa_data[32:]
-        op = w0[30:32]
-        send_en = w0[29]
-        recv_en = w0[28]
+        op = w0[OP_SHIFT:OP_SHIFT + OP_BITS]
+        send_en = w0[SEND_EN_BIT]
+        recv_en = w0[RECV_EN_BIT]
+        addr0 = w0[ADDR_SHIFT:ADDR_SHIFT + ADDR_BITS]    # send word address / IDLE n - 1
+        addr1 = w1[ADDR_SHIFT:ADDR_SHIFT + ADDR_BITS]    # receive word address
         send_byte = Signal(ADDR_BITS + 2)
         recv_byte = Signal(ADDR_BITS + 2)
-        m.d.comb += [send_byte.eq(w0[:ADDR_BITS] << 2), recv_byte.eq(w1[:ADDR_BITS] << 2)]
-        relative = w1[31]
-        s = w1[ADDR_BITS:ADDR_BITS + SRC_BITS]
+        m.d.comb += [send_byte.eq(addr0 << 2), recv_byte.eq(addr1 << 2)]
+        relative = w1[RELATIVE_BIT]
+        s = w1[SRC_SHIFT:SRC_SHIFT + SRC_BITS]
         is_step = op == XOp.STEP
 
         f_step = (cur[:3] != 0) | (cur >= sram)
@@ -207,18 +211,18 @@ class ExchangeEngine(wiring.Component):
                         m.d.sync += pc.eq(next_pc)
                         prefetch(next_pc)
                         m.d.comb += [
-                            self.pb_en.eq(send_en), self.pb_addr.eq(w0[:ab - 2]),
+                            self.pb_en.eq(send_en), self.pb_addr.eq(addr0[:ab - 2]),
                             self.send.eq(send_en),
-                            self.recv.eq(recv_en), self.recv_addr.eq(w1[:ab - 2]),
+                            self.recv.eq(recv_en), self.recv_addr.eq(addr1[:ab - 2]),
                             self.src.eq(Mux(relative, rel_src, s[:cfg.tile_bits])),
                         ]
                     with m.Case(XOp.IDLE):
-                        with m.If(w0[:ADDR_BITS] == 0):
+                        with m.If(addr0 == 0):
                             m.d.sync += pc.eq(next_pc)
                             prefetch(next_pc)
                         with m.Else():
                             m.d.sync += [pc.eq(cur), in_idle.eq(1),
-                                         idle_rem.eq(w0[:ADDR_BITS] - 1)]
+                                         idle_rem.eq(addr0 - 1)]
                     with m.Case(XOp.END):
                         m.d.sync += busy.eq(0)
                         m.d.comb += self.resume.eq(1)

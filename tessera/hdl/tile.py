@@ -24,16 +24,16 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from tessera.spec.config import ArrayConfig
+from tessera.spec.trace import trace_ports
 from .exchange_engine import ExchangeEngine
 
 __all__ = ["Tile", "StubCore", "core_ports", "TRACE_FIELDS"]
 
 
 def TRACE_FIELDS(config: ArrayConfig):
-    """Name and width of each retire-trace field of a core, in port order."""
-    return [("trace_valid", 1), ("trace_context", config.context_bits), ("trace_pc", 32),
-            ("trace_insn", 32), ("trace_rd", 5), ("trace_value", 32), ("trace_st_mask", 4),
-            ("trace_st_addr", 32), ("trace_st_data", 32)]
+    """Name and width of each retire-trace field of a core, in port order
+    (:func:`tessera.spec.trace.trace_ports`)."""
+    return trace_ports(config)
 
 
 def core_ports(config: ArrayConfig) -> dict:

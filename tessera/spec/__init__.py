@@ -4,7 +4,11 @@ Standard library only (``tests/test_layers.py`` checks it), so that the RTL, the
 model, the testbenches and the toolchain can all stand on it:
 
 - :mod:`tessera.spec.config` — :class:`ArrayConfig` and the presets (§1);
-- :mod:`tessera.spec.isa` — instruction encodings, custom instructions, division turns (§3, §4);
+- :mod:`tessera.spec.instructions` — the instruction table: encodings, immediates, register
+  names, one row per instruction (§3);
+- :mod:`tessera.spec.isa` — re-exports of the table's names, MACs per dot4, division turns (§3, §4);
+- :mod:`tessera.spec.timing` — pipeline stage offsets and state visibility (§4);
+- :mod:`tessera.spec.trace` — the retire-trace record (RTL ports, model records);
 - :mod:`tessera.spec.csr` — CSR numbers (§3.2);
 - :mod:`tessera.spec.faults` — fault causes (§7);
 - :mod:`tessera.spec.exchange` — the exchange-program step format (§6);

@@ -9,12 +9,15 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from .exchange import SRC_BITS
+from .timing import PIPELINE_STAGES
+
 __all__ = ["ArrayConfig", "PRESETS", "preset", "MAX_TILES", "MIN_CONTEXTS", "MAX_CONTEXTS"]
 
 #: Largest array the 11-bit exchange source field can address.
-MAX_TILES = 2048
+MAX_TILES = 1 << SRC_BITS
 #: The barrel pipeline needs at least 4 contexts (an instruction takes 4 cycles, F-D-X-W).
-MIN_CONTEXTS = 4
+MIN_CONTEXTS = PIPELINE_STAGES
 MAX_CONTEXTS = 16
 MIN_SRAM_BYTES = 16 * 1024
 MAX_SRAM_BYTES = 1024 * 1024

@@ -27,14 +27,31 @@ import enum
 import struct
 
 __all__ = ["XOp", "Step", "encode_step", "decode_step", "encode_program", "decode_program",
-           "STEP_BYTES", "ADDR_BITS", "SRC_BITS", "MAX_IDLE"]
+           "STEP_BYTES", "ADDR_BITS", "SRC_BITS", "MAX_IDLE", "OP_SHIFT", "OP_BITS",
+           "SEND_EN_BIT", "RECV_EN_BIT", "RELATIVE_BIT", "SRC_SHIFT", "ADDR_SHIFT",
+           "ADDR_MASK", "SRC_MASK"]
 
+#: Bytes per step (two 32-bit words).
 STEP_BYTES = 8
-ADDR_BITS = 20
+# Field positions (bit numbers within the step word named in the layout above). Every user
+# of the format -- encode/decode below, the HDL exchange engine, the golden model's engine,
+# tessera.h -- takes them from here.
+#: word0: op in bits [OP_SHIFT + OP_BITS - 1 : OP_SHIFT].
+OP_SHIFT = 30
+OP_BITS = 2
+#: word0 (STEP): send enable and receive enable bits.
+SEND_EN_BIT = 29
+RECV_EN_BIT = 28
+#: word1: relative-source bit, source tile field [SRC_SHIFT + SRC_BITS - 1 : SRC_SHIFT].
+RELATIVE_BIT = 31
+SRC_SHIFT = 20
 SRC_BITS = 11
+#: Word addresses (word0: send, word1: receive; word0 of IDLE: n - 1) in [ADDR_SHIFT + ADDR_BITS - 1 : ADDR_SHIFT].
+ADDR_SHIFT = 0
+ADDR_BITS = 20
 MAX_IDLE = 1 << ADDR_BITS
-_ADDR_MASK = (1 << ADDR_BITS) - 1
-_SRC_MASK = (1 << SRC_BITS) - 1
+ADDR_MASK = (1 << ADDR_BITS) - 1
+SRC_MASK = (1 << SRC_BITS) - 1
 
 
 class XOp(enum.IntEnum):
@@ -100,37 +117,37 @@ def encode_step(step: Step) -> tuple[int, int]:
     if step.op == XOp.IDLE:
         if not 1 <= step.cycles <= MAX_IDLE:
             raise ValueError(f"exchange idle run of {step.cycles} cycles outside 1..{MAX_IDLE}")
-        return (XOp.IDLE << 30) | (step.cycles - 1), 0
+        return (XOp.IDLE << OP_SHIFT) | (step.cycles - 1) << ADDR_SHIFT, 0
     if step.op == XOp.END:
-        return XOp.END << 30, 0
+        return XOp.END << OP_SHIFT, 0
     if step.op != XOp.STEP:
         raise ValueError(f"cannot encode exchange op {step.op!r}")
-    w0 = XOp.STEP << 30
+    w0 = XOp.STEP << OP_SHIFT
     w1 = 0
     if step.send_addr is not None:
-        w0 |= 1 << 29 | _word_addr("send address", step.send_addr)
+        w0 |= 1 << SEND_EN_BIT | _word_addr("send address", step.send_addr) << ADDR_SHIFT
     if step.recv_addr is not None or step.recv_src is not None:
         if step.recv_addr is None or step.recv_src is None:
             raise ValueError("an exchange receive needs both recv_src and recv_addr")
-        if not 0 <= step.recv_src <= _SRC_MASK:
+        if not 0 <= step.recv_src <= SRC_MASK:
             raise ValueError(f"exchange source tile {step.recv_src} does not fit {SRC_BITS} bits")
-        w0 |= 1 << 28
-        w1 = (int(step.relative) << 31 | step.recv_src << 20
-              | _word_addr("receive address", step.recv_addr))
+        w0 |= 1 << RECV_EN_BIT
+        w1 = (int(step.relative) << RELATIVE_BIT | step.recv_src << SRC_SHIFT
+              | _word_addr("receive address", step.recv_addr) << ADDR_SHIFT)
     return w0, w1
 
 
 def decode_step(word0: int, word1: int) -> Step:
     """Inverse of :func:`encode_step` (reserved bits ignored; op 3 decodes as RESERVED)."""
-    op = XOp((word0 >> 30) & 3)
+    op = XOp((word0 >> OP_SHIFT) & ((1 << OP_BITS) - 1))
     if op == XOp.IDLE:
-        return Step.idle((word0 & _ADDR_MASK) + 1)
+        return Step.idle((word0 >> ADDR_SHIFT & ADDR_MASK) + 1)
     if op in (XOp.END, XOp.RESERVED):
         return Step(op)
-    send = (word0 & _ADDR_MASK) << 2 if word0 >> 29 & 1 else None
-    if word0 >> 28 & 1:
-        return Step(op, send, (word1 >> 20) & _SRC_MASK, (word1 & _ADDR_MASK) << 2,
-                     bool(word1 >> 31 & 1))
+    send = (word0 >> ADDR_SHIFT & ADDR_MASK) << 2 if word0 >> SEND_EN_BIT & 1 else None
+    if word0 >> RECV_EN_BIT & 1:
+        return Step(op, send, (word1 >> SRC_SHIFT) & SRC_MASK,
+                    (word1 >> ADDR_SHIFT & ADDR_MASK) << 2, bool(word1 >> RELATIVE_BIT & 1))
     return Step(op, send)
 
 

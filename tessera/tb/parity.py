@@ -20,11 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tessera.spec.config import ArrayConfig
+from tessera.spec.trace import RECORD_KEYS
 
 __all__ = ["ParityReport", "run_model", "compare_results", "compare_traces", "check_parity",
            "normalise_record", "KEYS"]
 
-KEYS = ("tile", "context", "pc", "insn", "rd", "value", "store_addr", "store_data", "store_mask")
+#: Record keys compared besides ``cycle`` (:data:`tessera.spec.trace.RECORD_KEYS`).
+KEYS = tuple(k for k in RECORD_KEYS if k != "cycle")
 CONTEXT_LINES = 8
 
 

@@ -30,7 +30,9 @@ from tessera.toolchain import asm
 from tessera.spec.config import ArrayConfig
 from tessera.spec.csr import Csr
 from tessera.spec.faults import FaultCause
-from tessera.spec.isa import DIV_TURNS, is_division
+from tessera.spec.instructions import (FUNCT3_MEM_UNSIGNED_BIT, INSTRUCTIONS, Instruction, Kind,
+                                       is_division)
+from tessera.spec.isa import DIV_TURNS
 
 __all__ = ["RandomProgram", "generate", "CORNERS", "FAULT_KINDS", "WINDOW_BYTES"]
 
@@ -50,12 +52,35 @@ FAULT_KINDS = {
 }
 _LOOP, _BASE = 30, 31
 _DEST = [r for r in range(1, 30)]
-_R_OPS = (asm.add, asm.sub, asm.sll, asm.slt, asm.sltu, asm.xor, asm.srl, asm.sra, asm.or_,
-          asm.and_)
-_M_OPS = (asm.mul, asm.mulh, asm.mulhsu, asm.mulhu, asm.div, asm.divu, asm.rem, asm.remu)
-_I_OPS = (asm.addi, asm.slti, asm.sltiu, asm.xori, asm.ori, asm.andi)
-_SH_OPS = (asm.slli, asm.srli, asm.srai)
-_BRANCHES = (asm.beq, asm.bne, asm.blt, asm.bge, asm.bltu, asm.bgeu)
+
+
+def _ops(kind: Kind, pick=lambda row: True, key=None) -> tuple:
+    """The assembler functions of the table rows of ``kind`` (table order, or by ``key``)."""
+    rows = [row for row in INSTRUCTIONS if row.kind is kind and pick(row)]
+    return tuple(getattr(asm, row.py_name) for row in sorted(rows, key=key or rows.index))
+
+
+def _shift(row: Instruction) -> bool:
+    return any(o.name == "shamt" for o in row.operands)
+
+
+def _mem_size(row: Instruction) -> int:
+    return 1 << (row.funct3 & ~(1 << FUNCT3_MEM_UNSIGNED_BIT))
+
+
+# Instruction groups, from the instruction table (a new row of one of these kinds is generated
+# without a change here).
+_R_OPS = _ops(Kind.OP)
+_M_OPS = _ops(Kind.MULDIV)
+_I_OPS = _ops(Kind.OP_IMM, lambda row: not _shift(row))
+_SH_OPS = _ops(Kind.OP_IMM, _shift)
+_BRANCHES = _ops(Kind.BRANCH)
+_DOT4 = _ops(Kind.DOT4)
+#: (function, access bytes) of the loads and stores; loads by size, signed before unsigned.
+_LOADS = tuple((getattr(asm, row.py_name), _mem_size(row)) for row in sorted(
+    (row for row in INSTRUCTIONS if row.kind is Kind.LOAD), key=lambda r: (_mem_size(r), r.funct3)))
+_STORES = tuple((getattr(asm, row.py_name), _mem_size(row))
+                for row in INSTRUCTIONS if row.kind is Kind.STORE)
 _READ_CSRS = (Csr.CYCLE, Csr.CYCLEH, Csr.INSTRET, Csr.INSTRETH, Csr.TILE_ID, Csr.CONTEXT_ID,
               Csr.TILE_COUNT, Csr.CONTEXT_COUNT, Csr.SRAM_BYTES, Csr.XPROG)
 _ILLEGAL_WORDS = (0x00000000, 0xFFFFFFFF, 0x0000100F, 0x00200073, 0x0000002B | 2 << 20,
@@ -127,11 +152,10 @@ def _body(rng: random.Random, n: int, cfg: ArrayConfig) -> list[int]:
         elif k < 0.61:
             out.append((asm.lui if rng.random() < 0.5 else asm.auipc)(rd, rng.randrange(1 << 20)))
         elif k < 0.69:                         # load from the own window
-            op, size = rng.choice(((asm.lb, 1), (asm.lbu, 1), (asm.lh, 2), (asm.lhu, 2),
-                                   (asm.lw, 4)))
+            op, size = rng.choice(_LOADS)
             out.append(op(rd, rng.randrange(0, WINDOW_BYTES, size), _BASE))
         elif k < 0.77:                         # store to the own window
-            op, size = rng.choice(((asm.sb, 1), (asm.sh, 2), (asm.sw, 4)))
+            op, size = rng.choice(_STORES)
             out.append(op(src(), rng.randrange(0, WINDOW_BYTES, size), _BASE))
         elif k < 0.84 and room() >= 2:         # forward branch over 0..room-2 words
             skip = rng.randint(0, min(12, room() - 1))
@@ -145,7 +169,7 @@ def _body(rng: random.Random, n: int, cfg: ArrayConfig) -> list[int]:
         elif k < 0.92:
             out.append(asm.csrrw(rng.choice(_DEST + [0]), Csr.XPROG, src()))
         elif k < 0.99:
-            out.append((asm.dot4 if rng.random() < 0.5 else asm.dot4su)(rd, src(), src()))
+            out.append(_DOT4[int(rng.random() * len(_DOT4))](rd, src(), src()))
         else:
             out.append(asm.fence())
     return out

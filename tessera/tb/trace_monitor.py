@@ -16,14 +16,15 @@ from __future__ import annotations
 import cocotb
 from cocotb.triggers import RisingEdge
 
+from tessera.spec import trace
+from tessera.spec.timing import Stage
+
 __all__ = ["TraceMonitor", "TRACE_FIELDS", "W_STAGE_DELAY"]
 
-#: Port suffixes and the trace-record key each one fills.
-TRACE_FIELDS = (("context", "context"), ("pc", "pc"), ("insn", "insn"), ("rd", "rd"),
-                ("value", "value"), ("st_mask", "store_mask"), ("st_addr", "store_addr"),
-                ("st_data", "store_data"))
+#: Port suffixes and the trace-record key each one fills (:mod:`tessera.spec.trace`).
+TRACE_FIELDS = tuple((f.port, f.key) for f in trace.TRACE_FIELDS)
 #: Cycles from issue (F) to the W stage where the trace is valid.
-W_STAGE_DELAY = 3
+W_STAGE_DELAY = int(Stage.W)
 
 
 class TraceMonitor:
@@ -70,7 +71,7 @@ class TraceMonitor:
 
     async def _sample(self) -> None:
         dut, n = self.dut, self.tiles
-        valid_h = dut.trace_valid
+        valid_h = getattr(dut, f"trace_{trace.VALID_PORT}")
         edge = RisingEdge(dut.clk)
         cycle = -W_STAGE_DELAY
         while True:

@@ -1,9 +1,10 @@
 """Generate ``tessera.h`` from the spec modules (never written by hand).
 
-Every number in the header comes from :mod:`tessera.spec.isa` (custom-instruction encodings),
-:mod:`tessera.spec.csr` (CSR numbers) and :mod:`tessera.spec.exchange` (exchange-step format); the
-exchange field positions are read back from :func:`tessera.spec.exchange.encode_step` itself, and
-:func:`generate` checks its bit formulas against ``encode_step`` before emitting anything.
+Every number in the header comes from :mod:`tessera.spec.instructions` (the custom
+instructions' rows of the instruction table), :mod:`tessera.spec.isa` (MACs per dot4),
+:mod:`tessera.spec.csr` (CSR numbers) and :mod:`tessera.spec.exchange` (the exchange-step
+field positions); :func:`generate` also checks the header's exchange bit formulas against
+:func:`tessera.spec.exchange.encode_step` before emitting anything.
 
 Spec: docs/architecture.md sections 3.2 (CSRs), 3.3 (custom instructions), 6 (exchange) and
 11 (software conventions).
@@ -18,10 +19,12 @@ from pathlib import Path
 
 from tessera.paths import cache_root
 
+from tessera.spec import exchange as xs
 from tessera.spec import isa
 from tessera.spec.config import ArrayConfig
 from tessera.spec.csr import Csr, CSR_DESCRIPTIONS
 from tessera.spec.exchange import (ADDR_BITS, SRC_BITS, STEP_BYTES, Step, XOp, encode_step)
+from tessera.spec.instructions import BY_NAME, SyncZone
 
 __all__ = ["generate", "exchange_layout", "write_header", "include_dir", "DEFAULT_STACK_BYTES"]
 
@@ -32,15 +35,8 @@ DEFAULT_STACK_BYTES = 1024
 XLATENCY_SECTION = ".tessera.xlatency"
 
 
-def _bit(value: int) -> int:
-    """Index of the single set bit of ``value`` (raises if not exactly one bit)."""
-    if value <= 0 or value & (value - 1):
-        raise AssertionError(f"expected a single bit, got {value:#x}")
-    return value.bit_length() - 1
-
-
 def exchange_layout() -> dict[str, int]:
-    """Field positions of an exchange step, probed from :func:`tessera.spec.exchange.encode_step`.
+    """Field positions of an exchange step (:mod:`tessera.spec.exchange`), as used by the header.
 
     Returns
     -------
@@ -48,22 +44,17 @@ def exchange_layout() -> dict[str, int]:
         ``op_shift``, ``send_en_bit``, ``recv_en_bit``, ``relative_bit``, ``src_shift``,
         ``addr_mask``, ``src_mask`` and the op codes ``op_step``, ``op_idle``, ``op_end``.
     """
-    end_w0, _ = encode_step(Step.end())
-    op_shift = _bit(end_w0) - _bit(int(XOp.END))  # END = 2 is a single bit
-    send_w0, _ = encode_step(Step.send_recv(send_addr=0))
-    recv_w0, _ = encode_step(Step.send_recv(recv_src=0, recv_addr=0))
-    _, rel_w1 = encode_step(Step.send_recv(recv_src=0, recv_addr=0, relative=True))
-    _, src_w1 = encode_step(Step.send_recv(recv_src=1, recv_addr=0))
-    step_bits = int(XOp.STEP) << op_shift
+    if xs.ADDR_SHIFT != 0:  # the C macros place word addresses at bit 0
+        raise AssertionError(f"tessera.h assumes ADDR_SHIFT = 0, not {xs.ADDR_SHIFT}")
     return {
-        "op_shift": op_shift,
+        "op_shift": xs.OP_SHIFT,
         "op_step": int(XOp.STEP), "op_idle": int(XOp.IDLE), "op_end": int(XOp.END),
-        "send_en_bit": _bit(send_w0 & ~step_bits),
-        "recv_en_bit": _bit(recv_w0 & ~step_bits),
-        "relative_bit": _bit(rel_w1),
-        "src_shift": _bit(src_w1),
-        "addr_mask": (1 << ADDR_BITS) - 1,
-        "src_mask": (1 << SRC_BITS) - 1,
+        "send_en_bit": xs.SEND_EN_BIT,
+        "recv_en_bit": xs.RECV_EN_BIT,
+        "relative_bit": xs.RELATIVE_BIT,
+        "src_shift": xs.SRC_SHIFT,
+        "addr_mask": xs.ADDR_MASK,
+        "src_mask": xs.SRC_MASK,
     }
 
 
@@ -115,18 +106,20 @@ def generate() -> str:
     """
     lay = exchange_layout()
     _self_check(lay)
-    op0, op1 = int(isa.Opcode.CUSTOM_0), int(isa.Opcode.CUSTOM_1)
-    f_dot4, f_dot4su = int(isa.CustomFunct3.DOT4), int(isa.CustomFunct3.DOT4SU)
-    f_sync = int(isa.CustomFunct3.SYNC)
-    z_tile, z_array = int(isa.SyncZone.TILE), int(isa.SyncZone.ARRAY)
-    # Sanity: the .insn operands below reproduce isa.encode_*.
-    assert isa.encode_dot4(0, 0, 0) == op0 | f_dot4 << 12
-    assert isa.encode_dot4su(0, 0, 0) == op0 | f_dot4su << 12
-    assert isa.encode_sync(isa.SyncZone.ARRAY) == op1 | f_sync << 12 | z_array << 20
+    dot4, dot4su = BY_NAME["dot4"], BY_NAME["dot4su"]
+    sync_tile, sync_array = BY_NAME["sync_tile"], BY_NAME["sync_array"]
+    if dot4.opcode != dot4su.opcode or dot4.funct7 != dot4su.funct7 \
+            or sync_tile.opcode != sync_array.opcode or sync_tile.funct3 != sync_array.funct3:
+        raise AssertionError("tessera.h: dot4/dot4su or the sync rows no longer share fields")
+    op0, op1 = int(dot4.opcode), int(sync_tile.opcode)
+    f_dot4, f_dot4su, f7_dot4 = int(dot4.funct3), int(dot4su.funct3), int(dot4.funct7)
+    f_sync = int(sync_tile.funct3)
+    z_tile, z_array = int(SyncZone.TILE), int(SyncZone.ARRAY)
 
     L = []
     w = L.append
-    w("/* tessera.h -- GENERATED by tessera/toolchain/header.py from tessera/spec/isa.py, tessera/spec/csr.py")
+    w("/* tessera.h -- GENERATED by tessera/toolchain/header.py from tessera/spec/instructions.py,")
+    w(" * tessera/spec/isa.py, tessera/spec/csr.py")
     w(" * and tessera/spec/exchange.py. Do not edit: regenerate instead.")
     w(" * Spec: docs/architecture.md sections 3.2, 3.3, 6 and 11. */")
     w("#ifndef TESSERA_H")
@@ -139,7 +132,7 @@ def generate() -> str:
     for c in Csr:
         w(f"#define TSR_CSR_{c.name} {int(c):#05x} /* {CSR_DESCRIPTIONS[c]} */")
     w("")
-    w("/* ---- custom instruction encodings (tessera/spec/isa.py) ---- */")
+    w("/* ---- custom instruction encodings (tessera/spec/instructions.py) ---- */")
     w(f"#define TSR_OPCODE_CUSTOM_0 {op0:#04x}")
     w(f"#define TSR_OPCODE_CUSTOM_1 {op1:#04x}")
     w(f"#define TSR_FUNCT3_DOT4 {f_dot4}")
@@ -185,12 +178,12 @@ def generate() -> str:
     w("/* ---- arithmetic ---- */")
     w("/* acc + sum_{i<4} s8(a.byte[i]) * s8(b.byte[i])  (mod 2^32); counts 4 MACs. */")
     w("static inline int32_t tsr_dot4(int32_t acc, uint32_t a, uint32_t b) {")
-    w(f'    __asm__(".insn r {op0:#04x}, {f_dot4}, 0, %0, %1, %2" : "+r"(acc) : "r"(a), "r"(b));')
+    w(f'    __asm__(".insn r {op0:#04x}, {f_dot4}, {f7_dot4}, %0, %1, %2" : "+r"(acc) : "r"(a), "r"(b));')
     w("    return acc;")
     w("}")
     w("/* acc + sum_{i<4} s8(a.byte[i]) * u8(b.byte[i])  (mod 2^32); counts 4 MACs. */")
     w("static inline int32_t tsr_dot4su(int32_t acc, uint32_t a, uint32_t b) {")
-    w(f'    __asm__(".insn r {op0:#04x}, {f_dot4su}, 0, %0, %1, %2" : "+r"(acc) : "r"(a), "r"(b));')
+    w(f'    __asm__(".insn r {op0:#04x}, {f_dot4su}, {f7_dot4}, %0, %1, %2" : "+r"(acc) : "r"(a), "r"(b));')
     w("    return acc;")
     w("}")
     w("")

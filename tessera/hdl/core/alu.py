@@ -7,6 +7,8 @@ from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from tessera.spec.instructions import Funct3
+
 __all__ = ["Alu", "BranchCmp"]
 
 
@@ -36,27 +38,27 @@ class Alu(wiring.Component):
         a, b = self.a, self.b
         shamt = b[0:5]
         with m.Switch(self.funct3):
-            with m.Case(0):
+            with m.Case(Funct3.ADD):
                 with m.If(self.alt):
                     m.d.comb += self.result.eq(a - b)
                 with m.Else():
                     m.d.comb += self.result.eq(a + b)
-            with m.Case(1):
+            with m.Case(Funct3.SLL):
                 m.d.comb += self.result.eq(a << shamt)
-            with m.Case(2):
+            with m.Case(Funct3.SLT):
                 m.d.comb += self.result.eq(a.as_signed() < b.as_signed())
-            with m.Case(3):
+            with m.Case(Funct3.SLTU):
                 m.d.comb += self.result.eq(a < b)
-            with m.Case(4):
+            with m.Case(Funct3.XOR):
                 m.d.comb += self.result.eq(a ^ b)
-            with m.Case(5):
+            with m.Case(Funct3.SRL):
                 with m.If(self.alt):
                     m.d.comb += self.result.eq(a.as_signed() >> shamt)
                 with m.Else():
                     m.d.comb += self.result.eq(a >> shamt)
-            with m.Case(6):
+            with m.Case(Funct3.OR):
                 m.d.comb += self.result.eq(a | b)
-            with m.Case(7):
+            with m.Case(Funct3.AND):
                 m.d.comb += self.result.eq(a & b)
         return m
 
@@ -83,16 +85,16 @@ class BranchCmp(wiring.Component):
         m = Module()
         a, b = self.a, self.b
         with m.Switch(self.funct3):
-            with m.Case(0):
+            with m.Case(Funct3.BEQ):
                 m.d.comb += self.taken.eq(a == b)
-            with m.Case(1):
+            with m.Case(Funct3.BNE):
                 m.d.comb += self.taken.eq(a != b)
-            with m.Case(4):
+            with m.Case(Funct3.BLT):
                 m.d.comb += self.taken.eq(a.as_signed() < b.as_signed())
-            with m.Case(5):
+            with m.Case(Funct3.BGE):
                 m.d.comb += self.taken.eq(a.as_signed() >= b.as_signed())
-            with m.Case(6):
+            with m.Case(Funct3.BLTU):
                 m.d.comb += self.taken.eq(a < b)
-            with m.Case(7):
+            with m.Case(Funct3.BGEU):
                 m.d.comb += self.taken.eq(a >= b)
         return m

@@ -28,8 +28,11 @@ from amaranth.lib.wiring import In, Out
 
 from tessera.spec.config import ArrayConfig
 from tessera.spec.faults import FaultCause
+from tessera.spec.instructions import CSR, FUNCT3_DIV_BIT, RD, RS1, RS2
 from tessera.spec.isa import MACS_PER_DOT4
 from tessera.spec.result import ContextState
+from tessera.spec.timing import COMMIT_DELAY
+from tessera.spec.trace import trace_ports
 
 from .alu import Alu, BranchCmp
 from .csr import CsrUnit
@@ -70,9 +73,7 @@ def core_signature(config: ArrayConfig) -> wiring.Signature:
         "dbg_compute": Out(64), "dbg_sync": Out(64), "dbg_exchange": Out(64),
         "dbg_halted": Out(64), "dbg_retired_tile": Out(64), "dbg_macs": Out(64),
         # retire trace (W stage)
-        "trace_valid": Out(1), "trace_context": Out(cb), "trace_pc": Out(32),
-        "trace_insn": Out(32), "trace_rd": Out(5), "trace_value": Out(32),
-        "trace_st_mask": Out(4), "trace_st_addr": Out(32), "trace_st_data": Out(32),
+        **{name: Out(width) for name, width in trace_ports(config)},
     })
 
 
@@ -220,9 +221,9 @@ class Core(wiring.Component):
         d_insn = self.f_data
         m.d.comb += [
             regs.r_ctx.eq(d_ctx),
-            regs.r_addr1.eq(d_insn[15:20]),
-            regs.r_addr2.eq(d_insn[20:25]),
-            regs.r_addr3.eq(d_insn[7:12]),
+            regs.r_addr1.eq(d_insn[RS1.slice]),
+            regs.r_addr2.eq(d_insn[RS2.slice]),
+            regs.r_addr3.eq(d_insn[RD.slice]),
             div.r_ctx.eq(d_ctx),
         ]
 
@@ -248,12 +249,12 @@ class Core(wiring.Component):
             alu.a.eq(rs1v), alu.b.eq(Mux(dec.op_imm, imm, rs2v)),
             alu.funct3.eq(dec.funct3), alu.alt.eq(dec.alu_alt),
             bcmp.a.eq(rs1v), bcmp.b.eq(rs2v), bcmp.funct3.eq(dec.funct3),
-            mul.a.eq(rs1v), mul.b.eq(rs2v), mul.funct3.eq(dec.funct3[0:2]),
+            mul.a.eq(rs1v), mul.b.eq(rs2v), mul.funct3.eq(dec.funct3[0:FUNCT3_DIV_BIT]),
             div.a.eq(rs1v), div.b.eq(rs2v), div.insn.eq(x_insn), div.ctx.eq(x_ctx),
             dot4.a.eq(rs1v), dot4.b.eq(rs2v), dot4.acc.eq(rdv), dot4.su.eq(dec.dot4_su),
             lsu.base.eq(rs1v), lsu.offset.eq(imm), lsu.funct3.eq(dec.funct3),
             lsu.wdata_in.eq(rs2v),
-            csr.csr.eq(x_insn[20:32]), csr.funct3.eq(dec.funct3), csr.rs1.eq(dec.rs1),
+            csr.csr.eq(x_insn[CSR.slice]), csr.funct3.eq(dec.funct3), csr.rs1.eq(dec.rs1),
             csr.rs1_value.eq(rs1v), csr.cycle.eq(x_cycle), csr.instret.eq(ctx_retired[x_ctx]),
             csr.context.eq(x_ctx), csr.xprog.eq(xprog),
         ]
@@ -269,7 +270,7 @@ class Core(wiring.Component):
         m.d.comb += jump.eq(dec.jal | dec.jalr | (dec.branch & bcmp.taken))
 
         is_div = Signal()
-        m.d.comb += is_div.eq(dec.muldiv & dec.funct3[2])
+        m.d.comb += is_div.eq(dec.muldiv & dec.funct3[FUNCT3_DIV_BIT])
         result = Signal(32)
         with m.If(dec.lui):
             m.d.comb += result.eq(imm)
@@ -377,7 +378,7 @@ class Core(wiring.Component):
 
         # Cycle-class counters (§8): class of cycle k, added in cycle k+3 if count_commit.
         cls_pipe = [sched.cls]
-        for n in range(3):
+        for n in range(COMMIT_DELAY):
             q = Signal(2, name=f"cls_q{n + 1}")
             m.d.sync += q.eq(cls_pipe[-1])
             cls_pipe.append(q)
@@ -390,7 +391,7 @@ class Core(wiring.Component):
             m.d.comb += port.eq(reg)
             with m.If(start):
                 m.d.sync += reg.eq(0)
-            with m.Elif(self.count_commit & (cls_pipe[3] == cls_value)):
+            with m.Elif(self.count_commit & (cls_pipe[COMMIT_DELAY] == cls_value)):
                 m.d.sync += reg.eq(reg + 1)
 
         # Fault record.

@@ -11,6 +11,7 @@ from amaranth.lib.wiring import In, Out
 
 from tessera.spec.config import ArrayConfig
 from tessera.spec.csr import Csr, WRITABLE
+from tessera.spec.instructions import FUNCT3_CSR_IMM_BIT, Funct3
 
 __all__ = ["CsrUnit"]
 
@@ -90,16 +91,16 @@ class CsrUnit(wiring.Component):
                         read_only.eq(num not in WRITABLE),
                         self.rdata.eq(value),
                     ]
-        # Source operand: register value or zero-extended uimm (funct3[2]).
+        # Source operand: register value or zero-extended uimm (the *I forms).
         src = Signal(32)
-        m.d.comb += src.eq(Mux(f3[2], self.rs1, self.rs1_value))
-        kind = f3[0:2]  # 1 RW, 2 RS, 3 RC
+        m.d.comb += src.eq(Mux(f3[FUNCT3_CSR_IMM_BIT], self.rs1, self.rs1_value))
+        kind = f3[0:FUNCT3_CSR_IMM_BIT]  # the operation: CSRRW, CSRRS or CSRRC
         writes = Signal()
-        m.d.comb += writes.eq((kind == 1) | (self.rs1 != 0))
+        m.d.comb += writes.eq((kind == Funct3.CSRRW) | (self.rs1 != 0))
         with m.Switch(kind):
-            with m.Case(1):
+            with m.Case(Funct3.CSRRW):
                 m.d.comb += self.xprog_wdata.eq(src)
-            with m.Case(2):
+            with m.Case(Funct3.CSRRS):
                 m.d.comb += self.xprog_wdata.eq(self.xprog | src)
             with m.Default():
                 m.d.comb += self.xprog_wdata.eq(self.xprog & ~src)

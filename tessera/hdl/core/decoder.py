@@ -1,15 +1,45 @@
 """Instruction decoder: legality (docs/architecture.md §3.1 table) and control fields.
 
-Purely combinational. Encodings come from :mod:`tessera.spec.isa`.
+Purely combinational, generated from the instruction table
+(:data:`tessera.spec.instructions.INSTRUCTIONS`): the legal signal is the OR of the rows'
+``word & mask == match`` (one case per opcode), the class outputs are the rows grouped by
+:class:`~tessera.spec.instructions.Kind`, and the immediate of each opcode is the one of its
+rows' format (:data:`~tessera.spec.instructions.FORMAT_IMM`).
 """
 
 from amaranth import C, Cat, Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from tessera.spec.isa import INSN_EBREAK, INSN_ECALL, CustomFunct3, Opcode, SyncZone
+from tessera.spec.instructions import (FORMAT_IMM, FUNCT3, FUNCT7, FUNCT7_ALT_BIT, IMM_I,
+                                       INSTRUCTIONS, OPCODE, RD, RS1, RS2, Format, Funct3, Kind,
+                                       Opcode, SyncZone)
 
-__all__ = ["Decoder"]
+__all__ = ["Decoder", "field_value"]
+
+
+def field_value(word, field):
+    """Amaranth value of a :class:`~tessera.spec.instructions.Field` of ``word``.
+
+    Value bits the field does not cover are 0; a signed field is sign-extended to 32 bits.
+    """
+    parts, pos = [], 0
+    for w, v, n in sorted(field.pieces, key=lambda p: p[1]):
+        if v > pos:
+            parts.append(C(0, v - pos))
+        parts.append(word[w:w + n])
+        pos = v + n
+    value = Cat(*parts)
+    if field.signed and pos < 32:
+        value = Cat(value, value[-1].replicate(32 - pos))
+    return value
+
+
+def _by_opcode(rows):
+    out = {}
+    for row in rows:
+        out.setdefault(int(row.opcode), []).append(row)
+    return out
 
 
 class Decoder(wiring.Component):
@@ -73,102 +103,69 @@ class Decoder(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         i = self.insn
-        opcode = i[0:7]
-        f3 = i[12:15]
-        f7 = i[25:32]
+        opcode = i[OPCODE.slice]
+        f3 = i[FUNCT3.slice]
         m.d.comb += [
-            self.rd.eq(i[7:12]),
-            self.rs1.eq(i[15:20]),
-            self.rs2.eq(i[20:25]),
+            self.rd.eq(i[RD.slice]),
+            self.rs1.eq(i[RS1.slice]),
+            self.rs2.eq(i[RS2.slice]),
             self.funct3.eq(f3),
         ]
+        rows_of_opcode = _by_opcode(INSTRUCTIONS)
 
         def is_op(code):
             return opcode == int(code)
 
-        sync_tile_word = (int(SyncZone.TILE) << 20) | int(Opcode.CUSTOM_1)
-        sync_array_word = (int(SyncZone.ARRAY) << 20) | int(Opcode.CUSTOM_1)
+        def hit(row):
+            """The word is ``row`` (all its fixed bits match)."""
+            return (i & row.mask) == row.match
 
+        # One-hot classes. A class whose opcodes no other class uses is decided by the opcode
+        # alone (the outputs only matter for legal words); otherwise by its rows' full match.
+        classes = {}
+        for kind in Kind:
+            rows = [row for row in INSTRUCTIONS if row.kind is kind]
+            codes = sorted({int(row.opcode) for row in rows})
+            shared = any(other.kind is not kind for c in codes for other in rows_of_opcode[c])
+            terms = [hit(row) for row in rows] if shared else [is_op(c) for c in codes]
+            classes[kind] = Cat(*terms).any()
+            m.d.comb += getattr(self, kind.value).eq(classes[kind])
+
+        # Selects within a class.
+        assert (SyncZone.TILE, SyncZone.ARRAY) == (0, 1)   # the zone's bit 0 tells them apart
         m.d.comb += [
-            self.lui.eq(is_op(Opcode.LUI)),
-            self.auipc.eq(is_op(Opcode.AUIPC)),
-            self.jal.eq(is_op(Opcode.JAL)),
-            self.jalr.eq(is_op(Opcode.JALR)),
-            self.branch.eq(is_op(Opcode.BRANCH)),
-            self.load.eq(is_op(Opcode.LOAD)),
-            self.store.eq(is_op(Opcode.STORE)),
-            self.op_imm.eq(is_op(Opcode.OP_IMM)),
-            self.op.eq(is_op(Opcode.OP) & (f7 != 1)),
-            self.muldiv.eq(is_op(Opcode.OP) & (f7 == 1)),
-            self.fence.eq(is_op(Opcode.MISC_MEM)),
-            self.ecall.eq(i == INSN_ECALL),
-            self.ebreak.eq(i == INSN_EBREAK),
-            self.csr.eq(is_op(Opcode.SYSTEM) & (f3 != 0)),
-            self.dot4.eq(is_op(Opcode.CUSTOM_0)),
-            self.sync.eq(is_op(Opcode.CUSTOM_1)),
-            self.dot4_su.eq(f3 == int(CustomFunct3.DOT4SU)),
-            self.sync_array.eq(i[20]),
-            self.alu_alt.eq(i[30] & (is_op(Opcode.OP) | (is_op(Opcode.OP_IMM) & (f3 == 5)))),
+            self.dot4_su.eq(f3 == Funct3.DOT4SU),
+            self.sync_array.eq(i[IMM_I.slice][0]),
+            self.alu_alt.eq(i[FUNCT7_ALT_BIT] & (is_op(Opcode.OP)
+                                                 | (is_op(Opcode.OP_IMM) & (f3 == Funct3.SRAI)))),
         ]
-        m.d.comb += self.writes_rd.eq(
-            self.lui | self.auipc | self.jal | self.jalr | self.load | self.op_imm | self.op
-            | self.muldiv | self.csr | self.dot4)
+        writes = {row.kind for row in INSTRUCTIONS if row.writes_rd}
+        assert not any(row.kind in writes and not row.writes_rd for row in INSTRUCTIONS)
+        m.d.comb += self.writes_rd.eq(Cat(*(classes[k] for k in Kind if k in writes)).any())
 
-        # Immediates (RISC-V Unprivileged spec, section 2.3).
-        sign = i[31]
-        imm_i = Cat(i[20:32], sign.replicate(20))
-        imm_s = Cat(i[7:12], i[25:32], sign.replicate(20))
-        imm_b = Cat(0, i[8:12], i[25:31], i[7], sign.replicate(20))
-        imm_u = Cat(C(0, 12), i[12:32])
-        imm_j = Cat(0, i[21:31], i[20], i[12:20], sign.replicate(12))
+        # Immediates (RISC-V Unprivileged spec, section 2.3): the format of the opcode's rows.
+        fmt_of_opcode = {}
+        for code, rows in rows_of_opcode.items():
+            (fmt,) = {row.fmt for row in rows}
+            fmt_of_opcode[code] = fmt
         with m.Switch(opcode):
-            with m.Case(int(Opcode.LUI), int(Opcode.AUIPC)):
-                m.d.comb += self.imm.eq(imm_u)
-            with m.Case(int(Opcode.JAL)):
-                m.d.comb += self.imm.eq(imm_j)
-            with m.Case(int(Opcode.BRANCH)):
-                m.d.comb += self.imm.eq(imm_b)
-            with m.Case(int(Opcode.STORE)):
-                m.d.comb += self.imm.eq(imm_s)
-            with m.Case(int(Opcode.OP), int(Opcode.CUSTOM_0)):
-                m.d.comb += self.imm.eq(0)
+            for fmt in Format:
+                codes = [c for c, f in fmt_of_opcode.items() if f is fmt]
+                if fmt is Format.I or not codes:
+                    continue
+                with m.Case(*codes):
+                    imm = FORMAT_IMM[fmt]
+                    m.d.comb += self.imm.eq(0 if imm is None else field_value(i, imm))
             with m.Default():
-                m.d.comb += self.imm.eq(imm_i)
+                m.d.comb += self.imm.eq(field_value(i, IMM_I))
 
-        # Legal-encoding table, docs/architecture.md §3.1.
-        legal = self.legal
-        with m.If(i[0:2] != 0b11):
-            m.d.comb += legal.eq(0)
-        with m.Else():
-            with m.Switch(opcode):
-                with m.Case(int(Opcode.LUI), int(Opcode.AUIPC), int(Opcode.JAL)):
-                    m.d.comb += legal.eq(1)
-                with m.Case(int(Opcode.JALR)):
-                    m.d.comb += legal.eq(f3 == 0)
-                with m.Case(int(Opcode.BRANCH)):
-                    m.d.comb += legal.eq((f3 != 2) & (f3 != 3))
-                with m.Case(int(Opcode.LOAD)):
-                    m.d.comb += legal.eq((f3 == 0) | (f3 == 1) | (f3 == 2) | (f3 == 4) | (f3 == 5))
-                with m.Case(int(Opcode.STORE)):
-                    m.d.comb += legal.eq((f3 == 0) | (f3 == 1) | (f3 == 2))
-                with m.Case(int(Opcode.OP_IMM)):
-                    m.d.comb += legal.eq(
-                        ((f3 != 1) & (f3 != 5))
-                        | ((f3 == 1) & (f7 == 0))
-                        | ((f3 == 5) & ((f7 == 0) | (f7 == 0x20))))
-                with m.Case(int(Opcode.OP)):
-                    m.d.comb += legal.eq(
-                        (f7 == 0) | (f7 == 1) | ((f7 == 0x20) & ((f3 == 0) | (f3 == 5))))
-                with m.Case(int(Opcode.MISC_MEM)):
-                    m.d.comb += legal.eq(f3 == 0)
-                with m.Case(int(Opcode.SYSTEM)):
-                    m.d.comb += legal.eq(
-                        (i == INSN_ECALL) | (i == INSN_EBREAK) | ((f3 != 0) & (f3 != 4)))
-                with m.Case(int(Opcode.CUSTOM_0)):
-                    m.d.comb += legal.eq(
-                        (f7 == 0) & ((f3 == int(CustomFunct3.DOT4)) | (f3 == int(CustomFunct3.DOT4SU))))
-                with m.Case(int(Opcode.CUSTOM_1)):
-                    m.d.comb += legal.eq((i == sync_tile_word) | (i == sync_array_word))
-                with m.Default():
-                    m.d.comb += legal.eq(0)
+        # Legal-encoding table, docs/architecture.md §3.1: some row of the opcode matches.
+        with m.Switch(opcode):
+            for code, rows in rows_of_opcode.items():
+                with m.Case(code):
+                    rest = ~OPCODE.word_mask & 0xFFFFFFFF
+                    terms = [(i & (row.mask & rest)) == (row.match & rest) for row in rows]
+                    m.d.comb += self.legal.eq(Cat(*terms).any())
+            with m.Default():
+                m.d.comb += self.legal.eq(0)
         return m

@@ -17,6 +17,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from tessera.spec.config import ArrayConfig
+from tessera.spec.instructions import FUNCT3, FUNCT3_DIV_UNSIGNED_BIT, FUNCT3_REM_BIT
 from tessera.spec.isa import DIV_BITS_PER_TURN, DIV_TURNS
 
 __all__ = ["Divider"]
@@ -83,8 +84,9 @@ class Divider(wiring.Component):
         ]
 
         a, b = self.a, self.b
-        f3 = self.insn[12:15]
-        signed_op = ~f3[0]             # DIV (4), REM (6)
+        f3 = self.insn[FUNCT3.slice]
+        signed_op = ~f3[FUNCT3_DIV_UNSIGNED_BIT]   # DIV, REM
+        rem_op = f3[FUNCT3_REM_BIT]                # REM, REMU
         a_neg = signed_op & a[31]
         b_neg = signed_op & b[31]
 
@@ -110,9 +112,9 @@ class Divider(wiring.Component):
         quot = Mux(a_neg ^ b_neg, -s_q, s_q)[0:32]
         rem = Mux(a_neg, -s_r, s_r)[0:32]
         with m.If(b == 0):
-            m.d.comb += self.result.eq(Mux(f3[1], a, 0xFFFFFFFF))
+            m.d.comb += self.result.eq(Mux(rem_op, a, 0xFFFFFFFF))
         with m.Else():
-            m.d.comb += self.result.eq(Mux(f3[1], rem, quot))
+            m.d.comb += self.result.eq(Mux(rem_op, rem, quot))
 
         advance = self.is_div & (j != final)       # a turn before the last: n <- j + 1
         setup = j == 0

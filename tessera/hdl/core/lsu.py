@@ -9,6 +9,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from tessera.spec.config import ArrayConfig
+from tessera.spec.instructions import FUNCT3_MEM_UNSIGNED_BIT, Funct3, MemWidth
 
 __all__ = ["LsuAddr", "LoadAlign"]
 
@@ -61,21 +62,21 @@ class LsuAddr(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         a = self.addr
-        size = self.funct3[0:2]
+        size = self.funct3[0:FUNCT3_MEM_UNSIGNED_BIT]
         lo = a[0:2]
         m.d.comb += a.eq(self.base + self.offset)
         m.d.comb += [
-            self.misaligned.eq(((size == 1) & a[0]) | ((size == 2) & (lo != 0))),
+            self.misaligned.eq(((size == MemWidth.HALF) & a[0]) | ((size == MemWidth.WORD) & (lo != 0))),
             self.out_of_range.eq(a >= self.config.sram_bytes),
         ]
         d = self.wdata_in
         with m.Switch(size):
-            with m.Case(0):
+            with m.Case(MemWidth.BYTE):
                 m.d.comb += [
                     self.mask.eq(1 << lo),
                     self.wdata.eq(d[0:8].replicate(4)),
                 ]
-            with m.Case(1):
+            with m.Case(MemWidth.HALF):
                 m.d.comb += [
                     self.mask.eq(Mux(a[1], 0b1100, 0b0011)),
                     self.wdata.eq(d[0:16].replicate(2)),
@@ -115,13 +116,13 @@ class LoadAlign(wiring.Component):
         b = shifted[0:8]
         h = shifted[0:16]
         with m.Switch(self.funct3):
-            with m.Case(0):
+            with m.Case(Funct3.LB):
                 m.d.comb += self.value.eq(b.as_signed())
-            with m.Case(1):
+            with m.Case(Funct3.LH):
                 m.d.comb += self.value.eq(h.as_signed())
-            with m.Case(4):
+            with m.Case(Funct3.LBU):
                 m.d.comb += self.value.eq(b)
-            with m.Case(5):
+            with m.Case(Funct3.LHU):
                 m.d.comb += self.value.eq(h)
             with m.Default():
                 m.d.comb += self.value.eq(self.word)

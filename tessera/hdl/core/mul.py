@@ -8,6 +8,8 @@ from amaranth import Cat, Module, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from tessera.spec.instructions import Funct3
+
 __all__ = ["Multiplier"]
 
 
@@ -35,8 +37,8 @@ class Multiplier(wiring.Component):
         a, b, f3 = self.a, self.b, self.funct3
         # Extend both operands to 33-bit signed with the requested signedness
         # (MUL's low word is signedness-independent).
-        a_signed = (f3 == 1) | (f3 == 2)
-        b_signed = f3 == 1
+        a_signed = (f3 == Funct3.MULH) | (f3 == Funct3.MULHSU)
+        b_signed = f3 == Funct3.MULH
         a_ext = Signal(signed(33))
         b_ext = Signal(signed(33))
         m.d.comb += [
@@ -45,7 +47,7 @@ class Multiplier(wiring.Component):
         ]
         product = Signal(signed(66))
         m.d.comb += product.eq(a_ext * b_ext)
-        with m.If(f3 == 0):
+        with m.If(f3 == Funct3.MUL):
             m.d.comb += self.result.eq(product[0:32])
         with m.Else():
             m.d.comb += self.result.eq(product[32:64])

@@ -16,6 +16,7 @@ from tessera.toolchain.cc import compile_program
 from tessera.toolchain.elf import Image, load_elf
 from tessera.toolchain.header import generate
 
+from . import control
 from .codelet import CODELET_DIR
 from .errors import GraphError
 
@@ -57,9 +58,10 @@ def build_binary(codelets, *, opt: str = "-O2", stack_bytes: int = 1024) -> Imag
     codelets = sorted({c.name: c for c in codelets}.values(), key=lambda c: c.name)
     sources = [RUNTIME_SOURCE] + sorted({Path(c.source) for c in codelets} - {RUNTIME_SOURCE})
     h = hashlib.sha256()
-    for part in (opt, str(stack_bytes), generate(), *(c.name for c in codelets)):
+    for part in (opt, str(stack_bytes), generate(), control.generate_header(),
+                 *(c.name for c in codelets)):
         h.update(part.encode() + b"\0")
-    for d in (CODELET_DIR / "tsr_graph.h", *sources):
+    for d in sources:
         h.update(str(d).encode() + b"\0" + Path(d).read_bytes() + b"\0")
     out = cache_dir() / f"graph-{h.hexdigest()[:20]}.elf"
     if not out.exists():
@@ -70,7 +72,7 @@ def build_binary(codelets, *, opt: str = "-O2", stack_bytes: int = 1024) -> Imag
         extra = [f"-Wl,-u,{c.name}" for c in codelets]
         try:
             # exchange programs come from the compiler for the array's L: no latency record
-            compile_program([*sources, stack_src], tmp, opt=opt, include_dirs=[CODELET_DIR],
+            compile_program([*sources, stack_src], tmp, opt=opt, include_dirs=[control.include_dir(), CODELET_DIR],
                             defines=["TSR_XLATENCY_NOTE=0"], extra=extra)
         except ToolchainError as e:
             detail = getattr(e, "output", "")

@@ -17,6 +17,7 @@ from tessera.spec.config import ArrayConfig
 
 from .build import build_binary
 from .codelet import BUILTIN
+from .control import CTRL_HEADER_WORDS, CTRL_MAGIC, OP_EXCH, OP_EXEC, OP_PROF, OP_REPEAT, OP_WORDS
 from .copy import exchange_transfers, plan_copy
 from .errors import GraphError
 from .graph import Graph
@@ -27,11 +28,6 @@ from .tensor import Tensor
 __all__ = ["compile_graph", "CompiledGraph", "VertexEntry", "CTRL_MAGIC", "OP_EXEC", "OP_EXCH",
            "OP_REPEAT"]
 
-# Must match tessera/toolchain/codelets/tsr_graph.h.
-CTRL_MAGIC = 0x43475354
-OP_EXEC, OP_EXCH, OP_REPEAT = 1, 2, 3
-OP_PROF = 4  # optional superstep profile buffer (runtime.c)
-_OP_WORDS = 3
 
 
 @dataclass(frozen=True)
@@ -244,7 +240,7 @@ def compile_graph(graph: Graph, program: Program, *, stack_bytes: int = 1024,
     image = build_binary(codelets, opt=opt, stack_bytes=stack_bytes)
     base = -(-image.end // 8) * 8
     mems = [TileMemory(t, image.end, base) for t in range(N)]
-    current_offset = 8 + 4 * _OP_WORDS * len(ops)     # T "current entry" words follow the ops
+    current_offset = 4 * (CTRL_HEADER_WORDS + OP_WORDS * len(ops))  # T "current entry" words follow the ops
     ctrl_bytes = current_offset + 4 * T
     for m in mems:
         assert m.alloc("control", "control table", ctrl_bytes, 8) == base

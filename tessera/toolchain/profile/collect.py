@@ -33,10 +33,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from tessera.toolchain.graph.control import (PROF_KIND_ARRIVE, PROF_KIND_END, PROF_KIND_EXEC,
+                                            PROF_KIND_RESUME, PROF_KIND_START, PROF_TAG_SHIFT)
+
 __all__ = ["build_profile", "decode_marks", "ProfileError", "KIND_START", "KIND_EXEC",
            "KIND_ARRIVE", "KIND_RESUME", "KIND_END"]
 
-KIND_START, KIND_EXEC, KIND_ARRIVE, KIND_RESUME, KIND_END = 0, 1, 2, 3, 15
+#: Mark kinds (:mod:`tessera.toolchain.graph.control`, the runtime's ``TSR_PROF_KIND_*``).
+KIND_START, KIND_EXEC, KIND_ARRIVE, KIND_RESUME, KIND_END = (
+    PROF_KIND_START, PROF_KIND_EXEC, PROF_KIND_ARRIVE, PROF_KIND_RESUME, PROF_KIND_END)
+_KIND_MASK = (1 << PROF_TAG_SHIFT) - 1
 
 
 class ProfileError(ValueError):
@@ -67,7 +73,7 @@ def decode_marks(row) -> list[tuple[int, int, int]]:
     if n > cap:
         raise ProfileError(f"profile row says {n} records but holds at most {cap}")
     recs = r[1:1 + 2 * n].reshape(n, 2)
-    return [(int(tag) >> 4, int(tag) & 15, int(cyc)) for tag, cyc in recs]
+    return [(int(tag) >> PROF_TAG_SHIFT, int(tag) & _KIND_MASK, int(cyc)) for tag, cyc in recs]
 
 
 def _op_name(ops, i):
