@@ -15,8 +15,8 @@ M32 = 0xFFFFFFFF
 def test_nodiv_variant_finishes_every_division_at_once_with_zero():
     from amaranth.sim import Simulator
 
-    import tessera.hdl.core.core as core_mod
-    from tessera.hdl.core.divider import Divider
+    import tessera.hdl.tile.core.core as core_mod
+    from tessera.hdl.tile.core.divider import Divider
     from tessera.toolchain import asm
     from tessera.spec.config import PRESETS
 
@@ -45,7 +45,7 @@ def test_nodiv_variant_finishes_every_division_at_once_with_zero():
 
 
 def test_nodiv_variant_restores_name_on_error():
-    import tessera.hdl.core.core as core_mod
+    import tessera.hdl.tile.core.core as core_mod
     orig = core_mod.Divider
     with pytest.raises(RuntimeError):
         with sy._NoDivider():

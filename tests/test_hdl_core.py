@@ -1,4 +1,4 @@
-"""Core-level tests of tessera.hdl.core.Core: small programs on a one-tile harness.
+"""Core-level tests of tessera.hdl.tile.core.Core: small programs on a one-tile harness.
 
 The harness is an Amaranth SRAM (sync read ports, byte-enable write port) wired to the
 core, and a Python testbench playing the array controller of docs/architecture.md for a
@@ -22,7 +22,7 @@ from tessera.spec.faults import FaultCause
 from tessera.spec.isa import DIV_TURNS, Opcode, encode_i, is_division
 from tessera.spec.result import ContextState as CS
 
-from tessera.hdl.core import Core
+from tessera.hdl.tile.core import Core
 
 TINY = PRESETS["tiny"]      # 1 tile, T = 4, 16 KiB
 M32 = 0xFFFFFFFF
@@ -53,7 +53,7 @@ class Harness(Elaboratable):
         m.submodules.mem = mem = self.mem
         aw = self.config.sram_addr_bits
         wp = mem.write_port(granularity=8)
-        # As in tessera/hdl/tile.py: the fetch port sees a store of the same cycle (issued 2 earlier).
+        # As in tessera/hdl/tile/tile.py: the fetch port sees a store of the same cycle (issued 2 earlier).
         fp = mem.read_port(transparent_for=(wp,))
         dp = mem.read_port(transparent_for=())
         m.d.comb += [

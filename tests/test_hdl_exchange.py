@@ -1,4 +1,4 @@
-"""Exchange engine + fabric (tessera/hdl/exchange_engine.py, tessera/hdl/exchange_fabric.py) inside the array,
+"""Exchange engine + fabric (tessera/hdl/tile/exchange_engine.py, tessera/hdl/array/exchange_fabric.py) inside the array,
 on the Amaranth simulator, with stub cores that wait at the ARRAY barrier from cycle 0.
 
 Expected values come from a small reference written from architecture §6 in this file (the

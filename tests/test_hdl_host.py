@@ -1,4 +1,4 @@
-"""Host port (tessera/hdl/host_port.py) and run control (tessera/hdl/array.py) on the Amaranth simulator.
+"""Host port (tessera/hdl/array/host_port.py) and run control (tessera/hdl/array/array.py) on the Amaranth simulator.
 
 The cores are stubs with the real ports (docs/rtl.md): their debug outputs are fixed functions
 of the selects, so every expected value below is computed from the host map

@@ -52,7 +52,7 @@ def verilog_text(config: ArrayConfig, core_factory=None) -> str:
     ----------
     config : ArrayConfig
     core_factory : callable, optional
-        Core builder (default :class:`tessera.hdl.core.Core`).
+        Core builder (default :class:`tessera.hdl.tile.core.Core`).
 
     Returns
     -------

@@ -437,25 +437,25 @@ def build_array(config: ArrayConfig, *, waves: str | None = None) -> RtlModel:
     Raises
     ------
     RtlRunError
-        ``tessera/hdl/array.py`` is missing or fails to elaborate, or the build failed.
+        ``tessera/hdl/array/array.py`` is missing or fails to elaborate, or the build failed.
     """
     def elaborate():
         try:
             from tessera.hdl.array import Array
         except ImportError as e:
-            raise RtlRunError(f"the RTL array top is not available (tessera/hdl/array.py): {e}") from e
+            raise RtlRunError(f"the RTL array top is not available (tessera/hdl/array/array.py): {e}") from e
         return Array(config)
     return build_model("array", config, elaborate, DESIGN_SOURCES, waves=waves)
 
 
 def build_sync_controller(config: ArrayConfig, *, waves: str | None = None) -> RtlModel:
-    """Build (or reuse) ``tessera.hdl.sync_controller.SyncController(config)`` alone as the Verilator
+    """Build (or reuse) ``tessera.hdl.array.sync_controller.SyncController(config)`` alone as the Verilator
     top (exported under the name ``tessera_array``; run it with ``test_module="tessera.tb.cocotb_sync"``).
 
     Any Amaranth component can be built the same way with :func:`build_model`.
     """
     def elaborate():
-        from tessera.hdl.sync_controller import SyncController
+        from tessera.hdl.array.sync_controller import SyncController
         return SyncController(config)
-    return build_model("sync", config, elaborate, ("hdl/sync_controller.py", "spec"),
+    return build_model("sync", config, elaborate, ("hdl/array/sync_controller.py", "hdl/gen.py", "spec"),
                        waves=waves)

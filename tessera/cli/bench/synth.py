@@ -135,14 +135,14 @@ VARIANTS = {
 
 
 class _NoDivider:
-    """Context manager: while active, :class:`tessera.hdl.core.core.Core` instantiates a Divider
+    """Context manager: while active, :class:`tessera.hdl.tile.core.core.Core` instantiates a Divider
     whose every turn is the last one with result 0 (no division hardware). Synthesis-only:
     nothing in ``tessera/hdl/`` changes, and the name is restored on exit."""
 
     def __enter__(self):
-        import tessera.hdl.core.core as core_mod
+        import tessera.hdl.tile.core.core as core_mod
         from amaranth.hdl import Module
-        from tessera.hdl.core.divider import Divider
+        from tessera.hdl.tile.core.divider import Divider
 
         class NoDivider(Divider):
             """Divider without division hardware (what-if, not the contract design)."""

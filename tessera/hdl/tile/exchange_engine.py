@@ -10,7 +10,7 @@ read (one 64-bit word, port A) in cycle c − 1 — for step 0 in cycle r − 1,
 ``prerelease``. A STEP that sends reads its word on port B in cycle c; the tile puts it on
 ``x_send`` in cycle c + 1. A receive at k is handed to the tile (``recv``/``recv_addr``/``src``),
 which writes it in k + 1 once the step is known to belong to the run and forwards it to the
-reads of k + 1 (tessera/hdl/tile.py), so step words and sends see the SRAM as after all writes of
+reads of k + 1 (tessera/hdl/tile/tile.py), so step words and sends see the SRAM as after all writes of
 cycles < c. This sustains one word sent and one word received per cycle.
 
 Faults (``exchange_fault``, checked in this order, the faulting step has no effect): step address

@@ -27,7 +27,7 @@ from amaranth.lib.wiring import In, Out
 
 from tessera.spec.config import ArrayConfig
 from tessera.spec.hostmap import Status
-from .tile import Tile, TRACE_FIELDS
+from ..tile.tile import Tile, TRACE_FIELDS
 from .sync_controller import SyncController
 from .exchange_fabric import ExchangeFabric
 from .host_port import HostPort, AXIL_PORTS
@@ -45,7 +45,7 @@ class Array(wiring.Component):
     config : ArrayConfig
         Array configuration.
     core_factory : callable, optional
-        ``core_factory(config, tile_id)`` builds each tile's core (default :class:`tessera.hdl.core.Core`).
+        ``core_factory(config, tile_id)`` builds each tile's core (default :class:`tessera.hdl.tile.core.Core`).
 
     Members
     -------

@@ -98,7 +98,7 @@ class Tile(wiring.Component):
         Index 0..N-1.
     core_factory : callable, optional
         ``core_factory(config, tile_id)`` returns the core component (default
-        :class:`tessera.hdl.core.Core`; tests pass :class:`StubCore`).
+        :class:`tessera.hdl.tile.core.Core`; tests pass :class:`StubCore`).
 
     Members
     -------
