@@ -59,7 +59,7 @@ def reference(cfg, progs, mems, r):
 
 def run_exchange(cfg, progs, xprogs, mems, maxc, extra_reads=()):
     """Load programs and data, start, run to the timeout/fault and return what the RTL did."""
-    dut = Array(cfg, BarrierStubCore)
+    dut = Array(cfg, core_factory=BarrierStubCore)
     out = {"resume": [[] for _ in range(cfg.tiles)], "inx": [0] * cfg.tiles}
 
     async def bench(ctx):

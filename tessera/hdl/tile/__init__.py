@@ -1,5 +1,6 @@
-"""A Tessera tile: its core (:mod:`.core`), SRAM, exchange engine, composed in :mod:`.tile`."""
+"""A Tessera tile: its core (:mod:`.core`), SRAM (:mod:`.sram`), exchange engine
+(:mod:`.exchange_engine`) and fault record (:mod:`.fault_record`), composed in :mod:`.tile`."""
 
-from .tile import StubCore, Tile
+from .tile import Tile
 
-__all__ = ["Tile", "StubCore"]
+__all__ = ["Tile"]
