@@ -291,8 +291,10 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
 
 #: Units of one tile for :func:`breakdown`: (hierarchical module suffix, label).
 UNITS = [
-    ("dut", "tile: SRAM (64-bit words, 2 read + 1 write port) and its port muxes, deferred "
-            "receive write, fault record"),
+    ("dut", "tile glue (barrier outputs)"),
+    ("dut.sram", "SRAM (64-bit words, 2 read + 1 write port) and its port muxes, deferred "
+                 "receive write"),
+    ("dut.fault", "fault record"),
     ("dut.engine", "exchange engine"),
     ("dut.core", "core glue: pipeline registers, PCs, retire/cycle counters, debug read-back"),
     ("dut.core.sched", "scheduler (barrel slots, context states)"),
