@@ -73,6 +73,7 @@ class HostPort(wiring.Component):
 
     def __init__(self, config: ArrayConfig):
         if not isinstance(config, ArrayConfig):
+            self._MustUse__silence = True  # no 'unused elaboratable' warning on bad input
             raise TypeError(f"HostPort needs an ArrayConfig, not {config!r}")
         self.config = config
         super().__init__({

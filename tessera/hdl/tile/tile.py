@@ -91,6 +91,7 @@ class Tile(wiring.Component):
         if not isinstance(tile_id, int) or not 0 <= tile_id < config.tiles:
             raise ValueError(f"Tile tile_id must be in 0..{config.tiles - 1}, not {tile_id!r}")
         if not isinstance(variant, Variant):
+            self._MustUse__silence = True  # no 'unused elaboratable' warning on bad input
             raise TypeError(f"Tile variant must be a Variant, not {variant!r}")
         self.config = config
         self.tile_id = tile_id
