@@ -4,9 +4,9 @@ The Verilog comes from the Amaranth top (``tessera.hdl.array.Array(config)``) th
 generation path of the RTL, :func:`tessera.hdl.gen.convert` (top module ``tessera_array``, the
 same port names as ``tessera gen``; all-zero memory ``initial`` blocks removed), and Verilator
 builds it with the waivers :data:`tessera.hdl.gen.LINT_WAIVERS`. A build is cached in
-``<cache>/<design>-<key>/`` where ``<cache>`` is ``$TESSERA_BUILD_DIR`` or ``<repo>/.build/rtl``
-and ``key`` hashes the configuration, the wave options and every ``*.py`` source under
-``tessera/hdl/`` and ``tessera/``. A file lock (``fcntl.flock``) serialises builds of the same key
+``<cache>/<design>-<key>/`` where ``<cache>`` is ``$TESSERA_BUILD_DIR`` or the user cache
+(:func:`cache_root`) and ``key`` hashes the configuration, the Verilator and wave options and
+every ``*.py`` source under ``tessera/hdl/`` and ``tessera/spec/``. A file lock (``fcntl.flock``) serialises builds of the same key
 across processes (e.g. pytest-xdist workers), so each key is compiled once.
 
 Running: :meth:`RtlModel.run` writes a JSON *payload* to a fresh work directory, runs a cocotb
