@@ -17,6 +17,7 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from tessera.hdl.interfaces import AXI4LiteSignature
 from tessera.spec.config import ArrayConfig
 from tessera.spec.hostmap import (MAGIC, Ctrl, Status, SRAM_BASE, SRAM_STRIDE, TILE_REG_BASE,
                              TILE_REG_STRIDE)
@@ -32,15 +33,7 @@ class MockArray(wiring.Component):
     def __init__(self, config: ArrayConfig):
         self.config = config
         super().__init__({
-            "s_axil_awaddr": In(32), "s_axil_awprot": In(3), "s_axil_awvalid": In(1),
-            "s_axil_awready": Out(1),
-            "s_axil_wdata": In(32), "s_axil_wstrb": In(4), "s_axil_wvalid": In(1),
-            "s_axil_wready": Out(1),
-            "s_axil_bresp": Out(2), "s_axil_bvalid": Out(1), "s_axil_bready": In(1),
-            "s_axil_araddr": In(32), "s_axil_arprot": In(3), "s_axil_arvalid": In(1),
-            "s_axil_arready": Out(1),
-            "s_axil_rdata": Out(32), "s_axil_rresp": Out(2), "s_axil_rvalid": Out(1),
-            "s_axil_rready": In(1),
+            "s_axil": In(AXI4LiteSignature()),
             "done": Out(1),
         })
 
@@ -68,13 +61,13 @@ class MockArray(wiring.Component):
             return (addr >= SRAM_BASE) & (addr < SRAM_BASE + cfg.sram_bytes)
 
         # -- write channel: accept AW and W together, one outstanding response
-        aw, w = self.s_axil_awaddr, self.s_axil_wdata
+        aw, w = self.s_axil.awaddr, self.s_axil.wdata
         bvalid = Signal()
         bresp = Signal(2)
-        m.d.comb += [self.s_axil_bvalid.eq(bvalid), self.s_axil_bresp.eq(bresp)]
-        accept_w = self.s_axil_awvalid & self.s_axil_wvalid & ~bvalid
-        m.d.comb += [self.s_axil_awready.eq(accept_w), self.s_axil_wready.eq(accept_w)]
-        with m.If(bvalid & self.s_axil_bready):
+        m.d.comb += [self.s_axil.bvalid.eq(bvalid), self.s_axil.bresp.eq(bresp)]
+        accept_w = self.s_axil.awvalid & self.s_axil.wvalid & ~bvalid
+        m.d.comb += [self.s_axil.awready.eq(accept_w), self.s_axil.wready.eq(accept_w)]
+        with m.If(bvalid & self.s_axil.bready):
             m.d.sync += bvalid.eq(0)
         with m.If(accept_w):
             m.d.sync += [bvalid.eq(1), bresp.eq(OKAY)]
@@ -83,7 +76,7 @@ class MockArray(wiring.Component):
                     m.d.sync += bresp.eq(SLVERR)
                 with m.Else():
                     m.d.comb += [wp.addr.eq((aw - SRAM_BASE) >> 2), wp.data.eq(w),
-                                 wp.en.eq(self.s_axil_wstrb)]
+                                 wp.en.eq(self.s_axil.wstrb)]
             with m.Elif(aw == Ctrl.CONTROL):
                 with m.If(running):
                     m.d.sync += bresp.eq(SLVERR)
@@ -104,14 +97,14 @@ class MockArray(wiring.Component):
         # -- read channel: one outstanding read, data the cycle after AR
         ar = Signal(32)
         rvalid = Signal()
-        m.d.comb += self.s_axil_rvalid.eq(rvalid)
-        accept_r = self.s_axil_arvalid & ~rvalid
-        m.d.comb += self.s_axil_arready.eq(accept_r)
-        with m.If(rvalid & self.s_axil_rready):
+        m.d.comb += self.s_axil.rvalid.eq(rvalid)
+        accept_r = self.s_axil.arvalid & ~rvalid
+        m.d.comb += self.s_axil.arready.eq(accept_r)
+        with m.If(rvalid & self.s_axil.rready):
             m.d.sync += rvalid.eq(0)
         with m.If(accept_r):
-            m.d.sync += [rvalid.eq(1), ar.eq(self.s_axil_araddr)]
-            m.d.comb += [rp.addr.eq((self.s_axil_araddr - SRAM_BASE) >> 2), rp.en.eq(1)]
+            m.d.sync += [rvalid.eq(1), ar.eq(self.s_axil.araddr)]
+            m.d.comb += [rp.addr.eq((self.s_axil.araddr - SRAM_BASE) >> 2), rp.en.eq(1)]
         with m.Else():
             m.d.comb += rp.en.eq(0)
         regs = {Ctrl.MAGIC: MAGIC, Ctrl.TILES: cfg.tiles, Ctrl.CONTEXTS: cfg.contexts,
@@ -121,16 +114,16 @@ class MockArray(wiring.Component):
                 Ctrl.CYCLES_HI: cycles[32:], Ctrl.FAULT_TILES: 0, Ctrl.CONTROL: 0}
         with m.If(in_sram(ar)):
             with m.If(running):
-                m.d.comb += self.s_axil_rresp.eq(SLVERR)
+                m.d.comb += self.s_axil.rresp.eq(SLVERR)
             with m.Else():
-                m.d.comb += self.s_axil_rdata.eq(rp.data)
+                m.d.comb += self.s_axil.rdata.eq(rp.data)
         with m.Elif((ar >= TILE_REG_BASE) & (ar < TILE_REG_BASE + cfg.tiles * TILE_REG_STRIDE)):
-            m.d.comb += self.s_axil_rdata.eq(0)
+            m.d.comb += self.s_axil.rdata.eq(0)
         with m.Else():
             with m.Switch(ar):
                 for a, v in regs.items():
                     with m.Case(int(a)):
-                        m.d.comb += self.s_axil_rdata.eq(v)
+                        m.d.comb += self.s_axil.rdata.eq(v)
                 with m.Default():
-                    m.d.comb += self.s_axil_rresp.eq(DECERR)
+                    m.d.comb += self.s_axil.rresp.eq(DECERR)
         return m

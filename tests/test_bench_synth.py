@@ -15,16 +15,12 @@ M32 = 0xFFFFFFFF
 def test_nodiv_variant_finishes_every_division_at_once_with_zero():
     from amaranth.sim import Simulator
 
-    import tessera.hdl.core.core as core_mod
-    from tessera.hdl.core.divider import Divider
+    from tessera.hdl.tile.core.divider import Divider, NoDivider
     from tessera.toolchain import asm
     from tessera.spec.config import PRESETS
 
-    orig = core_mod.Divider
-    with sy._NoDivider():
-        assert core_mod.Divider is not orig and issubclass(core_mod.Divider, Divider)
-        dut = core_mod.Divider(PRESETS["tiny"])
-    assert core_mod.Divider is orig                     # restored on exit
+    dut = NoDivider(PRESETS["tiny"])
+    assert isinstance(dut, Divider)                     # same ports as the real divider
     got = []
 
     async def bench(ctx):
@@ -44,13 +40,26 @@ def test_nodiv_variant_finishes_every_division_at_once_with_zero():
     assert got == [(1, 0)] * 3
 
 
-def test_nodiv_variant_restores_name_on_error():
-    import tessera.hdl.core.core as core_mod
-    orig = core_mod.Divider
-    with pytest.raises(RuntimeError):
-        with sy._NoDivider():
-            raise RuntimeError("boom")
-    assert core_mod.Divider is orig
+def test_nodiv_variant_is_a_parameter_and_leaves_the_contract_design_alone():
+    from amaranth.hdl import Fragment
+
+    from tessera.hdl.tile.core.divider import Divider, NoDivider
+    from tessera.hdl.variant import CONTRACT, Variant
+
+    def divider_of(tile):          # the elaboratable at tile.core.div of the elaborated tile
+        frag = Fragment.get(tile, None)
+        for step in ("core", "div"):
+            (frag,) = [sub for sub, name, _loc in frag.subfragments if name == step]
+        return frag.origins[0]
+
+    what_if, _ = sy._design("tile", 1, variant="nodiv")
+    contract, _ = sy._design("tile", 1)
+    assert what_if.variant == Variant(divider=False) and not what_if.variant.is_contract
+    assert contract.variant == CONTRACT and contract.variant.is_contract
+    assert type(divider_of(what_if)) is NoDivider
+    assert type(divider_of(contract)) is Divider        # building the what-if changed nothing
+    with pytest.raises(TypeError, match="divider must be a bool"):
+        Variant(divider="no")
 
 
 @pytest.mark.parametrize("args, match", [

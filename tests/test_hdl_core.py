@@ -1,7 +1,8 @@
-"""Core-level tests of tessera.hdl.core.Core: small programs on a one-tile harness.
+"""Core-level tests of tessera.hdl.tile.core.Core: small programs on a one-tile harness.
 
 The harness is an Amaranth SRAM (sync read ports, byte-enable write port) wired to the
-core, and a Python testbench playing the array controller of docs/architecture.md for a
+core, the tile's fault record (tessera/hdl/tile/fault_record.py) fed by the core's ``fault``,
+and a Python testbench playing the array controller of docs/architecture.md for a
 single tile: ``run`` for cycles 0..C-1, ``kill`` in the X cycle of a fault, ``count_commit``
 for cycles 3..C+2, the ARRAY-barrier release r = k* + S after ``arrive`` and an exchange phase r..e of a
 chosen length (``in_exchange`` during it, ``resume`` at e; default e = r). Expected cycle numbers are derived
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 import pytest
 from amaranth import Elaboratable, Module
 from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import connect
 from amaranth.sim import Simulator
 
 from tessera.toolchain import asm
@@ -22,7 +24,8 @@ from tessera.spec.faults import FaultCause
 from tessera.spec.isa import DIV_TURNS, Opcode, encode_i, is_division
 from tessera.spec.result import ContextState as CS
 
-from tessera.hdl.core import Core
+from tessera.hdl.tile.core import Core
+from tessera.hdl.tile.fault_record import FaultRecord
 
 TINY = PRESETS["tiny"]      # 1 tile, T = 4, 16 KiB
 M32 = 0xFFFFFFFF
@@ -42,6 +45,7 @@ class Harness(Elaboratable):
     def __init__(self, config, image):
         self.config = config
         self.core = Core(config, 0)
+        self.fault = FaultRecord(config)
         init = [0] * config.sram_words
         for addr, word in image.items():
             init[addr // 4] = word
@@ -51,15 +55,19 @@ class Harness(Elaboratable):
         m = Module()
         m.submodules.core = core = self.core
         m.submodules.mem = mem = self.mem
+        m.submodules.fault = rec = self.fault
+        connect(m, core.fault, rec.core)
+        m.d.comb += rec.clear.eq(core.start)
         aw = self.config.sram_addr_bits
         wp = mem.write_port(granularity=8)
-        # As in tessera/hdl/tile.py: the fetch port sees a store of the same cycle (issued 2 earlier).
+        # As in tessera/hdl/tile/tile.py: the fetch port sees a store of the same cycle (issued 2 earlier).
         fp = mem.read_port(transparent_for=(wp,))
         dp = mem.read_port(transparent_for=())
+        f, d = core.fetch, core.mem
         m.d.comb += [
-            fp.addr.eq(core.f_addr[2:aw]), fp.en.eq(core.f_en), core.f_data.eq(fp.data),
-            dp.addr.eq(core.m_addr[2:aw]), dp.en.eq(core.m_re), core.m_rdata.eq(dp.data),
-            wp.addr.eq(core.m_addr[2:aw]), wp.en.eq(core.m_we), wp.data.eq(core.m_wdata),
+            fp.addr.eq(f.addr[2:aw]), fp.en.eq(f.en), f.data.eq(fp.data),
+            dp.addr.eq(d.addr[2:aw]), dp.en.eq(d.re), d.rdata.eq(dp.data),
+            wp.addr.eq(d.addr[2:aw]), wp.en.eq(d.we), wp.data.eq(d.wdata),
         ]
         return m
 
@@ -129,7 +137,7 @@ def run_program(words, *, config=TINY, entry=0, max_cycles=400, data=None, kill_
                 kstar = None
                 if t == exch_end:
                     exch_end = None
-            if end is None and ctx.get(core.fault_valid):
+            if end is None and ctx.get(core.fault.valid):
                 end, status, kill = t - 1, "fault", True
             elif end is None and kill_at is not None and t == kill_at:
                 end, status, kill = t - 1, "killed", True
@@ -137,12 +145,13 @@ def run_program(words, *, config=TINY, entry=0, max_cycles=400, data=None, kill_
                     and t - 2 < max_cycles:
                 end, status = t - 1, "halted"
             ctx.set(core.kill, kill)
-            if ctx.get(core.trace_valid):
+            tr = core.trace
+            if ctx.get(tr.valid):
                 trace.append(dict(
-                    cycle=t, ctx=ctx.get(core.trace_context), pc=ctx.get(core.trace_pc),
-                    insn=ctx.get(core.trace_insn), rd=ctx.get(core.trace_rd),
-                    value=ctx.get(core.trace_value), st_mask=ctx.get(core.trace_st_mask),
-                    st_addr=ctx.get(core.trace_st_addr), st_data=ctx.get(core.trace_st_data)))
+                    cycle=t, ctx=ctx.get(tr.context), pc=ctx.get(tr.pc),
+                    insn=ctx.get(tr.insn), rd=ctx.get(tr.rd),
+                    value=ctx.get(tr.value), st_mask=ctx.get(tr.st_mask),
+                    st_addr=ctx.get(tr.st_addr), st_data=ctx.get(tr.st_data)))
             await ctx.tick()
             t += 1
             if end is None and t >= max_cycles:
@@ -153,23 +162,27 @@ def run_program(words, *, config=TINY, entry=0, max_cycles=400, data=None, kill_
         ctx.set(core.run, 0)
         ctx.set(core.count_commit, 0)
         states, pcs, retired, regs = [], [], [], []
+        dbg = core.dbg
         for c in range(T):
-            ctx.set(core.dbg_ctx, c)
-            states.append(CS(ctx.get(core.dbg_state)))
-            pcs.append(ctx.get(core.dbg_pc))
-            retired.append(ctx.get(core.dbg_retired))
+            ctx.set(dbg.ctx, c)
+            states.append(CS(ctx.get(dbg.state)))
+            pcs.append(ctx.get(dbg.pc))
+            retired.append(ctx.get(dbg.retired))
             rv = []
             for r in range(32):
-                ctx.set(core.dbg_reg, r)
+                ctx.set(dbg.reg, r)
                 await ctx.tick()
-                rv.append(ctx.get(core.dbg_x))
+                rv.append(ctx.get(dbg.x))
             regs.append(rv)
-        counters = {n: ctx.get(getattr(core, f"dbg_{n}")) for n in
-                    ("compute", "sync", "exchange", "halted", "retired_tile", "macs")}
+        cnt = dbg.counters
+        counters = dict(compute=ctx.get(cnt.compute), sync=ctx.get(cnt.sync),
+                        exchange=ctx.get(cnt.exchange), halted=ctx.get(cnt.halted),
+                        retired_tile=ctx.get(cnt.retired), macs=ctx.get(cnt.macs))
         fault = None
-        if ctx.get(core.dbg_fault_valid):
-            fault = (ctx.get(core.dbg_fault_context), FaultCause(ctx.get(core.dbg_fault_cause)),
-                     ctx.get(core.dbg_fault_pc), ctx.get(core.dbg_fault_addr))
+        rec = h.fault.record
+        if ctx.get(rec.valid):
+            fault = (ctx.get(rec.context), FaultCause(ctx.get(rec.cause)),
+                     ctx.get(rec.pc), ctx.get(rec.addr))
         mem = {a: ctx.get(h.mem.data[a // 4]) for a in read_mem}
         res["run"] = Run(status, end, states, pcs, retired, regs, counters, fault, trace,
                          arrive_cycles, mem, ctx.get(core.xprog))

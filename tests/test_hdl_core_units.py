@@ -1,4 +1,4 @@
-"""Unit tests of the core's combinational units (tessera/hdl/core/*), Amaranth simulator.
+"""Unit tests of the core's combinational units (tessera/hdl/tile/core/*), Amaranth simulator.
 
 Expected values come from small independent Python formulations of the RISC-V
 Unprivileged spec / docs/architecture.md, written here (not from the RTL).
@@ -16,13 +16,13 @@ from tessera.spec.config import PRESETS, ArrayConfig
 from tessera.spec.csr import Csr
 from tessera.spec.isa import DIV_TURNS, Opcode, is_division
 
-from tessera.hdl.core.alu import Alu, BranchCmp
-from tessera.hdl.core.csr import CsrUnit
-from tessera.hdl.core.decoder import Decoder
-from tessera.hdl.core.dot4 import Dot4
-from tessera.hdl.core.lsu import LoadAlign, LsuAddr
-from tessera.hdl.core.divider import Divider
-from tessera.hdl.core.mul import Multiplier
+from tessera.hdl.tile.core.alu import Alu, BranchCmp
+from tessera.hdl.tile.core.csr import CsrUnit
+from tessera.hdl.tile.core.decoder import Decoder
+from tessera.hdl.tile.core.dot4 import Dot4
+from tessera.hdl.tile.core.lsu import LoadAlign, LsuAddr
+from tessera.hdl.tile.core.divider import Divider
+from tessera.hdl.tile.core.mul import Multiplier
 
 M32 = 0xFFFFFFFF
 

@@ -1,4 +1,4 @@
-"""Exchange engine + fabric (tessera/hdl/exchange_engine.py, tessera/hdl/exchange_fabric.py) inside the array,
+"""Exchange engine + fabric (tessera/hdl/tile/exchange_engine.py, tessera/hdl/array/exchange_fabric.py) inside the array,
 on the Amaranth simulator, with stub cores that wait at the ARRAY barrier from cycle 0.
 
 Expected values come from a small reference written from architecture §6 in this file (the
@@ -59,7 +59,7 @@ def reference(cfg, progs, mems, r):
 
 def run_exchange(cfg, progs, xprogs, mems, maxc, extra_reads=()):
     """Load programs and data, start, run to the timeout/fault and return what the RTL did."""
-    dut = Array(cfg, BarrierStubCore)
+    dut = Array(cfg, core_factory=BarrierStubCore)
     out = {"resume": [[] for _ in range(cfg.tiles)], "inx": [0] * cfg.tiles}
 
     async def bench(ctx):

@@ -1,4 +1,4 @@
-"""Array with the real core (tessera/hdl/core) on the Amaranth simulator: a sync ARRAY + exchange
+"""Array with the real core (tessera/hdl/tile/core) on the Amaranth simulator: a sync ARRAY + exchange
 program whose cycle numbers and counters are computed by hand from architecture §4-§8."""
 
 import struct

@@ -1,4 +1,4 @@
-"""Host port (tessera/hdl/host_port.py) and run control (tessera/hdl/array.py) on the Amaranth simulator.
+"""Host port (tessera/hdl/array/host_port.py) and run control (tessera/hdl/array/array.py) on the Amaranth simulator.
 
 The cores are stubs with the real ports (docs/rtl.md): their debug outputs are fixed functions
 of the selects, so every expected value below is computed from the host map
@@ -16,7 +16,7 @@ from tessera.spec.faults import FaultCause
 from tessera.spec.hostmap import (MAGIC, Ctrl, Status, TileReg, ContextReg, tile_reg_addr,
                              context_reg_addr, sram_addr)
 from tessera.hdl.array import Array
-from tessera.hdl.tile import StubCore
+from tessera.hdl.tile.core import StubCore
 
 OKAY, SLVERR, DECERR = 0, 2, 3
 
@@ -30,44 +30,44 @@ class Axil:
 
     async def read(self, addr):
         ctx, d = self.ctx, self.d
-        ctx.set(d.s_axil_araddr, addr)
-        ctx.set(d.s_axil_arvalid, 1)
+        ctx.set(d.s_axil.araddr, addr)
+        ctx.set(d.s_axil.arvalid, 1)
         while True:
-            rdy = ctx.get(d.s_axil_arready)
+            rdy = ctx.get(d.s_axil.arready)
             await ctx.tick()
             if rdy:
                 break
-        ctx.set(d.s_axil_arvalid, 0)
-        ctx.set(d.s_axil_rready, 1)
+        ctx.set(d.s_axil.arvalid, 0)
+        ctx.set(d.s_axil.rready, 1)
         for _ in range(20):
-            if ctx.get(d.s_axil_rvalid):
-                data, resp = ctx.get(d.s_axil_rdata), ctx.get(d.s_axil_rresp)
+            if ctx.get(d.s_axil.rvalid):
+                data, resp = ctx.get(d.s_axil.rdata), ctx.get(d.s_axil.rresp)
                 await ctx.tick()
-                ctx.set(d.s_axil_rready, 0)
+                ctx.set(d.s_axil.rready, 0)
                 return data, resp
             await ctx.tick()
         raise AssertionError(f"no read response for {addr:#x}")
 
     async def write(self, addr, data, strb=0xF):
         ctx, d = self.ctx, self.d
-        ctx.set(d.s_axil_awaddr, addr)
-        ctx.set(d.s_axil_wdata, data)
-        ctx.set(d.s_axil_wstrb, strb)
-        ctx.set(d.s_axil_awvalid, 1)
-        ctx.set(d.s_axil_wvalid, 1)
+        ctx.set(d.s_axil.awaddr, addr)
+        ctx.set(d.s_axil.wdata, data)
+        ctx.set(d.s_axil.wstrb, strb)
+        ctx.set(d.s_axil.awvalid, 1)
+        ctx.set(d.s_axil.wvalid, 1)
         while True:
-            rdy = ctx.get(d.s_axil_awready) and ctx.get(d.s_axil_wready)
+            rdy = ctx.get(d.s_axil.awready) and ctx.get(d.s_axil.wready)
             await ctx.tick()
             if rdy:
                 break
-        ctx.set(d.s_axil_awvalid, 0)
-        ctx.set(d.s_axil_wvalid, 0)
-        ctx.set(d.s_axil_bready, 1)
+        ctx.set(d.s_axil.awvalid, 0)
+        ctx.set(d.s_axil.wvalid, 0)
+        ctx.set(d.s_axil.bready, 1)
         for _ in range(20):
-            if ctx.get(d.s_axil_bvalid):
-                resp = ctx.get(d.s_axil_bresp)
+            if ctx.get(d.s_axil.bvalid):
+                resp = ctx.get(d.s_axil.bresp)
                 await ctx.tick()
-                ctx.set(d.s_axil_bready, 0)
+                ctx.set(d.s_axil.bready, 0)
                 return resp
             await ctx.tick()
         raise AssertionError(f"no write response for {addr:#x}")
@@ -80,7 +80,7 @@ class Axil:
 
 class BarrierStubCore(StubCore):
     """Stub core whose contexts all wait at the ARRAY barrier from the start until the first
-    resume (``arrive`` register); ``xprog``, ``all_halted`` and ``fault_*`` are left for the
+    resume (``arrive`` register); ``xprog``, ``all_halted`` and ``fault`` are left for the
     testbench to drive. ``commits`` counts ``count_commit`` cycles, ``resumes`` resume pulses."""
 
     def elaborate(self, platform):
@@ -101,7 +101,7 @@ class BarrierStubCore(StubCore):
 
 def sram_set(ctx, tile, byte_addr, word):
     """Write a 32-bit word into a tile's SRAM directly (simulation backdoor)."""
-    mem = tile.sram.data
+    mem = tile.sram.mem.data
     i, lane = byte_addr // 8, (byte_addr // 4) % 2
     old = ctx.get(mem[i])
     mask = 0xFFFFFFFF << (32 * lane)
@@ -109,7 +109,7 @@ def sram_set(ctx, tile, byte_addr, word):
 
 
 def sram_get(ctx, tile, byte_addr):
-    return (ctx.get(tile.sram.data[byte_addr // 8]) >> (32 * ((byte_addr // 4) % 2))) & 0xFFFFFFFF
+    return (ctx.get(tile.sram.mem.data[byte_addr // 8]) >> (32 * ((byte_addr // 4) % 2))) & 0xFFFFFFFF
 
 
 def simulate(dut, bench, vcd=None):
@@ -138,15 +138,16 @@ class DbgStubCore(StubCore):
     def elaborate(self, platform):
         m = Module()
         tid = self.tile_id
+        dbg = self.dbg
         m.d.sync += [
-            self.dbg_state.eq(self.dbg_ctx % 5),
-            self.dbg_pc.eq(0x1000 * (tid + 1) + 4 * self.dbg_ctx),
-            self.dbg_retired.eq((self.dbg_ctx + 1) * 0x1_0000_0003),
-            self.dbg_x.eq((tid << 24) | (self.dbg_ctx << 8) | self.dbg_reg),
+            dbg.state.eq(dbg.ctx % 5),
+            dbg.pc.eq(0x1000 * (tid + 1) + 4 * dbg.ctx),
+            dbg.retired.eq((dbg.ctx + 1) * 0x1_0000_0003),
+            dbg.x.eq((tid << 24) | (dbg.ctx << 8) | dbg.reg),
         ]
-        for k, name in enumerate(("compute", "sync", "exchange", "halted", "retired_tile",
+        for k, name in enumerate(("compute", "sync", "exchange", "halted", "retired",
                                   "macs")):
-            m.d.comb += getattr(self, f"dbg_{name}").eq(((tid + 1) << 40) | (k << 32) | (k + 7))
+            m.d.comb += getattr(dbg.counters, name).eq(((tid + 1) << 40) | (k << 32) | (k + 7))
         m.d.comb += self.xprog.eq(0x200 + tid * 8)
         return m
 
@@ -155,7 +156,7 @@ CFG = ArrayConfig(tiles=2, contexts=4, sram_bytes=16 * 1024, exchange_latency=2)
 
 
 def test_host_port_map():
-    dut = Array(CFG, DbgStubCore)
+    dut = Array(CFG, core_factory=DbgStubCore)
 
     async def bench(ctx):
         ax = Axil(ctx, dut)
@@ -226,7 +227,7 @@ def test_host_port_map():
 def _run_control(event, at, maxc=0):
     """Start a 2-tile stub array, inject one event at counter value ``at`` and return
     (status, cycles, commits per tile, fault records)."""
-    dut = Array(CFG, BarrierStubCore)
+    dut = Array(CFG, core_factory=BarrierStubCore)
     out = {}
 
     async def bench(ctx):
@@ -244,16 +245,16 @@ def _run_control(event, at, maxc=0):
             running = ctx.get(dut.status) == Status.RUNNING
             if running and cyc == at:
                 if event == "fault":
-                    ctx.set(core.fault_valid, 1)
-                    ctx.set(core.fault_cause, FaultCause.ILLEGAL_INSTRUCTION)
-                    ctx.set(core.fault_context, 2)
-                    ctx.set(core.fault_pc, 0x44)
-                    ctx.set(core.fault_addr, 0xFFFF)
+                    ctx.set(core.fault.valid, 1)
+                    ctx.set(core.fault.cause, FaultCause.ILLEGAL_INSTRUCTION)
+                    ctx.set(core.fault.context, 2)
+                    ctx.set(core.fault.pc, 0x44)
+                    ctx.set(core.fault.addr, 0xFFFF)
                 elif event == "halt":
                     for t in dut.tiles:
                         ctx.set(t.core.halting, 1)
             elif event == "fault":
-                ctx.set(core.fault_valid, 0)
+                ctx.set(core.fault.valid, 0)
             await ctx.tick()
         await wait_done(ctx, dut)
         out["status"] = await ax.read_ok(Ctrl.STATUS)

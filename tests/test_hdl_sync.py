@@ -1,4 +1,4 @@
-"""Sync controller (tessera/hdl/sync_controller.py) on the Amaranth simulator.
+"""Sync controller (tessera/hdl/array/sync_controller.py) on the Amaranth simulator.
 
 Expected release cycles are computed from architecture §5 directly: r = k* + S with k* the first
 cycle in which every tile is arrived (and some context waits), S = ceil(log2 N) + 2.
@@ -11,7 +11,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from tessera.spec.config import ArrayConfig
-from tessera.hdl.sync_controller import SyncController
+from tessera.hdl.array.sync_controller import SyncController
 
 
 def _s(n):

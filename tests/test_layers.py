@@ -18,6 +18,7 @@ PKG = Path(__file__).resolve().parents[1] / "tessera"
 #: standard-library-only helpers; ``cli`` (CLI, demo, bench) may import everything.
 ALLOWED = {
     "spec": {"spec"},
+    "hdl": {"spec", "hdl"},
     "golden_model": {"spec", "golden_model", "backends"},
     "toolchain": {"spec", "toolchain", "golden_model", "backends", "paths", "output"},
     "tb": {"spec", "tb", "hdl", "golden_model", "toolchain", "backends", "paths"},

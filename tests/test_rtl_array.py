@@ -1,4 +1,4 @@
-"""The RTL array (tessera/hdl/array.py on Verilator) against hand-computed expectations and the
+"""The RTL array (tessera/hdl/array/array.py on Verilator) against hand-computed expectations and the
 golden model: final state, cycles and the full retire trace (cycle-exact).
 
 One Verilator build per configuration (cached on disk by tessera.tb.runner) and one simulator

@@ -1,4 +1,4 @@
-"""The BSP sync controller (tessera/hdl/sync_controller.py) alone on Verilator, in closed loop with a
+"""The BSP sync controller (tessera/hdl/array/sync_controller.py) alone on Verilator, in closed loop with a
 Python model of N tiles (tessera/tb/cocotb_sync.py): random arrival orders and delays, 1000
 back-to-back barriers, re-arrival in the first cycle after a one-cycle exchange phase, and
 tiles that halt for good; every prerelease / release pulse is checked against the

@@ -1,4 +1,11 @@
-"""Generate ``tessera_array`` for other tools: single-file Verilog, config JSON, FuseSoC core.
+"""The one Verilog generation path: :func:`convert`, used by ``tessera gen`` and the testbenches.
+
+:func:`convert` turns any Amaranth ``wiring.Component`` into Verilog with top module
+:data:`TOP` (``tessera_array``) and one port per signature member, named by its path joined
+with ``_`` (``s_axil.awaddr`` → ``s_axil_awaddr``, ``trace.valid`` → ``trace_valid``; ports
+``clk`` and ``rst`` for the ``sync`` domain). The Verilator builds of the testbenches
+(:mod:`tessera.tb.runner`) convert through it with ``zero_memory_init=False`` and the
+Verilator options :data:`LINT_WAIVERS`, the same waivers ``tessera gen --lint`` uses.
 
 ``tessera gen [--preset P | --tiles N --contexts T --sram-bytes B --xlatency L] -o DIR`` calls
 :func:`generate`, which writes
@@ -10,27 +17,36 @@
 * ``DIR/tessera_array.core`` — a FuseSoC CAPI2 core file with a ``default`` target and a
   ``lint`` target (Verilator ``--lint-only``).
 
-:func:`lint` runs ``verilator --lint-only`` (default warnings, all fatal) on the generated file. Warnings waived by
-:data:`LINT_WAIVERS` are explained there.
+The Verilator lint itself (``tessera gen --lint``) runs outside the RTL package, in
+:func:`tessera.tb.lint.lint` (this package imports only :mod:`tessera.spec` and Amaranth).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
+import re
 from pathlib import Path
+
+from amaranth.hdl import ValueCastable
+# What amaranth.back.verilog.convert itself uses to give a port's direction (amaranth 0.5).
+from amaranth.hdl._ir import PortDirection
+from amaranth.lib import wiring
 
 from tessera.spec.config import ArrayConfig
 from tessera.spec import hostmap
 
-__all__ = ["generate", "lint", "verilog_text", "LINT_WAIVERS", "GenError"]
+from .variant import CONTRACT, Variant
 
+__all__ = ["TOP", "MAX_RTL_TILES", "LINT_WAIVERS", "GenError", "top_ports", "convert",
+           "strip_zero_memory_init", "verilog_text", "generate"]
+
+#: Name of the top module, for every design converted by :func:`convert`.
 TOP = "tessera_array"
 #: Largest array :func:`generate` accepts (the receive muxes grow as N^2).
 MAX_RTL_TILES = 256
 
-#: Verilator warnings switched off for the generated Verilog, with the reason.
+#: Verilator warnings switched off for the generated Verilog, with the reason (used by
+#: ``tessera gen --lint``, the FuseSoC ``lint`` target and the testbench builds).
 LINT_WAIVERS = {
     "WIDTHEXPAND": "Amaranth's Verilog backend writes constants at their minimal width "
                    "(e.g. `addr < 15'h4000` against a 20-bit value); the comparisons are "
@@ -45,14 +61,65 @@ class GenError(Exception):
     """Generation or lint failed; the message says which step and why."""
 
 
-def verilog_text(config: ArrayConfig, core_factory=None) -> str:
-    """Convert the array to Verilog text (module ``tessera_array``).
+def top_ports(component: wiring.Component) -> dict:
+    """The top-level ports of ``component``: one per signature member, named by its path.
 
     Parameters
     ----------
-    config : ArrayConfig
-    core_factory : callable, optional
-        Core builder (default :class:`tessera.hdl.core.Core`).
+    component : amaranth.lib.wiring.Component
+
+    Returns
+    -------
+    dict
+        ``name -> (value, direction)`` for :func:`amaranth.back.verilog.convert`; the name
+        joins the member's path with ``_`` (array members: their index), the direction is
+        the member's flow (as :func:`~amaranth.back.verilog.convert` does by default).
+
+    Raises
+    ------
+    TypeError
+        ``component`` has no :class:`~amaranth.lib.wiring.Signature`.
+    """
+    if not isinstance(getattr(component, "signature", None), wiring.Signature):
+        raise TypeError(f"top_ports() needs a wiring.Component, not {component!r}")
+    ports = {}
+    for path, member, value in component.signature.flatten(component):
+        if isinstance(value, ValueCastable):
+            value = value.as_value()
+        ports["_".join(map(str, path))] = (
+            value, PortDirection.Input if member.flow == wiring.In else PortDirection.Output)
+    return ports
+
+
+_ZERO_INIT = re.compile(r"^[ \t]*initial begin\n(?:[ \t]*[\w$\\.]+\[\d+\] = \d+'(?:h|d|b)0+;\n)+"
+                        r"[ \t]*end\n", re.M)
+
+
+def strip_zero_memory_init(verilog: str) -> str:
+    """Remove ``initial`` blocks that only set memory words to zero.
+
+    Amaranth writes one ``initial`` assignment per memory word, zeros included (8192 lines
+    per 64 KiB tile SRAM). Verilator zero-initialises every variable anyway (the default
+    ``--x-initial unique`` with ``+verilator+rand+reset+0``), so these blocks only cost
+    build time (huge ``_eval_initial`` functions). Blocks with any non-zero word are kept.
+    """
+    return _ZERO_INIT.sub("", verilog)
+
+
+def convert(component: wiring.Component, *, name: str = TOP,
+            zero_memory_init: bool = True) -> str:
+    """Convert ``component`` to Verilog with top module ``name`` and :func:`top_ports`.
+
+    Parameters
+    ----------
+    component : amaranth.lib.wiring.Component
+        The design (the array, or any block built alone for a test).
+    name : str
+        Top module name (default :data:`TOP`).
+    zero_memory_init : bool
+        Keep the ``initial`` blocks that set memory words to zero (``False``: remove them,
+        :func:`strip_zero_memory_init`; only for simulators that zero-initialise, such as
+        Verilator).
 
     Returns
     -------
@@ -60,8 +127,25 @@ def verilog_text(config: ArrayConfig, core_factory=None) -> str:
         The Verilog source.
     """
     from amaranth.back import verilog
+    text = verilog.convert(component, name=name, ports=top_ports(component), emit_src=False)
+    return text if zero_memory_init else strip_zero_memory_init(text)
+
+
+def verilog_text(config: ArrayConfig, *, variant: Variant = CONTRACT) -> str:
+    """The Verilog of ``tessera.hdl.array.Array(config, variant=variant)`` (:func:`convert`).
+
+    Parameters
+    ----------
+    config : ArrayConfig
+    variant : Variant, keyword-only
+
+    Returns
+    -------
+    str
+        The Verilog source (top module :data:`TOP`).
+    """
     from .array import Array
-    return verilog.convert(Array(config, core_factory), name=TOP, emit_src=False)
+    return convert(Array(config, variant=variant))
 
 
 def _config_json(config: ArrayConfig) -> dict:
@@ -110,7 +194,7 @@ targets:
 """
 
 
-def generate(config: ArrayConfig, out_dir, core_factory=None, run_lint: bool = False) -> dict:
+def generate(config: ArrayConfig, out_dir, *, variant: Variant = CONTRACT) -> dict:
     """Write ``tessera_array.v``, ``config.json`` and ``tessera_array.core`` into ``out_dir``.
 
     Parameters
@@ -119,24 +203,20 @@ def generate(config: ArrayConfig, out_dir, core_factory=None, run_lint: bool = F
         The array to generate.
     out_dir : str or os.PathLike
         Output directory (created if missing).
-    core_factory : callable, optional
-        Core builder (default the real core).
-    run_lint : bool
-        Also run :func:`lint` and write its output to ``DIR/lint.log``.
+    variant : Variant, keyword-only
+        Default :data:`tessera.hdl.variant.CONTRACT`.
 
     Returns
     -------
     dict
-        ``{"verilog": Path, "config": Path, "core": Path}`` (plus ``"lint"`` if linted).
+        ``{"verilog": Path, "config": Path, "core": Path}``.
 
     Raises
     ------
-    GenError
-        More than :data:`MAX_RTL_TILES` tiles.
     TypeError
         ``config`` is not an ArrayConfig.
     GenError
-        The directory cannot be written, or lint reported an error.
+        More than :data:`MAX_RTL_TILES` tiles, or the directory cannot be written.
     """
     if not isinstance(config, ArrayConfig):
         raise TypeError(f"generate() needs an ArrayConfig, not {config!r}")
@@ -150,42 +230,11 @@ def generate(config: ArrayConfig, out_dir, core_factory=None, run_lint: bool = F
         raise GenError(f"cannot create output directory {out}: {e.strerror}") from None
     paths = {"verilog": out / f"{TOP}.v", "config": out / "config.json",
              "core": out / f"{TOP}.core"}
-    text = verilog_text(config, core_factory)
+    text = verilog_text(config, variant=variant)
     try:
         paths["verilog"].write_text(text)
         paths["config"].write_text(json.dumps(_config_json(config), indent=1) + "\n")
         paths["core"].write_text(_core_file(config))
     except OSError as e:
         raise GenError(f"cannot write into {out}: {e.strerror}") from None
-    if run_lint:
-        log = lint(paths["verilog"])
-        paths["lint"] = out / "lint.log"
-        paths["lint"].write_text(log)
     return paths
-
-
-def lint(verilog_path) -> str:
-    """Run ``verilator --lint-only`` (warnings fatal, except :data:`LINT_WAIVERS`) on a file.
-
-    Returns
-    -------
-    str
-        Verilator's output (empty when clean).
-
-    Raises
-    ------
-    GenError
-        Verilator is missing or reports an error (the message holds its output).
-    """
-    from tessera.tb.verilator_env import ensure, VerilatorNotFound
-    try:
-        inst = ensure()
-    except VerilatorNotFound as e:
-        raise GenError(str(e)) from None
-    cmd = [str(inst.executable), "--lint-only",
-           *[f"-Wno-{w}" for w in LINT_WAIVERS], "--top-module", TOP, str(verilog_path)]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy())
-    text = p.stdout + p.stderr
-    if p.returncode != 0:
-        raise GenError(f"verilator lint of {verilog_path} failed:\n{text}")
-    return text

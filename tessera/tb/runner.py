@@ -1,10 +1,12 @@
 """Build the Verilator model of ``tessera_array`` once and run cocotb test modules on it.
 
-The Verilog comes from the Amaranth top (``tessera.hdl.array.Array(config)``) through
-``amaranth.back.verilog.convert``. A build is cached in
-``<cache>/<design>-<key>/`` where ``<cache>`` is ``$TESSERA_BUILD_DIR`` or ``<repo>/.build/rtl``
-and ``key`` hashes the configuration, the wave options and every ``*.py`` source under
-``tessera/hdl/`` and ``tessera/``. A file lock (``fcntl.flock``) serialises builds of the same key
+The Verilog comes from the Amaranth top (``tessera.hdl.array.Array(config)``) through the one
+generation path of the RTL, :func:`tessera.hdl.gen.convert` (top module ``tessera_array``, the
+same port names as ``tessera gen``; all-zero memory ``initial`` blocks removed), and Verilator
+builds it with the waivers :data:`tessera.hdl.gen.LINT_WAIVERS`. A build is cached in
+``<cache>/<design>-<key>/`` where ``<cache>`` is ``$TESSERA_BUILD_DIR`` or the user cache
+(:func:`cache_root`) and ``key`` hashes the configuration, the Verilator and wave options and
+every ``*.py`` source under ``tessera/hdl/`` and ``tessera/spec/``. A file lock (``fcntl.flock``) serialises builds of the same key
 across processes (e.g. pytest-xdist workers), so each key is compiled once.
 
 Running: :meth:`RtlModel.run` writes a JSON *payload* to a fresh work directory, runs a cocotb
@@ -29,20 +31,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
+from tessera.hdl.gen import LINT_WAIVERS, MAX_RTL_TILES, TOP, convert
 from tessera.paths import cache_root as user_cache_root
 from tessera.spec.config import ArrayConfig
 
 from . import verilator_env
 
 __all__ = ["REPO_ROOT", "cache_root", "source_digest", "RtlModel", "build_model", "build_array",
-           "build_sync_controller", "RtlRunError", "CLOCK_PERIOD_NS",
-           "public_ports_config", "strip_zero_memory_init"]
+           "build_sync_controller", "RtlRunError", "CLOCK_PERIOD_NS", "VERILATOR_ARGS",
+           "public_ports_config"]
 
 #: The directory that holds the ``tessera`` package (a checkout's root, or site-packages).
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: The ``tessera`` package directory; design sources are named relative to it.
 PKG_ROOT = Path(__file__).resolve().parents[1]
-TOPLEVEL = "tessera_array"
+TOPLEVEL = TOP
+#: Verilator options of every testbench build: the documented waivers of the generated Verilog
+#: (:data:`tessera.hdl.gen.LINT_WAIVERS`, as for ``tessera gen --lint``), and ``-Wno-fatal`` so
+#: that a simulation build never stops on a warning (linting is ``tessera gen --lint``'s job).
+VERILATOR_ARGS = ("-Wno-fatal", *(f"-Wno-{w}" for w in LINT_WAIVERS), "-O2")
 #: Clock period used by every testbench (ns). Only relative times matter.
 CLOCK_PERIOD_NS = 10
 
@@ -304,21 +311,6 @@ def public_ports_config(verilog: str, top: str = TOPLEVEL) -> str:
     return "\n".join(lines) + "\n"
 
 
-_ZERO_INIT = re.compile(r"^[ \t]*initial begin\n(?:[ \t]*[\w$\\.]+\[\d+\] = \d+'(?:h|d|b)0+;\n)+"
-                        r"[ \t]*end\n", re.M)
-
-
-def strip_zero_memory_init(verilog: str) -> str:
-    """Remove ``initial`` blocks that only set memory words to zero.
-
-    Amaranth writes one ``initial`` assignment per memory word, zeros included (8192 lines
-    per 64 KiB tile SRAM). Verilator zero-initialises every variable anyway (the default
-    ``--x-initial unique`` with ``+verilator+rand+reset+0``), so these blocks only cost
-    build time (huge ``_eval_initial`` functions). Blocks with any non-zero word are kept.
-    """
-    return _ZERO_INIT.sub("", verilog)
-
-
 def build_model(design: str, config: ArrayConfig, elaborate: Callable[[], object],
                 sources: Iterable[str | Path], *, waves: str | None = None,
                 extra_args: Iterable[str] = (), public_ports_only: bool = True) -> RtlModel:
@@ -356,7 +348,6 @@ def build_model(design: str, config: ArrayConfig, elaborate: Callable[[], object
     """
     if waves not in (None, "vcd", "fst"):
         raise ValueError(f"waves must be None, 'vcd' or 'fst', not {waves!r}")
-    from tessera.hdl.gen import MAX_RTL_TILES
     if config.tiles > MAX_RTL_TILES:   # same limit and message as `tessera gen`
         raise RtlRunError(f"{config.tiles} tiles is too large for RTL generation (at most "
                           f"{MAX_RTL_TILES}; presets like gc2_like are for the golden model only)")
@@ -366,7 +357,7 @@ def build_model(design: str, config: ArrayConfig, elaborate: Callable[[], object
     inst = verilator_env.ensure()
     from cocotb_tools.runner import get_runner
 
-    args = ["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-O2", *extra_args]
+    args = [*VERILATOR_ARGS, *extra_args]
     if waves == "fst":
         args.append("--trace-fst")
     if public_ports_only:
@@ -396,11 +387,10 @@ def build_model(design: str, config: ArrayConfig, elaborate: Callable[[], object
                   file=sys.stderr, flush=True)
             build_dir.mkdir(parents=True, exist_ok=True)
             try:
-                from amaranth.back import verilog
-                text = verilog.convert(elaborate(), name=TOPLEVEL, emit_src=False)
+                text = convert(elaborate(), name=TOPLEVEL, zero_memory_init=False)
             except Exception as e:  # elaboration errors of the design under test
                 raise RtlRunError(f"Verilog generation for {design} {config} failed: {e!r}") from e
-            vfile.write_text(strip_zero_memory_init(text))
+            vfile.write_text(text)
             built = True
         build_args = list(args)
         if public_ports_only:
@@ -437,25 +427,25 @@ def build_array(config: ArrayConfig, *, waves: str | None = None) -> RtlModel:
     Raises
     ------
     RtlRunError
-        ``tessera/hdl/array.py`` is missing or fails to elaborate, or the build failed.
+        ``tessera/hdl/array/array.py`` is missing or fails to elaborate, or the build failed.
     """
     def elaborate():
         try:
             from tessera.hdl.array import Array
         except ImportError as e:
-            raise RtlRunError(f"the RTL array top is not available (tessera/hdl/array.py): {e}") from e
+            raise RtlRunError(f"the RTL array top is not available (tessera/hdl/array/array.py): {e}") from e
         return Array(config)
     return build_model("array", config, elaborate, DESIGN_SOURCES, waves=waves)
 
 
 def build_sync_controller(config: ArrayConfig, *, waves: str | None = None) -> RtlModel:
-    """Build (or reuse) ``tessera.hdl.sync_controller.SyncController(config)`` alone as the Verilator
+    """Build (or reuse) ``tessera.hdl.array.sync_controller.SyncController(config)`` alone as the Verilator
     top (exported under the name ``tessera_array``; run it with ``test_module="tessera.tb.cocotb_sync"``).
 
     Any Amaranth component can be built the same way with :func:`build_model`.
     """
     def elaborate():
-        from tessera.hdl.sync_controller import SyncController
+        from tessera.hdl.array.sync_controller import SyncController
         return SyncController(config)
-    return build_model("sync", config, elaborate, ("hdl/sync_controller.py", "spec"),
+    return build_model("sync", config, elaborate, ("hdl/array/sync_controller.py", "hdl/gen.py", "spec"),
                        waves=waves)

@@ -156,41 +156,41 @@ def measure_pysim(cfg: ArrayConfig, cycles: int) -> dict:
 
     async def bench(ctx):
         for tile in dut.tiles:            # backdoor: word 0 of every SRAM (64-bit rows, lane 0)
-            mem = tile.sram.data
+            mem = tile.sram.mem.data
             ctx.set(mem[0], (ctx.get(mem[0]) & ~0xFFFFFFFF) | word)
         # AXI4-Lite write of 1 to CONTROL (ENTRY = 0 and MAX_CYCLES = 0 after reset)
-        ctx.set(dut.s_axil_awaddr, int(Ctrl.CONTROL))
-        ctx.set(dut.s_axil_wdata, 1)
-        ctx.set(dut.s_axil_wstrb, 0xF)
-        ctx.set(dut.s_axil_awvalid, 1)
-        ctx.set(dut.s_axil_wvalid, 1)
-        ctx.set(dut.s_axil_bready, 1)
+        ctx.set(dut.s_axil.awaddr, int(Ctrl.CONTROL))
+        ctx.set(dut.s_axil.wdata, 1)
+        ctx.set(dut.s_axil.wstrb, 0xF)
+        ctx.set(dut.s_axil.awvalid, 1)
+        ctx.set(dut.s_axil.wvalid, 1)
+        ctx.set(dut.s_axil.bready, 1)
         for _ in range(50):
-            if ctx.get(dut.s_axil_awready) and ctx.get(dut.s_axil_wready):
+            if ctx.get(dut.s_axil.awready) and ctx.get(dut.s_axil.wready):
                 await ctx.tick()
                 break
             await ctx.tick()
         else:
             raise BenchError("Amaranth simulation: the AXI write to CONTROL was not accepted")
-        ctx.set(dut.s_axil_awvalid, 0)
-        ctx.set(dut.s_axil_wvalid, 0)
+        ctx.set(dut.s_axil.awvalid, 0)
+        ctx.set(dut.s_axil.wvalid, 0)
         t0 = time.perf_counter()
         await ctx.tick().repeat(cycles)
         out["seconds"] = time.perf_counter() - t0
         out["done"] = ctx.get(dut.done)
         # AXI4-Lite read of tile 0's RETIRED_LO: the cores must really have run
-        ctx.set(dut.s_axil_araddr, tile_reg_addr(0, TileReg.RETIRED_LO))
-        ctx.set(dut.s_axil_arvalid, 1)
-        ctx.set(dut.s_axil_rready, 1)
+        ctx.set(dut.s_axil.araddr, tile_reg_addr(0, TileReg.RETIRED_LO))
+        ctx.set(dut.s_axil.arvalid, 1)
+        ctx.set(dut.s_axil.rready, 1)
         for _ in range(50):
-            if ctx.get(dut.s_axil_arready):
+            if ctx.get(dut.s_axil.arready):
                 await ctx.tick()
                 break
             await ctx.tick()
-        ctx.set(dut.s_axil_arvalid, 0)
+        ctx.set(dut.s_axil.arvalid, 0)
         for _ in range(50):
-            if ctx.get(dut.s_axil_rvalid):
-                out["retired"] = ctx.get(dut.s_axil_rdata)
+            if ctx.get(dut.s_axil.rvalid):
+                out["retired"] = ctx.get(dut.s_axil.rdata)
                 break
             await ctx.tick()
 

@@ -13,11 +13,12 @@ output bits) is reported separately and included in the totals.
 
 Designs (:data:`DESIGNS`): one ``tessera.hdl.tile.Tile`` (core + 64 KiB SRAM + exchange engine,
 6 contexts); the same tile in a synthesis-only *what-if* variant without divider
-(:data:`VARIANTS`, not the contract design); the 4-tile ``tessera.hdl.array.Array`` with 16 KiB SRAM
+(:data:`VARIANTS`, ``tessera.hdl.variant.Variant(divider=False)``, not the contract design);
+the 4-tile ``tessera.hdl.array.Array`` with 16 KiB SRAM
 per tile (4 × 68 DP16KD of 64 KiB tiles would exceed the 208 of the ECP5-85k); a 16 KiB
 tile for comparison; and a per-unit breakdown of one tile (:func:`breakdown`,
 ``synth_ecp5 -noflatten``). Results are cached in ``.build/bench-synth`` by a hash of the RTL
-sources (``tessera/hdl/``, ``tessera/`` without ``tessera/bench``) and the flow; a cached result says
+sources (``tessera/hdl/`` and ``tessera/spec/``) and the flow; a cached result says
 so in the table. docs/synthesis.md discusses the figures.
 
 Published figures for small RV32 cores are quoted with their sources in :data:`PUBLISHED`.
@@ -134,40 +135,15 @@ VARIANTS = {
 }
 
 
-class _NoDivider:
-    """Context manager: while active, :class:`tessera.hdl.core.core.Core` instantiates a Divider
-    whose every turn is the last one with result 0 (no division hardware). Synthesis-only:
-    nothing in ``tessera/hdl/`` changes, and the name is restored on exit."""
-
-    def __enter__(self):
-        import tessera.hdl.core.core as core_mod
-        from amaranth.hdl import Module
-        from tessera.hdl.core.divider import Divider
-
-        class NoDivider(Divider):
-            """Divider without division hardware (what-if, not the contract design)."""
-
-            def elaborate(self, platform):
-                m = Module()
-                m.d.comb += [self.last.eq(1), self.result.eq(0)]
-                return m
-
-        self._mod, self._orig = core_mod, core_mod.Divider
-        core_mod.Divider = NoDivider
-        return self
-
-    def __exit__(self, *exc):
-        self._mod.Divider = self._orig
-        return False
-
-
-def _design(kind: str, tiles: int, sram_bytes: int = 64 * 1024):
+def _design(kind: str, tiles: int, sram_bytes: int = 64 * 1024, variant: str = "contract"):
+    from tessera.hdl.variant import Variant
     cfg = ArrayConfig(tiles=tiles, contexts=6, sram_bytes=sram_bytes)
+    v = Variant(divider=variant != "nodiv")
     if kind == "tile":
         from tessera.hdl.tile import Tile
-        return Tile(cfg, 0), cfg
+        return Tile(cfg, 0, variant=v), cfg
     from tessera.hdl.array import Array
-    return Array(cfg), cfg
+    return Array(cfg, variant=v), cfg
 
 
 def _digest() -> str:
@@ -203,15 +179,9 @@ def _check_args(kind, tiles, sram_bytes, variant):
 def _write_rtlil(kind, tiles, sram_bytes, variant, prefix):
     from amaranth.back import rtlil
     work = Path(tempfile.mkdtemp(prefix=prefix, dir=_ensure(_cache_dir())))
-    if variant == "nodiv":
-        with _NoDivider():
-            dut, _cfg = _design(kind, tiles, sram_bytes)
-            top, bits = PinWrapper(dut)
-            text = rtlil.convert(top, name="top", ports=[top.din, top.dout])
-    else:
-        dut, _cfg = _design(kind, tiles, sram_bytes)
-        top, bits = PinWrapper(dut)
-        text = rtlil.convert(top, name="top", ports=[top.din, top.dout])
+    dut, _cfg = _design(kind, tiles, sram_bytes, variant)
+    top, bits = PinWrapper(dut)
+    text = rtlil.convert(top, name="top", ports=[top.din, top.dout])
     (work / "top.il").write_text(text)
     return work, bits
 
@@ -321,8 +291,10 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
 
 #: Units of one tile for :func:`breakdown`: (hierarchical module suffix, label).
 UNITS = [
-    ("dut", "tile: SRAM (64-bit words, 2 read + 1 write port) and its port muxes, deferred "
-            "receive write, fault record"),
+    ("dut", "tile glue (barrier outputs)"),
+    ("dut.sram", "SRAM (64-bit words, 2 read + 1 write port) and its port muxes, deferred "
+                 "receive write"),
+    ("dut.fault", "fault record"),
     ("dut.engine", "exchange engine"),
     ("dut.core", "core glue: pipeline registers, PCs, retire/cycle counters, debug read-back"),
     ("dut.core.sched", "scheduler (barrel slots, context states)"),
@@ -670,9 +642,10 @@ def run(quick: bool = True) -> Section:
                    _cross_tile_why(arr["raw"].get("critical_path") or {})))
     if nodiv:
         sec.notes.append(
-            "The what-if row is synthesis-only (`synthesize(variant=\"nodiv\")` in "
-            "`tessera/cli/bench/synth.py` swaps in a divider that finishes every division in one "
-            "turn with result 0; `tessera/hdl/` is unchanged). The difference to the contract row is "
+            "The what-if row is synthesis-only (`synthesize(variant=\"nodiv\")` builds the tile "
+            "with `Variant(divider=False)`, tessera/hdl/variant.py: a divider that finishes every "
+            "division in one turn with result 0; the contract design is unchanged). The "
+            "difference to the contract row is "
             "the cost of the multi-turn divider (architecture §4, \"Division\": 4 quotient "
             "bits per turn, state in a T-entry memory).")
     tables = []

@@ -12,6 +12,10 @@ for an SRAM access while the array is RUNNING, a write to a read-only register, 
 1 to CONTROL while RUNNING. Register writes ignore ``wstrb``; SRAM writes honour it. The low two
 address bits are ignored. Tile registers can be read at any time (their values are only final
 once the run has ended).
+
+The host port owns one :class:`~tessera.hdl.interfaces.HostTileSignature` port per tile
+(``tiles[i]``: SRAM window, debug read-back, fault record, xprog); the array connects each to
+its tile's ``host``. Only the selected tile gets the read / write strobes.
 """
 
 from __future__ import annotations
@@ -21,25 +25,18 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from tessera.spec.config import ArrayConfig
-from tessera.spec.hostmap import (MAGIC, Ctrl, Status, TileReg, ContextReg, CONTEXT_STRIDE,
-                             TILE_REG_BASE, TILE_REG_STRIDE, SRAM_BASE, SRAM_STRIDE)
+from tessera.spec.hostmap import (MAGIC, Ctrl, Status, TileReg, ContextReg,
+                                  TILE_REG_BASE, TILE_REG_STRIDE, SRAM_BASE, SRAM_STRIDE)
+
+from ..interfaces import AXI4LiteSignature, AxiResp, HostTileSignature
 
 #: Address bits inside one tile register block.
 _TREG_BITS = TILE_REG_STRIDE.bit_length() - 1
 assert TILE_REG_STRIDE == 1 << _TREG_BITS
 
-__all__ = ["HostPort", "AXIL_PORTS", "OKAY", "SLVERR", "DECERR"]
+__all__ = ["HostPort"]
 
-OKAY, SLVERR, DECERR = 0, 2, 3
-
-#: AXI4-Lite slave port names (without the ``s_axil_`` prefix) and directions/widths.
-AXIL_PORTS = {
-    "awaddr": In(32), "awprot": In(3), "awvalid": In(1), "awready": Out(1),
-    "wdata": In(32), "wstrb": In(4), "wvalid": In(1), "wready": Out(1),
-    "bresp": Out(2), "bvalid": Out(1), "bready": In(1),
-    "araddr": In(32), "arprot": In(3), "arvalid": In(1), "arready": Out(1),
-    "rdata": Out(32), "rresp": Out(2), "rvalid": Out(1), "rready": In(1),
-}
+OKAY, SLVERR, DECERR = AxiResp.OKAY, AxiResp.SLVERR, AxiResp.DECERR
 
 _RO_CTRL = (Ctrl.MAGIC, Ctrl.TILES, Ctrl.CONTEXTS, Ctrl.SRAM_BYTES, Ctrl.XLATENCY, Ctrl.STATUS,
             Ctrl.CYCLES_LO, Ctrl.CYCLES_HI, Ctrl.FAULT_TILES)
@@ -51,19 +48,18 @@ class HostPort(wiring.Component):
     Parameters
     ----------
     config : ArrayConfig
-    tiles : list of tessera.hdl.tile.Tile
-        The array's tiles; the host port drives their ``h_*`` and ``dbg_ctx``/``dbg_reg``
-        inputs and reads their record, counter and debug outputs.
 
     Members
     -------
-    s_axil_* : AXI4-Lite slave (see :data:`AXIL_PORTS`).
-    status : In(3)
-        A :class:`tessera.spec.hostmap.Status` value.
+    s_axil : In(AXI4LiteSignature())
+        The AXI4-Lite slave.
+    tiles : Out(HostTileSignature(config)).array(N)
+        Per-tile access: SRAM window, debug read-back (counters, contexts), fault record
+        (FAULT_* registers; FAULT_TILES counts the valid records), xprog.
+    status : In(Status)
+        The run status (STATUS register).
     cycles : In(64)
         CYCLES register value.
-    fault_tiles : In(32)
-        FAULT_TILES register value.
     start : Out(1)
         Pulse: CONTROL written with bit 0 set while not RUNNING.
     entry, max_cycles : Out(32), Out(64)
@@ -71,37 +67,39 @@ class HostPort(wiring.Component):
 
     Raises
     ------
-    ValueError
-        If ``tiles`` does not hold ``config.tiles`` tiles.
+    TypeError
+        If ``config`` is not an :class:`~tessera.spec.config.ArrayConfig`.
     """
 
-    def __init__(self, config: ArrayConfig, tiles):
-        if len(tiles) != config.tiles:
-            raise ValueError(f"HostPort needs {config.tiles} tiles, got {len(tiles)}")
+    def __init__(self, config: ArrayConfig):
+        if not isinstance(config, ArrayConfig):
+            self._MustUse__silence = True  # no 'unused elaboratable' warning on bad input
+            raise TypeError(f"HostPort needs an ArrayConfig, not {config!r}")
         self.config = config
-        self.tiles = list(tiles)
-        ports = {f"s_axil_{k}": v for k, v in AXIL_PORTS.items()}
-        ports.update({"status": In(3), "cycles": In(64), "fault_tiles": In(32),
-                      "start": Out(1), "entry": Out(32), "max_cycles": Out(64)})
-        super().__init__(ports)
+        super().__init__({
+            "s_axil": In(AXI4LiteSignature()),
+            "tiles": Out(HostTileSignature(config)).array(config.tiles),
+            "status": In(Status), "cycles": In(64),
+            "start": Out(1), "entry": Out(32), "max_cycles": Out(64),
+        })
 
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
         n, T = cfg.tiles, cfg.contexts
         ab = cfg.sram_addr_bits
+        axi = self.s_axil
         running = self.status == Status.RUNNING
 
         addr = Signal(32)
         wdata = Signal(32)
         wstrb = Signal(4)
         rdata = Signal(32)
-        resp = Signal(2)
+        resp = Signal(AxiResp)
         rvalid = Signal()
         bvalid = Signal()
-        m.d.comb += [self.s_axil_rdata.eq(rdata), self.s_axil_rresp.eq(resp),
-                     self.s_axil_bresp.eq(resp), self.s_axil_rvalid.eq(rvalid),
-                     self.s_axil_bvalid.eq(bvalid)]
+        m.d.comb += [axi.rdata.eq(rdata), axi.rresp.eq(resp), axi.bresp.eq(resp),
+                     axi.rvalid.eq(rvalid), axi.bvalid.eq(bvalid)]
 
         # -- decode of the latched address
         is_ctrl = addr < TILE_REG_BASE
@@ -128,29 +126,30 @@ class HostPort(wiring.Component):
         ctrl_ok = is_ctrl & (addr[:20] <= Ctrl.FAULT_TILES)
 
         # shared tile-side bus (only the selected tile gets the strobes)
-        for i, t in enumerate(self.tiles):
-            m.d.comb += [t.h_addr.eq(Cat(Const(0, 2), soff[2:ab])), t.h_wdata.eq(wdata),
-                         t.dbg_ctx.eq(ctx_off[8:8 + cfg.context_bits]),
-                         t.dbg_reg.eq(creg[2:7])]
+        for t in self.tiles:
+            m.d.comb += [t.sram.addr.eq(Cat(Const(0, 2), soff[2:ab])), t.sram.wdata.eq(wdata),
+                         t.dbg.ctx.eq(ctx_off[8:8 + cfg.context_bits]),
+                         t.dbg.reg.eq(creg[2:7])]
 
         # -- per-tile read value
-        def tile_word(t):
-            w = Signal(32, name=f"tword{t.tile_id}")
-            ctr = {TileReg.COMPUTE_LO: t.dbg_compute, TileReg.SYNC_LO: t.dbg_sync,
-                   TileReg.EXCHANGE_LO: t.dbg_exchange, TileReg.RETIRED_LO: t.dbg_retired_tile,
-                   TileReg.MACS_LO: t.dbg_macs, TileReg.HALTED_LO: t.dbg_halted}
+        def tile_word(i, t):
+            w = Signal(32, name=f"tword{i}")
+            c = t.dbg.counters
+            ctr = {TileReg.COMPUTE_LO: c.compute, TileReg.SYNC_LO: c.sync,
+                   TileReg.EXCHANGE_LO: c.exchange, TileReg.RETIRED_LO: c.retired,
+                   TileReg.MACS_LO: c.macs, TileReg.HALTED_LO: c.halted}
             with m.If(ctx_ok):
                 with m.Switch(creg):
                     with m.Case(ContextReg.STATE):
-                        m.d.comb += w.eq(t.dbg_state)
+                        m.d.comb += w.eq(t.dbg.state)
                     with m.Case(ContextReg.PC):
-                        m.d.comb += w.eq(t.dbg_pc)
+                        m.d.comb += w.eq(t.dbg.pc)
                     with m.Case(ContextReg.RETIRED_LO):
-                        m.d.comb += w.eq(t.dbg_retired[:32])
+                        m.d.comb += w.eq(t.dbg.retired[:32])
                     with m.Case(ContextReg.RETIRED_HI):
-                        m.d.comb += w.eq(t.dbg_retired[32:])
+                        m.d.comb += w.eq(t.dbg.retired[32:])
                     with m.Default():
-                        m.d.comb += w.eq(t.dbg_x)
+                        m.d.comb += w.eq(t.dbg.x)
             with m.Else():
                 with m.Switch(reg):
                     for lo, sig in ctr.items():
@@ -159,29 +158,31 @@ class HostPort(wiring.Component):
                         with m.Case(int(lo) + 4):
                             m.d.comb += w.eq(sig[32:])
                     with m.Case(TileReg.FAULT_VALID):
-                        m.d.comb += w.eq(t.rec_valid)
+                        m.d.comb += w.eq(t.fault.valid)
                     with m.Case(TileReg.FAULT_CONTEXT):
-                        m.d.comb += w.eq(Mux(t.rec_valid & t.rec_xchg, 0xFFFFFFFF,
-                                             t.rec_context))
+                        m.d.comb += w.eq(Mux(t.fault.valid & t.fault.xchg, 0xFFFFFFFF,
+                                             t.fault.context))
                     with m.Case(TileReg.FAULT_CAUSE):
-                        m.d.comb += w.eq(t.rec_cause)
+                        m.d.comb += w.eq(t.fault.cause)
                     with m.Case(TileReg.FAULT_PC):
-                        m.d.comb += w.eq(t.rec_pc)
+                        m.d.comb += w.eq(t.fault.pc)
                     with m.Case(TileReg.FAULT_ADDR):
-                        m.d.comb += w.eq(t.rec_addr)
+                        m.d.comb += w.eq(t.fault.addr)
                     with m.Case(TileReg.XPROG):
                         m.d.comb += w.eq(t.xprog)
             return w
 
-        treg_words = Array(tile_word(t) for t in self.tiles)
-        sram_words = Array(t.h_rdata for t in self.tiles)
+        treg_words = Array(tile_word(i, t) for i, t in enumerate(self.tiles))
+        sram_words = Array(t.sram.rdata for t in self.tiles)
+        fault_tiles = Signal(32)
+        m.d.comb += fault_tiles.eq(sum(t.fault.valid for t in self.tiles))
         ctrl_word = Signal(32)
         regs = {Ctrl.MAGIC: MAGIC, Ctrl.TILES: n, Ctrl.CONTEXTS: T,
                 Ctrl.SRAM_BYTES: cfg.sram_bytes, Ctrl.XLATENCY: cfg.exchange_latency,
                 Ctrl.STATUS: self.status, Ctrl.ENTRY: self.entry,
                 Ctrl.MAX_CYCLES_LO: self.max_cycles[:32], Ctrl.MAX_CYCLES_HI: self.max_cycles[32:],
                 Ctrl.CYCLES_LO: self.cycles[:32], Ctrl.CYCLES_HI: self.cycles[32:],
-                Ctrl.FAULT_TILES: self.fault_tiles, Ctrl.CONTROL: 0}
+                Ctrl.FAULT_TILES: fault_tiles, Ctrl.CONTROL: 0}
         with m.Switch(Cat(Const(0, 2), addr[2:20])):
             for a, v in regs.items():
                 with m.Case(int(a)):
@@ -189,20 +190,20 @@ class HostPort(wiring.Component):
 
         with m.FSM():
             with m.State("IDLE"):
-                with m.If(self.s_axil_arvalid):
-                    m.d.comb += self.s_axil_arready.eq(1)
-                    m.d.sync += addr.eq(self.s_axil_araddr)
+                with m.If(axi.arvalid):
+                    m.d.comb += axi.arready.eq(1)
+                    m.d.sync += addr.eq(axi.araddr)
                     m.next = "RD_SEL"
-                with m.Elif(self.s_axil_awvalid & self.s_axil_wvalid):
-                    m.d.comb += [self.s_axil_awready.eq(1), self.s_axil_wready.eq(1)]
-                    m.d.sync += [addr.eq(self.s_axil_awaddr), wdata.eq(self.s_axil_wdata),
-                                 wstrb.eq(self.s_axil_wstrb)]
+                with m.Elif(axi.awvalid & axi.wvalid):
+                    m.d.comb += [axi.awready.eq(1), axi.wready.eq(1)]
+                    m.d.sync += [addr.eq(axi.awaddr), wdata.eq(axi.wdata),
+                                 wstrb.eq(axi.wstrb)]
                     m.next = "WR"
             with m.State("RD_SEL"):
                 # selects are stable now; SRAM read issued, debug outputs settle next cycle
                 with m.If(is_sram & ~running):
                     for i, t in enumerate(self.tiles):
-                        m.d.comb += t.h_re.eq(tsel == i)
+                        m.d.comb += t.sram.re.eq(tsel == i)
                 m.next = "RD_DATA"
             with m.State("RD_DATA"):
                 m.d.sync += rvalid.eq(1)
@@ -218,7 +219,7 @@ class HostPort(wiring.Component):
                     m.d.sync += [rdata.eq(0), resp.eq(DECERR)]
                 m.next = "RD_RESP"
             with m.State("RD_RESP"):
-                with m.If(self.s_axil_rready):
+                with m.If(axi.rready):
                     m.d.sync += rvalid.eq(0)
                     m.next = "IDLE"
             with m.State("WR"):
@@ -245,14 +246,14 @@ class HostPort(wiring.Component):
                 with m.Elif(is_sram & ~running):
                     m.d.sync += resp.eq(OKAY)
                     for i, t in enumerate(self.tiles):
-                        m.d.comb += t.h_we.eq(Mux(tsel == i, wstrb, 0))
+                        m.d.comb += t.sram.we.eq(Mux(tsel == i, wstrb, 0))
                 with m.Elif(is_sram):
                     m.d.sync += resp.eq(SLVERR)
                 with m.Else():
                     m.d.sync += resp.eq(DECERR)
                 m.next = "WR_RESP"
             with m.State("WR_RESP"):
-                with m.If(self.s_axil_bready):
+                with m.If(axi.bready):
                     m.d.sync += bvalid.eq(0)
                     m.next = "IDLE"
         return m

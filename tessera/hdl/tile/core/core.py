@@ -4,26 +4,35 @@ Cycle-exact to docs/architecture.md §3-§8; ports in docs/rtl.md ("Core ↔ til
 
 Pipeline of an instruction issued at cycle t by context c = t mod T:
 
-* F (t): ``f_en``/``f_addr`` = pc of c (fetch faults are decided here, reported in X).
-* D (t+1): ``f_data`` arrives; its rs1/rs2/rd fields address the register file's
+* F (t): ``fetch.en``/``fetch.addr`` = pc of c (fetch faults are decided here, reported
+  in X).
+* D (t+1): ``fetch.data`` arrives; its rs1/rs2/rd fields address the register file's
   synchronous read ports (so the register values arrive in X).
-* X (t+2): decode, execute, next pc, load/store request (``m_*``; stores write the SRAM
+* X (t+2): decode, execute, next pc, load/store request (``mem``; stores write the SRAM
   at the end of this cycle), CSR access, fault / state change (visible from t+3),
   retired/macs counters.
-* W (t+3): load data (``m_rdata``) aligned and extended; register write; ``trace_*``.
+* W (t+3): load data (``mem.rdata``) aligned and extended; register write; ``trace``.
+
+The stage registers ``d`` and ``x`` hold the instruction's issue record (:func:`issue_layout`:
+context, pc, fetch-fault flags, issue cycle); ``w`` holds what W needs (:func:`w_layout`).
 
 A division (DIV/DIVU/REM/REMU) goes through this pipeline in each of its DIV_TURNS turns;
 :mod:`.divider` keeps its per-context state, and only the last turn retires (§4, "Division").
+``Variant(divider=False)`` (:mod:`tessera.hdl.variant`) builds the synthesis what-if without
+division hardware instead (:class:`.divider.NoDivider`, not the contract design).
 
 Tile counters (§8): the class of cycle k (compute/sync/exchange/halted, from the visible
 states and ``in_exchange`` at k) goes through a 3-stage delay line and is added in cycle
 k+3 only if ``count_commit`` is high then; the array drives ``count_commit`` in cycle p
 exactly when p-3 is one of the run's cycles 0..C-1 (docs/rtl.md). So the counters hold
 exactly cycles 0..C-1 although the end of the run is learnt up to 3 cycles late.
+
+The core reports a fault in X on ``fault`` and keeps no record of it: the tile's one fault
+record (:class:`tessera.hdl.tile.fault_record.FaultRecord`) holds the first fault.
 """
 
 from amaranth import Array, Cat, Module, Mux, Signal
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from tessera.spec.config import ArrayConfig
@@ -32,49 +41,90 @@ from tessera.spec.instructions import CSR, FUNCT3_DIV_BIT, RD, RS1, RS2
 from tessera.spec.isa import MACS_PER_DOT4
 from tessera.spec.result import ContextState
 from tessera.spec.timing import COMMIT_DELAY
-from tessera.spec.trace import trace_ports
 
+from ...interfaces import (DebugSignature, FaultSignature, FetchSignature, MemorySignature,
+                           TraceSignature)
+from ...variant import CONTRACT, Variant
 from .alu import Alu, BranchCmp
 from .csr import CsrUnit
 from .decoder import Decoder
 from .dot4 import Dot4
 from .lsu import LoadAlign, LsuAddr
-from .divider import Divider
+from .divider import Divider, NoDivider
 from .mul import Multiplier
 from .regfile import RegFile
 from .scheduler import CycleClass, Scheduler
 
-__all__ = ["Core", "core_signature"]
+__all__ = ["Core", "CoreSignature", "issue_layout", "w_layout"]
 
 
-def core_signature(config: ArrayConfig) -> wiring.Signature:
-    """The :class:`Core`'s port signature for ``config`` (see docs/rtl.md)."""
-    cb = config.context_bits
-    return wiring.Signature({
-        # control
-        "start": In(1), "entry": In(32), "run": In(1), "kill": In(1), "cycle": In(64),
-        "count_commit": In(1),
-        # fetch
-        "f_en": Out(1), "f_addr": Out(32), "f_data": In(32),
-        # data memory
-        "m_re": Out(1), "m_we": Out(4), "m_addr": Out(32), "m_wdata": Out(32),
-        "m_rdata": In(32),
-        # barriers / exchange
-        "arrive": Out(1), "resume": In(1), "in_exchange": In(1), "xprog": Out(32),
-        "all_halted": Out(1), "halting": Out(1),
-        # fault in X this cycle
-        "fault_valid": Out(1), "fault_context": Out(cb), "fault_cause": Out(5),
-        "fault_pc": Out(32), "fault_addr": Out(32),
-        # debug (host, while stopped)
-        "dbg_ctx": In(cb), "dbg_state": Out(3), "dbg_pc": Out(32), "dbg_retired": Out(64),
-        "dbg_reg": In(5), "dbg_x": Out(32),
-        "dbg_fault_valid": Out(1), "dbg_fault_context": Out(cb), "dbg_fault_cause": Out(5),
-        "dbg_fault_pc": Out(32), "dbg_fault_addr": Out(32),
-        "dbg_compute": Out(64), "dbg_sync": Out(64), "dbg_exchange": Out(64),
-        "dbg_halted": Out(64), "dbg_retired_tile": Out(64), "dbg_macs": Out(64),
-        # retire trace (W stage)
-        **{name: Out(width) for name, width in trace_ports(config)},
-    })
+class CoreSignature(wiring.Signature):
+    """The ports of a :class:`Core` (docs/rtl.md "Core ↔ tile"); also used by test stubs.
+
+    Parameters
+    ----------
+    config : ArrayConfig
+        Gives ``context_bits``.
+
+    Members
+    -------
+    start, entry, run, kill, cycle, count_commit : In
+        Run control (see :class:`Core`).
+    fetch : Out(FetchSignature())
+    mem : Out(MemorySignature())
+    arrive, all_halted, halting, xprog : Out ; resume, in_exchange : In
+        Barriers and exchange.
+    fault : Out(FaultSignature(config))
+        The fault of the instruction in X (``xchg`` = 0).
+    dbg : In(DebugSignature(config))
+        Host read-back.
+    trace : Out(TraceSignature(config))
+        Retire trace (W stage).
+
+    Raises
+    ------
+    TypeError
+        ``config`` is not an :class:`~tessera.spec.config.ArrayConfig`.
+    """
+
+    def __init__(self, config: ArrayConfig):
+        if not isinstance(config, ArrayConfig):
+            raise TypeError(f"CoreSignature needs an ArrayConfig, not {config!r}")
+        self.config = config
+        super().__init__({
+            # control
+            "start": In(1), "entry": In(32), "run": In(1), "kill": In(1), "cycle": In(64),
+            "count_commit": In(1),
+            # memories
+            "fetch": Out(FetchSignature()), "mem": Out(MemorySignature()),
+            # barriers / exchange
+            "arrive": Out(1), "resume": In(1), "in_exchange": In(1), "xprog": Out(32),
+            "all_halted": Out(1), "halting": Out(1),
+            # fault in X this cycle; host read-back; retire trace (W stage)
+            "fault": Out(FaultSignature(config)),
+            "dbg": In(DebugSignature(config)),
+            "trace": Out(TraceSignature(config)),
+        })
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.config == self.config
+
+    def __repr__(self):
+        return f"CoreSignature({self.config!r})"
+
+
+def issue_layout(context_bits: int) -> data.StructLayout:
+    """The issue record carried by the F, D and X stages: context, pc, fetch misaligned /
+    out of range (decided in F, reported in X), issue cycle."""
+    return data.StructLayout({"ctx": context_bits, "pc": 32, "misaligned": 1, "range": 1,
+                              "cycle": 64})
+
+
+def w_layout(context_bits: int) -> data.StructLayout:
+    """The X → W stage register: what W needs for the register write and the trace."""
+    return data.StructLayout({
+        "ctx": context_bits, "pc": 32, "insn": 32, "rd": 5, "value": 32, "load": 1,
+        "funct3": 3, "addr_lo": 2, "st_mask": 4, "st_addr": 32, "st_data": 32})
 
 
 class Core(wiring.Component):
@@ -86,22 +136,25 @@ class Core(wiring.Component):
         Array configuration (T contexts, ``sram_bytes``, N for the CSRs).
     tile_id : int
         This tile's index 0..N-1 (CSR ``tile_id``).
+    variant : Variant, keyword-only
+        :data:`tessera.hdl.variant.CONTRACT` (default), or a synthesis what-if.
 
     Raises
     ------
     TypeError
-        If ``config`` is not an :class:`~tessera.spec.config.ArrayConfig`.
+        If ``config`` is not an :class:`~tessera.spec.config.ArrayConfig` or ``variant`` not
+        a :class:`~tessera.hdl.variant.Variant`.
     ValueError
         If ``tile_id`` is not in ``0..config.tiles-1``.
 
     Notes
     -----
-    Ports (all in the ``sync`` domain; widths for ``context_bits`` = cb):
+    Ports (:class:`CoreSignature`, all in the ``sync`` domain; widths for ``context_bits`` = cb):
 
     start, entry[32]
         Pulse in the cycle before cycle 0: every context RUNNING with pc = ``entry``,
-        x1..x31 = 0, per-context retired = 0, xprog = 0, counters and fault record
-        cleared, pipeline emptied.
+        x1..x31 = 0, per-context retired = 0, xprog = 0, counters cleared, pipeline
+        emptied.
     run
         Issue allowed this cycle. Must be high in every cycle 0..C-1 of a run and low
         afterwards; the issue slot advances with it (slot = t mod T).
@@ -113,36 +166,34 @@ class Core(wiring.Component):
         Cycle p: cycle p-3 belongs to the run (see the module docstring).
     cycle[64]
         Array cycle counter; its value in F is the instruction's issue cycle (CSR cycle).
-    f_en, f_addr[32] / f_data[32]
+    fetch.en, fetch.addr[32] / fetch.data[32]
         Fetch request (word-aligned byte address inside the SRAM) / word, next cycle.
-    m_re, m_we[4], m_addr[32], m_wdata[32] / m_rdata[32]
-        Data access in X: ``m_addr`` is the byte address A (the SRAM uses its word
-        index), ``m_we`` the byte enables, ``m_wdata`` the data already in its lanes.
-        Load word on ``m_rdata`` the next cycle. A store writes at the end of X.
+    mem.re, mem.we[4], mem.addr[32], mem.wdata[32] / mem.rdata[32]
+        Data access in X: ``mem.addr`` is the byte address A (the SRAM uses its word
+        index), ``mem.we`` the byte enables, ``mem.wdata`` the data already in its lanes.
+        Load word on ``mem.rdata`` the next cycle. A store writes at the end of X.
     arrive, resume, in_exchange, xprog[32]
         ARRAY barrier (§5): arrived condition of the contexts; pulse in cycle e
         (WAIT_ARRAY → RUNNING from e+1); exchange phase (counters); the xprog CSR.
     all_halted, halting
         Every context HALTED; every context HALTED or halting by the ecall in X
         this cycle (lets the array detect the run's last ``ecall`` in its X cycle).
-    fault_valid, fault_context[cb], fault_cause[5], fault_pc[32], fault_addr[32]
-        A fault decided in X this cycle (issue cycle = ``cycle`` - 2).
-    dbg_ctx[cb] -> dbg_state[3], dbg_pc[32], dbg_retired[64]
-        Combinational per-context read (state is a ContextState value).
-    dbg_ctx[cb], dbg_reg[5] -> dbg_x[32]
+    fault.valid, fault.context[cb], fault.cause, fault.pc[32], fault.addr[32]
+        A fault decided in X this cycle (issue cycle = ``cycle`` - 2); ``fault.xchg`` = 0.
+    dbg.ctx[cb] -> dbg.state, dbg.pc[32], dbg.retired[64]
+        Combinational per-context read (state is a ContextState).
+    dbg.ctx[cb], dbg.reg[5] -> dbg.x[32]
         Register read, data in the next cycle (exit code = x10 of a HALTED context).
-    dbg_fault_*
-        The tile's (first) core fault record, held until the next ``start``.
-    dbg_compute, dbg_sync, dbg_exchange, dbg_halted, dbg_retired_tile, dbg_macs [64]
+    dbg.counters.{compute, sync, exchange, halted, retired, macs} [64]
         Tile counters (§8); retired/macs count at X of each retired instruction.
-    trace_*
-        Retire trace in W (issue cycle + 3): ``trace_valid`` for every retired
-        instruction; ``trace_rd`` = 0 and ``trace_value`` = 0 when no register is
-        written; ``trace_st_mask`` ≠ 0 for a store, with ``trace_st_addr`` = A & ~3 and
-        ``trace_st_data`` the lane-aligned data (as written to the SRAM word).
+    trace.*
+        Retire trace in W (issue cycle + 3): ``trace.valid`` for every retired
+        instruction; ``trace.rd`` = 0 and ``trace.value`` = 0 when no register is
+        written; ``trace.st_mask`` ≠ 0 for a store, with ``trace.st_addr`` = A & ~3 and
+        ``trace.st_data`` the lane-aligned data (as written to the SRAM word).
     """
 
-    def __init__(self, config: ArrayConfig, tile_id: int):
+    def __init__(self, config: ArrayConfig, tile_id: int, *, variant: Variant = CONTRACT):
         if not isinstance(config, ArrayConfig):
             self._MustUse__silence = True  # no 'unused elaboratable' warning on bad input
             raise TypeError(f"Core: config must be an ArrayConfig, not {config!r}")
@@ -151,9 +202,13 @@ class Core(wiring.Component):
             self._MustUse__silence = True  # no 'unused elaboratable' warning on bad input
             raise ValueError(
                 f"Core: tile_id must be an int in 0..{config.tiles - 1}, not {tile_id!r}")
+        if not isinstance(variant, Variant):
+            self._MustUse__silence = True  # no 'unused elaboratable' warning on bad input
+            raise TypeError(f"Core: variant must be a Variant, not {variant!r}")
         self.config = config
         self.tile_id = tile_id
-        super().__init__(core_signature(config))
+        self.variant = variant
+        super().__init__(CoreSignature(config))
 
     def elaborate(self, platform):
         m = Module()
@@ -169,7 +224,7 @@ class Core(wiring.Component):
         m.submodules.alu = alu = Alu()
         m.submodules.bcmp = bcmp = BranchCmp()
         m.submodules.mul = mul = Multiplier()
-        m.submodules.div = div = Divider(cfg)
+        m.submodules.div = div = (Divider if self.variant.divider else NoDivider)(cfg)
         m.submodules.dot4 = dot4 = Dot4()
         m.submodules.lsu = lsu = LsuAddr(cfg)
         m.submodules.ldalign = ldalign = LoadAlign()
@@ -177,6 +232,7 @@ class Core(wiring.Component):
 
         start = self.start
         kill = self.kill
+        counters = self.dbg.counters
 
         # ---- architectural state ------------------------------------------------------
         pcs = Array(Signal(32, name=f"pc{i}") for i in range(T))
@@ -193,53 +249,39 @@ class Core(wiring.Component):
         ]
 
         # ---- F ------------------------------------------------------------------------
-        f_ctx = sched.slot
+        issue = issue_layout(cb)
+        f = Signal(issue)
         f_valid = sched.issue
-        f_pc = Signal(32)
-        m.d.comb += f_pc.eq(pcs[f_ctx])
-        f_misaligned = f_pc[0:2] != 0
-        f_range = f_pc >= cfg.sram_bytes
         m.d.comb += [
-            self.f_en.eq(f_valid & ~f_misaligned & ~f_range),
-            self.f_addr.eq(f_pc),
+            f.ctx.eq(sched.slot),
+            f.pc.eq(pcs[f.ctx]),
+            f.misaligned.eq(f.pc[0:2] != 0),
+            f.range.eq(f.pc >= cfg.sram_bytes),
+            f.cycle.eq(self.cycle),
+            self.fetch.en.eq(f_valid & ~f.misaligned & ~f.range),
+            self.fetch.addr.eq(f.pc),
         ]
 
         # ---- F -> D -------------------------------------------------------------------
         d_valid = Signal()
-        d_ctx = Signal(cb)
-        d_pc = Signal(32)
-        d_misaligned = Signal()
-        d_range = Signal()
-        d_cycle = Signal(64)
-        m.d.sync += [
-            d_valid.eq(f_valid & ~kill & ~start),
-            d_ctx.eq(f_ctx), d_pc.eq(f_pc), d_misaligned.eq(f_misaligned),
-            d_range.eq(f_range), d_cycle.eq(self.cycle),
-        ]
+        d = Signal(issue)
+        m.d.sync += [d_valid.eq(f_valid & ~kill & ~start), d.eq(f)]
 
         # ---- D: register reads addressed by the arriving instruction word --------------
-        d_insn = self.f_data
+        d_insn = self.fetch.data
         m.d.comb += [
-            regs.r_ctx.eq(d_ctx),
+            regs.r_ctx.eq(d.ctx),
             regs.r_addr1.eq(d_insn[RS1.slice]),
             regs.r_addr2.eq(d_insn[RS2.slice]),
             regs.r_addr3.eq(d_insn[RD.slice]),
-            div.r_ctx.eq(d_ctx),
+            div.r_ctx.eq(d.ctx),
         ]
 
         # ---- D -> X -------------------------------------------------------------------
         x_valid = Signal()
-        x_ctx = Signal(cb)
-        x_pc = Signal(32)
+        x = Signal(issue)
         x_insn = Signal(32)
-        x_misaligned = Signal()
-        x_range = Signal()
-        x_cycle = Signal(64)
-        m.d.sync += [
-            x_valid.eq(d_valid & ~kill & ~start),
-            x_ctx.eq(d_ctx), x_pc.eq(d_pc), x_insn.eq(d_insn),
-            x_misaligned.eq(d_misaligned), x_range.eq(d_range), x_cycle.eq(d_cycle),
-        ]
+        m.d.sync += [x_valid.eq(d_valid & ~kill & ~start), x.eq(d), x_insn.eq(d_insn)]
 
         # ---- X ------------------------------------------------------------------------
         rs1v, rs2v, rdv = regs.r_data1, regs.r_data2, regs.r_data3
@@ -250,23 +292,23 @@ class Core(wiring.Component):
             alu.funct3.eq(dec.funct3), alu.alt.eq(dec.alu_alt),
             bcmp.a.eq(rs1v), bcmp.b.eq(rs2v), bcmp.funct3.eq(dec.funct3),
             mul.a.eq(rs1v), mul.b.eq(rs2v), mul.funct3.eq(dec.funct3[0:FUNCT3_DIV_BIT]),
-            div.a.eq(rs1v), div.b.eq(rs2v), div.insn.eq(x_insn), div.ctx.eq(x_ctx),
+            div.a.eq(rs1v), div.b.eq(rs2v), div.insn.eq(x_insn), div.ctx.eq(x.ctx),
             dot4.a.eq(rs1v), dot4.b.eq(rs2v), dot4.acc.eq(rdv), dot4.su.eq(dec.dot4_su),
             lsu.base.eq(rs1v), lsu.offset.eq(imm), lsu.funct3.eq(dec.funct3),
             lsu.wdata_in.eq(rs2v),
             csr.csr.eq(x_insn[CSR.slice]), csr.funct3.eq(dec.funct3), csr.rs1.eq(dec.rs1),
-            csr.rs1_value.eq(rs1v), csr.cycle.eq(x_cycle), csr.instret.eq(ctx_retired[x_ctx]),
-            csr.context.eq(x_ctx), csr.xprog.eq(xprog),
+            csr.rs1_value.eq(rs1v), csr.cycle.eq(x.cycle), csr.instret.eq(ctx_retired[x.ctx]),
+            csr.context.eq(x.ctx), csr.xprog.eq(xprog),
         ]
 
         pc_plus4 = Signal(32)
-        m.d.comb += pc_plus4.eq(x_pc + 4)
+        m.d.comb += pc_plus4.eq(x.pc + 4)
         target = Signal(32)
         jump = Signal()   # control transfer (JAL, JALR, taken branch)
         with m.If(dec.jalr):
             m.d.comb += target.eq((rs1v + imm) & ~1)
         with m.Else():
-            m.d.comb += target.eq(x_pc + imm)
+            m.d.comb += target.eq(x.pc + imm)
         m.d.comb += jump.eq(dec.jal | dec.jalr | (dec.branch & bcmp.taken))
 
         is_div = Signal()
@@ -275,7 +317,7 @@ class Core(wiring.Component):
         with m.If(dec.lui):
             m.d.comb += result.eq(imm)
         with m.Elif(dec.auipc):
-            m.d.comb += result.eq(x_pc + imm)
+            m.d.comb += result.eq(x.pc + imm)
         with m.Elif(dec.jal | dec.jalr):
             m.d.comb += result.eq(pc_plus4)
         with m.Elif(dec.muldiv):
@@ -289,16 +331,16 @@ class Core(wiring.Component):
 
         # Fault decision (priority order of docs/architecture.md §2, §3, §7).
         fault = Signal()
-        cause = Signal(5)
+        cause = Signal(FaultCause)
         faddr = Signal(32)
-        with m.If(x_misaligned):
-            m.d.comb += [fault.eq(1), cause.eq(F.MISALIGNED_FETCH), faddr.eq(x_pc)]
-        with m.Elif(x_range):
-            m.d.comb += [fault.eq(1), cause.eq(F.ACCESS_FAULT_FETCH), faddr.eq(x_pc)]
+        with m.If(x.misaligned):
+            m.d.comb += [fault.eq(1), cause.eq(F.MISALIGNED_FETCH), faddr.eq(x.pc)]
+        with m.Elif(x.range):
+            m.d.comb += [fault.eq(1), cause.eq(F.ACCESS_FAULT_FETCH), faddr.eq(x.pc)]
         with m.Elif(~dec.legal | (dec.csr & ~csr.legal)):
             m.d.comb += [fault.eq(1), cause.eq(F.ILLEGAL_INSTRUCTION), faddr.eq(x_insn)]
         with m.Elif(dec.ebreak):
-            m.d.comb += [fault.eq(1), cause.eq(F.BREAKPOINT), faddr.eq(x_pc)]
+            m.d.comb += [fault.eq(1), cause.eq(F.BREAKPOINT), faddr.eq(x.pc)]
         with m.Elif(dec.load & lsu.misaligned):
             m.d.comb += [fault.eq(1), cause.eq(F.MISALIGNED_LOAD), faddr.eq(lsu.addr)]
         with m.Elif(dec.load & lsu.out_of_range):
@@ -323,25 +365,26 @@ class Core(wiring.Component):
         m.d.comb += [
             x_fault.eq(x_valid & fault),
             x_retire.eq(x_valid & ~fault & ~div_wait),
-            self.fault_valid.eq(x_fault),
-            self.fault_context.eq(x_ctx),
-            self.fault_cause.eq(cause),
-            self.fault_pc.eq(x_pc),
-            self.fault_addr.eq(faddr),
+            self.fault.valid.eq(x_fault),
+            self.fault.xchg.eq(0),
+            self.fault.context.eq(x.ctx),
+            self.fault.cause.eq(cause),
+            self.fault.pc.eq(x.pc),
+            self.fault.addr.eq(faddr),
         ]
 
         # Memory request.
         x_load = x_retire & dec.load
         x_store = x_retire & dec.store
         m.d.comb += [
-            self.m_re.eq(x_load),
-            self.m_we.eq(Mux(x_store, lsu.mask, 0)),
-            self.m_addr.eq(lsu.addr),
-            self.m_wdata.eq(lsu.wdata),
+            self.mem.re.eq(x_load),
+            self.mem.we.eq(Mux(x_store, lsu.mask, 0)),
+            self.mem.addr.eq(lsu.addr),
+            self.mem.wdata.eq(lsu.wdata),
         ]
 
         # State change (visible from t+3).
-        new_state = Signal(3)
+        new_state = Signal(ContextState)
         with m.If(fault):
             m.d.comb += new_state.eq(S.FAULT)
         with m.Elif(dec.ecall):
@@ -352,7 +395,7 @@ class Core(wiring.Component):
             m.d.comb += new_state.eq(S.WAIT_TILE)
         m.d.comb += [
             sched.x_set.eq(x_valid & ~start & (fault | dec.ecall | dec.sync)),
-            sched.x_ctx.eq(x_ctx),
+            sched.x_ctx.eq(x.ctx),
             sched.x_state.eq(new_state),
         ]
 
@@ -360,15 +403,15 @@ class Core(wiring.Component):
         next_pc = Mux(jump, target, pc_plus4)
         retired = Signal(64)
         macs = Signal(64)
-        m.d.comb += [self.dbg_retired_tile.eq(retired), self.dbg_macs.eq(macs)]
+        m.d.comb += [counters.retired.eq(retired), counters.macs.eq(macs)]
         with m.If(start):
             for i in range(T):
                 m.d.sync += [pcs[i].eq(self.entry), ctx_retired[i].eq(0)]
             m.d.sync += [xprog.eq(0), retired.eq(0), macs.eq(0)]
         with m.Elif(x_retire):
             m.d.sync += [
-                pcs[x_ctx].eq(next_pc),
-                ctx_retired[x_ctx].eq(ctx_retired[x_ctx] + 1),
+                pcs[x.ctx].eq(next_pc),
+                ctx_retired[x.ctx].eq(ctx_retired[x.ctx] + 1),
                 retired.eq(retired + 1),
             ]
             with m.If(dec.dot4):
@@ -379,14 +422,14 @@ class Core(wiring.Component):
         # Cycle-class counters (§8): class of cycle k, added in cycle k+3 if count_commit.
         cls_pipe = [sched.cls]
         for n in range(COMMIT_DELAY):
-            q = Signal(2, name=f"cls_q{n + 1}")
+            q = Signal(CycleClass, name=f"cls_q{n + 1}")
             m.d.sync += q.eq(cls_pipe[-1])
             cls_pipe.append(q)
-        counters = {
-            CycleClass.COMPUTE: self.dbg_compute, CycleClass.SYNC: self.dbg_sync,
-            CycleClass.EXCHANGE: self.dbg_exchange, CycleClass.HALTED: self.dbg_halted,
+        class_counters = {
+            CycleClass.COMPUTE: counters.compute, CycleClass.SYNC: counters.sync,
+            CycleClass.EXCHANGE: counters.exchange, CycleClass.HALTED: counters.halted,
         }
-        for cls_value, port in counters.items():
+        for cls_value, port in class_counters.items():
             reg = Signal(64, name=f"cnt_{CycleClass(cls_value).name.lower()}")
             m.d.comb += port.eq(reg)
             with m.If(start):
@@ -394,76 +437,49 @@ class Core(wiring.Component):
             with m.Elif(self.count_commit & (cls_pipe[COMMIT_DELAY] == cls_value)):
                 m.d.sync += reg.eq(reg + 1)
 
-        # Fault record.
-        rec_valid = Signal()
-        rec_ctx = Signal(cb)
-        rec_cause = Signal(5)
-        rec_pc = Signal(32)
-        rec_addr = Signal(32)
-        with m.If(start):
-            m.d.sync += rec_valid.eq(0)
-        with m.Elif(x_fault & ~rec_valid):
-            m.d.sync += [rec_valid.eq(1), rec_ctx.eq(x_ctx), rec_cause.eq(cause),
-                         rec_pc.eq(x_pc), rec_addr.eq(faddr)]
-        m.d.comb += [
-            self.dbg_fault_valid.eq(rec_valid), self.dbg_fault_context.eq(rec_ctx),
-            self.dbg_fault_cause.eq(rec_cause), self.dbg_fault_pc.eq(rec_pc),
-            self.dbg_fault_addr.eq(rec_addr),
-        ]
-
         # ---- X -> W -------------------------------------------------------------------
         w_valid = Signal()
-        w_ctx = Signal(cb)
-        w_pc = Signal(32)
-        w_insn = Signal(32)
-        w_rd = Signal(5)
-        w_value = Signal(32)
-        w_load = Signal()
-        w_funct3 = Signal(3)
-        w_addr_lo = Signal(2)
-        w_st_mask = Signal(4)
-        w_st_addr = Signal(32)
-        w_st_data = Signal(32)
+        w = Signal(w_layout(cb))
         m.d.sync += [
             w_valid.eq(x_retire & ~start),
-            w_ctx.eq(x_ctx), w_pc.eq(x_pc), w_insn.eq(x_insn),
-            w_rd.eq(Mux(dec.writes_rd, dec.rd, 0)),
-            w_value.eq(result), w_load.eq(dec.load), w_funct3.eq(dec.funct3),
-            w_addr_lo.eq(lsu.addr[0:2]),
-            w_st_mask.eq(Mux(dec.store, lsu.mask, 0)),
-            w_st_addr.eq(Cat(0, 0, lsu.addr[2:32])),
-            w_st_data.eq(Mux(dec.store, lsu.wdata, 0)),
+            w.ctx.eq(x.ctx), w.pc.eq(x.pc), w.insn.eq(x_insn),
+            w.rd.eq(Mux(dec.writes_rd, dec.rd, 0)),
+            w.value.eq(result), w.load.eq(dec.load), w.funct3.eq(dec.funct3),
+            w.addr_lo.eq(lsu.addr[0:2]),
+            w.st_mask.eq(Mux(dec.store, lsu.mask, 0)),
+            w.st_addr.eq(Cat(0, 0, lsu.addr[2:32])),
+            w.st_data.eq(Mux(dec.store, lsu.wdata, 0)),
         ]
 
         # ---- W ------------------------------------------------------------------------
         w_data = Signal(32)
         m.d.comb += [
-            ldalign.word.eq(self.m_rdata), ldalign.addr_lo.eq(w_addr_lo),
-            ldalign.funct3.eq(w_funct3),
-            w_data.eq(Mux(w_load, ldalign.value, w_value)),
+            ldalign.word.eq(self.mem.rdata), ldalign.addr_lo.eq(w.addr_lo),
+            ldalign.funct3.eq(w.funct3),
+            w_data.eq(Mux(w.load, ldalign.value, w.value)),
             regs.clear.eq(start),
-            regs.w_en.eq(w_valid & (w_rd != 0)),
-            regs.w_ctx.eq(w_ctx), regs.w_addr.eq(w_rd), regs.w_data.eq(w_data),
+            regs.w_en.eq(w_valid & (w.rd != 0)),
+            regs.w_ctx.eq(w.ctx), regs.w_addr.eq(w.rd), regs.w_data.eq(w_data),
         ]
         m.d.comb += [
-            self.trace_valid.eq(w_valid),
-            self.trace_context.eq(w_ctx),
-            self.trace_pc.eq(w_pc),
-            self.trace_insn.eq(w_insn),
-            self.trace_rd.eq(w_rd),
-            self.trace_value.eq(Mux(w_rd != 0, w_data, 0)),
-            self.trace_st_mask.eq(w_st_mask),
-            self.trace_st_addr.eq(Mux(w_st_mask != 0, w_st_addr, 0)),
-            self.trace_st_data.eq(w_st_data),
+            self.trace.valid.eq(w_valid),
+            self.trace.context.eq(w.ctx),
+            self.trace.pc.eq(w.pc),
+            self.trace.insn.eq(w.insn),
+            self.trace.rd.eq(w.rd),
+            self.trace.value.eq(Mux(w.rd != 0, w_data, 0)),
+            self.trace.st_mask.eq(w.st_mask),
+            self.trace.st_addr.eq(Mux(w.st_mask != 0, w.st_addr, 0)),
+            self.trace.st_data.eq(w.st_data),
         ]
 
         # ---- debug --------------------------------------------------------------------
         states = Array(sched.states[i] for i in range(T))
         m.d.comb += [
-            self.dbg_state.eq(states[self.dbg_ctx]),
-            self.dbg_pc.eq(pcs[self.dbg_ctx]),
-            self.dbg_retired.eq(ctx_retired[self.dbg_ctx]),
-            regs.dbg_ctx.eq(self.dbg_ctx), regs.dbg_addr.eq(self.dbg_reg),
-            self.dbg_x.eq(regs.dbg_data),
+            self.dbg.state.eq(states[self.dbg.ctx]),
+            self.dbg.pc.eq(pcs[self.dbg.ctx]),
+            self.dbg.retired.eq(ctx_retired[self.dbg.ctx]),
+            regs.dbg_ctx.eq(self.dbg.ctx), regs.dbg_addr.eq(self.dbg.reg),
+            self.dbg.x.eq(regs.dbg_data),
         ]
         return m

@@ -17,21 +17,29 @@ first of these events (C = the run's ``cycles``):
 The array keeps ``cbound`` = the smallest C known so far and ends the run (``done``) when
 t = cbound + 3: by then every event with a smaller C would have been seen and every instruction
 issued before C has left W. ``count_commit`` (docs/rtl.md) is high exactly while t − 3 < cbound.
+
+Wiring: the AXI4-Lite slave port goes to the host port, whose per-tile ports ``tiles[i]``
+connect to the tiles' ``host``; each tile's ``exchange`` link connects to the fabric's
+``tiles[i]``; ``arrive`` / ``waiting`` feed the sync controller, whose ``prerelease`` /
+``release`` go to every tile; the tiles' retire traces are concatenated into ``trace``.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal, Mux, Cat, Const
+from amaranth.hdl import Module, Signal, Cat
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In, Out, connect, flipped
 
 from tessera.spec.config import ArrayConfig
 from tessera.spec.hostmap import Status
 from tessera.spec.timing import COMMIT_DELAY, Stage
-from .tile import Tile, TRACE_FIELDS
-from .sync_controller import SyncController
+
+from ..interfaces import AXI4LiteSignature, TRACE_MEMBERS, TraceSignature
+from ..tile import Tile
+from ..variant import CONTRACT, Variant
 from .exchange_fabric import ExchangeFabric
-from .host_port import HostPort, AXIL_PORTS
+from .host_port import HostPort
+from .sync_controller import SyncController
 
 __all__ = ["Array"]
 
@@ -45,18 +53,28 @@ class Array(wiring.Component):
     ----------
     config : ArrayConfig
         Array configuration.
-    core_factory : callable, optional
-        ``core_factory(config, tile_id)`` builds each tile's core (default :class:`tessera.hdl.core.Core`).
+    variant : Variant, keyword-only
+        The cores' variant (default :data:`tessera.hdl.variant.CONTRACT`).
+    core_factory : callable, keyword-only, optional
+        ``core_factory(config, tile_id)`` builds each tile's core instead (tests pass
+        :class:`~tessera.hdl.tile.core.StubCore` subclasses).
 
     Members
     -------
-    s_axil_* : AXI4-Lite slave port (32-bit address and data), host map of
-        :mod:`tessera.spec.hostmap`.
+    s_axil : In(AXI4LiteSignature())
+        AXI4-Lite slave port (32-bit address and data), host map of
+        :mod:`tessera.spec.hostmap`; ports ``s_axil_awaddr`` … in the Verilog.
     done : Out(1)
         STATUS is halted, fault or timeout.
-    trace_valid, trace_context, trace_pc, trace_insn, trace_rd, trace_value, trace_st_mask,
-    trace_st_addr, trace_st_data : Out
-        Every tile's retire trace (W stage), concatenated, tile 0 in the low bits.
+    trace : Out(TraceSignature(config, lanes=N))
+        Every tile's retire trace (W stage), concatenated, tile 0 in the low bits; ports
+        ``trace_valid`` … ``trace_st_data`` in the Verilog.
+
+    Attributes
+    ----------
+    tiles : list of Tile
+    status : Signal(Status)
+        Run status, readable by testbenches.
 
     Raises
     ------
@@ -64,43 +82,42 @@ class Array(wiring.Component):
         If ``config`` is not an :class:`~tessera.spec.config.ArrayConfig`.
     """
 
-    def __init__(self, config: ArrayConfig, core_factory=None):
+    def __init__(self, config: ArrayConfig, *, variant: Variant = CONTRACT,
+                 core_factory=None):
         if not isinstance(config, ArrayConfig):
             raise TypeError(f"Array needs an ArrayConfig, not {config!r}")
         self.config = config
-        self.tiles = [Tile(config, i, core_factory) for i in range(config.tiles)]
-        ports = {f"s_axil_{k}": v for k, v in AXIL_PORTS.items()}
-        ports["done"] = Out(1)
-        for name, w in TRACE_FIELDS(config):
-            ports[name] = Out(w * config.tiles)
-        super().__init__(ports)
-        #: Run status (a :class:`tessera.spec.hostmap.Status`), readable by testbenches.
-        self.status = Signal(3, init=Status.IDLE)
+        self.variant = variant
+        self.tiles = [Tile(config, i, variant=variant, core_factory=core_factory)
+                      for i in range(config.tiles)]
+        super().__init__({
+            "s_axil": In(AXI4LiteSignature()),
+            "done": Out(1),
+            "trace": Out(TraceSignature(config, lanes=config.tiles)),
+        })
+        self.status = Signal(Status, init=Status.IDLE)
 
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
-        n = cfg.tiles
         tiles = self.tiles
         for i, t in enumerate(tiles):
             m.submodules[f"tile{i}"] = t
         m.submodules.sync_ctl = sc = SyncController(cfg)
         m.submodules.fabric = fab = ExchangeFabric(cfg)
-        m.submodules.host = host = HostPort(cfg, tiles)
+        m.submodules.host = host = HostPort(cfg)
 
-        for k in AXIL_PORTS:
-            a, b = getattr(self, f"s_axil_{k}"), getattr(host, f"s_axil_{k}")
-            if AXIL_PORTS[k].flow == In(1).flow:
-                m.d.comb += b.eq(a)
-            else:
-                m.d.comb += a.eq(b)
-        for name, w in TRACE_FIELDS(cfg):
-            m.d.comb += getattr(self, name).eq(Cat(getattr(t, name) for t in tiles))
+        connect(m, flipped(self.s_axil), host.s_axil)
+        for i, t in enumerate(tiles):
+            connect(m, host.tiles[i], t.host)
+            connect(m, t.exchange, fab.tiles[i])
+        for name, _ in TRACE_MEMBERS(cfg.context_bits):
+            m.d.comb += getattr(self.trace, name).eq(Cat(getattr(t.trace, name) for t in tiles))
 
         status = self.status
         t_cnt = Signal(64)
         cbound = Signal(64, init=_NEVER)
-        pend = Signal(3, init=Status.TIMEOUT)
+        pend = Signal(Status, init=Status.TIMEOUT)
         stopping = Signal()
         start = host.start
         running = status == Status.RUNNING
@@ -131,10 +148,7 @@ class Array(wiring.Component):
                 t.cycle.eq(t_cnt), t.count_commit.eq(commit), t.xen.eq(xen),
                 t.xcommit.eq(~kill & ~halt_now),
                 t.prerelease.eq(sc.prerelease), t.release.eq(sc.release),
-                t.x_data.eq(fab.data[32 * i:32 * (i + 1)]),
                 sc.arrive[i].eq(t.arrive), sc.waiting[i].eq(t.waiting),
-                fab.send[32 * i:32 * (i + 1)].eq(t.x_send),
-                fab.src[cfg.tile_bits * i:cfg.tile_bits * (i + 1)].eq(t.x_src),
             ]
 
         # -- end-of-run events: candidate C values, smallest wins (ties: not timeout).
@@ -153,7 +167,7 @@ class Array(wiring.Component):
 
         b_lo, b_t, b_hi = better(c_lo), better(maxc), better(c_hi)
         nb = Signal(64)
-        ns = Signal(3)
+        ns = Signal(Status)
         with m.If(b_lo & halt_now):
             m.d.comb += [nb.eq(c_lo), ns.eq(Status.HALTED)]
         with m.Elif(b_lo & kill):
@@ -176,10 +190,8 @@ class Array(wiring.Component):
             with m.If(stopping & (t_cnt >= cbound + COMMIT_DELAY)):
                 m.d.sync += [status.eq(pend), t_cnt.eq(cbound)]
 
-        fault_tiles = Signal(32)
-        m.d.comb += fault_tiles.eq(sum(t.rec_valid for t in tiles))
         m.d.comb += [
-            host.status.eq(status), host.cycles.eq(t_cnt), host.fault_tiles.eq(fault_tiles),
+            host.status.eq(status), host.cycles.eq(t_cnt),
             self.done.eq((status == Status.HALTED) | (status == Status.FAULT)
                          | (status == Status.TIMEOUT)),
         ]

@@ -20,7 +20,7 @@ from tessera.spec.config import ArrayConfig
 from tessera.spec.instructions import FUNCT3, FUNCT3_DIV_UNSIGNED_BIT, FUNCT3_REM_BIT
 from tessera.spec.isa import DIV_BITS_PER_TURN, DIV_TURNS
 
-__all__ = ["Divider"]
+__all__ = ["Divider", "NoDivider"]
 
 
 class Divider(wiring.Component):
@@ -127,4 +127,18 @@ class Divider(wiring.Component):
             m.d.sync += [t.eq(0) for t in turns]
         with m.Elif(self.issue):
             m.d.sync += n.eq(Mux(advance, j + 1, 0))
+        return m
+
+
+class NoDivider(Divider):
+    """Synthesis what-if, **not** the contract design: a :class:`Divider` with the same ports
+    and no division hardware. Every division is in its last turn (``last`` = 1) with
+    ``result`` = 0, so DIV/DIVU/REM/REMU retire in one turn with 0. Chosen by
+    ``Variant(divider=False)`` (:mod:`tessera.hdl.variant`), to measure what the multi-turn
+    divider costs (docs/synthesis.md).
+    """
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += [self.last.eq(1), self.result.eq(0)]
         return m

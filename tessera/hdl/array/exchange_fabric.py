@@ -1,9 +1,9 @@
 """Exchange fabric: per-sender delay line and per-receiver source mux (architecture §6).
 
-A tile's ``x_send`` already carries the word its send bus held in the *previous* cycle (the tile
+A tile's ``exchange.send`` already carries the word its send bus held in the *previous* cycle (the tile
 reads the sent word from its synchronous SRAM read port, docs/rtl.md "Tile ↔ array"), so the
 fabric adds ``L - 1`` register stages per sender: the word of the bus of cycle c is presented to
-every receiver at cycle c + L. Each receiver selects one sender with ``x_src`` (combinational mux,
+every receiver at cycle c + L. Each receiver selects one sender with its ``src`` (combinational mux,
 no queues, no arbitration); several receivers selecting the same sender is multicast.
 """
 
@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from amaranth.hdl import Module, Signal, Array
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In
 
 from tessera.spec.config import ArrayConfig
+
+from ..interfaces import ExchangeLinkSignature
 
 __all__ = ["ExchangeFabric"]
 
@@ -28,12 +30,10 @@ class ExchangeFabric(wiring.Component):
 
     Members
     -------
-    send : In(32 * N)
-        Sender i's ``x_send`` (bits 32i..32i+31): its send bus of the previous cycle (0 when idle).
-    src : In(tile_bits * N)
-        Receiver i's source tile index (bits tile_bits*i ..).
-    data : Out(32 * N)
-        Receiver i's word: the bus of sender ``src[i]`` at cycle k − L.
+    tiles : In(ExchangeLinkSignature(config)).array(N)
+        Tile i's link: ``tiles[i].send`` its send bus of the previous cycle (0 when idle),
+        ``tiles[i].src`` the tile it receives from, ``tiles[i].data`` the bus of that sender
+        at cycle k − L.
     clear : In(1)
         Zero the delay lines (start pulse).
 
@@ -47,17 +47,16 @@ class ExchangeFabric(wiring.Component):
         if not isinstance(config, ArrayConfig):
             raise TypeError(f"ExchangeFabric needs an ArrayConfig, not {config!r}")
         self.config = config
-        n, tb = config.tiles, config.tile_bits
         super().__init__({
-            "send": In(32 * n), "src": In(tb * n), "data": Out(32 * n), "clear": In(1),
+            "tiles": In(ExchangeLinkSignature(config)).array(config.tiles), "clear": In(1),
         })
 
     def elaborate(self, platform):
         m = Module()
-        n, tb, lat = self.config.tiles, self.config.tile_bits, self.config.exchange_latency
+        n, lat = self.config.tiles, self.config.exchange_latency
         outs = []
         for i in range(n):
-            word = self.send[32 * i:32 * (i + 1)]
+            word = self.tiles[i].send
             for st in range(lat - 1):
                 r = Signal(32, name=f"dl{i}_{st}")
                 with m.If(self.clear):
@@ -69,7 +68,6 @@ class ExchangeFabric(wiring.Component):
             m.d.comb += w.eq(word)
             outs.append(w)
         table = Array(outs)
-        for i in range(n):
-            sel = self.src[tb * i:tb * (i + 1)]
-            m.d.comb += self.data[32 * i:32 * (i + 1)].eq(table[sel] if n > 1 else outs[0])
+        for link in self.tiles:
+            m.d.comb += link.data.eq(table[link.src] if n > 1 else outs[0])
         return m

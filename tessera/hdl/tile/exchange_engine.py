@@ -7,11 +7,12 @@ after the previous one; ``in_exchange`` is high for r..e and ``resume`` pulses a
 
 Implementation with a synchronous-read SRAM: the two words of the step executed at cycle c are
 read (one 64-bit word, port A) in cycle c − 1 — for step 0 in cycle r − 1, signalled by
-``prerelease``. A STEP that sends reads its word on port B in cycle c; the tile puts it on
-``x_send`` in cycle c + 1. A receive at k is handed to the tile (``recv``/``recv_addr``/``src``),
-which writes it in k + 1 once the step is known to belong to the run and forwards it to the
-reads of k + 1 (tessera/hdl/tile.py), so step words and sends see the SRAM as after all writes of
-cycles < c. This sustains one word sent and one word received per cycle.
+``prerelease``. A STEP that sends reads its word on port B in cycle c; the tile SRAM puts it
+on the exchange link in cycle c + 1. A receive at k is handed to the SRAM (``sram.recv`` /
+``sram.recv_addr``, source ``src``), which writes it in k + 1 once the step is known to belong
+to the run and forwards it to the reads of k + 1 (tessera/hdl/tile/sram.py), so step words and
+sends see the SRAM as after all writes of cycles < c. This sustains one word sent and one word
+received per cycle.
 
 Faults (``exchange_fault``, checked in this order, the faulting step has no effect): step address
 outside the SRAM or not 8-byte aligned (pc = addr = step address); op = 3 (pc = addr = step
@@ -21,7 +22,7 @@ the source index); receive address outside the SRAM (addr = that byte address).
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal, Mux, Const
+from amaranth.hdl import Module, Signal, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -29,6 +30,10 @@ from tessera.spec.config import ArrayConfig
 from tessera.spec.exchange import (ADDR_BITS, ADDR_SHIFT, OP_BITS, OP_SHIFT, RECV_EN_BIT,
                                    RELATIVE_BIT, SEND_EN_BIT, SRC_BITS, SRC_SHIFT, STEP_BYTES,
                                    XOp)
+from tessera.spec.faults import FaultCause
+
+from ..interfaces import ExchangeSramSignature, FaultSignature
+
 
 __all__ = ["ExchangeEngine", "relative_source"]
 
@@ -90,22 +95,17 @@ class ExchangeEngine(wiring.Component):
         The step of this cycle may take effect (array running, no stop in this cycle).
     clear : In(1)
         Start pulse: abandon any program.
-    pa_en, pa_addr : Out(1), Out(sram_addr_bits - 3)
-        Read request on the 64-bit port A (dword index); ``pa_data`` is its result next cycle.
-    pa_data : In(64)
-        Port A read data (word0 in bits 0..31, word1 in bits 32..63).
-    pb_en, pb_addr : Out(1), Out(sram_addr_bits - 2)
-        Send read on port B (word index).
-    send : Out(1)
-        A word is sent this cycle (its data arrives from port B in the next cycle).
-    recv, src, recv_addr : Out(1), Out(tile_bits), Out(sram_addr_bits - 2)
-        Receive this cycle: write the fabric's word from tile ``src`` to word ``recv_addr``.
+    sram : Out(ExchangeSramSignature(config))
+        Step reads (port A, one cycle ahead), send reads (port B) and receive writes.
+    src : Out(tile_bits)
+        Receive mux select of this cycle (the source of ``sram.recv``).
     resume : Out(1)
         Pulse in the END cycle e.
     in_exchange : Out(1)
         The tile is in its exchange phase (r..e).
-    fault_valid, fault_pc, fault_addr : Out(1), Out(32), Out(32)
-        Exchange fault detected in this cycle's step.
+    fault : Out(FaultSignature(config))
+        Exchange fault detected in this cycle's step (``xchg`` = 1, ``context`` = 0, ``cause``
+        = EXCHANGE_FAULT: constants).
 
     Raises
     ------
@@ -121,16 +121,12 @@ class ExchangeEngine(wiring.Component):
                              f"not {tile_id!r}")
         self.config = config
         self.tile_id = tile_id
-        ab = config.sram_addr_bits
         super().__init__({
             "prerelease": In(1), "release": In(1), "xprog": In(32), "enable": In(1),
             "clear": In(1),
-            "pa_en": Out(1), "pa_addr": Out(ab - 3), "pa_data": In(64),
-            "pb_en": Out(1), "pb_addr": Out(ab - 2),
-            "send": Out(1), "recv": Out(1), "src": Out(config.tile_bits),
-            "recv_addr": Out(ab - 2),
+            "sram": Out(ExchangeSramSignature(config)), "src": Out(config.tile_bits),
             "resume": Out(1), "in_exchange": Out(1),
-            "fault_valid": Out(1), "fault_pc": Out(32), "fault_addr": Out(32),
+            "fault": Out(FaultSignature(config)),
         })
 
     def elaborate(self, platform):
@@ -151,8 +147,8 @@ class ExchangeEngine(wiring.Component):
         m.d.comb += cur.eq(Mux(busy, pc, self.xprog))
         m.d.comb += self.in_exchange.eq(busy | self.release)
 
-        w0 = self.pa_data[:32]
-        w1 = self.pa_data[32:]
+        w0 = self.sram.step_data[:32]
+        w1 = self.sram.step_data[32:]
         op = w0[OP_SHIFT:OP_SHIFT + OP_BITS]
         send_en = w0[SEND_EN_BIT]
         recv_en = w0[RECV_EN_BIT]
@@ -173,23 +169,24 @@ class ExchangeEngine(wiring.Component):
         fault = Signal()
         fresh = active & ~in_idle
         m.d.comb += fault.eq(fresh & (f_step | f_op | f_send | f_src | f_recv))
-        m.d.comb += self.fault_pc.eq(cur)
+        m.d.comb += [self.fault.xchg.eq(1), self.fault.context.eq(0),
+                     self.fault.cause.eq(FaultCause.EXCHANGE_FAULT), self.fault.pc.eq(cur)]
         with m.If(f_step | f_op):
-            m.d.comb += self.fault_addr.eq(cur)
+            m.d.comb += self.fault.addr.eq(cur)
         with m.Elif(f_send):
-            m.d.comb += self.fault_addr.eq(send_byte)
+            m.d.comb += self.fault.addr.eq(send_byte)
         with m.Elif(f_src):
-            m.d.comb += self.fault_addr.eq(s)
+            m.d.comb += self.fault.addr.eq(s)
         with m.Else():
-            m.d.comb += self.fault_addr.eq(recv_byte)
-        m.d.comb += self.fault_valid.eq(fault & self.enable)
+            m.d.comb += self.fault.addr.eq(recv_byte)
+        m.d.comb += self.fault.valid.eq(fault & self.enable)
 
         rel_src = relative_source(m, self.tile_id, cfg.tiles, s)
         next_pc = Signal(32)
         m.d.comb += next_pc.eq(cur + STEP_BYTES)
 
         def prefetch(addr):
-            m.d.comb += [self.pa_en.eq(1), self.pa_addr.eq(addr[3:ab])]
+            m.d.comb += [self.sram.step_en.eq(1), self.sram.step_addr.eq(addr[3:ab])]
 
         with m.If(self.clear):
             m.d.sync += [busy.eq(0), in_idle.eq(0)]
@@ -211,9 +208,8 @@ class ExchangeEngine(wiring.Component):
                         m.d.sync += pc.eq(next_pc)
                         prefetch(next_pc)
                         m.d.comb += [
-                            self.pb_en.eq(send_en), self.pb_addr.eq(addr0[:ab - 2]),
-                            self.send.eq(send_en),
-                            self.recv.eq(recv_en), self.recv_addr.eq(addr1[:ab - 2]),
+                            self.sram.send.eq(send_en), self.sram.send_addr.eq(addr0[:ab - 2]),
+                            self.sram.recv.eq(recv_en), self.sram.recv_addr.eq(addr1[:ab - 2]),
                             self.src.eq(Mux(relative, rel_src, s[:cfg.tile_bits])),
                         ]
                     with m.Case(XOp.IDLE):

@@ -58,13 +58,13 @@ class Scheduler(wiring.Component):
     x_set : In(1)
         An instruction in X changes its context's state (visible next cycle).
     x_ctx : In(context_bits)
-    x_state : In(3)
-        A :class:`tessera.spec.result.ContextState` value.
+    x_state : In(ContextState)
+        The new state.
     slot : Out(context_bits)
         Context owning the issue slot this cycle.
     issue : Out(1)
         ``run`` and the slot's context is RUNNING: it issues this cycle.
-    states : Out(ArrayLayout(3, T))
+    states : Out(ArrayLayout(ContextState, T))
         Visible state of every context this cycle.
     arrive : Out(1)
         Every non-halted context is WAIT_ARRAY (at least one), or every context HALTED.
@@ -73,8 +73,8 @@ class Scheduler(wiring.Component):
     halting : Out(1)
         Every context is HALTED or is the context halting in X this cycle (``x_set``
         with HALTED): the tile has no non-halted context from the next cycle on.
-    cls : Out(2)
-        :class:`CycleClass` of this cycle (from the visible states and ``in_exchange``).
+    cls : Out(CycleClass)
+        Class of this cycle (from the visible states and ``in_exchange``).
     """
 
     def __init__(self, config: ArrayConfig):
@@ -86,17 +86,17 @@ class Scheduler(wiring.Component):
         super().__init__({
             "start": In(1), "run": In(1), "kill": In(1), "resume": In(1),
             "in_exchange": In(1),
-            "x_set": In(1), "x_ctx": In(cb), "x_state": In(3),
+            "x_set": In(1), "x_ctx": In(cb), "x_state": In(ContextState),
             "slot": Out(cb), "issue": Out(1),
-            "states": Out(data.ArrayLayout(3, config.contexts)),
-            "arrive": Out(1), "all_halted": Out(1), "halting": Out(1), "cls": Out(2),
+            "states": Out(data.ArrayLayout(ContextState, config.contexts)),
+            "arrive": Out(1), "all_halted": Out(1), "halting": Out(1), "cls": Out(CycleClass),
         })
 
     def elaborate(self, platform):
         m = Module()
         T = self.config.contexts
         S = ContextState
-        st = [Signal(3, name=f"state{i}", init=int(S.HALTED)) for i in range(T)]
+        st = [Signal(ContextState, name=f"state{i}", init=S.HALTED) for i in range(T)]
         for i in range(T):
             m.d.comb += self.states[i].eq(st[i])
 
@@ -160,7 +160,7 @@ class Scheduler(wiring.Component):
             m.d.comb += rel[i].eq((tile_release & (st[i] == int(S.WAIT_TILE)))
                                   | (array_release & (st[i] == int(S.WAIT_ARRAY))))
         prev_rel = Signal(T)
-        prev_st = [Signal(3, name=f"prev_state{i}") for i in range(T)]
+        prev_st = [Signal(ContextState, name=f"prev_state{i}") for i in range(T)]
         m.d.sync += prev_rel.eq(rel)
         for i in range(T):
             m.d.sync += prev_st[i].eq(st[i])

@@ -51,7 +51,7 @@ class Decoder(wiring.Component):
         The instruction word.
     legal : Out(1)
         1 if the word is a legal encoding per docs/architecture.md §3.1 (the Zicsr CSR
-        number/write check of §3.2 is *not* included: see :class:`tessera.hdl.core.csr.CsrUnit`).
+        number/write check of §3.2 is *not* included: see :class:`tessera.hdl.tile.core.csr.CsrUnit`).
     rd, rs1, rs2 : Out(5)
         Register fields (bits [11:7], [19:15], [24:20]).
     funct3 : Out(3)

@@ -1,0 +1,157 @@
+"""One Tessera tile: core, SRAM, exchange engine and fault record (docs/rtl.md "Tile ↔ array").
+
+Wiring (every link is a signature of :mod:`tessera.hdl.interfaces`):
+
+* core ``fetch`` / ``mem`` → SRAM ``fetch`` / ``data`` (:mod:`.sram`: port A, port B and the
+  write port, shared with the exchange engine's ``sram`` and the host's ``host.sram``);
+* exchange engine: started by the sync controller's ``prerelease`` / ``release``, runs the
+  program at the core's ``xprog``, resumes the core's WAIT_ARRAY contexts at its END step;
+  the SRAM drives the tile's ``exchange.send``, the engine its ``exchange.src``;
+* core ``fault`` and engine ``fault`` → :class:`.fault_record.FaultRecord` → ``host.fault``
+  (the tile's one fault record);
+* ``host.dbg`` → core ``dbg``; core ``trace`` → tile ``trace``.
+
+The tile is arrived (``arrive``) when its core is, except during its exchange phase.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out, connect, flipped
+
+from tessera.spec.config import ArrayConfig
+
+from ..interfaces import ExchangeLinkSignature, HostTileSignature, TraceSignature
+from ..variant import CONTRACT, Variant
+from .core import Core
+from .exchange_engine import ExchangeEngine
+from .fault_record import FaultRecord
+from .sram import TileSram
+
+__all__ = ["Tile"]
+
+
+class Tile(wiring.Component):
+    """A tile: core, SRAM, exchange engine, fault record.
+
+    Parameters
+    ----------
+    config : ArrayConfig
+        Array configuration (SRAM size, N, T).
+    tile_id : int
+        Index 0..N-1.
+    variant : Variant, keyword-only
+        The core's variant (default :data:`tessera.hdl.variant.CONTRACT`).
+    core_factory : callable, keyword-only, optional
+        ``core_factory(config, tile_id)`` returns a component with
+        :class:`~tessera.hdl.tile.core.CoreSignature` to use instead of
+        ``Core(config, tile_id, variant=variant)`` (tests pass
+        :class:`~tessera.hdl.tile.core.StubCore`).
+
+    Members
+    -------
+    start, entry, run, kill, cycle, count_commit : In
+        Forwarded to the core (docs/rtl.md).
+    xen : In(1)
+        Exchange steps may take effect this cycle (array running, no stop this cycle).
+    xcommit : In(1)
+        The exchange step of the previous cycle belongs to the run (no core fault issued two
+        cycles ago and no run-ending ``ecall`` seen in this cycle): its receive write and
+        fault record are committed in this cycle.
+    prerelease, release : In(1)
+        From the sync controller (cycles r − 1 and r).
+    arrive, waiting, all_halted, halting, in_exchange : Out(1)
+        Barrier state (``arrive`` masked by the exchange phase; ``waiting``: arrived and some
+        context in WAIT_ARRAY); ``halting``: every context HALTED or halting by an ecall in X.
+    core_fault, xfault : Out(1)
+        Core fault in X this cycle; exchange fault in this cycle's step.
+    exchange : Out(ExchangeLinkSignature(config))
+        Send bus of the previous cycle, receive mux select, the fabric's word.
+    host : In(HostTileSignature(config))
+        The host port's access: SRAM window, debug read-back, fault record, xprog.
+    trace : Out(TraceSignature(config))
+        The core's retire trace.
+
+    Attributes
+    ----------
+    core, engine, sram, fault
+        The tile's parts (``sram.mem`` is the storage).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad ``config``, ``tile_id`` or ``variant``.
+    """
+
+    def __init__(self, config: ArrayConfig, tile_id: int, *, variant: Variant = CONTRACT,
+                 core_factory=None):
+        if not isinstance(config, ArrayConfig):
+            raise TypeError(f"Tile needs an ArrayConfig, not {config!r}")
+        if not isinstance(tile_id, int) or not 0 <= tile_id < config.tiles:
+            raise ValueError(f"Tile tile_id must be in 0..{config.tiles - 1}, not {tile_id!r}")
+        if not isinstance(variant, Variant):
+            self._MustUse__silence = True  # no 'unused elaboratable' warning on bad input
+            raise TypeError(f"Tile variant must be a Variant, not {variant!r}")
+        self.config = config
+        self.tile_id = tile_id
+        self.variant = variant
+        self.core = (core_factory(config, tile_id) if core_factory is not None
+                     else Core(config, tile_id, variant=variant))
+        self.engine = ExchangeEngine(config, tile_id)
+        self.sram = TileSram(config)
+        self.fault = FaultRecord(config)
+        super().__init__({
+            "start": In(1), "entry": In(32), "run": In(1), "kill": In(1), "cycle": In(64),
+            "count_commit": In(1), "xen": In(1), "xcommit": In(1),
+            "prerelease": In(1), "release": In(1),
+            "arrive": Out(1), "waiting": Out(1), "all_halted": Out(1), "halting": Out(1),
+            "in_exchange": Out(1), "core_fault": Out(1), "xfault": Out(1),
+            "exchange": Out(ExchangeLinkSignature(config)),
+            "host": In(HostTileSignature(config)),
+            "trace": Out(TraceSignature(config)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        core, eng, sram, rec = self.core, self.engine, self.sram, self.fault
+        m.submodules.core = core
+        m.submodules.engine = eng
+        m.submodules.sram = sram
+        m.submodules.fault = rec
+
+        # -- core: run control from the array, barrier resume from the engine
+        for name in ("start", "entry", "run", "kill", "cycle", "count_commit"):
+            m.d.comb += getattr(core, name).eq(getattr(self, name))
+        m.d.comb += [core.resume.eq(eng.resume), core.in_exchange.eq(eng.in_exchange)]
+
+        # -- memories: the core's fetch and data access, the engine's, the host's
+        connect(m, core.fetch, sram.fetch)
+        connect(m, core.mem, sram.data)
+        connect(m, eng.sram, sram.xchg)
+        connect(m, flipped(self.host.sram), sram.host)
+        m.d.comb += [sram.clear.eq(self.start), sram.xcommit.eq(self.xcommit),
+                     sram.x_data.eq(self.exchange.data),
+                     self.exchange.send.eq(sram.x_send), self.exchange.src.eq(eng.src)]
+
+        # -- exchange engine
+        m.d.comb += [
+            eng.prerelease.eq(self.prerelease), eng.release.eq(self.release),
+            eng.xprog.eq(core.xprog), eng.enable.eq(self.xen), eng.clear.eq(self.start),
+            self.in_exchange.eq(eng.in_exchange),
+            self.arrive.eq(core.arrive & ~eng.in_exchange),
+            self.waiting.eq(core.arrive & ~eng.in_exchange & ~core.all_halted),
+            self.all_halted.eq(core.all_halted), self.halting.eq(core.halting),
+            self.core_fault.eq(core.fault.valid),
+            self.xfault.eq(eng.fault.valid),
+        ]
+
+        # -- the one fault record, host read-back, retire trace
+        connect(m, core.fault, rec.core)
+        connect(m, eng.fault, rec.xchg)
+        connect(m, rec.record, flipped(self.host.fault))
+        m.d.comb += [rec.clear.eq(self.start), rec.xcommit.eq(self.xcommit),
+                     self.host.xprog.eq(core.xprog)]
+        connect(m, flipped(self.host.dbg), core.dbg)
+        connect(m, core.trace, flipped(self.trace))
+        return m
