@@ -19,8 +19,8 @@ from amaranth.sim import Simulator
 from isa_contract import legal as contract_legal
 
 from tessera.golden_model.decode import ROW_OF, Op, decode
-from tessera.hdl.core.csr import CsrUnit
-from tessera.hdl.core.decoder import Decoder
+from tessera.hdl.tile.core.csr import CsrUnit
+from tessera.hdl.tile.core.decoder import Decoder
 from tessera.spec import instructions as I
 from tessera.spec.config import MIN_CONTEXTS, ArrayConfig, preset
 from tessera.spec.instructions import BY_NAME, INSTRUCTIONS, Kind
@@ -262,7 +262,7 @@ def test_timing_constants_match_the_contract():
 
 def test_trace_record_is_one_definition():
     from tessera.golden_model import Array
-    from tessera.hdl.core.core import core_signature
+    from tessera.hdl.tile.core.core import CoreSignature
     from tessera.tb.trace_monitor import TRACE_FIELDS as MONITOR_FIELDS
     from tessera.toolchain import asm
     cfg = ArrayConfig(tiles=1, contexts=4, sram_bytes=16384)
@@ -271,8 +271,8 @@ def test_trace_record_is_one_definition():
     arr.run(100)
     assert len(arr.trace) == 3 * cfg.contexts
     assert all(set(r) == set(RECORD_KEYS) for r in arr.trace)
-    members = core_signature(cfg).members
-    ports = [(n, Shape.cast(members[n].shape).width) for n in members if n.startswith("trace_")]
+    members = CoreSignature(cfg).members["trace"].signature.members
+    ports = [(f"trace_{n}", Shape.cast(members[n].shape).width) for n in members]
     assert ports == trace_ports(cfg)
     assert ports[0] == ("trace_valid", 1) and ("trace_context", 2) in ports
     assert [k for _, k in MONITOR_FIELDS] == list(RECORD_KEYS[2:])

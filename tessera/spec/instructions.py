@@ -3,7 +3,7 @@
 docs/architecture.md §3 is the contract; this module is its machine-readable form and the one
 place where opcodes, funct3/funct7/funct12 values, operand fields, immediate layouts and ABI
 register names are written down. Everything else is derived from it: the golden-model decoder
-(:mod:`tessera.golden_model.decode`), the HDL decoder (:mod:`tessera.hdl.core.decoder`), the
+(:mod:`tessera.golden_model.decode`), the HDL decoder (:mod:`tessera.hdl.tile.core.decoder`), the
 assembler and disassembler (:mod:`tessera.toolchain.asm`, :mod:`tessera.toolchain.disasm`),
 ``tessera.h`` and the random-program generator (:mod:`tessera.tb.randprog`).
 
