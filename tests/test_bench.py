@@ -19,7 +19,7 @@ def test_cli_bench_exchange_json_and_markdown(tmp_path, capsys):
     rc = main(["bench", "--quick", "--only", "exchange", "--json", str(out), "--plots", str(plots)])
     assert rc == 0
     md = capsys.readouterr().out
-    assert "### Goals (issue 7 compass)" in md and "exchange = bound" in md
+    assert "### Goals" in md and "exchange = bound" in md
     assert "`tessera bench --only exchange --quick`" in md
     rep = json.loads(out.read_text())
     (sec,) = rep["sections"]

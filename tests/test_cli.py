@@ -14,12 +14,13 @@ from tessera.spec.result import (ContextResult, ContextState, RunResult, RunStat
                             COUNTER_NAMES)
 from tessera.toolchain.run import exec_program, resolve_config, summarize, UsageError
 
+from helpers.cli import run_cli
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def tessera(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "tessera.cli", *map(str, args)],
-                          capture_output=True, text=True, cwd=cwd or ROOT, timeout=300)
+    return run_cli(*args, cwd=cwd, timeout=300)
 
 
 @pytest.fixture(scope="module")

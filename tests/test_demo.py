@@ -1,12 +1,10 @@
-"""`tessera demo`: the int8 digits network on the array (issue 6).
+"""`tessera demo`: the int8 digits network on the array.
 
 Expected values come from the numpy int8 reference (`QuantizedMLP.forward_int8`, built only
 from golden_model.kernels) and the dataset labels, never from the backend under test.
 """
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -16,6 +14,8 @@ from tessera.spec.config import preset
 from tessera.cli.demo import JSON_KEYS, DemoError, run_digits_demo
 from tessera.toolchain.models.digits import load_digits_model, load_digits_split
 from tessera.toolchain.models.digits_graph import build_digits_graph, fit_batch, max_batch
+
+from helpers.cli import run_cli
 
 
 @pytest.fixture(scope="module")
@@ -127,8 +127,7 @@ def test_bad_arguments():
 
 
 def _tessera(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "tessera.cli", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=600)
+    return run_cli(*args, cwd=cwd, timeout=600)
 
 
 def test_cli_demo_model_json_and_errors(tmp_path):

@@ -1,4 +1,4 @@
-"""The docs cannot drift (issue 15, case 11): every fenced block of README.md and
+"""The docs cannot drift: every fenced block of README.md and
 docs/compiler.md is marked, every code block is a file under ``examples/`` with exactly
 the block's text, and the examples run (fast ones here, the RTL ones in ``make test-all``).
 

@@ -1,4 +1,4 @@
-"""Tests for tessera.toolchain.exchange_scheduler (issue 5, "Exchange scheduler").
+"""Tests for tessera.toolchain.exchange_scheduler.
 
 Every schedule is checked by an independent cycle-by-cycle model of the exchange fabric written
 from docs/architecture.md §6 (``run_exchange`` below): it reads only the encoded program bytes
@@ -12,7 +12,6 @@ from __future__ import annotations
 import random
 import time
 
-import numpy as np
 import pytest
 
 from tessera.spec.config import ArrayConfig
@@ -20,6 +19,8 @@ from tessera.spec.exchange import MAX_IDLE, XOp, decode_program
 from tessera.toolchain.exchange_scheduler import (ExchangeScheduleError, Send, Transfer,
                                           schedule_exchange)
 from tessera.toolchain import exchange_scheduler as xs
+
+from helpers.exchange import make_transfers, random_unicast
 
 # ---------------------------------------------------------------------------------------------
 # independent fabric model (docs/architecture.md §6)
@@ -108,28 +109,6 @@ def run_exchange(programs: list[bytes], tiles: int, latency: int, sram: list[dic
 # helpers
 
 
-def make_transfers(pairs, cfg, src_base=0):
-    """Give each (src, [dst tiles]) word a fresh source word and fresh destination words.
-
-    Sources live in the lower half of the SRAM (from ``src_base``), destinations in the upper
-    half, so no word is both read and written.
-    """
-    half = cfg.sram_bytes // 2
-    nsrc = [0] * cfg.tiles
-    ndst = [0] * cfg.tiles
-    out = []
-    for src, dsts in pairs:
-        sa = src_base + 4 * nsrc[src]
-        nsrc[src] += 1
-        assert sa < half
-        dl = []
-        for d in dsts:
-            dl.append((d, half + 4 * ndst[d]))
-            ndst[d] += 1
-        out.append(Transfer(src, sa, dl))
-    return out
-
-
 def hand_bound(transfers, n):
     """B = max over tiles of max(sends needed, words received), from the transfer list."""
     sends = [0] * n
@@ -181,19 +160,6 @@ def check(transfers, cfg, sched=None, seed=0):
     assert sched.slots >= B
     assert sched.bound_met == (sched.slots == B)
     return sched, B
-
-
-def random_unicast(rng, n, m, hot_src=None, hot_dst=None, p_hot=0.0):
-    pairs = []
-    for _ in range(m):
-        s = hot_src if hot_src is not None and rng.random() < p_hot else rng.randrange(n)
-        if hot_dst is not None and hot_dst != s and rng.random() < p_hot:
-            d = hot_dst
-        else:
-            d = rng.randrange(n - 1)
-            d += d >= s
-        pairs.append((s, [d]))
-    return pairs
 
 
 # ---------------------------------------------------------------------------------------------

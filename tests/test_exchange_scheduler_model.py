@@ -1,4 +1,4 @@
-"""Exchange schedules run on the golden model (issue 5, "Exchange scheduler").
+"""Exchange schedules run on the golden model.
 
 The programs produced by :mod:`tessera.toolchain.exchange_scheduler` are written into the model's SRAM
 and executed by the golden model's exchange engine (``tessera.golden_model.exchange.ExchangeEngine``,
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from tessera.spec.config import ArrayConfig
-from test_exchange_scheduler import make_transfers, random_unicast
+from helpers.exchange import make_transfers, random_unicast
 from tessera.toolchain.exchange_scheduler import schedule_exchange
 
 from tessera.golden_model import exchange as engine_mod  # noqa: E402

@@ -16,7 +16,7 @@ from tessera.spec.exchange import Step, XOp, encode_program, STEP_BYTES
 from tessera.spec.faults import FaultCause
 from tessera.spec.hostmap import Ctrl, Status, TileReg, tile_reg_addr
 
-from test_hdl_host import Axil, BarrierStubCore, sram_set, sram_get, simulate, wait_done
+from helpers.hdl_sim import Axil, BarrierStubCore, sram_set, sram_get, simulate, wait_done
 from tessera.hdl.array import Array
 
 

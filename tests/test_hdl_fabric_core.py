@@ -10,7 +10,7 @@ from tessera.spec.hostmap import Ctrl, Status, TileReg, ContextReg, tile_reg_add
 from tessera.spec.isa import Opcode, encode_i, encode_sync, SyncZone, INSN_ECALL
 from tessera.spec.result import ContextState
 
-from test_hdl_host import Axil, sram_set, simulate, wait_done
+from helpers.hdl_sim import Axil, sram_set, simulate, wait_done
 from tessera.hdl.array import Array
 
 

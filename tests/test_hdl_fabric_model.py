@@ -18,7 +18,7 @@ from tessera.spec.hostmap import (Ctrl, Status, TileReg, ContextReg, tile_reg_ad
                              context_reg_addr, sram_addr)
 from tessera.spec.result import ContextState
 
-from test_hdl_host import Axil, sram_set, simulate, wait_done
+from helpers.hdl_sim import Axil, sram_set, simulate, wait_done
 from tessera.hdl.array import Array
 
 from tessera import golden_model  # noqa: E402

@@ -4,8 +4,6 @@ Expected values come from tessera.golden_model.kernels (independent numpy formul
 computed by hand below; never from the code under test."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,6 +15,8 @@ from tessera.toolchain.kernels import KernelError, requantize
 from tessera.toolchain.kernels.block_sparse import block_sparse_matmul
 from tessera.toolchain.kernels.conv2d import conv2d_dense, conv_patches
 from tessera.toolchain.kernels.matmul import matmul, matmul_requantize
+
+from helpers.cli import run_cli
 
 
 def _run(g, prog, inputs, out):
@@ -205,8 +205,7 @@ KEYS = {"match", "cycles", "phase_cycles", "macs", "mac_utilization", "compute_u
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "tessera.cli", "run", *args],
-                          capture_output=True, text=True)
+    return run_cli("run", *args)
 
 
 @pytest.mark.parametrize("args", [

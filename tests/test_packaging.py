@@ -3,6 +3,7 @@ and (slow) a fresh venv that runs the model demo from an empty directory."""
 
 import configparser
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -16,8 +17,13 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
     out = tmp_path_factory.mktemp("wheel")
+    # build from a copy: setuptools' build/ directory must neither land in the checkout nor
+    # carry stale modules of an earlier build into this wheel
+    src = tmp_path_factory.mktemp("src") / "tessera-src"
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "*.egg-info", "__pycache__", ".pytest_cache"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
-                    "--disable-pip-version-check", "-w", str(out), str(REPO)],
+                    "--disable-pip-version-check", "-w", str(out), str(src)],
                    check=True, capture_output=True, text=True)
     (whl,) = out.glob("tessera-*.whl")
     return whl

@@ -14,6 +14,8 @@ import pytest
 from tessera.spec.config import ArrayConfig
 from tessera.toolchain.profile import ProfileError, build_profile, decode_marks, write_profile
 
+from helpers.cli import run_cli
+
 
 def _fake(cycles=320):
     cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=16384, exchange_latency=3)
@@ -125,8 +127,7 @@ def test_render_and_rerender_cli(tmp_path):
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "tessera.cli", *args], capture_output=True,
-                          text=True, timeout=600)
+    return run_cli(*args, timeout=600)
 
 
 def test_run_kernel_profile(tmp_path):

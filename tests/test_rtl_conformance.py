@@ -10,11 +10,11 @@ that a failure is reported with its test number on both backends.
 """
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from helpers.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "tests" / "conformance"
@@ -24,8 +24,7 @@ pytestmark = pytest.mark.rtl
 
 
 def tessera(*args):
-    return subprocess.run([sys.executable, "-m", "tessera.cli", *map(str, args)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+    return run_cli(*args, timeout=900)
 
 
 def _build(src: Path, out: Path) -> Path:

@@ -4,11 +4,11 @@ under the slow marker (the 16-tile Verilator build takes ~3 min on the shared 2-
 """
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from helpers.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.rtl
@@ -32,8 +32,7 @@ int main(void) {
 
 
 def tessera(*args):
-    return subprocess.run([sys.executable, "-m", "tessera.cli", *map(str, args)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=1800)
+    return run_cli(*args, timeout=1800)
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,6 @@ taken from the model's output.
 """
 
 import json
-import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +17,8 @@ from tessera.toolchain.cc import compile_program
 from tessera.toolchain.demo import run_demo
 from tessera.toolchain.elf import load_elf
 from tessera.toolchain.run import exec_program
+
+from helpers.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -40,8 +39,7 @@ M32 = 0xFFFFFFFF
 
 
 def tessera(*args):
-    return subprocess.run([sys.executable, "-m", "tessera.cli", *map(str, args)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    return run_cli(*args, timeout=600)
 
 
 def build(tmp_path, name, text, **kw):

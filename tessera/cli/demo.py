@@ -1,6 +1,6 @@
 """``tessera demo``: the int8 digits network on the simulated array, checked bit for bit.
 
-What it does (issue 6):
+What it does:
 
 1. loads scikit-learn's bundled 8×8 digits (no download), the fixed 75/25 split, and the
    deterministic float MLP 64→32→10, trained once and cached, post-training quantized to int8
@@ -35,7 +35,7 @@ __all__ = ["run_digits_demo", "DEFAULT_IMAGES", "JSON_KEYS", "DemoError"]
 #: (RTL, 4 tiles, 2 runs of 228 images, plus the golden-model check) takes about 50 s on the
 #: 2-core development machine (goal: under 3 minutes).
 DEFAULT_IMAGES = 450
-#: Keys the ``--json`` file always has (issue 6).
+#: Keys the ``--json`` file always has.
 JSON_KEYS = ("accuracy_float", "accuracy_int8", "accuracy_backend", "match", "images",
              "cycles_per_image", "mac_utilization")
 #: Peak MACs per cycle per tile: one dot4 (4 int8 MACs) per issue slot.

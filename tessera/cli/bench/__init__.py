@@ -1,4 +1,4 @@
-"""Benchmark harness behind ``tessera bench`` (issue 7).
+"""Benchmark harness behind ``tessera bench``.
 
 One module per benchmark; each has ``run(quick: bool) -> Section`` and is listed in
 :data:`BENCHMARKS`:

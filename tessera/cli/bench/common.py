@@ -23,7 +23,7 @@ class BenchError(Exception):
 
 @dataclass
 class Goal:
-    """One compass goal of issue 7 and how the run measured against it.
+    """One benchmark goal and how the run measured against it.
 
     Attributes
     ----------

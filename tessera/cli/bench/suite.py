@@ -134,7 +134,7 @@ def render_markdown(report: dict, *, img_prefix: str = "img/") -> str:
         "; the machine is shared, so wall-clock rates vary by up to about 2× between runs). "
         f"Mode: {mode}.",
         "",
-        "### Goals (issue 7 compass)",
+        "### Goals",
         "",
         "| goal | measured | met? | command |",
         "|---|---|---|---|",
@@ -192,7 +192,7 @@ def rewrite_doc(markdown: str, path=DOC_PATH) -> Path:
     return path
 
 
-_GOALS = "### Goals (issue 7 compass)"
+_GOALS = "### Goals"
 _SHORT = "**Where Tessera falls short in this run:**"
 
 

@@ -1,4 +1,4 @@
-"""Reference int8 kernels (issue 5): pure, vectorized numpy, independent of RTL and simulator.
+"""Reference int8 kernels: pure, vectorized numpy, independent of RTL and simulator.
 
 int8 operands, exact products, int32 accumulators that wrap modulo 2^32 like the tiles' 32-bit
 adds (``dot4``, docs/architecture.md section 3.3), and TFLite/gemmlowp requantization. One

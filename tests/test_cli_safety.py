@@ -1,5 +1,5 @@
-"""Issue 15, CLI and output cases (each test names the issue case it covers; each failed on
-the branch's starting point): --version, objdump, exec --trace / --load, outputs never
+"""CLI and output safety (each test names the case it covers; each failed on the code before
+these checks existed): --version, objdump, exec --trace / --load, outputs never
 overwrite inputs, ``--json -`` is JSON only, the vecsum demo report, signed and per-tile
 exit codes, source-level fault reports, run timeouts, profile --from errors, demo gc2_like,
 cc --xlatency, ELFs linked elsewhere or with RVC, stack sizes, bench --only and timing,

@@ -1,5 +1,5 @@
-"""Issue 15, graph API cases (each test names the issue case it covers; each failed on the
-branch's starting point): objects of another graph refused by name, and EngineError naming
+"""Graph API errors (each test names the case it covers; each failed on the code before these
+checks existed): objects of another graph refused by name, and EngineError naming
 codelet, vertex, compute set, tile, hex pc with function and file:line, and on a timeout
 the tiles still running."""
 

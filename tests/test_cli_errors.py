@@ -1,4 +1,4 @@
-"""Regressions for the fresh-clone trial report: memory-safe tensor slicing, impossible sizes
+"""CLI and compiler errors: memory-safe tensor slicing, impossible sizes
 rejected at once, one-line CLI errors (exit 2, no traceback), output paths checked before
 the run, ELF exchange-latency note, ``tessera cc`` checks, help texts."""
 
@@ -13,12 +13,13 @@ import pytest
 from tessera.spec.config import ArrayConfig, PRESETS
 from tessera.toolchain.graph import Graph, GraphError, map_linearly
 
+from helpers.cli import run_cli
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def tessera(*args, cwd=None, timeout=300):
-    return subprocess.run([sys.executable, "-m", "tessera.cli", *map(str, args)],
-                          capture_output=True, text=True, cwd=cwd or ROOT, timeout=timeout)
+    return run_cli(*args, cwd=cwd, timeout=timeout)
 
 
 def assert_one_line_error(r, *needles, code=2):

@@ -1,0 +1,7 @@
+"""Test-suite configuration.
+
+Markers (pyproject.toml): ``slow`` (long regressions, ``make test-all``), ``rtl`` (needs a
+Verilator build; each configuration is built once per design digest and cached in the user
+cache). Shared helpers live in ``tests/helpers/`` (``from helpers.cli import run_cli``);
+pytest puts this directory on ``sys.path`` because of this file.
+"""
