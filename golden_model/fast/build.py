@@ -163,6 +163,8 @@ def library():
             raise FastEngineUnavailable(f"fast engine: cannot load {path}: {e}") from None
         lib.tsr_run.restype = ctypes.c_int64
         lib.tsr_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        lib.tsr_ckpt_bytes.restype = ctypes.c_int64
+        lib.tsr_ckpt_bytes.argtypes = [ctypes.c_int64, ctypes.c_int64]
         lib.tsr_decode.restype = ctypes.c_int64
         lib.tsr_decode.argtypes = [ctypes.c_uint32, ctypes.c_void_p]
         _LIB = lib

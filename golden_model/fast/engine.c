@@ -11,8 +11,18 @@
  *                       slots, the visibility delay of state changes, division turns, the
  *                       fetch-after-store rule, barriers (§5), exchange (§6), faults (§7),
  *                       counters (§8).
- *   3. The run loop     (tsr_run): one global cycle at a time, every tile in lock step,
- *                       skipping cycles in which nobody can issue.
+ *   3. The run loop     (tsr_run). Tiles interact only at an ARRAY release, in exchange
+ *                       phases, through faults (which stop every tile at the end of the
+ *                       faulting cycle) and at the end of the run. Outside exchange phases
+ *                       and pending releases the loop runs **windows**: each tile alone runs
+ *                       ahead up to W cycles (its registers, code and data stay in cache),
+ *                       then the window is resolved: the last ecall of the array ends the run
+ *                       at that cycle, the last arrival at the ARRAY barrier arms the release
+ *                       (arrived tiles are idle, so the clock is simply set to the release),
+ *                       and a fault rolls the window back (checkpoint + SRAM undo log) and
+ *                       re-runs it in lock step. Exchange phases and pending releases run in
+ *                       **lock step**: one global cycle at a time over every tile, skipping
+ *                       cycles in which nobody can issue.
  *
  * Freestanding C (no libc): built with `zig cc -nostdlib -shared`, called through ctypes.
  */
@@ -356,9 +366,17 @@ typedef struct {
     i64 *cnt;             /* [N*8] visible contexts per state */
     u8 *arrived;          /* [N] */
     i64 *nrun_ctx;        /* [T] tiles whose context c is visibly RUNNING */
+    i64 *tile_live;       /* [N] contexts that have not issued ecall */
+    i64 *e_last;          /* [N] issue cycle of the tile's latest ecall */
+    i64 *arr_cycle;       /* [N] cycle from which the tile is arrived */
+    i64 *lk;              /* [N] a tile's own clock inside a window */
+    u32 *ulog;            /* SRAM undo log of a window: (absolute word index, old word) */
+    i64 ulog_n, ulog_cap;
+    u8 *ckpt;             /* checkpoint of the per-context / per-tile state of a window */
     /* scalars */
-    i64 nrun, n_wa, n_arrived, next_ev;
+    i64 nrun, n_wa, n_arrived, n_xphase, next_ev;
     i64 live, release, armed, stop, xnext;
+    int window;           /* inside a window: ecalls do not stop the run by themselves */
 } Model;
 
 static inline void set_vis(Model *M, i64 i, i64 c, u8 s) {
@@ -390,9 +408,13 @@ static inline int tile_arrived(Model *M, i64 i) {
            || cn[ST_HALTED] == M->t;
 }
 
-static inline void update_arrived(Model *M, i64 i) {
+static inline void update_arrived(Model *M, i64 i, i64 k) {
     u8 a = (u8)tile_arrived(M, i);
-    if (a != M->arrived[i]) { M->n_arrived += a ? 1 : -1; M->arrived[i] = a; }
+    if (a != M->arrived[i]) {
+        M->n_arrived += a ? 1 : -1;
+        M->arrived[i] = a;
+        if (a) M->arr_cycle[i] = k;
+    }
 }
 
 /* §8: the tile's counter category from cycle k on. */
@@ -426,14 +448,14 @@ static void tile_events(Model *M, i64 i, i64 k) {
             M->pend_cycle[base + c] = NEVER;
         }
     }
-    if (M->xphase_end[i] == k) { M->xphase[i] = 0; M->xphase_end[i] = NEVER; }
+    if (M->xphase_end[i] == k) { M->xphase[i] = 0; M->xphase_end[i] = NEVER; M->n_xphase--; }
     if (!M->armed) {                       /* TILE barrier */
         const i64 *cn = M->cnt + i * 8;
         if (cn[ST_WAIT_TILE] > 0 && cn[ST_WAIT_TILE] + cn[ST_HALTED] == T)
             for (i64 c = 0; c < T; c++)
                 if (M->vis[base + c] == ST_WAIT_TILE) schedule(M, i, c, k + 1, ST_RUNNING);
     }
-    update_arrived(M, i);
+    update_arrived(M, i, k);
     recat(M, i, k);
     retev(M, i);
 }
@@ -453,6 +475,7 @@ static void do_release(Model *M, i64 k) {
     M->release = NEVER;
     M->armed = 0;
     i64 any = 0;
+    M->n_xphase = M->n;
     for (i64 i = 0; i < M->n; i++) {
         M->xphase[i] = 1;
         u32 xp = M->xprog[i];
@@ -464,7 +487,7 @@ static void do_release(Model *M, i64 k) {
     M->xnext = any ? k : NEVER;
     for (i64 i = 0; i < M->n; i++) {
         if (M->xprog[i] == 0) end_exchange(M, i, k);
-        update_arrived(M, i);
+        update_arrived(M, i, k);
         recat(M, i, k);
     }
 }
@@ -576,7 +599,9 @@ static inline void issue(Model *M, i64 i, i64 c, i64 k) {
     case R_ECALL:
         M->exitc[ic] = e.x[10];
         schedule(M, i, c, k + STATE_VISIBLE_DELAY, ST_HALTED);
-        if (--M->live == 0) M->stop = 1;
+        M->tile_live[i]--;
+        M->e_last[i] = k;
+        if (--M->live == 0 && !M->window) M->stop = 1;
         break;
     case R_SYNC_TILE: schedule(M, i, c, k + STATE_VISIBLE_DELAY, ST_WAIT_TILE); break;
     case R_SYNC_ARRAY: schedule(M, i, c, k + STATE_VISIBLE_DELAY, ST_WAIT_ARRAY); break;
@@ -585,48 +610,75 @@ static inline void issue(Model *M, i64 i, i64 c, i64 k) {
     M->pc[ic] = e.npc;
     M->retired[ic]++;
     if (e.macs) M->macs[i] += e.macs;
-    if (e.st_widx >= 0) { M->st_cycle[i] = k; M->st_widx[i] = e.st_widx; M->st_old[i] = e.st_old; }
+    if (e.st_widx >= 0) {
+        M->st_cycle[i] = k; M->st_widx[i] = e.st_widx; M->st_old[i] = e.st_old;
+        if (M->window) {                   /* undo log (window sizes keep it from overflowing) */
+            M->ulog[2 * M->ulog_n] = (u32)(i * M->words + e.st_widx);
+            M->ulog[2 * M->ulog_n + 1] = e.st_old;
+            M->ulog_n++;
+        }
+    }
 }
 
 /* ============================================================================ 3. run loop */
 
-enum {  /* pointer table order (fast/array.py builds it) */
+enum {  /* pointer table order (fast/run.py builds it) */
     P_REGS, P_PC, P_VIS, P_PEND_STATE, P_PEND_CYCLE, P_RETIRED, P_EXIT, P_DTURN, P_DWORD,
     P_MACS, P_XPROG, P_SRAM, P_XPHASE, P_XPHASE_END, P_CAT, P_SINCE, P_ACC,
     P_X_INPROG, P_X_NEXT, P_X_PTR, P_BUS_VAL, P_BUS_VALID, P_SLOT_CYCLE,
     P_ST_CYCLE, P_ST_WIDX, P_ST_OLD,
     P_F_HAS, P_F_CTX, P_F_CAUSE, P_F_PC, P_F_ADDR,
-    P_TEV, P_CNT, P_ARRIVED, P_NRUN_CTX, P_COUNT
+    P_TEV, P_CNT, P_ARRIVED, P_NRUN_CTX, P_TILES4, P_ULOG, P_CKPT, P_COUNT
 };
 
 enum {  /* scalar slots (in and out) */
     G_N, G_T, G_NBYTES, G_LAT, G_SYNC_LAT, G_CYCLE, G_MAX, G_LIVE, G_RELEASE, G_ARMED,
-    G_XNEXT, G_STOP, G_COUNT
+    G_XNEXT, G_STOP, G_ULOG_CAP, G_WINDOWS, G_ROLLBACKS, G_COUNT
 };
 
-/** Run from cycle g[G_CYCLE] until halt, fault or g[G_MAX]; returns 0.
- *  On return g[G_CYCLE] is the cycle count C and g[G_STOP] is 1 for halt/fault. */
-i64 tsr_run(void **p, i64 *g) {
-    Model m, *M = &m;
-    M->n = g[G_N]; M->t = g[G_T]; M->nbytes = g[G_NBYTES]; M->words = g[G_NBYTES] / 4;
-    M->lat = g[G_LAT]; M->sync_lat = g[G_SYNC_LAT];
-    M->regs = p[P_REGS]; M->pc = p[P_PC]; M->vis = p[P_VIS]; M->pend_state = p[P_PEND_STATE];
-    M->pend_cycle = p[P_PEND_CYCLE]; M->retired = p[P_RETIRED]; M->exitc = p[P_EXIT];
-    M->dturn = p[P_DTURN]; M->dword = p[P_DWORD]; M->macs = p[P_MACS]; M->xprog = p[P_XPROG];
-    M->sram = p[P_SRAM]; M->xphase = p[P_XPHASE]; M->xphase_end = p[P_XPHASE_END];
-    M->cat = p[P_CAT]; M->since = p[P_SINCE]; M->acc = p[P_ACC];
-    M->x_inprog = p[P_X_INPROG]; M->x_next = p[P_X_NEXT]; M->x_ptr = p[P_X_PTR];
-    M->bus_val = p[P_BUS_VAL]; M->bus_valid = p[P_BUS_VALID]; M->slot_cycle = p[P_SLOT_CYCLE];
-    M->st_cycle = p[P_ST_CYCLE]; M->st_widx = p[P_ST_WIDX]; M->st_old = p[P_ST_OLD];
-    M->f_has = p[P_F_HAS]; M->f_ctx = p[P_F_CTX]; M->f_cause = p[P_F_CAUSE];
-    M->f_pc = p[P_F_PC]; M->f_addr = p[P_F_ADDR];
-    M->tev = p[P_TEV]; M->cnt = p[P_CNT]; M->arrived = p[P_ARRIVED]; M->nrun_ctx = p[P_NRUN_CTX];
-    M->live = g[G_LIVE]; M->release = g[G_RELEASE]; M->armed = g[G_ARMED];
-    M->xnext = g[G_XNEXT]; M->stop = 0;
-    i64 N = M->n, T = M->t;
+static void copy_bytes(u8 *d, const u8 *s, i64 n) {
+    for (i64 j = 0; j < n; j++) d[j] = s[j];
+}
 
-    /* derived scratch state from the visible states */
-    M->nrun = M->n_wa = M->n_arrived = 0;
+/* The state a window changes (besides SRAM, which has the undo log): (pointer, bytes). */
+static int ckpt_fields(Model *M, void **ptr, i64 *bytes) {
+    i64 NT = M->n * M->t, N = M->n;
+    int f = 0;
+#define F(p, b) do { ptr[f] = (void *)(p); bytes[f] = (b); f++; } while (0)
+    F(M->regs, NT * 32 * 4); F(M->pc, NT * 4); F(M->vis, NT); F(M->pend_state, NT);
+    F(M->pend_cycle, NT * 8); F(M->retired, NT * 8); F(M->exitc, NT * 4); F(M->dturn, NT);
+    F(M->dword, NT * 4);
+    F(M->macs, N * 8); F(M->xprog, N * 4); F(M->xphase, N); F(M->xphase_end, N * 8);
+    F(M->cat, N); F(M->since, N * 8); F(M->acc, 4 * N * 8);
+    F(M->st_cycle, N * 8); F(M->st_widx, N * 8); F(M->st_old, N * 4);
+    F(M->f_has, N); F(M->tile_live, N * 8); F(M->e_last, N * 8); F(M->arr_cycle, N * 8);
+#undef F
+    return f;
+}
+
+static void ckpt(Model *M, int save) {
+    void *ptr[32];
+    i64 bytes[32];
+    int nf = ckpt_fields(M, ptr, bytes);
+    u8 *b = M->ckpt;
+    for (int f = 0; f < nf; f++) {
+        if (save) copy_bytes(b, ptr[f], bytes[f]);
+        else copy_bytes(ptr[f], b, bytes[f]);
+        b += bytes[f];
+    }
+}
+
+/** Bytes of the checkpoint buffer for N tiles of T contexts. */
+i64 tsr_ckpt_bytes(i64 n, i64 t) {
+    i64 NT = n * t;
+    return NT * (128 + 4 + 1 + 1 + 8 + 8 + 4 + 1 + 4) + n * (8 + 4 + 1 + 8 + 1 + 8 + 32 + 8 + 8 + 4
+                                                            + 1 + 8 + 8 + 8);
+}
+
+/* Derived scratch state (state counts, events, arrivals) from the arrays. */
+static void rebuild(Model *M) {
+    i64 N = M->n, T = M->t;
+    M->nrun = M->n_wa = M->n_arrived = M->n_xphase = 0;
     M->next_ev = NEVER;
     for (i64 c = 0; c < T; c++) M->nrun_ctx[c] = 0;
     for (i64 i = 0; i < N; i++) {
@@ -640,13 +692,23 @@ i64 tsr_run(void **p, i64 *g) {
         }
         M->arrived[i] = (u8)tile_arrived(M, i);
         M->n_arrived += M->arrived[i];
+        M->n_xphase += M->xphase[i] != 0;
         retev(M, i);
         if (M->tev[i] < M->next_ev) M->next_ev = M->tev[i];
     }
+}
 
-    i64 k = g[G_CYCLE], maxc = g[G_MAX];
+static inline int window_ok(const Model *M) {
+    return M->release == NEVER && M->xnext == NEVER && M->n_xphase == 0;
+}
+
+/* Lock step from cycle k: every tile, one global cycle at a time, until halt/fault, maxc, or
+ * (if ``until_window``) a cycle at which windows may run again. Returns the next cycle. */
+static i64 lockstep(Model *M, i64 k, i64 maxc, int until_window) {
+    i64 N = M->n, T = M->t;
     i64 c = k % T;
     while (k < maxc) {
+        if (until_window && window_ok(M)) break;
         if (k >= M->next_ev) {             /* state changes visible at k, barrier decisions */
             i64 nx = NEVER;
             for (i64 i = 0; i < N; i++) {
@@ -677,9 +739,125 @@ i64 tsr_run(void **p, i64 *g) {
             if (nx > k) { k = nx; c = k % T; }
         }
     }
+    return k;
+}
+
+/* Tile i alone from cycle k to k1 (window mode: no release, no exchange). Stops after a
+ * fault, or (``stop_done``) after the tile's last ecall. Sets lk[i]. */
+static void tile_run(Model *M, i64 i, i64 k, i64 k1, int stop_done) {
+    i64 T = M->t;
+    i64 c = k % T;
+    const u8 *vis = M->vis + i * T;
+    const i64 *cn = M->cnt + i * 8;
+    /* a tile done before the window only has visibility changes left: they wait for the
+     * catch-up, which knows where the run ends */
+    if (stop_done && M->tile_live[i] == 0) k1 = k;
+    while (k < k1) {
+        if (M->tev[i] <= k) tile_events(M, i, k);
+        if (vis[c] == ST_RUNNING) {
+            issue(M, i, c, k);
+            if (M->stop || (stop_done && M->tile_live[i] == 0)) { k++; break; }
+        }
+        k++;
+        if (++c == T) c = 0;
+        if (cn[ST_RUNNING] == 0) {          /* nothing to issue: jump to the tile's next event */
+            i64 nx = M->tev[i] < k1 ? M->tev[i] : k1;
+            if (nx > k) { k = nx; c = k % T; }
+        }
+    }
+    M->lk[i] = k;
+}
+
+/* One window [k, k1). Returns the next cycle; sets M->stop at the end of the run. */
+static i64 window(Model *M, i64 k, i64 k1, i64 maxc, i64 *rollbacks) {
+    i64 N = M->n;
+    ckpt(M, 1);
+    i64 live0 = M->live;
+    M->ulog_n = 0;
+    M->window = 1;
+    for (i64 i = 0; i < N && !M->stop; i++) tile_run(M, i, k, k1, 1);
+    M->window = 0;
+    if (M->stop) {                         /* a fault: roll back, re-run in lock step */
+        for (i64 j = M->ulog_n - 1; j >= 0; j--) M->sram[M->ulog[2 * j]] = M->ulog[2 * j + 1];
+        ckpt(M, 0);
+        M->live = live0;
+        M->stop = 0;
+        rebuild(M);
+        (*rollbacks)++;
+        return lockstep(M, k, maxc, 0);
+    }
+    if (M->live == 0) {                    /* the last ecall of the array ends the run */
+        i64 e = -1;
+        for (i64 i = 0; i < N; i++) if (M->e_last[i] > e) e = M->e_last[i];
+        for (i64 i = 0; i < N; i++) if (M->lk[i] < e + 1) tile_run(M, i, M->lk[i], e + 1, 0);
+        M->stop = 1;
+        return e + 1;
+    }
+    for (i64 i = 0; i < N; i++) if (M->lk[i] < k1) tile_run(M, i, M->lk[i], k1, 0);
+    i64 nx = NEVER;
+    for (i64 i = 0; i < N; i++) if (M->tev[i] < nx) nx = M->tev[i];
+    M->next_ev = nx;
+    if (M->n_arrived == N && M->n_wa > 0) {  /* every tile arrived: idle since the last one */
+        i64 ks = 0;
+        for (i64 i = 0; i < N; i++) if (M->arr_cycle[i] > ks) ks = M->arr_cycle[i];
+        M->armed = 1;
+        M->release = ks + M->sync_lat;
+        return M->release < k1 ? M->release : k1;
+    }
+    return k1;
+}
+
+/** Run from cycle g[G_CYCLE] until halt, fault or g[G_MAX]; returns 0.
+ *  On return g[G_CYCLE] is the cycle count C and g[G_STOP] is 1 for halt/fault. */
+i64 tsr_run(void **p, i64 *g) {
+    Model m, *M = &m;
+    M->n = g[G_N]; M->t = g[G_T]; M->nbytes = g[G_NBYTES]; M->words = g[G_NBYTES] / 4;
+    M->lat = g[G_LAT]; M->sync_lat = g[G_SYNC_LAT];
+    M->regs = p[P_REGS]; M->pc = p[P_PC]; M->vis = p[P_VIS]; M->pend_state = p[P_PEND_STATE];
+    M->pend_cycle = p[P_PEND_CYCLE]; M->retired = p[P_RETIRED]; M->exitc = p[P_EXIT];
+    M->dturn = p[P_DTURN]; M->dword = p[P_DWORD]; M->macs = p[P_MACS]; M->xprog = p[P_XPROG];
+    M->sram = p[P_SRAM]; M->xphase = p[P_XPHASE]; M->xphase_end = p[P_XPHASE_END];
+    M->cat = p[P_CAT]; M->since = p[P_SINCE]; M->acc = p[P_ACC];
+    M->x_inprog = p[P_X_INPROG]; M->x_next = p[P_X_NEXT]; M->x_ptr = p[P_X_PTR];
+    M->bus_val = p[P_BUS_VAL]; M->bus_valid = p[P_BUS_VALID]; M->slot_cycle = p[P_SLOT_CYCLE];
+    M->st_cycle = p[P_ST_CYCLE]; M->st_widx = p[P_ST_WIDX]; M->st_old = p[P_ST_OLD];
+    M->f_has = p[P_F_HAS]; M->f_ctx = p[P_F_CTX]; M->f_cause = p[P_F_CAUSE];
+    M->f_pc = p[P_F_PC]; M->f_addr = p[P_F_ADDR];
+    M->tev = p[P_TEV]; M->cnt = p[P_CNT]; M->arrived = p[P_ARRIVED]; M->nrun_ctx = p[P_NRUN_CTX];
+    i64 *t4 = p[P_TILES4];
+    i64 N = M->n, T = M->t;
+    M->tile_live = t4; M->e_last = t4 + N; M->arr_cycle = t4 + 2 * N; M->lk = t4 + 3 * N;
+    M->ulog = p[P_ULOG]; M->ulog_cap = g[G_ULOG_CAP]; M->ulog_n = 0;
+    M->ckpt = p[P_CKPT];
+    M->live = g[G_LIVE]; M->release = g[G_RELEASE]; M->armed = g[G_ARMED];
+    M->xnext = g[G_XNEXT]; M->stop = 0; M->window = 0;
+
+    rebuild(M);
+    for (i64 i = 0; i < N; i++) {          /* live contexts per tile: not (about to be) halted */
+        i64 l = 0;
+        for (i64 c = 0; c < T; c++) {
+            i64 ic = i * T + c;
+            u8 s = M->pend_cycle[ic] != NEVER ? M->pend_state[ic] : M->vis[ic];
+            l += s != ST_HALTED;
+        }
+        M->tile_live[i] = l;
+        M->e_last[i] = -1;
+        M->arr_cycle[i] = M->arrived[i] ? 0 : -1;
+    }
+    /* window length: the undo log holds one store per tile per cycle */
+    i64 W = M->ulog_cap / N;
+    if (W > (1 << 20)) W = 1 << 20;
+    i64 k = g[G_CYCLE], maxc = g[G_MAX], windows = 0, rollbacks = 0;
+    while (k < maxc && !M->stop) {
+        if (!window_ok(M) || W < 8) { k = lockstep(M, k, maxc, W >= 8); continue; }
+        i64 k1 = maxc - k < W ? maxc : k + W;
+        k = window(M, k, k1, maxc, &rollbacks);
+        windows++;
+    }
     g[G_CYCLE] = k;
     g[G_LIVE] = M->live; g[G_RELEASE] = M->release; g[G_ARMED] = M->armed;
     g[G_XNEXT] = M->xnext; g[G_STOP] = M->stop;
+    g[G_WINDOWS] = windows; g[G_ROLLBACKS] = rollbacks;
     return 0;
 }
 

@@ -25,7 +25,10 @@ _RUNNING = int(ContextState.RUNNING)
 
 # Order of the pointer table and the scalar slots: the P_* / G_* enums of engine.c.
 _G_FIELDS = ("n", "t", "nbytes", "lat", "sync_lat", "cycle", "max", "live", "release",
-             "armed", "xnext", "stop")
+             "armed", "xnext", "stop", "ulog_cap", "windows", "rollbacks")
+#: Entries of the SRAM undo log of a window (8 bytes each). A window is at most
+#: ULOG_ENTRIES / N cycles long (one store per tile per cycle), e.g. 862 cycles at 1216 tiles.
+ULOG_ENTRIES = 1 << 20
 
 
 def _scratch(arr) -> dict:
@@ -36,7 +39,9 @@ def _scratch(arr) -> dict:
                  arrived=np.zeros(n, np.uint8), nrun_ctx=np.zeros(t, np.int64),
                  st_cycle=np.zeros(n, np.int64), f_has=np.zeros(n, np.uint8),
                  f_ctx=np.zeros(n, np.int64), f_cause=np.zeros(n, np.int64),
-                 f_pc=np.zeros(n, np.int64), f_addr=np.zeros(n, np.int64))
+                 f_pc=np.zeros(n, np.int64), f_addr=np.zeros(n, np.int64),
+                 tiles4=np.zeros(4 * n, np.int64), ulog=np.zeros(2 * ULOG_ENTRIES, np.uint32),
+                 ckpt=np.zeros(int(library().tsr_ckpt_bytes(n, t)), np.uint8))
         arr._fast_scratch = s
     return s
 
@@ -75,14 +80,16 @@ def run_fast(arr, max_cycles: int) -> None:
         (s["f_has"], u8), (s["f_ctx"], i64), (s["f_cause"], i64), (s["f_pc"], i64),
         (s["f_addr"], i64),
         (s["tev"], i64), (s["cnt"], i64), (s["arrived"], u8), (s["nrun_ctx"], i64),
+        (s["tiles4"], i64), (s["ulog"], u32), (s["ckpt"], u8),
     ]
     ptrs = np.array([_check(a, dt, str(i)).ctypes.data for i, (a, dt) in enumerate(arrays)],
                     dtype=np.uint64)
     g = np.array([n, arr.t, arr.nbytes, arr.config.exchange_latency, arr.config.sync_latency,
                   arr._cycle, int(max_cycles), arr._live, arr._release, int(arr._armed),
-                  x.next_cycle, 0], dtype=np.int64)
+                  x.next_cycle, 0, ULOG_ENTRIES, 0, 0], dtype=np.int64)
     lib.tsr_run(ptrs.ctypes.data, g.ctypes.data)
     gd = dict(zip(_G_FIELDS, g.tolist()))
+    arr._fast_stats = {"windows": gd["windows"], "rollbacks": gd["rollbacks"]}
     k = gd["cycle"]
     arr._cycle = k
     arr._live = gd["live"]
