@@ -14,6 +14,7 @@ import pytest
 
 from golden_model import Array
 from golden_model.decode import decode
+from golden_model.fast import run as fast_run
 from golden_model.fast.run import decode_fast
 from tb import randprog
 from tessera import asm
@@ -25,6 +26,15 @@ SRAM = 16 * 1024
 XP = 0x1800          # exchange programs
 DATA = 0x1000        # data window (base register x21): words 0..255
 CODE2 = 0x2000       # a second code block, rewritten at run time by stores
+
+
+@pytest.fixture(params=[None, 4096, 64], ids=["window-default", "window-4096", "window-64"])
+def undo_log(request, monkeypatch):
+    """Undo-log sizes of the fast engine: the default (long windows), 4096 entries (windows
+    of 4096 / N cycles) and 64 (windows of 64 / N cycles; lock step only above 8 tiles)."""
+    if request.param is not None:
+        monkeypatch.setattr(fast_run, "ULOG_ENTRIES", request.param)
+    return request.param
 
 
 def _run_both(cfg, segments, max_cycles, *, chunks=None, entry=0):
@@ -88,7 +98,7 @@ def test_fast_equals_vector_random_streams(tiles, contexts, seed):
 
 
 @pytest.mark.parametrize("kind", sorted(randprog.FAULT_KINDS))
-def test_fast_equals_vector_random_streams_with_faults(kind):
+def test_fast_equals_vector_random_streams_with_faults(kind, undo_log):
     cfg = ArrayConfig(tiles=3, contexts=5, sram_bytes=SRAM)
     p = randprog.generate(cfg, 100 + len(kind), total=1500, fault=kind)
     fj, vj, arrs = _run_both(cfg, p.segments, p.max_cycles)
@@ -99,7 +109,7 @@ def test_fast_equals_vector_random_streams_with_faults(kind):
     _assert_same(cfg, fj, vj, arrs, f"randprog fault {kind}")
 
 
-def test_fast_equals_vector_timeout_and_continuation():
+def test_fast_equals_vector_timeout_and_continuation(undo_log):
     cfg = ArrayConfig(tiles=4, contexts=6, sram_bytes=SRAM)
     p = randprog.generate(cfg, 7, total=4000)
     # full run in one go on the vector engine, in uneven pieces on the fast engine
@@ -205,14 +215,17 @@ def _bsp_case(seed):
     return cfg, segs, max_cycles, chunks
 
 
-def test_fast_equals_vector_bsp_exchange_fuzz():
+def test_fast_equals_vector_bsp_exchange_fuzz(undo_log):
     statuses, causes, exchanged = [], set(), 0
+    windows = rollbacks = 0
     for seed in range(150):
         cfg, segs, max_cycles, chunks = _bsp_case(seed)
         fj, vj, arrs = _run_both(cfg, segs, max_cycles, chunks=chunks)
         _assert_same(cfg, fj, vj, arrs, f"bsp seed {seed} (N={cfg.tiles} T={cfg.contexts} "
                                         f"L={cfg.exchange_latency})")
         statuses.append(fj["status"])
+        windows += arrs[0]._fast_stats["windows"]
+        rollbacks += arrs[0]._fast_stats["rollbacks"]
         for t in fj["tiles"]:
             c = t["counters"]
             assert c["compute"] + c["sync"] + c["exchange"] + c["halted"] == fj["cycles"]
@@ -223,6 +236,8 @@ def test_fast_equals_vector_bsp_exchange_fuzz():
     assert {"halted", "fault", "timeout"} <= set(statuses), statuses
     assert exchanged > 50
     assert {"exchange_fault", "breakpoint", "illegal_instruction", "misaligned_load"} <= causes
+    # both loops of the fast engine ran: run-ahead windows, and fault windows rolled back
+    assert windows > 150 and rollbacks > 5, (windows, rollbacks)
 
 
 def test_runs_switch_engines_midway():

@@ -34,7 +34,7 @@ ULOG_ENTRIES = 1 << 20
 def _scratch(arr) -> dict:
     s = getattr(arr, "_fast_scratch", None)
     n, t = arr.n, arr.t
-    if s is None or s["tev"].shape[0] != n:
+    if s is None or s["tev"].shape[0] != n or s["ulog"].size != 2 * ULOG_ENTRIES:
         s = dict(tev=np.zeros(n, np.int64), cnt=np.zeros(n * 8, np.int64),
                  arrived=np.zeros(n, np.uint8), nrun_ctx=np.zeros(t, np.int64),
                  st_cycle=np.zeros(n, np.int64), f_has=np.zeros(n, np.uint8),
@@ -86,7 +86,7 @@ def run_fast(arr, max_cycles: int) -> None:
                     dtype=np.uint64)
     g = np.array([n, arr.t, arr.nbytes, arr.config.exchange_latency, arr.config.sync_latency,
                   arr._cycle, int(max_cycles), arr._live, arr._release, int(arr._armed),
-                  x.next_cycle, 0, ULOG_ENTRIES, 0, 0], dtype=np.int64)
+                  x.next_cycle, 0, s["ulog"].size // 2, 0, 0], dtype=np.int64)
     lib.tsr_run(ptrs.ctypes.data, g.ctypes.data)
     gd = dict(zip(_G_FIELDS, g.tolist()))
     arr._fast_stats = {"windows": gd["windows"], "rollbacks": gd["rollbacks"]}
