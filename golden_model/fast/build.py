@@ -97,10 +97,10 @@ def _zig() -> list[str]:
 
 
 def _zig_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
     try:
-        import ziglang
-        return getattr(ziglang, "__version__", "") or Path(ziglang.__file__).parent.name
-    except ImportError as e:
+        return version("ziglang")
+    except PackageNotFoundError as e:
         raise FastEngineUnavailable(f"fast engine: the ziglang wheel is missing ({e})") from None
 
 
@@ -125,7 +125,21 @@ def build(out_dir: Path | None = None) -> Path:
     lib = d / ("engine" + (".dll" if sys.platform == "win32" else ".so"))
     if lib.exists():
         return lib
-    d.mkdir(parents=True, exist_ok=True)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        return _compile(d, lib, src, header)
+    except OSError:
+        if out_dir is not None:
+            raise
+    # an unwritable user cache: build into a private temporary directory (this process only)
+    import atexit
+    import shutil
+    d = Path(tempfile.mkdtemp(prefix="tessera-fastmodel-"))
+    atexit.register(shutil.rmtree, d, True)
+    return _compile(d, d / lib.name, src, header)
+
+
+def _compile(d: Path, lib: Path, src: str, header: str) -> Path:
     with tempfile.TemporaryDirectory(dir=d) as tmp:
         (Path(tmp) / "spec.h").write_text(header)
         (Path(tmp) / "engine.c").write_text(src)
