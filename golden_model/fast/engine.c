@@ -218,15 +218,16 @@ static inline int isa_exec(Exec *e, u32 w, const Dec *d) {
     e->npc = pc + 4;
     i32 op = d->op;
     switch (op) {
-    case OP_ADD: case OP_SUB: case OP_SLL: case OP_SLT: case OP_SLTU: case OP_XOR: case OP_SRL:
-    case OP_SRA: case OP_OR: case OP_AND: case OP_MUL: case OP_MULH: case OP_MULHSU:
-    case OP_MULHU: case OP_DIV: case OP_DIVU: case OP_REM: case OP_REMU:
-        wr(x, d->rd, alu(op, x[d->rs1], x[d->rs2]));
-        return R_RETIRE;
-    case OP_ADDI: case OP_SLTI: case OP_SLTIU: case OP_XORI: case OP_ORI: case OP_ANDI:
-    case OP_SLLI: case OP_SRLI: case OP_SRAI:
-        wr(x, d->rd, alu(op, x[d->rs1], d->imm));
-        return R_RETIRE;
+    /* one case per ALU op, so that alu() folds to a single operation (one dispatch) */
+#define ALU_R(o) case o: wr(x, d->rd, alu(o, x[d->rs1], x[d->rs2])); return R_RETIRE;
+#define ALU_I(o) case o: wr(x, d->rd, alu(o, x[d->rs1], d->imm)); return R_RETIRE;
+    ALU_R(OP_ADD) ALU_R(OP_SUB) ALU_R(OP_SLL) ALU_R(OP_SLT) ALU_R(OP_SLTU) ALU_R(OP_XOR)
+    ALU_R(OP_SRL) ALU_R(OP_SRA) ALU_R(OP_OR) ALU_R(OP_AND) ALU_R(OP_MUL) ALU_R(OP_MULH)
+    ALU_R(OP_MULHSU) ALU_R(OP_MULHU) ALU_R(OP_DIV) ALU_R(OP_DIVU) ALU_R(OP_REM) ALU_R(OP_REMU)
+    ALU_I(OP_ADDI) ALU_I(OP_SLTI) ALU_I(OP_SLTIU) ALU_I(OP_XORI) ALU_I(OP_ORI) ALU_I(OP_ANDI)
+    ALU_I(OP_SLLI) ALU_I(OP_SRLI) ALU_I(OP_SRAI)
+#undef ALU_R
+#undef ALU_I
     case OP_LUI: wr(x, d->rd, d->imm); return R_RETIRE;
     case OP_AUIPC: wr(x, d->rd, pc + d->imm); return R_RETIRE;
     case OP_LB: case OP_LH: case OP_LW: case OP_LBU: case OP_LHU: {

@@ -25,6 +25,8 @@ largest N for continuity with the earlier figure.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from tessera.toolchain import asm
@@ -129,15 +131,18 @@ def time_model(cfg: ArrayConfig, words: list[int], engine: str | None = None, re
     for _ in range(repeat):
         arr = Array(cfg, engine=engine)
         arr.write_mem(None, 0, asm.program(words))
+        c0 = time.process_time()
         with Timer() as t:
             res = arr.run(10 ** 12)
+        cpu = time.process_time() - c0
         if res.status != "halted":
             raise BenchError(f"golden model run ended {res.status}, expected halted")
         if best is None or t.s < best[0]:
-            best = (t.s, arr, res)
-    secs, arr, res = best
+            best = (t.s, arr, res, cpu)
+    secs, arr, res, cpu = best
     n = int(arr.counters["retired"].sum())
     arr.last_result = res
+    arr.last_cpu_s = cpu
     return n / secs, secs, n, arr
 
 
@@ -346,9 +351,12 @@ def run(quick: bool = True) -> Section:
     sec = Section("model", "Golden model speed",
                   "tessera bench --only model" + (" --quick" if quick else ""))
     sec.columns = [("tiles", "tiles"), ("model", "fast engine tile-instr/s"),
-                   ("vector", "vectorized engine tile-instr/s"),
+                   ("model_cpu", "fast engine, per CPU-second"),
+                   ("model_short", "fast engine, short program"),
+                   ("vector", "vectorized engine, short program"),
                    ("vs_vector", "fast / vectorized"),
-                   ("scalar", "scalar interp. tile-instr/s"), ("unicorn", "unicorn tile-instr/s"),
+                   ("scalar", "scalar interp. tile-instr/s"),
+                   ("unicorn", "unicorn, short program"),
                    ("vs_scalar", "model / scalar"), ("vs_unicorn", "model / unicorn"),
                    ("verilator", "Verilator tile-instr/s"), ("vs_verilator", "model / Verilator"),
                    ("model_s", "fast engine wall (s)")]
@@ -358,9 +366,10 @@ def run(quick: bool = True) -> Section:
             cfg = _cfg(n)
             fiters = max(iters, fast_total // (8 * cfg.contexts * n))
             fwords = rv32im_program(fiters)
-            rate, secs, ninsn, arr = time_model(cfg, fwords, repeat=3 if n <= 64 else 1)
+            rate, secs, ninsn, arr = time_model(cfg, fwords, repeat=3)
+            cpu_rate = ninsn / max(arr.last_cpu_s, 1e-9)
             vrate, _, _, varr = time_model(cfg, words, engine="vector")
-            _, _, _, farr = time_model(cfg, words, engine="fast")
+            srate_f, _, _, farr = time_model(cfg, words, engine="fast", repeat=3)
             if farr.last_result.to_json() != varr.last_result.to_json():
                 raise BenchError(f"fast and vectorized engines disagree on {n} tiles")
             per_context = iters * 8 + 4
@@ -373,16 +382,27 @@ def run(quick: bool = True) -> Section:
             if not np.array_equal(chk.regs, sc.regs_array()):
                 raise BenchError(f"scalar interpreter and model disagree after {cyc} cycles "
                                  f"on {n} tiles")
-            # unicorn: one tile (its cost per tile-instruction does not depend on N), the
-            # fast engine's program, registers checked against the fast engine's
-            _, usecs, _, uregs = time_unicorn(cfg, fwords, 1)
-            urate = cfg.contexts * (fiters * 8 + 4 - 3) / usecs   # 2 csrr emulated, no ecall
+            # unicorn (method of issue 7): the short program, 16 tiles (or N) tile by tile,
+            # one emu_start per context; compared with the fast engine on the same program
+            ut = min(n, 16)
+            _, usecs, _, uregs = time_unicorn(cfg, words, ut)
+            urate = ut * cfg.contexts * (per_context - 3) / usecs  # 2 csrr emulated, no ecall
             for r in RESULT_REGS:
-                if not np.array_equal(np.asarray(arr.regs)[:1, :, r], uregs[:, :, r]):
+                if not np.array_equal(np.asarray(farr.regs)[:ut, :, r], uregs[:, :, r]):
                     raise BenchError(f"unicorn and the model disagree on x{r} ({n} tiles)")
-            row = dict(tiles=n, model=rate, vector=vrate, vs_vector=rate / vrate, scalar=srate,
-                       unicorn=urate, vs_scalar=rate / srate, vs_unicorn=rate / urate,
+            row = dict(tiles=n, model=rate, model_cpu=cpu_rate, vector=vrate,
+                       vs_vector=srate_f / vrate, scalar=srate, unicorn=urate,
+                       model_short=srate_f, vs_scalar=rate / srate, vs_unicorn=srate_f / urate,
                        verilator=None, vs_verilator=None, model_s=secs, insns=ninsn)
+            if n == 1:
+                # unicorn free-running the fast engine's long program on one tile
+                _, lsecs, _, lregs = time_unicorn(cfg, fwords, 1)
+                for r in RESULT_REGS:
+                    if not np.array_equal(np.asarray(arr.regs)[:1, :, r], lregs[:, :, r]):
+                        raise BenchError(f"unicorn and the model disagree on x{r} (long run)")
+                sec.data["unicorn_long"] = dict(
+                    iters=fiters, rate=cfg.contexts * (fiters * 8 + 4 - 3) / lsecs,
+                    model_rate=rate)
             if n <= 64:
                 viters = {1: 8000, 4: 4000, 16: 1500, 64: 300}[n] * (1 if quick else 2)
                 vw = rv32im_program(viters)
@@ -410,8 +430,8 @@ def run(quick: bool = True) -> Section:
         # the dot4 loop of scripts/bench_model.py at the largest size, for continuity
         n = sizes[-1]
         big_iters = max(iters, fast_total // (8 * 6 * n))
-        drate, dsecs, dn, _ = time_model(_cfg(n), program(big_iters))
-        xrate, xsecs, xn, _ = time_model(_cfg(n), divergent_program(big_iters))
+        drate, dsecs, dn, _ = time_model(_cfg(n), program(big_iters), repeat=3)
+        xrate, xsecs, xn, _ = time_model(_cfg(n), divergent_program(big_iters), repeat=3)
         sec.data["dot4_loop"] = dict(tiles=n, rate=drate, insns=dn, seconds=dsecs)
         sec.data["divergent_loop"] = dict(tiles=n, rate=xrate, insns=xn, seconds=xsecs)
         demo_fast = min((time_demo("fast"), time_demo("fast")), key=lambda d: d["seconds"])
@@ -448,14 +468,20 @@ def run(quick: bool = True) -> Section:
         + ("" if len(measured_v) == 4 else "; 64 tiles not measured (no cached build)"),
         met_v if (len(measured_v) == 4 or not met_v) else None))
     sec.goals.append(Goal("≥ 100 M tile-instr/s at 1216 tiles (goal 500 M)",
-                          f"{big['model'] / 1e6:.0f} M (RV32IM loop), {drate / 1e6:.0f} M (dot4 "
-                          f"loop), {xrate / 1e6:.0f} M (divergent odd/even tiles)",
+                          f"{big['model'] / 1e6:.0f} M wall-clock, {big['model_cpu'] / 1e6:.0f} M "
+                          f"per CPU-second (RV32IM loop); {drate / 1e6:.0f} M (dot4 loop), "
+                          f"{xrate / 1e6:.0f} M (divergent odd/even tiles) wall-clock",
                           min(big["model"], drate) >= 100e6,
-                          "The compiled loop runs every tile on one core (no threads); "
-                          "wall-clock rates on this shared machine vary with its load."))
+                          "The compiled loop runs every tile on one thread, and the wall-clock "
+                          "rate is what is left of one core of this shared machine (see the "
+                          "load average above and the per-CPU-second column)."))
+    ul = sec.data["unicorn_long"]
     sec.goals.append(Goal("1 tile: model ≥ 1× unicorn (goal 5×)",
-                          f"{one['vs_unicorn']:.1f}× ({one['model'] / 1e6:.0f} M vs "
-                          f"{one['unicorn'] / 1e6:.1f} M tile-instr/s)", one["vs_unicorn"] >= 1))
+                          f"{one['vs_unicorn']:.1f}× on the short program ({one['model_short'] / 1e6:.0f} M vs "
+                          f"{one['unicorn'] / 1e6:.1f} M tile-instr/s, unicorn started once per "
+                          f"context); on the long program unicorn's JIT free-runs at "
+                          f"{ul['rate'] / 1e6:.0f} M vs the model's {ul['model_rate'] / 1e6:.0f} M",
+                          one["vs_unicorn"] >= 1))
     sec.goals.append(Goal("`tessera demo --backend model`, 450 images ≤ 2 s (goal 0.5 s)",
                           f"{demo_fast['seconds']:.2f} s (vectorized engine: "
                           f"{demo_vec['seconds']:.1f} s)", demo_fast["seconds"] <= 2))
@@ -474,10 +500,15 @@ def run(quick: bool = True) -> Section:
         f"SRAM. The fast engine runs about {fast_total / 1e6:.0f} M tile-instructions per size "
         "(best of 3 up to 64 tiles); the vectorized engine (`engine=\"vector\"`, the model "
         f"before issue 16) runs `rv32im_program({iters})`, whose run-result JSON must equal the "
-        "fast engine's. unicorn runs the fast engine's program on one tile, context by "
-        "context (its cost per tile-instruction does not depend on N); its registers must "
-        "equal the model's. The scalar interpreter runs a prefix of about 60 k "
-        "tile-instructions.",
+        "fast engine's (the fast engine's rate on that short program, which includes the "
+        "per-run overhead of `Array.run`, is the 'short program' column). unicorn runs the "
+        "short program as in issue 7 (16 tiles or N, tile by tile, one `emu_start` per "
+        "context, translation cached) and, at 1 tile, also the long program in one "
+        "`emu_start` per context (`data.unicorn_long`): QEMU's TCG JIT then runs this "
+        "register-only loop at native-code speed, which no interpreter matches. Registers "
+        "are checked equal to the model's in both. The scalar interpreter runs a prefix of "
+        "about 60 k tile-instructions. 'per CPU-second' divides by the process CPU time of "
+        "the run (the wall-clock figure on an idle core).",
         "Model vs Verilator: the same halting program on both (RTL built by "
         "`tessera.cli.bench.rtl.build`; cocotb sleeps on `done` and the Verilator time is that "
         "wait; the model time is `Array.run`, best of 3); the RTL's run-result JSON must equal "
