@@ -12,15 +12,15 @@ import random
 import numpy as np
 import pytest
 
-from golden_model import Array
-from golden_model.decode import decode
-from golden_model.fast import run as fast_run
-from golden_model.fast.run import decode_fast
-from tb import randprog
-from tessera import asm
-from tessera.config import ArrayConfig
-from tessera.csr import Csr
-from tessera.exchange import Step, XOp, encode_program
+from tessera.golden_model import Array
+from tessera.golden_model.decode import decode
+from tessera.golden_model.fast import run as fast_run
+from tessera.golden_model.fast.run import decode_fast
+from tessera.tb import randprog
+from tessera.toolchain import asm
+from tessera.spec.config import ArrayConfig
+from tessera.spec.csr import Csr
+from tessera.spec.exchange import Step, XOp, encode_program
 
 SRAM = 16 * 1024
 XP = 0x1800          # exchange programs

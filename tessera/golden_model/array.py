@@ -112,7 +112,7 @@ class Array:
         dict per instruction; use for small runs). Tracing runs the vectorized engine.
     engine : {None, "fast", "vector"}
         Which implementation runs :meth:`run`: ``"fast"``, the compiled cycle loop of
-        :mod:`golden_model.fast`, or ``"vector"``, the numpy implementation of this module
+        :mod:`tessera.golden_model.fast`, or ``"vector"``, the numpy implementation of this module
         (one vectorized step per cycle over all tiles). Both are bit- and cycle-exact and
         share this object's state. None (default): ``$TESSERA_MODEL_ENGINE`` if set, else
         ``"vector"`` with ``trace=True`` and ``"fast"`` otherwise (``"vector"`` with a

@@ -10,7 +10,7 @@ MUL/ADD/XOR/SHIFT/BRANCH per context, ``iters`` times, then ``ecall``) in the sa
   shorter run of the same loop, whose run-result JSON must equal the fast engine's;
 * Verilator (the RTL, ``tessera.cli.bench.rtl.build``) at N = 1, 4, 16, 64 on the same program,
   whose run-result JSON must equal the model's;
-* the plain per-tile Python interpreter ``golden_model.scalar.ScalarArray`` (one Python loop
+* the plain per-tile Python interpreter ``tessera.golden_model.scalar.ScalarArray`` (one Python loop
   iteration per tile per instruction), measured on a prefix of the run (its per-instruction
   cost does not depend on N or on the prefix length);
 * unicorn (QEMU's TCG, pip ``unicorn``), running the program **tile by tile** and context by
@@ -114,7 +114,7 @@ def time_model(cfg: ArrayConfig, words: list[int], engine: str | None = None, re
     Parameters
     ----------
     engine : {None, "fast", "vector"}
-        ``golden_model.Array(engine=...)``; None = the default (fast).
+        ``tessera.golden_model.Array(engine=...)``; None = the default (fast).
 
     Returns
     -------

@@ -1,7 +1,7 @@
-"""The fast engine's side of :meth:`golden_model.Array.run`: hand the array's numpy state to
-the compiled loop (``engine.c``, ``tsr_run``) and take the scalars and fault records back.
+"""The fast engine's side of :meth:`tessera.golden_model.Array.run`: hand the array's numpy
+state to the compiled loop (``engine.c``, ``tsr_run``) and take the scalars and fault records back.
 
-The state layout is the vectorized engine's (``golden_model/array.py``); the only
+The state layout is the vectorized engine's (``tessera/golden_model/array.py``); the only
 translation is the fetch-after-store record, which the vectorized engine keeps for the
 latest cycle with stores and the compiled loop keeps per tile. After a call every cache of
 the vectorized engine is brought up to date, so a run may be continued by either engine.
@@ -13,8 +13,8 @@ import ctypes
 
 import numpy as np
 
-from tessera.faults import FaultCause
-from tessera.result import ContextState, Fault
+from tessera.spec.faults import FaultCause
+from tessera.spec.result import ContextState, Fault
 
 from .build import library
 
@@ -54,7 +54,7 @@ def _check(a: np.ndarray, dtype, name: str) -> np.ndarray:
 
 
 def run_fast(arr, max_cycles: int) -> None:
-    """Advance ``arr`` (a :class:`golden_model.Array`) to halt, fault or ``max_cycles``.
+    """Advance ``arr`` (a :class:`tessera.golden_model.Array`) to halt, fault or ``max_cycles``.
 
     Updates the array's state in place and sets ``_cycle``, ``_stop``, ``_faults`` and the
     vectorized engine's caches; the caller builds the result.

@@ -1,8 +1,8 @@
 """The fast engine of the golden model: a compiled (C, built with the ``ziglang`` wheel's
 ``zig cc``) cycle loop over the same numpy state as the vectorized engine.
 
-:class:`golden_model.Array` uses it by default (``engine="fast"``); ``engine="vector"`` runs
-the vectorized numpy implementation (``golden_model/array.py``), kept as a second,
+:class:`tessera.golden_model.Array` uses it by default (``engine="fast"``); ``engine="vector"`` runs
+the vectorized numpy implementation (``tessera/golden_model/array.py``), kept as a second,
 independent implementation that the tests check this one against. The trace mode
 (``trace=True``) always runs the vectorized engine.
 """

@@ -1,8 +1,8 @@
 /* Tessera golden model, fast engine: a compiled cycle loop over the model's numpy state.
  *
- * docs/architecture.md is the contract; golden_model/array.py (the vectorized engine) is the
- * second, independent implementation it is checked against. Every constant of the spec comes
- * from "spec.h", generated from the tessera package by golden_model/fast/build.py.
+ * docs/architecture.md is the contract; tessera/golden_model/array.py (the vectorized engine)
+ * is the second, independent implementation it is checked against. Every constant of the spec comes
+ * from "spec.h", generated from the tessera package by tessera/golden_model/fast/build.py.
  *
  * The file has three layers, kept apart on purpose:
  *   1. ISA semantics   (decode, isa_exec): word + context registers + tile SRAM -> effects
@@ -327,7 +327,7 @@ static inline int isa_exec(Exec *e, u32 w, const Dec *d) {
 
 /* ==================================================================== 2. timing machinery */
 
-/* The model's state: numpy arrays owned by golden_model.Array (see fast/array.py for the
+/* The model's state: numpy arrays owned by tessera.golden_model.Array (see fast/run.py for the
  * order of the pointer table) plus scratch arrays rebuilt at every call. */
 typedef struct {
     i64 n, t, nbytes, words, lat, sync_lat;
