@@ -82,8 +82,8 @@ def run_fast(arr, max_cycles: int) -> None:
         (s["tev"], i64), (s["cnt"], i64), (s["arrived"], u8), (s["nrun_ctx"], i64),
         (s["tiles4"], i64), (s["ulog"], u32), (s["ckpt"], u8),
     ]
-    ptrs = np.array([_check(a, dt, str(i)).ctypes.data for i, (a, dt) in enumerate(arrays)],
-                    dtype=np.uint64)
+    ptrs = np.array([_check(a, dt, str(i)).__array_interface__["data"][0]
+                     for i, (a, dt) in enumerate(arrays)], dtype=np.uint64)
     g = np.array([n, arr.t, arr.nbytes, arr.config.exchange_latency, arr.config.sync_latency,
                   arr._cycle, int(max_cycles), arr._live, arr._release, int(arr._armed),
                   x.next_cycle, 0, s["ulog"].size // 2, 0, 0], dtype=np.int64)
