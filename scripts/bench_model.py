@@ -7,6 +7,7 @@ Thin wrapper: the programs and timing functions live in tessera/cli/bench/model.
 ``tessera bench --only model``, which adds the tile sweep and unicorn).
 
 Usage: .venv/bin/python scripts/bench_model.py [--iters N] [--tiles N] [--scalar-cycles N]
+       [--engine fast|vector]
 """
 
 from __future__ import annotations
@@ -33,20 +34,23 @@ def main(argv=None) -> None:
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--scalar-cycles", type=int, default=300,
                     help="cycles run by the scalar interpreter to measure its rate")
+    ap.add_argument("--engine", choices=("fast", "vector"), default="fast",
+                    help="golden-model engine (default fast)")
     args = ap.parse_args(argv)
     cfg = ArrayConfig(tiles=args.tiles, contexts=args.contexts, sram_bytes=64 * 1024)
     words = program(args.iters)
 
-    rate, dt, insns, arr = time_model(cfg, words)
-    print(f"vectorized model: {cfg.tiles} tiles x {cfg.contexts} contexts, {arr.cycle} cycles, "
+    name = {"fast": "fast engine", "vector": "vectorized engine"}[args.engine]
+    rate, dt, insns, arr = time_model(cfg, words, engine=args.engine)
+    print(f"{name}: {cfg.tiles} tiles x {cfg.contexts} contexts, {arr.cycle} cycles, "
           f"{insns} tile-instructions in {dt:.2f} s = {rate / 1e6:.2f} M tile-instructions/s")
-    drate, ddt, dins, _ = time_model(cfg, divergent_program(args.iters))
-    print(f"vectorized model, divergent (odd/even tiles run different code): {dins} "
+    drate, ddt, dins, _ = time_model(cfg, divergent_program(args.iters), engine=args.engine)
+    print(f"{name}, divergent (odd/even tiles run different code): {dins} "
           f"tile-instructions in {ddt:.2f} s = {drate / 1e6:.2f} M tile-instructions/s")
 
     srate, sdt, sins, sc = time_scalar(cfg, words, args.scalar_cycles)
     # same state after the same number of cycles (independent formulation check)
-    check = Array(cfg)
+    check = Array(cfg, engine=args.engine)
     check.write_mem(None, 0, asm.program(words))
     check.run(args.scalar_cycles)
     same = np.array_equal(check.regs, sc.regs_array())

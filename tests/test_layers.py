@@ -15,11 +15,12 @@ PKG = Path(__file__).resolve().parents[1] / "tessera"
 
 #: For each layer (a sub-package of tessera), the tessera sub-packages/modules it may import.
 #: ``tessera.backends`` is the backend registry (entry points), ``paths``/``output`` are
-#: standard-library-only helpers; ``cli`` (CLI, demo, bench) may import everything.
+#: standard-library-only helpers (the golden model's fast engine caches its compiled library
+#: under ``paths.cache_root()``); ``cli`` (CLI, demo, bench) may import everything.
 ALLOWED = {
     "spec": {"spec"},
     "hdl": {"spec", "hdl"},
-    "golden_model": {"spec", "golden_model", "backends"},
+    "golden_model": {"spec", "golden_model", "backends", "paths"},
     "toolchain": {"spec", "toolchain", "golden_model", "backends", "paths", "output"},
     "tb": {"spec", "tb", "hdl", "golden_model", "toolchain", "backends", "paths"},
 }

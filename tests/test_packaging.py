@@ -48,6 +48,11 @@ def test_wheel_carries_the_toolchain_files(wheel):
     assert not missing, f"not in the wheel: {missing}"
 
 
+def test_wheel_carries_the_fast_engine_source(wheel):
+    # the golden model's fast engine is compiled from this file on first use
+    assert "tessera/golden_model/fast/engine.c" in set(zipfile.ZipFile(wheel).namelist())
+
+
 def test_wheel_entry_points(wheel):
     z = zipfile.ZipFile(wheel)
     (ep,) = [n for n in z.namelist() if n.endswith(".dist-info/entry_points.txt")]
@@ -76,3 +81,5 @@ def test_wheel_in_a_fresh_venv_runs_the_model_demo(wheel, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "match: yes" in r.stdout
     assert list(empty.iterdir()) == []          # nothing written where the user stands
+    # the demo ran on the fast engine, compiled into the user cache
+    assert list((tmp_path / "cache" / "fastmodel").glob("*/engine.so"))

@@ -40,7 +40,40 @@ from .decode import ROW_OF, Op, decode
 from .exchange import ExchangeEngine
 from .memory import Sram
 
-__all__ = ["Array"]
+__all__ = ["Array", "ENGINES"]
+
+#: The engines of :class:`Array` (``engine=``).
+ENGINES = ("fast", "vector")
+_WARNED = []
+
+
+def _choose_engine(engine: str | None, trace: bool) -> str:
+    """Resolve ``Array(engine=...)``; see :class:`Array`."""
+    import os
+    explicit = engine is not None
+    if engine is None:
+        engine = os.environ.get("TESSERA_MODEL_ENGINE") or ("vector" if trace else "fast")
+    if engine not in ENGINES:
+        raise ValueError(f"Array: engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    if engine == "fast":
+        if trace:
+            if explicit:
+                raise ValueError("Array: trace=True needs engine='vector' (the fast engine "
+                                 "does not record retire traces)")
+            return "vector"
+        from .fast import FastEngineUnavailable, library
+        try:
+            library()
+        except FastEngineUnavailable as e:
+            if explicit:
+                raise
+            if not _WARNED:
+                import warnings
+                warnings.warn(f"{e}\ngolden_model: using the vectorized engine", RuntimeWarning,
+                              stacklevel=3)
+                _WARNED.append(True)
+            return "vector"
+    return engine
 
 _NEVER = np.iinfo(np.int64).max
 _U32 = np.uint32
@@ -76,11 +109,20 @@ class Array:
         Geometry (N tiles, T contexts, SRAM bytes, exchange latency L).
     trace : bool
         Record one retire record per retired instruction in :attr:`trace` (slow: a Python
-        dict per instruction; use for small runs).
+        dict per instruction; use for small runs). Tracing runs the vectorized engine.
+    engine : {None, "fast", "vector"}
+        Which implementation runs :meth:`run`: ``"fast"``, the compiled cycle loop of
+        :mod:`tessera.golden_model.fast`, or ``"vector"``, the numpy implementation of this module
+        (one vectorized step per cycle over all tiles). Both are bit- and cycle-exact and
+        share this object's state. None (default): ``$TESSERA_MODEL_ENGINE`` if set, else
+        ``"vector"`` with ``trace=True`` and ``"fast"`` otherwise (``"vector"`` with a
+        warning if the fast engine cannot be built here).
 
     Members
     -------
     config : ArrayConfig
+    engine : str
+        ``"fast"`` or ``"vector"``, the engine chosen at construction.
     trace : list of dict or None
         Retire records in retire order (cycle, then tile), keys ``cycle`` (issue cycle),
         ``tile``, ``context``, ``pc``, ``insn``, ``rd`` (None when no register is written or
@@ -98,11 +140,12 @@ class Array:
     "stopped" between :meth:`run` calls, so host SRAM access is always allowed (§9).
     """
 
-    def __init__(self, config: ArrayConfig, trace: bool = False):
+    def __init__(self, config: ArrayConfig, trace: bool = False, engine: str | None = None):
         if not isinstance(config, ArrayConfig):
             raise TypeError(f"Array: config must be a tessera.spec.config.ArrayConfig, "
                             f"not {type(config).__name__}")
         self.config = config
+        self.engine = _choose_engine(engine, bool(trace))
         self.n = config.tiles
         self.t = config.contexts
         self.nbytes = config.sram_bytes
@@ -262,6 +305,10 @@ class Array:
             raise ValueError(f"run: max_cycles must be a non-negative int, not {max_cycles!r}")
         if self._status in (RunStatus.HALTED, RunStatus.FAULT):
             return self._result()
+        if self.engine == "fast":
+            from .fast.run import run_fast
+            run_fast(self, max_cycles)
+            return self._finish()
         T = self.t
         x = self._x
         k = self._cycle
@@ -281,6 +328,9 @@ class Array:
                 if nxt > k:
                     k = int(nxt)
         self._cycle = k
+        return self._finish()
+
+    def _finish(self) -> RunResult:
         if self._stop:
             self._status = (RunStatus.FAULT if any(f is not None for f in self._faults)
                             else RunStatus.HALTED)

@@ -39,7 +39,7 @@ from . import verilator_env
 
 __all__ = ["REPO_ROOT", "cache_root", "source_digest", "RtlModel", "build_model", "build_array",
            "build_sync_controller", "RtlRunError", "CLOCK_PERIOD_NS", "VERILATOR_ARGS",
-           "public_ports_config"]
+           "public_ports_config", "array_build_cached"]
 
 #: The directory that holds the ``tessera`` package (a checkout's root, or site-packages).
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -311,6 +311,34 @@ def public_ports_config(verilog: str, top: str = TOPLEVEL) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _build_key(design, config, sources, waves, extra_args, public_ports_only):
+    """(build directory, key, key document, Verilator args) of a :func:`build_model` call."""
+    inst = verilator_env.ensure()
+    args = [*VERILATOR_ARGS, *extra_args]
+    if waves == "fst":
+        args.append("--trace-fst")
+    if public_ports_only:
+        # cocotb's runner always passes --public-flat-rw, which makes every signal of the
+        # design VPI-visible and keeps Verilator from optimising it (3-5x slower). The
+        # testbenches only touch the top-level ports, so switch it off again and mark just
+        # those public through a Verilator configuration file (PUBLIC_PORTS_VLT).
+        args.append("--no-public-flat-rw")
+    # the preset name does not change the hardware: `--tiles 4` reuses the `small` build
+    hw = {k: v for k, v in config.to_dict().items() if k != "name"}
+    key_doc = {"design": design, "config": hw, "waves": waves, "args": args,
+               "public": "ports" if public_ports_only else "all", "zero_init": "stripped",
+               "verilator": inst.version, "src": source_digest(sources)}
+    key = hashlib.sha256(json.dumps(key_doc, sort_keys=True).encode()).hexdigest()[:16]
+    return cache_root() / f"{design}-{config.tiles}t{config.contexts}c-{key}", key, key_doc, args
+
+
+def array_build_cached(config: ArrayConfig) -> bool:
+    """True if :func:`build_array` ``(config)`` would reuse a finished build of the current
+    sources in :func:`cache_root` (no build is started)."""
+    build_dir = _build_key("array", config, DESIGN_SOURCES, None, (), True)[0]
+    return (build_dir / "build_ok.json").exists()
+
+
 def build_model(design: str, config: ArrayConfig, elaborate: Callable[[], object],
                 sources: Iterable[str | Path], *, waves: str | None = None,
                 extra_args: Iterable[str] = (), public_ports_only: bool = True) -> RtlModel:
@@ -354,25 +382,10 @@ def build_model(design: str, config: ArrayConfig, elaborate: Callable[[], object
     if waves == "fst" and not lz4_available():
         raise RtlRunError("--waves fst needs the lz4.h header for Verilator's FST writer, which "
                           "the C++ compiler cannot find; use --waves vcd or install liblz4-dev")
-    inst = verilator_env.ensure()
     from cocotb_tools.runner import get_runner
 
-    args = [*VERILATOR_ARGS, *extra_args]
-    if waves == "fst":
-        args.append("--trace-fst")
-    if public_ports_only:
-        # cocotb's runner always passes --public-flat-rw, which makes every signal of the
-        # design VPI-visible and keeps Verilator from optimising it (3-5x slower). The
-        # testbenches only touch the top-level ports, so switch it off again and mark just
-        # those public through a Verilator configuration file (PUBLIC_PORTS_VLT).
-        args.append("--no-public-flat-rw")
-    # the preset name does not change the hardware: `--tiles 4` reuses the `small` build
-    hw = {k: v for k, v in config.to_dict().items() if k != "name"}
-    key_doc = {"design": design, "config": hw, "waves": waves, "args": args,
-               "public": "ports" if public_ports_only else "all", "zero_init": "stripped",
-               "verilator": inst.version, "src": source_digest(sources)}
-    key = hashlib.sha256(json.dumps(key_doc, sort_keys=True).encode()).hexdigest()[:16]
-    build_dir = cache_root() / f"{design}-{config.tiles}t{config.contexts}c-{key}"
+    build_dir, key, key_doc, args = _build_key(design, config, sources, waves, extra_args,
+                                               public_ports_only)
     stamp = build_dir / "build_ok.json"
     runner = get_runner("verilator")
     runner.log.setLevel(logging.WARNING)

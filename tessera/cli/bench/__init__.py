@@ -4,8 +4,9 @@ One module per benchmark; each has ``run(quick: bool) -> Section`` and is listed
 :data:`BENCHMARKS`:
 
 ===========  =================================================================
-``model``    golden-model tile-instructions/s vs tiles; ratio to the scalar Python
-             interpreter and to unicorn running the same RV32IM program tile by tile
+``model``    golden-model tile-instructions/s vs tiles (fast and vectorized engines); ratio
+             to the scalar Python interpreter, to unicorn and to Verilator (N ≤ 64) on the
+             same RV32IM program; the demo on the model; peak memory at gc2_like
 ``rtl``      Verilator (cocotb) tile-cycles/s and build time vs tiles; ratio to the
              Amaranth Python simulator
 ``sync``     ARRAY-barrier latency (last arrival → release) on the RTL vs tiles

@@ -122,15 +122,48 @@ def load_digits_split(config: DigitsConfig = DigitsConfig()):
     x_train, x_test : ndarray of uint8, shape [B, 64], values 0..16
     y_train, y_test : ndarray of int64, shape [B], labels 0..9
     """
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
+    key = (config.test_size, config.split_seed)
+    if key in _SPLITS:
+        return tuple(a.copy() for a in _SPLITS[key])
+    path = _split_cache_path(config)
+    try:
+        with np.load(path) as z:
+            split = (z["x_train"], z["x_test"], z["y_train"], z["y_test"])
+    except (OSError, KeyError, ValueError):
+        split = None
+    if split is None:
+        from sklearn.datasets import load_digits
+        from sklearn.model_selection import train_test_split
 
-    data = load_digits()
-    x = data.data.astype(np.uint8)
-    y = data.target.astype(np.int64)
-    x_tr, x_te, y_tr, y_te = train_test_split(
-        x, y, test_size=config.test_size, random_state=config.split_seed, stratify=y)
-    return x_tr, x_te, y_tr, y_te
+        data = load_digits()
+        x = data.data.astype(np.uint8)
+        y = data.target.astype(np.int64)
+        split = tuple(train_test_split(
+            x, y, test_size=config.test_size, random_state=config.split_seed, stratify=y))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
+            np.savez(tmp, x_train=split[0], x_test=split[1], y_train=split[2], y_test=split[3])
+            os.replace(tmp, path)
+        except OSError:
+            pass                        # an unwritable cache only costs the sklearn import
+    _SPLITS[key] = split
+    return tuple(a.copy() for a in split)
+
+
+_SPLITS: dict = {}
+
+
+def _split_cache_path(config: DigitsConfig) -> Path:
+    """Cache file of the split: scikit-learn is imported only on a miss (it takes ~1.5 s)."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        skl = version("scikit-learn")
+    except PackageNotFoundError:
+        skl = "none"
+    blob = json.dumps({"test_size": config.test_size, "split_seed": config.split_seed,
+                       "sklearn": skl}, sort_keys=True)
+    return cache_root() / f"digits-split-{hashlib.sha256(blob.encode()).hexdigest()[:16]}.npz"
 
 
 def _check_pixels(where: str, x) -> np.ndarray:

@@ -1,0 +1,21 @@
+"""The fast engine of the golden model: a compiled (C, built with the ``ziglang`` wheel's
+``zig cc``) cycle loop over the same numpy state as the vectorized engine.
+
+:class:`tessera.golden_model.Array` uses it by default (``engine="fast"``); ``engine="vector"`` runs
+the vectorized numpy implementation (``tessera/golden_model/array.py``), kept as a second,
+independent implementation that the tests check this one against. The trace mode
+(``trace=True``) always runs the vectorized engine.
+"""
+
+from .build import FastEngineUnavailable, library
+
+__all__ = ["FastEngineUnavailable", "library", "available"]
+
+
+def available() -> bool:
+    """True if the fast engine can be built and loaded here."""
+    try:
+        library()
+    except FastEngineUnavailable:
+        return False
+    return True

@@ -1,0 +1,870 @@
+/* Tessera golden model, fast engine: a compiled cycle loop over the model's numpy state.
+ *
+ * docs/architecture.md is the contract; tessera/golden_model/array.py (the vectorized engine)
+ * is the second, independent implementation it is checked against. Every constant of the spec comes
+ * from "spec.h", generated from the tessera package by tessera/golden_model/fast/build.py.
+ *
+ * The file has three layers, kept apart on purpose:
+ *   1. ISA semantics   (decode, isa_exec): word + context registers + tile SRAM -> effects
+ *                       (register/pc/memory writes and an outcome code). No timing in here.
+ *   2. Timing machinery (schedule, tile_events, do_release, exchange_step, issue): issue
+ *                       slots, the visibility delay of state changes, division turns, the
+ *                       fetch-after-store rule, barriers (§5), exchange (§6), faults (§7),
+ *                       counters (§8).
+ *   3. The run loop     (tsr_run). Tiles interact only at an ARRAY release, in exchange
+ *                       phases, through faults (which stop every tile at the end of the
+ *                       faulting cycle) and at the end of the run. Outside exchange phases
+ *                       and pending releases the loop runs **windows**: each tile alone runs
+ *                       ahead up to W cycles (its registers, code and data stay in cache),
+ *                       then the window is resolved: the last ecall of the array ends the run
+ *                       at that cycle, the last arrival at the ARRAY barrier arms the release
+ *                       (arrived tiles are idle, so the clock is simply set to the release),
+ *                       and a fault rolls the window back (checkpoint + SRAM undo log) and
+ *                       re-runs it in lock step. Exchange phases and pending releases run in
+ *                       **lock step**: one global cycle at a time over every tile, skipping
+ *                       cycles in which nobody can issue.
+ *
+ * Freestanding C (no libc): built with `zig cc -nostdlib -shared`, called through ctypes.
+ */
+#include <stdint.h>
+#include "spec.h"
+
+typedef uint8_t u8;
+typedef int8_t i8;
+typedef uint16_t u16;
+typedef int16_t i16;
+typedef uint32_t u32;
+typedef int32_t i32;
+typedef uint64_t u64;
+typedef int64_t i64;
+
+#define NEVER INT64_MAX
+#define M32 0xFFFFFFFFu
+
+/* ======================================================================= 1. ISA semantics */
+
+typedef struct {
+    i32 op;
+    u32 rd, rs1, rs2;
+    u32 imm;             /* sign-extended immediate; CSR number for CSR ops; shamt for shifts */
+} Dec;
+
+static inline u32 sext(u32 v, int bits) {
+    u32 m = 1u << (bits - 1);
+    v &= (bits == 32) ? M32 : ((1u << bits) - 1);
+    return (v ^ m) - m;
+}
+
+/* Decode one word (docs/architecture.md §3.1 legal-encoding table, §3.2 CSR legality). */
+static Dec decode(u32 w) {
+    Dec d = {OP_ILLEGAL, 0, 0, 0, w};
+    u32 opcode = w & 0x7F, rd = w >> 7 & 31, f3 = w >> 12 & 7, rs1 = w >> 15 & 31,
+        rs2 = w >> 20 & 31, f7 = w >> 25;
+    u32 imm_i = sext(w >> 20, 12);
+    switch (opcode) {
+    case OPC_LUI: d.op = OP_LUI; d.rd = rd; d.imm = w & 0xFFFFF000u; return d;
+    case OPC_AUIPC: d.op = OP_AUIPC; d.rd = rd; d.imm = w & 0xFFFFF000u; return d;
+    case OPC_JAL:
+        d.op = OP_JAL; d.rd = rd;
+        d.imm = sext((w >> 31 & 1) << 20 | (w >> 12 & 0xFF) << 12 | (w >> 20 & 1) << 11
+                     | (w >> 21 & 0x3FF) << 1, 21);
+        return d;
+    case OPC_JALR:
+        if (f3 != 0) return d;
+        d.op = OP_JALR; d.rd = rd; d.rs1 = rs1; d.imm = imm_i; return d;
+    case OPC_BRANCH: {
+        static const i32 br[8] = {OP_BEQ, OP_BNE, -1, -1, OP_BLT, OP_BGE, OP_BLTU, OP_BGEU};
+        if (br[f3] < 0) return d;
+        d.op = br[f3]; d.rs1 = rs1; d.rs2 = rs2;
+        d.imm = sext((w >> 31 & 1) << 12 | (w >> 7 & 1) << 11 | (w >> 25 & 0x3F) << 5
+                     | (w >> 8 & 0xF) << 1, 13);
+        return d;
+    }
+    case OPC_LOAD: {
+        static const i32 ld[8] = {OP_LB, OP_LH, OP_LW, -1, OP_LBU, OP_LHU, -1, -1};
+        if (ld[f3] < 0) return d;
+        d.op = ld[f3]; d.rd = rd; d.rs1 = rs1; d.imm = imm_i; return d;
+    }
+    case OPC_STORE: {
+        static const i32 st[8] = {OP_SB, OP_SH, OP_SW, -1, -1, -1, -1, -1};
+        if (st[f3] < 0) return d;
+        d.op = st[f3]; d.rs1 = rs1; d.rs2 = rs2; d.imm = sext((w >> 25) << 5 | (w >> 7 & 31), 12);
+        return d;
+    }
+    case OPC_OP_IMM: {
+        static const i32 opi[8] = {OP_ADDI, -1, OP_SLTI, OP_SLTIU, OP_XORI, -1, OP_ORI, OP_ANDI};
+        d.rd = rd; d.rs1 = rs1;
+        if (opi[f3] >= 0) { d.op = opi[f3]; d.imm = imm_i; return d; }
+        d.imm = rs2;
+        if (f3 == 1 && f7 == 0) { d.op = OP_SLLI; return d; }
+        if (f3 == 5 && f7 == 0) { d.op = OP_SRLI; return d; }
+        if (f3 == 5 && f7 == 0x20) { d.op = OP_SRAI; return d; }
+        d.rd = d.rs1 = 0; d.imm = w; return d;
+    }
+    case OPC_OP: {
+        static const i32 op0[8] = {OP_ADD, OP_SLL, OP_SLT, OP_SLTU, OP_XOR, OP_SRL, OP_OR, OP_AND};
+        static const i32 opm[8] = {OP_MUL, OP_MULH, OP_MULHSU, OP_MULHU, OP_DIV, OP_DIVU, OP_REM,
+                                   OP_REMU};
+        i32 op = -1;
+        if (f7 == 0) op = op0[f3];
+        else if (f7 == 0x20 && f3 == 0) op = OP_SUB;
+        else if (f7 == 0x20 && f3 == 5) op = OP_SRA;
+        else if (f7 == 1) op = opm[f3];
+        if (op < 0) return d;
+        d.op = op; d.rd = rd; d.rs1 = rs1; d.rs2 = rs2; d.imm = 0; return d;
+    }
+    case OPC_MISC_MEM:
+        if (f3 == 0) { d.op = OP_FENCE; d.imm = 0; }
+        return d;
+    case OPC_SYSTEM: {
+        if (w == INSN_ECALL) { d.op = OP_ECALL; d.imm = 0; return d; }
+        if (w == INSN_EBREAK) { d.op = OP_EBREAK; d.imm = 0; return d; }
+        static const i32 csr[8] = {-1, OP_CSRRW, OP_CSRRS, OP_CSRRC, -1, OP_CSRRWI, OP_CSRRSI,
+                                   OP_CSRRCI};
+        if (csr[f3] < 0) return d;
+        u32 num = w >> 20;
+        int writes = f3 == 1 || f3 == 5 || rs1 != 0;
+        if (!csr_known(num) || (writes && csr_read_only(num))) return d;
+        d.op = csr[f3]; d.rd = rd; d.rs1 = rs1; d.imm = num; return d;
+    }
+    case OPC_CUSTOM_0:
+        if (f7 == 0 && f3 == FUNCT3_DOT4) { d.op = OP_DOT4; }
+        else if (f7 == 0 && f3 == FUNCT3_DOT4SU) { d.op = OP_DOT4SU; }
+        else return d;
+        d.rd = rd; d.rs1 = rs1; d.rs2 = rs2; d.imm = 0; return d;
+    case OPC_CUSTOM_1:
+        if (w == INSN_SYNC_TILE) { d.op = OP_SYNC_TILE; d.imm = 0; }
+        else if (w == INSN_SYNC_ARRAY) { d.op = OP_SYNC_ARRAY; d.imm = 0; }
+        return d;
+    }
+    return d;
+}
+
+static inline int is_div_op(i32 op) {
+    return op == OP_DIV || op == OP_DIVU || op == OP_REM || op == OP_REMU;
+}
+
+/* Two-operand ALU ops (register and immediate forms), §3.1 incl. table 7.1. */
+static inline u32 alu(i32 op, u32 a, u32 b) {
+    switch (op) {
+    case OP_ADD: case OP_ADDI: return a + b;
+    case OP_SUB: return a - b;
+    case OP_SLL: case OP_SLLI: return a << (b & 31);
+    case OP_SRL: case OP_SRLI: return a >> (b & 31);
+    case OP_SRA: case OP_SRAI: return (u32)((i32)a >> (b & 31));
+    case OP_SLT: case OP_SLTI: return (i32)a < (i32)b;
+    case OP_SLTU: case OP_SLTIU: return a < b;
+    case OP_XOR: case OP_XORI: return a ^ b;
+    case OP_OR: case OP_ORI: return a | b;
+    case OP_AND: case OP_ANDI: return a & b;
+    case OP_MUL: return a * b;
+    case OP_MULH: return (u32)((u64)((i64)(i32)a * (i64)(i32)b) >> 32);
+    case OP_MULHSU: return (u32)((u64)((i64)(i32)a * (i64)(u64)b) >> 32);
+    case OP_MULHU: return (u32)(((u64)a * (u64)b) >> 32);
+    case OP_DIV:
+        if (b == 0) return M32;
+        if (a == 0x80000000u && b == M32) return 0x80000000u;
+        return (u32)((i32)a / (i32)b);
+    case OP_DIVU: return b == 0 ? M32 : a / b;
+    case OP_REM:
+        if (b == 0) return a;
+        if (a == 0x80000000u && b == M32) return 0;
+        return (u32)((i32)a % (i32)b);
+    case OP_REMU: return b == 0 ? a : a % b;
+    }
+    return 0;
+}
+
+static inline u32 dot4(u32 acc, u32 a, u32 b, int b_signed) {
+    i32 s = 0;
+    for (int i = 0; i < 4; i++) {
+        i32 x = (i8)(a >> (8 * i));
+        i32 y = b_signed ? (i32)(i8)(b >> (8 * i)) : (i32)(u8)(b >> (8 * i));
+        s += x * y;
+    }
+    return acc + (u32)s;
+}
+
+/* What an instruction asks of the timing layer. */
+enum { R_RETIRE = 0, R_FAULT, R_ECALL, R_SYNC_TILE, R_SYNC_ARRAY };
+
+/* The architectural view one instruction executes against. */
+typedef struct {
+    u32 *x;          /* the context's 32 registers (x0 stays 0) */
+    u32 *mem;        /* the tile's SRAM, words */
+    i64 nbytes;
+    u32 pc;          /* issue pc */
+    u32 npc;         /* out: next pc */
+    /* CSR inputs */
+    i64 cycle, tile, ctx, ntiles, nctx;
+    u64 instret;
+    u32 *xprog;      /* the tile's xprog CSR */
+    /* outputs */
+    u32 cause, faddr;         /* R_FAULT */
+    i64 st_widx;              /* a store: word index written (-1: none) ... */
+    u32 st_old;               /* ... and the word before the store */
+    u32 macs;
+} Exec;
+
+static inline void wr(u32 *x, u32 rd, u32 v) { if (rd) x[rd] = v; }
+
+#define FAULT(c, a) do { e->cause = (c); e->faddr = (a); return R_FAULT; } while (0)
+
+/* Execute decoded ``d`` (word ``w``): register, pc, SRAM and xprog effects, and the outcome.
+ * A faulting instruction has no effect. */
+static inline int isa_exec(Exec *e, u32 w, const Dec *d) {
+    u32 *x = e->x;
+    u32 pc = e->pc;
+    e->npc = pc + 4;
+    i32 op = d->op;
+    switch (op) {
+    /* one case per ALU op, so that alu() folds to a single operation (one dispatch) */
+#define ALU_R(o) case o: wr(x, d->rd, alu(o, x[d->rs1], x[d->rs2])); return R_RETIRE;
+#define ALU_I(o) case o: wr(x, d->rd, alu(o, x[d->rs1], d->imm)); return R_RETIRE;
+    ALU_R(OP_ADD) ALU_R(OP_SUB) ALU_R(OP_SLL) ALU_R(OP_SLT) ALU_R(OP_SLTU) ALU_R(OP_XOR)
+    ALU_R(OP_SRL) ALU_R(OP_SRA) ALU_R(OP_OR) ALU_R(OP_AND) ALU_R(OP_MUL) ALU_R(OP_MULH)
+    ALU_R(OP_MULHSU) ALU_R(OP_MULHU) ALU_R(OP_DIV) ALU_R(OP_DIVU) ALU_R(OP_REM) ALU_R(OP_REMU)
+    ALU_I(OP_ADDI) ALU_I(OP_SLTI) ALU_I(OP_SLTIU) ALU_I(OP_XORI) ALU_I(OP_ORI) ALU_I(OP_ANDI)
+    ALU_I(OP_SLLI) ALU_I(OP_SRLI) ALU_I(OP_SRAI)
+#undef ALU_R
+#undef ALU_I
+    case OP_LUI: wr(x, d->rd, d->imm); return R_RETIRE;
+    case OP_AUIPC: wr(x, d->rd, pc + d->imm); return R_RETIRE;
+    case OP_LB: case OP_LH: case OP_LW: case OP_LBU: case OP_LHU: {
+        u32 a = x[d->rs1] + d->imm;
+        u32 size = (op == OP_LW) ? 4 : (op == OP_LH || op == OP_LHU) ? 2 : 1;
+        if (a & (size - 1)) FAULT(FAULT_MISALIGNED_LOAD, a);
+        if ((i64)a >= e->nbytes) FAULT(FAULT_ACCESS_FAULT_LOAD, a);
+        u32 v;
+        const u8 *m8 = (const u8 *)e->mem;
+        switch (op) {
+        case OP_LB: v = (u32)(i32)(i8)m8[a]; break;
+        case OP_LBU: v = m8[a]; break;
+        case OP_LH: v = (u32)(i32)(i16)((const u16 *)e->mem)[a >> 1]; break;
+        case OP_LHU: v = ((const u16 *)e->mem)[a >> 1]; break;
+        default: v = e->mem[a >> 2]; break;
+        }
+        wr(x, d->rd, v);
+        return R_RETIRE;
+    }
+    case OP_SB: case OP_SH: case OP_SW: {
+        u32 a = x[d->rs1] + d->imm;
+        u32 size = (op == OP_SW) ? 4 : (op == OP_SH) ? 2 : 1;
+        if (a & (size - 1)) FAULT(FAULT_MISALIGNED_STORE, a);
+        if ((i64)a >= e->nbytes) FAULT(FAULT_ACCESS_FAULT_STORE, a);
+        u32 v = x[d->rs2];
+        e->st_widx = a >> 2;
+        e->st_old = e->mem[a >> 2];
+        if (size == 1) ((u8 *)e->mem)[a] = (u8)v;
+        else if (size == 2) ((u16 *)e->mem)[a >> 1] = (u16)v;
+        else e->mem[a >> 2] = v;
+        return R_RETIRE;
+    }
+    case OP_BEQ: case OP_BNE: case OP_BLT: case OP_BGE: case OP_BLTU: case OP_BGEU: {
+        u32 a = x[d->rs1], b = x[d->rs2];
+        int taken;
+        switch (op) {
+        case OP_BEQ: taken = a == b; break;
+        case OP_BNE: taken = a != b; break;
+        case OP_BLT: taken = (i32)a < (i32)b; break;
+        case OP_BGE: taken = (i32)a >= (i32)b; break;
+        case OP_BLTU: taken = a < b; break;
+        default: taken = a >= b; break;
+        }
+        if (taken) {
+            u32 t = pc + d->imm;
+            if (t & 3) FAULT(FAULT_MISALIGNED_FETCH, t);
+            e->npc = t;
+        }
+        return R_RETIRE;
+    }
+    case OP_JAL: case OP_JALR: {
+        u32 t = (op == OP_JAL) ? pc + d->imm : (x[d->rs1] + d->imm) & ~1u;
+        if (t & 3) FAULT(FAULT_MISALIGNED_FETCH, t);
+        wr(x, d->rd, pc + 4);
+        e->npc = t;
+        return R_RETIRE;
+    }
+    case OP_DOT4: case OP_DOT4SU:
+        wr(x, d->rd, dot4(x[d->rd], x[d->rs1], x[d->rs2], op == OP_DOT4));
+        e->macs = MACS_PER_DOT4;
+        return R_RETIRE;
+    case OP_CSRRW: case OP_CSRRS: case OP_CSRRC: case OP_CSRRWI: case OP_CSRRSI:
+    case OP_CSRRCI: {
+        u32 num = d->imm, old;
+        switch (num) {
+        case CSR_CYCLE: old = (u32)e->cycle; break;
+        case CSR_CYCLEH: old = (u32)((u64)e->cycle >> 32); break;
+        case CSR_INSTRET: old = (u32)e->instret; break;
+        case CSR_INSTRETH: old = (u32)(e->instret >> 32); break;
+        case CSR_TILE_ID: old = (u32)e->tile; break;
+        case CSR_CONTEXT_ID: old = (u32)e->ctx; break;
+        case CSR_TILE_COUNT: old = (u32)e->ntiles; break;
+        case CSR_CONTEXT_COUNT: old = (u32)e->nctx; break;
+        case CSR_SRAM_BYTES: old = (u32)e->nbytes; break;
+        case CSR_XPROG: old = *e->xprog; break;
+        default: old = 0; break;   /* unreachable: decode() made unlisted CSRs illegal */
+        }
+        if (num == CSR_XPROG) {    /* the only writable CSR; decode() rejected RO writes */
+            int imm_form = op == OP_CSRRWI || op == OP_CSRRSI || op == OP_CSRRCI;
+            u32 src = imm_form ? d->rs1 : x[d->rs1];
+            int writes = d->rs1 != 0 || op == OP_CSRRW || op == OP_CSRRWI;
+            u32 nv = (op == OP_CSRRW || op == OP_CSRRWI) ? src
+                   : (op == OP_CSRRS || op == OP_CSRRSI) ? (old | src) : (old & ~src);
+            if (writes) *e->xprog = nv;
+        }
+        wr(x, d->rd, old);
+        return R_RETIRE;
+    }
+    case OP_FENCE: return R_RETIRE;
+    case OP_ECALL: return R_ECALL;
+    case OP_SYNC_TILE: return R_SYNC_TILE;
+    case OP_SYNC_ARRAY: return R_SYNC_ARRAY;
+    case OP_EBREAK: FAULT(FAULT_BREAKPOINT, pc);
+    default: FAULT(FAULT_ILLEGAL_INSTRUCTION, w);
+    }
+}
+
+/* ==================================================================== 2. timing machinery */
+
+/* The model's state: numpy arrays owned by tessera.golden_model.Array (see fast/run.py for the
+ * order of the pointer table) plus scratch arrays rebuilt at every call. */
+typedef struct {
+    i64 n, t, nbytes, words, lat, sync_lat;
+    /* per context [N*T] */
+    u32 *regs;            /* [N*T*32] */
+    u32 *pc;
+    u8 *vis, *pend_state;
+    i64 *pend_cycle;
+    u64 *retired;
+    u32 *exitc;
+    u8 *dturn;
+    u32 *dword;
+    /* per tile [N] */
+    u64 *macs;
+    u32 *xprog;
+    u32 *sram;            /* [N*words] */
+    u8 *xphase;
+    i64 *xphase_end;
+    i8 *cat;
+    i64 *since;
+    i64 *acc;             /* [4*N] */
+    /* exchange engine */
+    u8 *x_inprog;
+    i64 *x_next;
+    i64 *x_ptr;
+    u32 *bus_val;         /* [(L+1)*N] */
+    u8 *bus_valid;
+    i64 *slot_cycle;      /* [L+1] */
+    /* fetch-after-store rule: per tile the cycle of its last store, word index, old word */
+    i64 *st_cycle, *st_widx;
+    u32 *st_old;
+    /* fault records out */
+    u8 *f_has;
+    i64 *f_ctx, *f_cause, *f_pc, *f_addr;
+    /* scratch */
+    i64 *tev;             /* [N] next event cycle of a tile (pending change or xphase end) */
+    i64 *cnt;             /* [N*8] visible contexts per state */
+    u8 *arrived;          /* [N] */
+    i64 *nrun_ctx;        /* [T] tiles whose context c is visibly RUNNING */
+    i64 *tile_live;       /* [N] contexts that have not issued ecall */
+    i64 *e_last;          /* [N] issue cycle of the tile's latest ecall */
+    i64 *arr_cycle;       /* [N] cycle from which the tile is arrived */
+    i64 *lk;              /* [N] a tile's own clock inside a window */
+    u32 *ulog;            /* SRAM undo log of a window: (absolute word index, old word) */
+    i64 ulog_n, ulog_cap;
+    u8 *ckpt;             /* checkpoint of the per-context / per-tile state of a window */
+    /* scalars */
+    i64 nrun, n_wa, n_arrived, n_xphase, next_ev;
+    i64 live, release, armed, stop, xnext;
+    int window;           /* inside a window: ecalls do not stop the run by themselves */
+} Model;
+
+static inline void set_vis(Model *M, i64 i, i64 c, u8 s) {
+    i64 ic = i * M->t + c;
+    u8 old = M->vis[ic];
+    if (old == s) return;
+    M->vis[ic] = s;
+    i64 *cn = M->cnt + i * 8;
+    cn[old]--; cn[s]++;
+    if (old == ST_RUNNING) { M->nrun_ctx[c]--; M->nrun--; }
+    if (s == ST_RUNNING) { M->nrun_ctx[c]++; M->nrun++; }
+    if (old == ST_WAIT_ARRAY) M->n_wa--;
+    if (s == ST_WAIT_ARRAY) M->n_wa++;
+}
+
+/* A state change of context (i, c) visible from ``cycle``. */
+static inline void schedule(Model *M, i64 i, i64 c, i64 cycle, u8 s) {
+    i64 ic = i * M->t + c;
+    M->pend_cycle[ic] = cycle;
+    M->pend_state[ic] = s;
+    if (cycle < M->tev[i]) M->tev[i] = cycle;
+    if (cycle < M->next_ev) M->next_ev = cycle;
+}
+
+static inline int tile_arrived(Model *M, i64 i) {
+    const i64 *cn = M->cnt + i * 8;
+    if (M->xphase[i]) return 0;
+    return (cn[ST_WAIT_ARRAY] > 0 && cn[ST_WAIT_ARRAY] + cn[ST_HALTED] == M->t)
+           || cn[ST_HALTED] == M->t;
+}
+
+static inline void update_arrived(Model *M, i64 i, i64 k) {
+    u8 a = (u8)tile_arrived(M, i);
+    if (a != M->arrived[i]) {
+        M->n_arrived += a ? 1 : -1;
+        M->arrived[i] = a;
+        if (a) M->arr_cycle[i] = k;
+    }
+}
+
+/* §8: the tile's counter category from cycle k on. */
+static inline void recat(Model *M, i64 i, i64 k) {
+    const i64 *cn = M->cnt + i * 8;
+    i8 c;
+    if (M->xphase[i]) c = CAT_EXCHANGE;
+    else if (cn[ST_HALTED] + cn[ST_FAULT] == M->t) c = CAT_HALTED;
+    else if (cn[ST_RUNNING] > 0) c = CAT_COMPUTE;
+    else c = CAT_SYNC;
+    if (c != M->cat[i]) {
+        M->acc[(i64)M->cat[i] * M->n + i] += k - M->since[i];
+        M->since[i] = k;
+        M->cat[i] = c;
+    }
+}
+
+static inline void retev(Model *M, i64 i) {
+    i64 m = M->xphase_end[i];
+    const i64 *pc = M->pend_cycle + i * M->t;
+    for (i64 c = 0; c < M->t; c++) if (pc[c] < m) m = pc[c];
+    M->tev[i] = m;
+}
+
+/* Changes of tile i visible at k, then its barrier decisions and category at k (§5, §8). */
+static void tile_events(Model *M, i64 i, i64 k) {
+    i64 T = M->t, base = i * T;
+    for (i64 c = 0; c < T; c++) {
+        if (M->pend_cycle[base + c] == k) {
+            set_vis(M, i, c, M->pend_state[base + c]);
+            M->pend_cycle[base + c] = NEVER;
+        }
+    }
+    if (M->xphase_end[i] == k) { M->xphase[i] = 0; M->xphase_end[i] = NEVER; M->n_xphase--; }
+    if (!M->armed) {                       /* TILE barrier */
+        const i64 *cn = M->cnt + i * 8;
+        if (cn[ST_WAIT_TILE] > 0 && cn[ST_WAIT_TILE] + cn[ST_HALTED] == T)
+            for (i64 c = 0; c < T; c++)
+                if (M->vis[base + c] == ST_WAIT_TILE) schedule(M, i, c, k + 1, ST_RUNNING);
+    }
+    update_arrived(M, i, k);
+    recat(M, i, k);
+    retev(M, i);
+}
+
+/* END of tile i's exchange phase at cycle e: its WAIT_ARRAY contexts run from e + 1. */
+static void end_exchange(Model *M, i64 i, i64 e) {
+    i64 T = M->t, base = i * T;
+    M->xphase_end[i] = e + 1;
+    if (e + 1 < M->tev[i]) M->tev[i] = e + 1;
+    if (e + 1 < M->next_ev) M->next_ev = e + 1;
+    for (i64 c = 0; c < T; c++)
+        if (M->vis[base + c] == ST_WAIT_ARRAY) schedule(M, i, c, e + 1, ST_RUNNING);
+}
+
+/* ARRAY release at cycle k (§5): every tile starts its exchange phase (§6). */
+static void do_release(Model *M, i64 k) {
+    M->release = NEVER;
+    M->armed = 0;
+    i64 any = 0;
+    M->n_xphase = M->n;
+    for (i64 i = 0; i < M->n; i++) {
+        M->xphase[i] = 1;
+        u32 xp = M->xprog[i];
+        M->x_inprog[i] = xp != 0;
+        M->x_ptr[i] = xp;
+        M->x_next[i] = xp != 0 ? k : NEVER;
+        if (xp != 0) any = 1;
+    }
+    M->xnext = any ? k : NEVER;
+    for (i64 i = 0; i < M->n; i++) {
+        if (M->xprog[i] == 0) end_exchange(M, i, k);
+        update_arrived(M, i, k);
+        recat(M, i, k);
+    }
+}
+
+static void xfault(Model *M, i64 i, i64 pc, i64 addr) {
+    M->f_has[i] = 1; M->f_ctx[i] = -1; M->f_cause[i] = FAULT_EXCHANGE_FAULT;
+    M->f_pc[i] = pc; M->f_addr[i] = addr;
+    M->stop = 1;
+}
+
+/* Every exchange step that starts at cycle k (§6; checks in the order of §6). */
+static void exchange_step(Model *M, i64 k) {
+    i64 n = M->n, L1 = M->lat + 1, nbytes = M->nbytes;
+    i64 slot = k % L1, old = (k - M->lat) % L1;
+    if (old < 0) old += L1;
+    M->slot_cycle[slot] = k;
+    u32 *bv = M->bus_val + slot * n;
+    u8 *bvalid = M->bus_valid + slot * n;
+    for (i64 i = 0; i < n; i++) bvalid[i] = 0;
+    int old_ok = M->slot_cycle[old] == k - M->lat;
+    const u32 *ov = M->bus_val + old * n;
+    const u8 *ovalid = M->bus_valid + old * n;
+    i64 xnext = NEVER;
+    for (i64 i = 0; i < n; i++) {
+        if (!M->x_inprog[i]) continue;
+        if (M->x_next[i] != k) { if (M->x_next[i] < xnext) xnext = M->x_next[i]; continue; }
+        i64 addr = M->x_ptr[i];
+        /* a faulting step has no effect: its sequencer stays at k */
+#define XFAULT(a) { xfault(M, i, addr, (a)); if (k < xnext) xnext = k; continue; }
+        if (addr % STEP_BYTES != 0 || addr >= nbytes || addr < 0) XFAULT(addr);
+        u32 *mem = M->sram + i * M->words;
+        i64 wi = addr >> 2;
+        i64 w0 = mem[wi], w1 = mem[wi + 1];
+        i64 op = w0 >> 30;
+        if (op == XOP_RESERVED) XFAULT(addr);
+        int is_step = op == XOP_STEP;
+        int send_en = is_step && ((w0 >> 29) & 1);
+        int recv_en = is_step && ((w0 >> 28) & 1);
+        i64 send_b = (w0 & X_ADDR_MASK) << 2;
+        int rel = (w1 >> 31) & 1;
+        i64 src = (w1 >> 20) & X_SRC_MASK;
+        i64 recv_b = (w1 & X_ADDR_MASK) << 2;
+        if (send_en && send_b >= nbytes) XFAULT(send_b);
+        if (recv_en && !rel && src >= n) XFAULT(src);
+        if (recv_en && recv_b >= nbytes) XFAULT(recv_b);
+#undef XFAULT
+        /* a send reads the SRAM as after all writes of cycles < k: before this tile's
+         * receive below; other tiles' receives write only their own SRAM */
+        if (send_en) { bv[i] = mem[send_b >> 2]; bvalid[i] = 1; }
+        if (recv_en) {
+            i64 s = rel ? (i + src) % n : src;
+            u32 v = (old_ok && ovalid[s]) ? ov[s] : 0;
+            mem[recv_b >> 2] = v;
+        }
+        M->x_ptr[i] = addr + STEP_BYTES;
+        if (op == XOP_END) {
+            M->x_inprog[i] = 0;
+            M->x_next[i] = NEVER;
+            end_exchange(M, i, k);
+        } else {
+            i64 nx = k + (op == XOP_IDLE ? (w0 & X_ADDR_MASK) + 1 : 1);
+            M->x_next[i] = nx;
+            if (nx < xnext) xnext = nx;
+        }
+    }
+    M->xnext = xnext;
+}
+
+static void ifault(Model *M, i64 i, i64 c, i64 k, u32 cause, u32 pc, u32 addr) {
+    M->f_has[i] = 1; M->f_ctx[i] = c; M->f_cause[i] = cause;
+    M->f_pc[i] = pc; M->f_addr[i] = addr;
+    schedule(M, i, c, k + STATE_VISIBLE_DELAY, ST_FAULT);
+    M->stop = 1;
+}
+
+/* The issue slot of context c on tile i at cycle k (§4). */
+static inline void issue(Model *M, i64 i, i64 c, i64 k) {
+    i64 ic = i * M->t + c;
+    u32 pc = M->pc[ic];
+    if (pc & 3) { ifault(M, i, c, k, FAULT_MISALIGNED_FETCH, pc, pc); return; }
+    if ((i64)pc >= M->nbytes) { ifault(M, i, c, k, FAULT_ACCESS_FAULT_FETCH, pc, pc); return; }
+    u32 *mem = M->sram + i * M->words;
+    i64 widx = pc >> 2;
+    u32 w = mem[widx];
+    /* fetch in F misses a store issued at k-1 (it writes the SRAM at k+1, §4) */
+    if (M->st_cycle[i] == k - 1 && M->st_widx[i] == widx) w = M->st_old[i];
+    Dec d = decode(w);
+    if (is_div_op(d.op)) {                 /* division turns (§4, "Division") */
+        u32 nturn = M->dturn[ic];
+        u32 j = (M->dword[ic] == w && nturn > 0) ? nturn : 0;
+        if (j < DIV_TURNS - 1) { M->dword[ic] = w; M->dturn[ic] = (u8)(j + 1); return; }
+        M->dturn[ic] = 0;
+    } else {
+        M->dturn[ic] = 0;
+    }
+    Exec e;
+    e.x = M->regs + ic * 32;
+    e.mem = mem;
+    e.nbytes = M->nbytes;
+    e.pc = pc;
+    e.cycle = k; e.tile = i; e.ctx = c; e.ntiles = M->n; e.nctx = M->t;
+    e.instret = M->retired[ic];
+    e.xprog = M->xprog + i;
+    e.st_widx = -1;
+    e.macs = 0;
+    int r = isa_exec(&e, w, &d);
+    switch (r) {
+    case R_FAULT: ifault(M, i, c, k, e.cause, pc, e.faddr); return;
+    case R_ECALL:
+        M->exitc[ic] = e.x[10];
+        schedule(M, i, c, k + STATE_VISIBLE_DELAY, ST_HALTED);
+        M->tile_live[i]--;
+        M->e_last[i] = k;
+        if (--M->live == 0 && !M->window) M->stop = 1;
+        break;
+    case R_SYNC_TILE: schedule(M, i, c, k + STATE_VISIBLE_DELAY, ST_WAIT_TILE); break;
+    case R_SYNC_ARRAY: schedule(M, i, c, k + STATE_VISIBLE_DELAY, ST_WAIT_ARRAY); break;
+    default: break;
+    }
+    M->pc[ic] = e.npc;
+    M->retired[ic]++;
+    if (e.macs) M->macs[i] += e.macs;
+    if (e.st_widx >= 0) {
+        M->st_cycle[i] = k; M->st_widx[i] = e.st_widx; M->st_old[i] = e.st_old;
+        if (M->window) {                   /* undo log (window sizes keep it from overflowing) */
+            M->ulog[2 * M->ulog_n] = (u32)(i * M->words + e.st_widx);
+            M->ulog[2 * M->ulog_n + 1] = e.st_old;
+            M->ulog_n++;
+        }
+    }
+}
+
+/* ============================================================================ 3. run loop */
+
+enum {  /* pointer table order (fast/run.py builds it) */
+    P_REGS, P_PC, P_VIS, P_PEND_STATE, P_PEND_CYCLE, P_RETIRED, P_EXIT, P_DTURN, P_DWORD,
+    P_MACS, P_XPROG, P_SRAM, P_XPHASE, P_XPHASE_END, P_CAT, P_SINCE, P_ACC,
+    P_X_INPROG, P_X_NEXT, P_X_PTR, P_BUS_VAL, P_BUS_VALID, P_SLOT_CYCLE,
+    P_ST_CYCLE, P_ST_WIDX, P_ST_OLD,
+    P_F_HAS, P_F_CTX, P_F_CAUSE, P_F_PC, P_F_ADDR,
+    P_TEV, P_CNT, P_ARRIVED, P_NRUN_CTX, P_TILES4, P_ULOG, P_CKPT, P_COUNT
+};
+
+enum {  /* scalar slots (in and out) */
+    G_N, G_T, G_NBYTES, G_LAT, G_SYNC_LAT, G_CYCLE, G_MAX, G_LIVE, G_RELEASE, G_ARMED,
+    G_XNEXT, G_STOP, G_ULOG_CAP, G_WINDOWS, G_ROLLBACKS, G_COUNT
+};
+
+static void copy_bytes(u8 *d, const u8 *s, i64 n) {
+    for (i64 j = 0; j < n; j++) d[j] = s[j];
+}
+
+/* The state a window changes (besides SRAM, which has the undo log): (pointer, bytes). */
+static int ckpt_fields(Model *M, void **ptr, i64 *bytes) {
+    i64 NT = M->n * M->t, N = M->n;
+    int f = 0;
+#define F(p, b) do { ptr[f] = (void *)(p); bytes[f] = (b); f++; } while (0)
+    F(M->regs, NT * 32 * 4); F(M->pc, NT * 4); F(M->vis, NT); F(M->pend_state, NT);
+    F(M->pend_cycle, NT * 8); F(M->retired, NT * 8); F(M->exitc, NT * 4); F(M->dturn, NT);
+    F(M->dword, NT * 4);
+    F(M->macs, N * 8); F(M->xprog, N * 4); F(M->xphase, N); F(M->xphase_end, N * 8);
+    F(M->cat, N); F(M->since, N * 8); F(M->acc, 4 * N * 8);
+    F(M->st_cycle, N * 8); F(M->st_widx, N * 8); F(M->st_old, N * 4);
+    F(M->f_has, N); F(M->tile_live, N * 8); F(M->e_last, N * 8); F(M->arr_cycle, N * 8);
+#undef F
+    return f;
+}
+
+static void ckpt(Model *M, int save) {
+    void *ptr[32];
+    i64 bytes[32];
+    int nf = ckpt_fields(M, ptr, bytes);
+    u8 *b = M->ckpt;
+    for (int f = 0; f < nf; f++) {
+        if (save) copy_bytes(b, ptr[f], bytes[f]);
+        else copy_bytes(ptr[f], b, bytes[f]);
+        b += bytes[f];
+    }
+}
+
+/** Bytes of the checkpoint buffer for N tiles of T contexts. */
+i64 tsr_ckpt_bytes(i64 n, i64 t) {
+    i64 NT = n * t;
+    return NT * (128 + 4 + 1 + 1 + 8 + 8 + 4 + 1 + 4) + n * (8 + 4 + 1 + 8 + 1 + 8 + 32 + 8 + 8 + 4
+                                                            + 1 + 8 + 8 + 8);
+}
+
+/* Derived scratch state (state counts, events, arrivals) from the arrays. */
+static void rebuild(Model *M) {
+    i64 N = M->n, T = M->t;
+    M->nrun = M->n_wa = M->n_arrived = M->n_xphase = 0;
+    M->next_ev = NEVER;
+    for (i64 c = 0; c < T; c++) M->nrun_ctx[c] = 0;
+    for (i64 i = 0; i < N; i++) {
+        i64 *cn = M->cnt + i * 8;
+        for (int s = 0; s < 8; s++) cn[s] = 0;
+        for (i64 c = 0; c < T; c++) {
+            u8 s = M->vis[i * T + c];
+            cn[s]++;
+            if (s == ST_RUNNING) { M->nrun_ctx[c]++; M->nrun++; }
+            if (s == ST_WAIT_ARRAY) M->n_wa++;
+        }
+        M->arrived[i] = (u8)tile_arrived(M, i);
+        M->n_arrived += M->arrived[i];
+        M->n_xphase += M->xphase[i] != 0;
+        retev(M, i);
+        if (M->tev[i] < M->next_ev) M->next_ev = M->tev[i];
+    }
+}
+
+static inline int window_ok(const Model *M) {
+    return M->release == NEVER && M->xnext == NEVER && M->n_xphase == 0;
+}
+
+/* Lock step from cycle k: every tile, one global cycle at a time, until halt/fault, maxc, or
+ * (if ``until_window``) a cycle at which windows may run again. Returns the next cycle. */
+static i64 lockstep(Model *M, i64 k, i64 maxc, int until_window) {
+    i64 N = M->n, T = M->t;
+    i64 c = k % T;
+    while (k < maxc) {
+        if (until_window && window_ok(M)) break;
+        if (k >= M->next_ev) {             /* state changes visible at k, barrier decisions */
+            i64 nx = NEVER;
+            for (i64 i = 0; i < N; i++) {
+                if (M->tev[i] <= k) tile_events(M, i, k);
+                if (M->tev[i] < nx) nx = M->tev[i];
+            }
+            M->next_ev = nx;
+        }
+        if (M->release == k) do_release(M, k);
+        if (!M->armed && M->n_arrived == N && M->n_wa > 0) {
+            M->armed = 1;
+            M->release = k + M->sync_lat;
+        }
+        if (M->xnext == k) exchange_step(M, k);
+        if (M->nrun_ctx[c] > 0) {
+            u8 *vis = M->vis + c;
+            for (i64 i = 0; i < N; i++)
+                if (vis[i * T] == ST_RUNNING) issue(M, i, c, k);
+        }
+        k++;
+        if (++c == T) c = 0;
+        if (M->stop) break;
+        if (M->nrun == 0) {                /* nobody can issue: jump to the next event */
+            i64 nx = M->next_ev;
+            if (M->release < nx) nx = M->release;
+            if (M->xnext < nx) nx = M->xnext;
+            if (maxc < nx) nx = maxc;
+            if (nx > k) { k = nx; c = k % T; }
+        }
+    }
+    return k;
+}
+
+/* Tile i alone from cycle k to k1 (window mode: no release, no exchange). Stops after a
+ * fault, or (``stop_done``) after the tile's last ecall. Sets lk[i]. */
+static void tile_run(Model *M, i64 i, i64 k, i64 k1, int stop_done) {
+    i64 T = M->t;
+    i64 c = k % T;
+    const u8 *vis = M->vis + i * T;
+    const i64 *cn = M->cnt + i * 8;
+    /* a tile done before the window only has visibility changes left: they wait for the
+     * catch-up, which knows where the run ends */
+    if (stop_done && M->tile_live[i] == 0) k1 = k;
+    while (k < k1) {
+        if (M->tev[i] <= k) tile_events(M, i, k);
+        if (vis[c] == ST_RUNNING) {
+            issue(M, i, c, k);
+            if (M->stop || (stop_done && M->tile_live[i] == 0)) { k++; break; }
+        }
+        k++;
+        if (++c == T) c = 0;
+        if (cn[ST_RUNNING] == 0) {          /* nothing to issue: jump to the tile's next event */
+            i64 nx = M->tev[i] < k1 ? M->tev[i] : k1;
+            if (nx > k) { k = nx; c = k % T; }
+        }
+    }
+    M->lk[i] = k;
+}
+
+/* One window [k, k1). Returns the next cycle; sets M->stop at the end of the run. */
+static i64 window(Model *M, i64 k, i64 k1, i64 maxc, i64 *rollbacks) {
+    i64 N = M->n;
+    ckpt(M, 1);
+    i64 live0 = M->live;
+    M->ulog_n = 0;
+    M->window = 1;
+    for (i64 i = 0; i < N && !M->stop; i++) tile_run(M, i, k, k1, 1);
+    M->window = 0;
+    if (M->stop) {                         /* a fault: roll back, re-run in lock step */
+        for (i64 j = M->ulog_n - 1; j >= 0; j--) M->sram[M->ulog[2 * j]] = M->ulog[2 * j + 1];
+        ckpt(M, 0);
+        M->live = live0;
+        M->stop = 0;
+        rebuild(M);
+        (*rollbacks)++;
+        return lockstep(M, k, maxc, 0);
+    }
+    if (M->live == 0) {                    /* the last ecall of the array ends the run */
+        i64 e = -1;
+        for (i64 i = 0; i < N; i++) if (M->e_last[i] > e) e = M->e_last[i];
+        for (i64 i = 0; i < N; i++) if (M->lk[i] < e + 1) tile_run(M, i, M->lk[i], e + 1, 0);
+        M->stop = 1;
+        return e + 1;
+    }
+    for (i64 i = 0; i < N; i++) if (M->lk[i] < k1) tile_run(M, i, M->lk[i], k1, 0);
+    i64 nx = NEVER;
+    for (i64 i = 0; i < N; i++) if (M->tev[i] < nx) nx = M->tev[i];
+    M->next_ev = nx;
+    if (M->n_arrived == N && M->n_wa > 0) {  /* every tile arrived: idle since the last one */
+        i64 ks = 0;
+        for (i64 i = 0; i < N; i++) if (M->arr_cycle[i] > ks) ks = M->arr_cycle[i];
+        M->armed = 1;
+        M->release = ks + M->sync_lat;
+        return M->release < k1 ? M->release : k1;
+    }
+    return k1;
+}
+
+/** Run from cycle g[G_CYCLE] until halt, fault or g[G_MAX]; returns 0.
+ *  On return g[G_CYCLE] is the cycle count C and g[G_STOP] is 1 for halt/fault. */
+i64 tsr_run(void **p, i64 *g) {
+    Model m, *M = &m;
+    M->n = g[G_N]; M->t = g[G_T]; M->nbytes = g[G_NBYTES]; M->words = g[G_NBYTES] / 4;
+    M->lat = g[G_LAT]; M->sync_lat = g[G_SYNC_LAT];
+    M->regs = p[P_REGS]; M->pc = p[P_PC]; M->vis = p[P_VIS]; M->pend_state = p[P_PEND_STATE];
+    M->pend_cycle = p[P_PEND_CYCLE]; M->retired = p[P_RETIRED]; M->exitc = p[P_EXIT];
+    M->dturn = p[P_DTURN]; M->dword = p[P_DWORD]; M->macs = p[P_MACS]; M->xprog = p[P_XPROG];
+    M->sram = p[P_SRAM]; M->xphase = p[P_XPHASE]; M->xphase_end = p[P_XPHASE_END];
+    M->cat = p[P_CAT]; M->since = p[P_SINCE]; M->acc = p[P_ACC];
+    M->x_inprog = p[P_X_INPROG]; M->x_next = p[P_X_NEXT]; M->x_ptr = p[P_X_PTR];
+    M->bus_val = p[P_BUS_VAL]; M->bus_valid = p[P_BUS_VALID]; M->slot_cycle = p[P_SLOT_CYCLE];
+    M->st_cycle = p[P_ST_CYCLE]; M->st_widx = p[P_ST_WIDX]; M->st_old = p[P_ST_OLD];
+    M->f_has = p[P_F_HAS]; M->f_ctx = p[P_F_CTX]; M->f_cause = p[P_F_CAUSE];
+    M->f_pc = p[P_F_PC]; M->f_addr = p[P_F_ADDR];
+    M->tev = p[P_TEV]; M->cnt = p[P_CNT]; M->arrived = p[P_ARRIVED]; M->nrun_ctx = p[P_NRUN_CTX];
+    i64 *t4 = p[P_TILES4];
+    i64 N = M->n, T = M->t;
+    M->tile_live = t4; M->e_last = t4 + N; M->arr_cycle = t4 + 2 * N; M->lk = t4 + 3 * N;
+    M->ulog = p[P_ULOG]; M->ulog_cap = g[G_ULOG_CAP]; M->ulog_n = 0;
+    M->ckpt = p[P_CKPT];
+    M->live = g[G_LIVE]; M->release = g[G_RELEASE]; M->armed = g[G_ARMED];
+    M->xnext = g[G_XNEXT]; M->stop = 0; M->window = 0;
+
+    rebuild(M);
+    for (i64 i = 0; i < N; i++) {          /* live contexts per tile: not (about to be) halted */
+        i64 l = 0;
+        for (i64 c = 0; c < T; c++) {
+            i64 ic = i * T + c;
+            u8 s = M->pend_cycle[ic] != NEVER ? M->pend_state[ic] : M->vis[ic];
+            l += s != ST_HALTED;
+        }
+        M->tile_live[i] = l;
+        M->e_last[i] = -1;
+        M->arr_cycle[i] = M->arrived[i] ? 0 : -1;
+    }
+    /* window length: the undo log holds one store per tile per cycle */
+    i64 W = M->ulog_cap / N;
+    if (W > (1 << 20)) W = 1 << 20;
+    i64 k = g[G_CYCLE], maxc = g[G_MAX], windows = 0, rollbacks = 0;
+    while (k < maxc && !M->stop) {
+        if (!window_ok(M) || W < 8) { k = lockstep(M, k, maxc, W >= 8); continue; }
+        i64 k1 = maxc - k < W ? maxc : k + W;
+        k = window(M, k, k1, maxc, &rollbacks);
+        windows++;
+    }
+    g[G_CYCLE] = k;
+    g[G_LIVE] = M->live; g[G_RELEASE] = M->release; g[G_ARMED] = M->armed;
+    g[G_XNEXT] = M->xnext; g[G_STOP] = M->stop;
+    g[G_WINDOWS] = windows; g[G_ROLLBACKS] = rollbacks;
+    return 0;
+}
+
+/** Decode one word (for the decoder test): out = {op, rd, rs1, rs2, imm}. */
+i64 tsr_decode(u32 w, i64 *out) {
+    Dec d = decode(w);
+    out[0] = d.op; out[1] = d.rd; out[2] = d.rs1; out[3] = d.rs2; out[4] = d.imm;
+    return 0;
+}
