@@ -1,0 +1,91 @@
+"""The importer's codelets (C sources in ``toolchain/onnx/codelets/``) and their fields.
+
+Tensor fields are declared without a dtype: the importer places all activations of a tile in
+one byte arena and passes views of it (see :mod:`toolchain.onnx.lower`). The dense matmul and
+block-sparse matmul inner loops are the kernel library's generated codelets
+(:mod:`toolchain.kernels.matmul`, :mod:`toolchain.kernels.block_sparse`) registered with the
+same fields minus the dtype checks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from toolchain.graph.codelet import Codelet, Field
+
+__all__ = ["codelet", "matmul_codelet", "bsmm_codelet", "SOURCE_DIR"]
+
+SOURCE_DIR = Path(__file__).resolve().parent / "codelets"
+_FLOAT = SOURCE_DIR / "tso_float.c"
+_DATA = SOURCE_DIR / "tso_data.c"
+
+_S = "scalar"
+_FIELDS = {
+    "tso_rqf": (_FLOAT, [("acc", "in"), ("out", "out"), ("params", "in")] +
+                [(n, _S) for n in ("rows", "P", "M", "os_s", "os_p", "os_m", "zp", "ylo", "yhi")]),
+    "tso_quant": (_FLOAT, [("x", "in"), ("y", "out"), ("tab", "in")] +
+                  [(n, _S) for n in ("n", "inner", "C", "qmin")]),
+    "tso_dequant": (_FLOAT, [("x", "in"), ("y", "out"), ("params", "in")] +
+                    [(n, _S) for n in ("n", "inner", "C", "kind")]),
+    "tso_im2col": (_DATA, [("x", "in"), ("p", "out")] +
+                   [(n, _S) for n in ("S", "x_stride", "c0", "cg", "H", "W", "kh", "kw", "sh",
+                                      "sw", "dh", "dw", "pt", "pl", "OH", "OW", "Kp", "padv",
+                                      "xorv")]),
+    "tso_pack": (_DATA, [("src", "in"), ("dst", "out")] +
+                 [(n, _S) for n in ("nmat", "ms", "rows", "cols", "rs", "cs", "Kp", "xorv")]),
+    "tso_rowsum": (_DATA, [("p", "in"), ("s", "out"), ("rows", _S), ("Kp", _S)]),
+    "tso_copy": (_DATA, [("src", "in"), ("dst", "out")] +
+                 [(n, _S) for n in ("esz", "n0", "n1", "n2", "n3", "s0", "s1", "s2", "s3",
+                                    "d0", "d1", "d2", "d3")]),
+    "tso_maxpool": (_DATA, [("x", "in"), ("y", "out")] +
+                    [(n, _S) for n in ("planes", "H", "W", "OH", "OW", "kh", "kw", "sh", "sw",
+                                       "dh", "dw", "pt", "pl", "kind", "lowest")]),
+    "tso_clamp": (_DATA, [("x", "in"), ("y", "out")] + [(n, _S) for n in ("n", "kind", "lo", "hi")]),
+    "tso_binop": (_DATA, [("a", "in"), ("b", "in"), ("y", "out")] +
+                  [(n, _S) for n in ("n", "bn", "op")]),
+    "tso_zpfix": (_DATA, [("acc", "inout"), ("rsum", "in"), ("csum", "in"), ("zw", "in")] +
+                  [(n, _S) for n in ("rows", "cols", "use_r", "use_c", "za")]),
+    "tso_planesum": (_DATA, [("x", "in"), ("s", "out")] +
+                     [(n, _S) for n in ("planes", "hw", "is_signed", "bias")]),
+}
+
+
+def codelet(graph, name: str) -> Codelet:
+    """Register importer codelet ``name`` in ``graph`` once and return it."""
+    if name in graph.codelets:
+        return graph.codelets[name]
+    src, fields = _FIELDS[name]
+    c = Codelet(name, src, tuple(Field(*f) for f in fields))
+    graph.codelets[name] = c
+    return c
+
+
+def matmul_codelet(graph, k: int) -> Codelet:
+    """The kernel library's dense matmul codelet for depth ``k`` (a multiple of 4)."""
+    from toolchain.kernels.matmul import matmul_codelet as lib
+    from toolchain.graph.graph import Graph
+    name = f"tsk_mm_k{k}"
+    if name in graph.codelets:
+        return graph.codelets[name]
+    probe = Graph(graph.config)
+    src = lib(probe, k).source
+    c = Codelet(name, src, tuple(Field(n, kind) for n, kind in (
+        ("a", "in"), ("bt", "in"), ("c", "out"), ("init", "in"), ("rows", _S), ("cols", _S))))
+    graph.codelets[name] = c
+    return c
+
+
+def bsmm_codelet(graph, k: int, bs: int) -> Codelet:
+    """The kernel library's block-sparse matmul codelet for depth ``k`` and block size ``bs``."""
+    from toolchain.kernels.block_sparse import _codelet as lib
+    from toolchain.graph.graph import Graph
+    name = f"tsk_bsmm_k{k}_b{bs}"
+    if name in graph.codelets:
+        return graph.codelets[name]
+    probe = Graph(graph.config)
+    src = lib(probe, k, bs).source
+    c = Codelet(name, src, tuple(Field(n, kind) for n, kind in (
+        ("a", "in"), ("blk", "in"), ("rowoff", "in"), ("plan", "in"), ("c", "out"),
+        ("init", "in"), ("rows", _S), ("cols", _S))))
+    graph.codelets[name] = c
+    return c
