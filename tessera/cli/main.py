@@ -1,6 +1,6 @@
 """The ``tessera`` command line (one function per subcommand; details live in ``tessera/toolchain/``).
 
-Subcommands: cc, objdump, exec, demo, profile, gen, run, bench (``tessera COMMAND --help``;
+Subcommands: cc, objdump, exec, demo, profile, gen, run, onnx, bench (``tessera COMMAND --help``;
 ``tessera --version``; ``python -m tessera`` is the same command).
 
 Exit codes: 0 success (run halted), 2 bad usage or input (one-line message on stderr,
@@ -429,6 +429,22 @@ def cmd_run(args) -> int:
     return EXIT_OK if r["match"] else EXIT_MISMATCH
 
 
+def cmd_onnx(args) -> int:
+    """``tessera onnx MODEL.onnx --inputs IN.npz --out OUT.npz ...``: toolchain/onnx/cli.py."""
+    from toolchain.graph import EngineError
+    from toolchain.onnx.cli import run_cli
+    config = _config(args)
+    _check_rtl(args, config)
+    _check_out_file(args.json, "--json")
+    _check_out_file(args.out, "--out")
+    _check_out_dir(args.profile, "--profile")
+    try:
+        return run_cli(args, config)
+    except EngineError as e:               # a run faulted or timed out
+        print(f"tessera onnx: run failed: {e}", file=sys.stderr)
+        return EXIT_RUN
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser with all subcommands."""
     from tessera import __version__
@@ -593,6 +609,23 @@ def build_parser() -> argparse.ArgumentParser:
     ru.add_argument("--profile", metavar="DIR",
                     help="write profile.png / profile.html / profile.json of the run here")
     ru.set_defaults(func=cmd_run)
+
+    on = sub.add_parser(
+        "onnx", help="import an int8 ONNX model, run it on the array",
+        description="Import an ONNX model (QDQ from onnxruntime.quantization.quantize_static, "
+                    "QOperator, or integer operators), compile it once for the array and run "
+                    "the inputs of IN.npz (batch in the first axis). Exit 0 ok, 2 bad input, "
+                    "3 mismatch (--backend both: rtl != model; --reference: an element "
+                    "differs from onnxruntime).")
+    from toolchain.onnx.cli import add_arguments as onnx_args
+    onnx_args(on)
+    _add_array_args(on)
+    for act in on._actions:
+        if act.dest == "json":
+            act.help = "write the report JSON here ('-' = stdout)"
+        elif act.dest == "max_cycles":
+            act.help = "cycle limit per run (default 200000000)"
+    on.set_defaults(func=cmd_onnx)
 
     be = sub.add_parser(
         "bench", help="run the benchmark suite (docs/performance.md)",

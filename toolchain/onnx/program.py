@@ -333,7 +333,8 @@ def _memory_error(e, low, samples) -> ModelMemoryError:
 
 
 def import_model(source, config=None, *, samples_per_tile=None, constants=None,
-                 batch_mode="auto", sparse="auto", block_size=None) -> OnnxProgram:
+                 batch_mode="auto", sparse="auto", block_size=None,
+                 batch_hint=None) -> OnnxProgram:
     """Load, check, map and compile an ONNX model for a Tessera array.
 
     Parameters
@@ -354,6 +355,9 @@ def import_model(source, config=None, *, samples_per_tile=None, constants=None,
     block_size : int or None
         Block size for the sparsity detection (default: the largest of 16, 8, 4 that the
         weights' zero blocks allow).
+    batch_hint : int or None
+        The batch the program will mostly run: the automatic samples-per-tile choice does not
+        exceed ``ceil(batch_hint / tiles)`` (fewer padding samples per run).
 
     Returns
     -------
@@ -388,5 +392,8 @@ def import_model(source, config=None, *, samples_per_tile=None, constants=None,
         except GraphMemoryError as e:
             raise _memory_error(e, low, s) from None
     else:
-        low, comp = _fit_samples(ir, config, kwargs, MAX_SAMPLES_PER_TILE)
+        cap = MAX_SAMPLES_PER_TILE
+        if batch_hint is not None and ir.batched:
+            cap = max(1, min(cap, -(-int(batch_hint) // config.tiles)))
+        low, comp = _fit_samples(ir, config, kwargs, cap)
     return OnnxProgram(model, ir, low, comp, config, time.monotonic() - t0, name)
