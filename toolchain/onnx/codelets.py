@@ -27,10 +27,12 @@ _FIELDS = {
                   [(n, _S) for n in ("n", "inner", "C", "qmin")]),
     "tso_dequant": (_FLOAT, [("x", "in"), ("y", "out"), ("params", "in")] +
                     [(n, _S) for n in ("n", "inner", "C", "kind")]),
+    "tso_dequant_tab": (_FLOAT, [("x", "in"), ("y", "out"), ("tab", "in")] +
+                        [(n, _S) for n in ("n", "inner", "C")]),
     "tso_im2col": (_DATA, [("x", "in"), ("p", "out")] +
-                   [(n, _S) for n in ("S", "x_stride", "c0", "cg", "H", "W", "kh", "kw", "sh",
-                                      "sw", "dh", "dw", "pt", "pl", "OH", "OW", "Kp", "padv",
-                                      "xorv")]),
+                   [(n, _S) for n in ("S", "x_stride", "c0", "cg", "xc", "xh", "xw", "H", "W",
+                                      "kh", "kw", "sh", "sw", "dh", "dw", "pt", "pl", "OH", "OW",
+                                      "Kp", "padv", "xorv", "order")]),
     "tso_pack": (_DATA, [("src", "in"), ("dst", "out")] +
                  [(n, _S) for n in ("nmat", "ms", "rows", "cols", "rs", "cs", "Kp", "xorv")]),
     "tso_rowsum": (_DATA, [("p", "in"), ("s", "out"), ("rows", _S), ("Kp", _S)]),
@@ -38,8 +40,9 @@ _FIELDS = {
                  [(n, _S) for n in ("esz", "n0", "n1", "n2", "n3", "s0", "s1", "s2", "s3",
                                     "d0", "d1", "d2", "d3")]),
     "tso_maxpool": (_DATA, [("x", "in"), ("y", "out")] +
-                    [(n, _S) for n in ("planes", "H", "W", "OH", "OW", "kh", "kw", "sh", "sw",
-                                       "dh", "dw", "pt", "pl", "kind", "lowest")]),
+                    [(n, _S) for n in ("S", "C", "H", "W", "OH", "OW", "kh", "kw", "sh", "sw",
+                                       "dh", "dw", "pt", "pl", "xs", "xc", "xh", "xw", "ys", "yc",
+                                       "yh", "yw", "kind", "lowest")]),
     "tso_clamp": (_DATA, [("x", "in"), ("y", "out")] + [(n, _S) for n in ("n", "kind", "lo", "hi")]),
     "tso_binop": (_DATA, [("a", "in"), ("b", "in"), ("y", "out")] +
                   [(n, _S) for n in ("n", "bn", "op")]),

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from golden_model.kernels import qrange, quantize_linear
+from golden_model.kernels import dequantize_linear, qrange, quantize_linear
 from golden_model.kernels._checks import wrap_int32
 from toolchain.graph import Execute, Graph, Sequence
 
@@ -226,6 +226,21 @@ class _Lowerer:
                 self.output_names[new] = o
         self.ops = ops
         self.alias_of = {op.output: op.inputs[0] for op in ops if op.kind == "alias"}
+        # NHWC for 4-D tensors passed only between convolutions and pools (word copies in
+        # im2col, contiguous stores in the requantization); everything else is NCHW
+        cons = {}
+        for op in ops:
+            for k, x in enumerate(op.inputs):
+                cons.setdefault(x, []).append((op, k))
+        self.nhwc = set()
+        for op in ops:
+            v = self.values[op.output]
+            if op.kind in ("conv", "maxpool") and len(v.shape) == 4 and \
+                    op.output not in self.outputs and \
+                    (op.kind != "conv" or op.attrs["out"][0] == "rq"):
+                c = cons.get(op.output, [])
+                if c and all(o.kind in ("conv", "maxpool") and k == 0 for o, k in c):
+                    self.nhwc.add(op.output)
         io = set(ir.inputs) | set(self.outputs)
         # temporaries per op (per-sample bytes)
         self.temps = {}
@@ -283,13 +298,14 @@ class _Lowerer:
     def temps_conv(self, op):
         gm, K, Kp, P, Mg = self._conv_dims(op)
         G = op.attrs["group"]
+        nimg = self.values[op.inputs[0]].shape[0]
         t = {}
         for g in range(G):
-            t[f"p{g}"] = P * Kp
-            t[f"acc{g}"] = 4 * P * Mg
+            t[f"p{g}"] = nimg * P * Kp
+            t[f"acc{g}"] = 4 * nimg * P * Mg
         if np.any(_zp8(op.attrs["w_zp"], op.attrs["w"].dtype) != 0):
             for g in range(G):
-                t[f"rs{g}"] = 4 * P
+                t[f"rs{g}"] = 4 * nimg * P
         return t
 
     def _mm_dims(self, op):
@@ -383,44 +399,71 @@ class _Lowerer:
         C = a["channels"]
         scales = np.broadcast_to(a["scale"], (C,)).astype(np.float32)
         zps = np.broadcast_to(a["zero_point"], (C,)).astype(np.int64)
+        kind = {"int8": 0, "uint8": 1, "int32": 2}[v.dtype]
+        if kind < 2 and C <= 4:
+            # 8-bit input: the 256 results per channel, from the reference rule
+            codes = np.arange(256, dtype=np.uint8).view(v.dtype)
+            tab = np.stack([dequantize_linear(codes, sc, int(z)) for sc, z in zip(scales, zps)])
+            tv = self.const(layer, "tab", tab.view(np.int32), "int32")
+            cset = self.cs(layer, "dequant")
+            for i in range(self.nt):
+                self.vertex(cset, "tso_dequant_tab", i, x=self.view(i, x), y=self.view(i, y),
+                            tab=tv[i], n=self.S * v.size, inner=a["inner"], C=C)
+            return
         params = np.stack([zps, scales.view(np.int32).astype(np.int64)], axis=1)
         pv = self.const(layer, "params", params, "int32")
-        kind = {"int8": 0, "uint8": 1, "int32": 2}[v.dtype]
         cset = self.cs(layer, "dequant")
         for i in range(self.nt):
             self.vertex(cset, "tso_dequant", i, x=self.view(i, x), y=self.view(i, y),
                         params=pv[i], n=self.S * v.size, inner=a["inner"], C=C, kind=kind)
 
     # conv
-    def _rq_vertices(self, layer, cset, i, acc, out_view, out, P, M, os_s, os_p, os_m, pv):
+    def _rq_vertices(self, layer, cset, i, acc, out_view, out, P, M, os_s, os_p, os_m, pv,
+                     nrows=None):
+        """tso_rqf over ``nrows`` rows (default: all acc rows of the S samples), ``P`` rows per
+        output block of ``os_s`` bytes."""
         _, mult, zp, dt = out
         qmin, qmax = qrange(dt)
-        self.vertex(cset, "tso_rqf", i, acc=acc, out=out_view, params=pv, rows=self.S * P, P=P,
+        if nrows is None:
+            nrows = acc.size * acc.variable.dtype.itemsize // (4 * M)
+        self.vertex(cset, "tso_rqf", i, acc=acc, out=out_view, params=pv, rows=nrows, P=P,
                     M=M, os_s=os_s, os_p=os_p, os_m=os_m, zp=zp, ylo=qmin - zp, yhi=qmax - zp)
+
+    def _layout_strides(self, name, shape4):
+        """Element strides (c, h, w) and per-image stride of a 4-D tensor in its layout."""
+        n, c, h, w = shape4
+        if name in self.nhwc:
+            return (1, w * c, c), c * h * w
+        return (h * w, w, 1), c * h * w
 
     def emit_conv(self, op, layer):
         a = op.attrs
         idx = self.cur
         gm, K, Kp, P, Mg = self._conv_dims(op)
-        G, M = a["group"], gm["M"]
+        G, M, cg = a["group"], gm["M"], gm["cg"]
         x, y = op.inputs[0], op.output
         xv = self.values[x]
+        nimg = xv.shape[0]
+        imgs = self.S * nimg
+        rows = imgs * P
         xdt = a["x_dtype"]
         xorv = 0x80 if xdt == "uint8" else 0
         zx = int(_zp8(a["x_zp"], xdt))
         w8 = _as_int8(a["w"])                                # [M, cg, kh, kw]
         zw = _zp8(a["w_zp"], a["w"].dtype)                  # [M]
         bias = a["bias"] if a["bias"] is not None else np.zeros(M, np.int64)
-        layer.macs = P * M * K
+        layer.macs = nimg * P * M * K
         use_rs = bool(np.any(zw != 0))
-        xs = xv.nbytes
-        w2 = w8.reshape(M, K).astype(np.int64)
-        init = wrap32(bias - zx * w2.sum(axis=1) + K * zx * zw)
+        (xc, xh, xw), xs = self._layout_strides(self.root(x), (nimg, gm["C"], gm["H"], gm["W"]))
+        nhwc_in = self.root(x) in self.nhwc or gm["C"] == 1
+        order = 1 if nhwc_in else 0
+        wk = (w8.transpose(0, 2, 3, 1) if order == 1 else w8).reshape(M, K)   # patch order
+        init = wrap32(bias - zx * wk.astype(np.int64).sum(axis=1) + K * zx * zw)
         bts, inits, zws = [], [], []
         for g in range(G):
             bt = np.zeros((Mg, Kp), np.int8)
-            bt[:, :K] = w8.reshape(M, K)[g * Mg:(g + 1) * Mg]
-            bts.append(self.const(layer, f"w{g}", bt, "int8"))
+            bt[:, :K] = wk[g * Mg:(g + 1) * Mg]
+            bts.append(bt)
             inits.append(self.const(layer, f"init{g}", init[g * Mg:(g + 1) * Mg], "int32"))
             if use_rs:
                 zws.append(self.const(layer, f"zw{g}", zw[g * Mg:(g + 1) * Mg], "int32"))
@@ -428,53 +471,60 @@ class _Lowerer:
         for i in range(self.nt):
             for g in range(G):
                 self.vertex(c1, "tso_im2col", i, x=self.view(i, x), p=self.tview(idx, i, f"p{g}"),
-                            S=self.S, x_stride=xs, c0=g * gm["cg"], cg=gm["cg"], H=gm["H"],
-                            W=gm["W"], kh=gm["kh"], kw=gm["kw"], sh=gm["sh"], sw=gm["sw"],
-                            dh=gm["dh"], dw=gm["dw"], pt=gm["pt"], pl=gm["pl"], OH=gm["OH"],
-                            OW=gm["OW"], Kp=Kp, padv=(zx & 0xFF), xorv=xorv)
+                            S=imgs, x_stride=xs, c0=g * cg, cg=cg, xc=xc, xh=xh, xw=xw,
+                            H=gm["H"], W=gm["W"], kh=gm["kh"], kw=gm["kw"], sh=gm["sh"],
+                            sw=gm["sw"], dh=gm["dh"], dw=gm["dw"], pt=gm["pt"], pl=gm["pl"],
+                            OH=gm["OH"], OW=gm["OW"], Kp=Kp, padv=(zx & 0xFF), xorv=xorv,
+                            order=order)
         if use_rs:
             cr = self.cs(layer, "rowsum")
             for i in range(self.nt):
                 for g in range(G):
                     self.vertex(cr, "tso_rowsum", i, p=self.tview(idx, i, f"p{g}"),
-                                s=self.tview(idx, i, f"rs{g}"), rows=self.S * P, Kp=Kp)
-        sparse = self._sparse_choice(layer, w8.reshape(M, K), Kp, G)
+                                s=self.tview(idx, i, f"rs{g}"), rows=rows, Kp=Kp)
+        mms = [self._matmul_weights(layer, f"w{g}", bts[g]) for g in range(G)]
         c2 = self.cs(layer, "mm")
         for i in range(self.nt):
             for g in range(G):
-                self._mm_vertex(layer, c2, i, self.tview(idx, i, f"p{g}"), bts[g][i],
-                                self.tview(idx, i, f"acc{g}"), inits[g][i], self.S * P, Mg, Kp,
-                                sparse, g)
+                self._mm_vertex(c2, i, self.tview(idx, i, f"p{g}"), mms[g],
+                                self.tview(idx, i, f"acc{g}"), inits[g][i], rows, Mg, Kp)
         if use_rs:
             cz = self.cs(layer, "zpfix")
             for i in range(self.nt):
                 for g in range(G):
                     self.vertex(cz, "tso_zpfix", i, acc=self.tview(idx, i, f"acc{g}"),
                                 rsum=self.tview(idx, i, f"rs{g}"), csum=zws[g][i], zw=zws[g][i],
-                                rows=self.S * P, cols=Mg, use_r=1, use_c=0, za=0)
+                                rows=rows, cols=Mg, use_r=1, use_c=0, za=0)
         out = a["out"]
         c3 = self.cs(layer, "requant" if out[0] == "rq" else "store")
         if out[0] == "rq":
             pvs = [self.const(layer, f"rq{g}", rqf_params(out[1][g * Mg:(g + 1) * Mg]), "int32")
                    for g in range(G)]
+        y_nhwc = self.root(y) in self.nhwc
         for i in range(self.nt):
             for g in range(G):
                 acc = self.tview(idx, i, f"acc{g}")
                 if out[0] == "rq":
-                    self._rq_vertices(layer, c3, i, acc, self.view(i, y, g * Mg * P), out, P, Mg,
-                                      M * P, 1, P, pvs[g][i])
+                    if y_nhwc:
+                        self._rq_vertices(layer, c3, i, acc, self.view(i, y, g * Mg), out, P,
+                                          Mg, M * P, M, 1, pvs[g][i])
+                    else:
+                        self._rq_vertices(layer, c3, i, acc, self.view(i, y, g * Mg * P), out,
+                                          P, Mg, M * P, 1, P, pvs[g][i])
                 else:
                     self.vertex(c3, "tso_copy", i, src=acc, dst=self.view(i, y, 4 * g * Mg * P),
-                                esz=4, n0=self.S, n1=Mg, n2=1, n3=P, s0=P * Mg, s1=1, s2=0,
+                                esz=4, n0=imgs, n1=Mg, n2=1, n3=P, s0=P * Mg, s1=1, s2=0,
                                 s3=Mg, d0=M * P, d1=P, d2=0, d3=1)
 
-    def _sparse_choice(self, layer, w2d, Kp, G):
-        """Block-sparse weights? Returns None (dense) or (block size, per-group BSR)."""
-        return None
+    def _matmul_weights(self, layer, what, bt):
+        """Constant weights B^T [N, Kp] (int8) for the matmul vertices: dense per-tile views,
+        or the block-sparse form when the zero blocks make it worthwhile."""
+        return ("dense", self.const(layer, what, bt, "int8"))
 
-    def _mm_vertex(self, layer, cset, i, a, bt, c, init, rows, cols, Kp, sparse, g):
-        if sparse is None:
-            self.vertex(cset, matmul_codelet(self.g, Kp), i, a=a, bt=bt, c=c, init=init,
+    def _mm_vertex(self, cset, i, a, w, c, init, rows, cols, Kp):
+        kind, data = w
+        if kind == "dense":
+            self.vertex(cset, matmul_codelet(self.g, Kp), i, a=a, bt=data[i], c=c, init=init,
                         rows=rows, cols=cols)
         else:  # pragma: no cover - filled in by the block-sparse mapping
             raise NotImplementedError
@@ -516,13 +566,11 @@ class _Lowerer:
             bt = np.zeros((N, Kp), np.int8)
             bt[:, :K] = b8.T
             init = wrap32(bias - za * b8.sum(axis=0) + K * za * zb)
-            btv = self.const(layer, "bt", bt, "int8")
+            wts = self._matmul_weights(layer, "bt", bt)
             iv = self.const(layer, "init", init, "int32")
-            sparse = self._sparse_choice(layer, b8.T, Kp, 1)
             c2 = self.cs(layer, "mm")
             for i in range(self.nt):
-                self._mm_vertex(layer, c2, i, aview(i), btv[i], accv(i), iv[i], S * rows, N,
-                                Kp, sparse, 0)
+                self._mm_vertex(c2, i, aview(i), wts, accv(i), iv[i], S * rows, N, Kp)
             if use_rs:
                 zwv = self.const(layer, "zw", zb, "int32")
                 cz = self.cs(layer, "zpfix")
@@ -571,7 +619,7 @@ class _Lowerer:
             c3 = self.cs(layer, "requant")
             for i in range(self.nt):
                 self._rq_vertices(layer, c3, i, accv(i), self.view(i, y), out, rows, N,
-                                  rows * N, N, 1, pv[i])
+                                  rows * N, N, 1, pv[i], nrows=S * rows)
 
     # gap
     def emit_gap(self, op, layer):
@@ -589,22 +637,27 @@ class _Lowerer:
         c2 = self.cs(layer, "requant")
         for i in range(self.nt):
             self._rq_vertices(layer, c2, i, self.tview(idx, i, "sum"), self.view(i, y),
-                              a["out"], planes, 1, planes, 1, 1, pv[i])
+                              a["out"], planes, 1, planes, 1, 1, pv[i], nrows=self.S * planes)
 
     # pooling / element-wise / copies
     def emit_maxpool(self, op, layer):
         gm = op.attrs["geom"]
         x, y = op.inputs[0], op.output
-        dt = self.values[x].dtype
+        xv, yv = self.values[x], self.values[y]
+        dt = xv.dtype
         kind = {"int8": 0, "uint8": 1, "float32": 2}[dt]
         lowest = {0: -128, 1: 0, 2: int(np.uint32(0xFF800000).view(np.int32)) ^ 0x7FFFFFFF}[kind]
+        C = gm["planes"] // xv.shape[0]
+        nimg = xv.shape[0]
+        (xc, xh, xw), xs = self._layout_strides(self.root(x), (nimg, C, gm["H"], gm["W"]))
+        (yc, yh, yw), ys = self._layout_strides(self.root(y), (nimg, C, gm["OH"], gm["OW"]))
         cset = self.cs(layer, "maxpool")
         for i in range(self.nt):
             self.vertex(cset, "tso_maxpool", i, x=self.view(i, x), y=self.view(i, y),
-                        planes=self.S * gm["planes"], H=gm["H"], W=gm["W"], OH=gm["OH"],
-                        OW=gm["OW"], kh=gm["kh"], kw=gm["kw"], sh=gm["sh"], sw=gm["sw"],
-                        dh=gm["dh"], dw=gm["dw"], pt=gm["pt"], pl=gm["pl"], kind=kind,
-                        lowest=lowest)
+                        S=self.S * nimg, C=C, H=gm["H"], W=gm["W"], OH=gm["OH"], OW=gm["OW"],
+                        kh=gm["kh"], kw=gm["kw"], sh=gm["sh"], sw=gm["sw"], dh=gm["dh"],
+                        dw=gm["dw"], pt=gm["pt"], pl=gm["pl"], xs=xs, xc=xc, xh=xh, xw=xw,
+                        ys=ys, yc=yc, yh=yh, yw=yw, kind=kind, lowest=lowest)
 
     def emit_clamp(self, op, layer):
         x, y = op.inputs[0], op.output

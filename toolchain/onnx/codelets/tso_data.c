@@ -14,51 +14,97 @@
         return
 
 /* ---------------------------------------------------------------------------------------
- * tso_im2col: convolution patches. x holds S samples (x_stride bytes apart) of [Ct][H][W]
- * bytes; p gets S * OH * OW rows of Kp bytes: row (s, oh, ow), column (c, i, j) for input
- * channel c0 + c (c < cg), kernel tap (i, j): x[s][c0 + c][oh*sh - pt + i*dh][ow*sw - pl + j*dw]
- * XOR xorv (0x80 turns uint8 into int8 - 128), or padv where the tap is in the padding;
- * columns cg*kh*kw .. Kp-1 are 0. */
+ * tso_im2col: convolution patches. x holds S samples (x_stride bytes apart); input element
+ * (c, h, w) of a sample is at byte c*xc + h*xh + w*xw. p gets S * OH * OW rows of Kp bytes,
+ * row (s, oh, ow); the columns are the taps of channels c0 .. c0+cg-1, kernel (i, j), in the
+ * order (c, i, j) (order 0) or (i, j, c) (order 1), value x[s][c][oh*sh - pt + i*dh]
+ * [ow*sw - pl + j*dw] XOR xorv (0x80 turns uint8 into int8 - 128), or padv in the padding;
+ * columns cg*kh*kw .. Kp-1 are 0. Order 1 with xc = 1 (NHWC) and cg a multiple of 4 copies
+ * whole words (the input and patch rows are word aligned). */
 typedef struct {
     TSR_FIELD(const uint8_t, x);
     TSR_FIELD(uint8_t, p);
-    uint32_t S, x_stride, c0, cg, H, W, kh, kw, sh, sw, dh, dw;
+    uint32_t S, x_stride, c0, cg, xc, xh, xw, H, W, kh, kw, sh, sw, dh, dw;
     int32_t pt, pl;
-    uint32_t OH, OW, Kp, padv, xorv;
+    uint32_t OH, OW, Kp, padv, xorv, order;
 } tso_im2col_fields;
 
 void tso_im2col(const tso_im2col_fields *f, uint32_t part, uint32_t nparts)
 {
-    const uint32_t npix = f->OH * f->OW, rows = f->S * npix;
+    const uint32_t OH = f->OH, OW = f->OW, npix = OH * OW, rows = f->S * npix;
     CHUNK(rows, r0, r1);
-    const uint32_t H = f->H, W = f->W, kh = f->kh, kw = f->kw, HW = H * W;
+    const uint8_t *const X = f->x;
+    uint8_t *const Pt = f->p;
+    const uint32_t x_stride = f->x_stride, c0 = f->c0, cg = f->cg;
+    const uint32_t xc = f->xc, xh = f->xh, xw = f->xw;
+    const int32_t H = (int32_t)f->H, W = (int32_t)f->W;
+    const uint32_t kh = f->kh, kw = f->kw, sh = f->sh, sw = f->sw;
+    const int32_t dh = (int32_t)f->dh, dw = (int32_t)f->dw, pt = f->pt, pl = f->pl;
+    const uint32_t Kp = f->Kp, K = cg * kh * kw, order = f->order;
     const uint8_t padv = (uint8_t)f->padv, xv = (uint8_t)f->xorv;
-    const uint32_t K = f->cg * kh * kw, Kp = f->Kp;
+    const uint32_t padw = 0x01010101u * padv, xvw = 0x01010101u * xv;
+    const int words = order == 1 && xc == 1 && (cg & 3u) == 0;
     uint32_t s = r0 / npix, pix = r0 - s * npix;
-    uint32_t oh = pix / f->OW, ow = pix - oh * f->OW;
+    uint32_t oh = pix / OW, ow = pix - oh * OW;
     for (uint32_t r = r0; r < r1; r++) {
-        uint8_t *d = f->p + r * Kp;
-        const uint8_t *xs = f->x + s * f->x_stride + f->c0 * HW;
-        const int32_t ih0 = (int32_t)(oh * f->sh) - f->pt, iw0 = (int32_t)(ow * f->sw) - f->pl;
-        for (uint32_t c = 0; c < f->cg; c++, xs += HW) {
-            int32_t ih = ih0;
-            for (uint32_t i = 0; i < kh; i++, ih += (int32_t)f->dh) {
-                if (ih < 0 || ih >= (int32_t)H) {
-                    for (uint32_t j = 0; j < kw; j++)
-                        *d++ = padv;
-                    continue;
+        uint8_t *d = Pt + r * Kp;
+        const uint8_t *xs = X + s * x_stride + c0 * xc;
+        const int32_t ih0 = (int32_t)(oh * sh) - pt, iw0 = (int32_t)(ow * sw) - pl;
+        if (order == 0) {
+            for (uint32_t c = 0; c < cg; c++, xs += xc) {
+                int32_t ih = ih0;
+                for (uint32_t i = 0; i < kh; i++, ih += dh) {
+                    if (ih < 0 || ih >= H) {
+                        for (uint32_t j = 0; j < kw; j++)
+                            *d++ = padv;
+                        continue;
+                    }
+                    const uint8_t *row = xs + (uint32_t)ih * xh;
+                    int32_t iw = iw0;
+                    for (uint32_t j = 0; j < kw; j++, iw += dw)
+                        *d++ = (iw < 0 || iw >= W) ? padv : (uint8_t)(row[(uint32_t)iw * xw] ^ xv);
                 }
-                const uint8_t *row = xs + (uint32_t)ih * W;
+            }
+        } else if (words) {
+            uint32_t *dw32 = (uint32_t *)d;
+            const uint32_t nw = cg >> 2;
+            int32_t ih = ih0;
+            for (uint32_t i = 0; i < kh; i++, ih += dh) {
                 int32_t iw = iw0;
-                for (uint32_t j = 0; j < kw; j++, iw += (int32_t)f->dw)
-                    *d++ = (iw < 0 || iw >= (int32_t)W) ? padv : (uint8_t)(row[iw] ^ xv);
+                for (uint32_t j = 0; j < kw; j++, iw += dw) {
+                    if (ih < 0 || ih >= H || iw < 0 || iw >= W) {
+                        for (uint32_t q = 0; q < nw; q++)
+                            *dw32++ = padw;
+                    } else {
+                        const uint32_t *src = (const uint32_t *)(xs + (uint32_t)ih * xh
+                                                                 + (uint32_t)iw * xw);
+                        for (uint32_t q = 0; q < nw; q++)
+                            *dw32++ = src[q] ^ xvw;
+                    }
+                }
+            }
+            d = (uint8_t *)dw32;
+        } else {
+            int32_t ih = ih0;
+            for (uint32_t i = 0; i < kh; i++, ih += dh) {
+                int32_t iw = iw0;
+                for (uint32_t j = 0; j < kw; j++, iw += dw) {
+                    if (ih < 0 || ih >= H || iw < 0 || iw >= W) {
+                        for (uint32_t c = 0; c < cg; c++)
+                            *d++ = padv;
+                    } else {
+                        const uint8_t *src = xs + (uint32_t)ih * xh + (uint32_t)iw * xw;
+                        for (uint32_t c = 0; c < cg; c++, src += xc)
+                            *d++ = (uint8_t)(*src ^ xv);
+                    }
+                }
             }
         }
         for (uint32_t k = K; k < Kp; k++)
             *d++ = 0;
-        if (++ow == f->OW) {
+        if (++ow == OW) {
             ow = 0;
-            if (++oh == f->OH) {
+            if (++oh == OH) {
                 oh = 0;
                 s++;
             }
@@ -178,30 +224,35 @@ static inline void store_key(uint8_t *base, uint32_t i, uint32_t kind, int32_t k
 }
 
 /* ---------------------------------------------------------------------------------------
- * tso_maxpool: 2-D max pooling of S*C planes [H][W] -> [OH][OW] (ONNX MaxPool: padding taps
- * never win; a window with no real tap gives the lowest key). */
+ * tso_maxpool: 2-D max pooling (ONNX MaxPool: padding taps never win; a window with no real
+ * tap gives the lowest key) of S samples of C channels. Input element (s, c, h, w) is at
+ * element index s*xs + c*xc + h*xh + w*xw, output (s, c, oh, ow) at s*ys + c*yc + oh*yh +
+ * ow*yw (strides in elements), so NCHW and NHWC tensors are both handled. Work is split over
+ * the output rows (s, oh); each window's valid taps are found once for all channels. */
 typedef struct {
     TSR_FIELD(const uint8_t, x);
     TSR_FIELD(uint8_t, y);
-    uint32_t planes, H, W, OH, OW, kh, kw, sh, sw, dh, dw;
+    uint32_t S, C, H, W, OH, OW, kh, kw, sh, sw, dh, dw;
     int32_t pt, pl;
-    uint32_t kind;
+    uint32_t xs, xc, xh, xw, ys, yc, yh, yw, kind;
     int32_t lowest;
 } tso_maxpool_fields;
 
 void tso_maxpool(const tso_maxpool_fields *f, uint32_t part, uint32_t nparts)
 {
-    const uint32_t rows = f->planes * f->OH;
+    const uint32_t OH = f->OH, OW = f->OW, rows = f->S * OH;
     CHUNK(rows, r0, r1);
+    const uint8_t *const X = f->x;
+    uint8_t *const Y = f->y;
     const int32_t H = (int32_t)f->H, W = (int32_t)f->W;
-    const uint32_t kind = f->kind, kh = f->kh, kw = f->kw, OW = f->OW;
-    const int32_t dh = (int32_t)f->dh, dw = (int32_t)f->dw;
-    const uint32_t esz = kind == 2 ? 4u : 1u;
-    uint32_t pl_ = r0 / f->OH, oh = r0 - pl_ * f->OH;
+    const uint32_t C = f->C, kind = f->kind, kh = f->kh, kw = f->kw, sh = f->sh, sw = f->sw;
+    const int32_t dh = (int32_t)f->dh, dw = (int32_t)f->dw, pt = f->pt, pl = f->pl;
+    const uint32_t xs = f->xs, xc = f->xc, xh = f->xh, xw = f->xw;
+    const uint32_t ys = f->ys, yc = f->yc, yh = f->yh, yw = f->yw;
+    const int32_t lowest = f->lowest;
+    uint32_t s = r0 / OH, oh = r0 - s * OH;
     for (uint32_t r = r0; r < r1; r++) {
-        const uint32_t xb = pl_ * f->H * f->W, yb = (pl_ * f->OH + oh) * OW;
-        /* valid kernel rows i0..i1-1 of this output row */
-        const int32_t ih0 = (int32_t)(oh * f->sh) - f->pt;
+        const int32_t ih0 = (int32_t)(oh * sh) - pt;
         uint32_t i0 = 0, i1 = 0;
         for (uint32_t i = 0; i < kh; i++) {
             int32_t ih = ih0 + (int32_t)i * dh;
@@ -211,7 +262,7 @@ void tso_maxpool(const tso_maxpool_fields *f, uint32_t part, uint32_t nparts)
                 i1 = i + 1;
         }
         for (uint32_t ow = 0; ow < OW; ow++) {
-            const int32_t iw0 = (int32_t)(ow * f->sw) - f->pl;
+            const int32_t iw0 = (int32_t)(ow * sw) - pl;
             uint32_t j0 = 0, j1 = 0;
             for (uint32_t j = 0; j < kw; j++) {
                 int32_t iw = iw0 + (int32_t)j * dw;
@@ -220,45 +271,46 @@ void tso_maxpool(const tso_maxpool_fields *f, uint32_t part, uint32_t nparts)
                 else if (iw < W)
                     j1 = j + 1;
             }
-            int32_t m = f->lowest;
-            if (i0 < i1 && j0 < j1) {
-                const uint32_t first = xb + (uint32_t)(ih0 + (int32_t)i0 * dh) * f->W
-                                       + (uint32_t)(iw0 + (int32_t)j0 * dw);
-                const uint32_t nj = j1 - j0, rstep = (uint32_t)dh * f->W, cstep = (uint32_t)dw;
-                if (kind == 0) {
-                    const int8_t *p = (const int8_t *)f->x + first;
-                    for (uint32_t i = i0; i < i1; i++, p += rstep) {
-                        const int8_t *q = p;
-                        for (uint32_t j = 0; j < nj; j++, q += cstep)
-                            if (*q > m)
-                                m = *q;
-                    }
-                } else if (kind == 1) {
-                    const uint8_t *p = f->x + first;
-                    for (uint32_t i = i0; i < i1; i++, p += rstep) {
-                        const uint8_t *q = p;
-                        for (uint32_t j = 0; j < nj; j++, q += cstep)
-                            if ((int32_t)*q > m)
-                                m = *q;
-                    }
-                } else {
-                    const int32_t *p = (const int32_t *)f->x + first;
-                    for (uint32_t i = i0; i < i1; i++, p += rstep) {
-                        const int32_t *q = p;
-                        for (uint32_t j = 0; j < nj; j++, q += cstep) {
-                            int32_t b = *q, k = b ^ ((b >> 31) & 0x7fffffff);
-                            if (k > m)
-                                m = k;
-                        }
+            const uint32_t yb = s * ys + oh * yh + ow * yw;
+            const int empty = !(i0 < i1 && j0 < j1);
+            const uint32_t first = s * xs + (uint32_t)(ih0 + (int32_t)i0 * dh) * xh
+                                   + (uint32_t)(iw0 + (int32_t)j0 * dw) * xw;
+            const uint32_t ni = i1 - i0, nj = j1 - j0;
+            const uint32_t rstep = (uint32_t)dh * xh, cstep = (uint32_t)dw * xw;
+            for (uint32_t c = 0; c < C; c++) {
+                int32_t m = lowest;
+                if (!empty) {
+                    const uint32_t b = first + c * xc;
+                    if (kind == 0) {
+                        const int8_t *p = (const int8_t *)X + b;
+                        for (uint32_t i = 0; i < ni; i++, p += rstep)
+                            for (uint32_t j = 0; j < nj; j++) {
+                                int32_t v = p[j * cstep];
+                                m = v > m ? v : m;
+                            }
+                    } else if (kind == 1) {
+                        const uint8_t *p = X + b;
+                        for (uint32_t i = 0; i < ni; i++, p += rstep)
+                            for (uint32_t j = 0; j < nj; j++) {
+                                int32_t v = p[j * cstep];
+                                m = v > m ? v : m;
+                            }
+                    } else {
+                        const int32_t *p = (const int32_t *)X + b;
+                        for (uint32_t i = 0; i < ni; i++, p += rstep)
+                            for (uint32_t j = 0; j < nj; j++) {
+                                int32_t v = p[j * cstep];
+                                v ^= (v >> 31) & 0x7fffffff;
+                                m = v > m ? v : m;
+                            }
                     }
                 }
+                store_key(Y, yb + c * yc, kind, m);
             }
-            store_key(f->y, yb + ow, kind, m);
         }
-        (void)esz;
-        if (++oh == f->OH) {
+        if (++oh == OH) {
             oh = 0;
-            pl_++;
+            s++;
         }
     }
 }

@@ -93,6 +93,54 @@ static int32_t rqf_slow(int32_t x, uint32_t mant24, int32_t e)
     return x < 0 ? -(int32_t)y : (int32_t)y;
 }
 
+/* One channel, rows [row, end) of one output block: the fast loop (no calls, everything in
+ * registers) flags the elements the fast path cannot decide; only then a second pass redoes
+ * those exactly. */
+static void rqf_run(const int32_t *a, uint32_t astep, uint8_t *o, uint32_t ostep, uint32_t n,
+                    const int32_t *pm, int32_t zp, int32_t qlo, int32_t qhi)
+{
+    const uint32_t mant = (uint32_t)pm[1], r = (uint32_t)pm[2];
+    const uint32_t mant24 = mant >> (uint32_t)(pm[3] >> 16);
+    const int32_t e = (int32_t)(int16_t)pm[3];
+    uint32_t bad = r >= 16u;
+    if (!bad) {
+        const uint32_t mask = (1u << r) - 1u, sl = 16u - r, sr = 16u + r;
+        const int32_t *pa = a;
+        uint8_t *po = o;
+        for (uint32_t k = 0; k < n; k++, pa += astep, po += ostep) {
+            const int32_t x = *pa;
+            const int32_t neg = x >> 31;
+            const uint32_t ax = (uint32_t)((x ^ neg) - neg);
+            const uint64_t prod = (uint64_t)ax * mant;
+            const uint32_t hi = (uint32_t)(prod >> 32), lo = (uint32_t)prod;
+            const uint32_t t16 = ((hi & mask) << sl) | (lo >> sr);
+            bad |= (uint32_t)(t16 - 0x7fffu <= 2u) | (ax >> 24);
+            int32_t y = (((int32_t)((hi >> r) + (t16 >> 15))) ^ neg) - neg;
+            y += zp;
+            y = y < qlo ? qlo : y;
+            y = y > qhi ? qhi : y;
+            *po = (uint8_t)y;
+        }
+        if (!bad)
+            return;
+    }
+    for (uint32_t k = 0; k < n; k++, a += astep, o += ostep) {
+        const int32_t x = *a;
+        const uint32_t ax = x < 0 ? 0u - (uint32_t)x : (uint32_t)x;
+        if (r < 16u && (ax >> 24) == 0) {
+            const uint64_t prod = (uint64_t)ax * mant;
+            const uint32_t hi = (uint32_t)(prod >> 32), lo = (uint32_t)prod;
+            const uint32_t t16 = ((hi & ((1u << r) - 1u)) << (16u - r)) | (lo >> (16u + r));
+            if (t16 - 0x7fffu > 2u)
+                continue;                         /* decided by the fast loop */
+        }
+        int32_t y = rqf_slow(x, mant24, e) + zp;
+        y = y < qlo ? qlo : y;
+        y = y > qhi ? qhi : y;
+        *o = (uint8_t)y;
+    }
+}
+
 void tso_rqf(const tso_rqf_fields *f, uint32_t part, uint32_t nparts)
 {
     const uint32_t rows = f->rows, M = f->M, P = f->P;
@@ -102,41 +150,23 @@ void tso_rqf(const tso_rqf_fields *f, uint32_t part, uint32_t nparts)
         r1 = rows;
     if (r0 >= r1)
         return;
-    const int32_t zp = f->zp, ylo = f->ylo, yhi = f->yhi;
-    const uint32_t os_m = f->os_m;
+    const int32_t *const acc = f->acc;
+    uint8_t *const out = f->out;
+    const int32_t zp = f->zp, qlo = f->ylo + zp, qhi = f->yhi + zp;
+    const uint32_t os_s = f->os_s, os_p = f->os_p, os_m = f->os_m;
+    const int32_t *const params = f->params;
     uint32_t s = r0 / P, p = r0 - s * P;
-    for (uint32_t row = r0; row < r1; row++) {
-        const int32_t *a = f->acc + row * M;
-        uint8_t *o = f->out + s * f->os_s + p * f->os_p;
-        const int32_t *pm = f->params;
-        for (uint32_t m = 0; m < M; m++, pm += 4, o += os_m) {
-            int32_t x = a[m];
-            uint32_t mant = (uint32_t)pm[1];
-            uint32_t r = (uint32_t)pm[2];
-            int32_t y;
-            uint32_t ax = x < 0 ? 0u - (uint32_t)x : (uint32_t)x;
-            if ((ax >> 24) == 0 && r < 16u) {
-                uint64_t prod = (uint64_t)ax * mant;
-                uint32_t hi = (uint32_t)(prod >> 32), lo = (uint32_t)prod;
-                uint32_t t16 = ((hi & ((1u << r) - 1u)) << (16u - r)) | (lo >> (16u + r));
-                if (t16 - 0x7fffu <= 2u)
-                    goto slow;
-                uint32_t ym = (hi >> r) + (t16 >> 15);
-                y = x < 0 ? -(int32_t)ym : (int32_t)ym;
-            } else {
-            slow:
-                y = rqf_slow(x, mant >> (pm[3] >> 16), (int32_t)(int16_t)pm[3]);
-            }
-            if (y < ylo)
-                y = ylo;
-            if (y > yhi)
-                y = yhi;
-            *o = (uint8_t)(y + zp);
-        }
-        if (++p == P) {
-            p = 0;
-            s++;
-        }
+    for (uint32_t row = r0; row < r1;) {
+        uint32_t end = (s + 1) * P;
+        if (end > r1)
+            end = r1;
+        const uint32_t n = end - row;
+        for (uint32_t m = 0; m < M; m++)
+            rqf_run(acc + row * M + m, M, out + s * os_s + p * os_p + m * os_m, os_p, n,
+                    params + 4 * m, zp, qlo, qhi);
+        row = end;
+        s++;
+        p = 0;
     }
 }
 
@@ -163,28 +193,32 @@ void tso_quant(const tso_quant_fields *f, uint32_t part, uint32_t nparts)
         i1 = n;
     if (i0 >= i1)
         return;
+    const int32_t *const X = f->x;
+    uint8_t *const Y = f->y;
+    const int32_t *const tab = f->tab;
+    const int32_t qmin = f->qmin;
     uint32_t blk = i0 / inner, in = i0 - blk * inner, c = blk % C;
-    const int32_t *t = f->tab + 256 * c;
+    const int32_t *t = tab + 256 * c;
     for (uint32_t i = i0; i < i1; i++) {
-        int32_t b = f->x[i];
+        const int32_t b = X[i];
         uint32_t j = 0;
         if (((uint32_t)b & 0x7fffffffu) <= 0x7f800000u) {   /* not NaN */
-            int32_t key = b ^ ((b >> 31) & 0x7fffffff);
-            if (t[j + 128] <= key) j += 128;
-            if (t[j + 64] <= key) j += 64;
-            if (t[j + 32] <= key) j += 32;
-            if (t[j + 16] <= key) j += 16;
-            if (t[j + 8] <= key) j += 8;
-            if (t[j + 4] <= key) j += 4;
-            if (t[j + 2] <= key) j += 2;
-            if (t[j + 1] <= key) j += 1;
+            const int32_t key = b ^ ((b >> 31) & 0x7fffffff);
+            j = (t[128] <= key) ? 128u : 0u;
+            j += (t[j + 64] <= key) ? 64u : 0u;
+            j += (t[j + 32] <= key) ? 32u : 0u;
+            j += (t[j + 16] <= key) ? 16u : 0u;
+            j += (t[j + 8] <= key) ? 8u : 0u;
+            j += (t[j + 4] <= key) ? 4u : 0u;
+            j += (t[j + 2] <= key) ? 2u : 0u;
+            j += (t[j + 1] <= key) ? 1u : 0u;
         }
-        f->y[i] = (uint8_t)(f->qmin + (int32_t)j);
+        Y[i] = (uint8_t)(qmin + (int32_t)j);
         if (++in == inner) {
             in = 0;
             if (++c == C)
                 c = 0;
-            t = f->tab + 256 * c;
+            t = tab + 256 * c;
         }
     }
 }
@@ -199,6 +233,40 @@ typedef struct {
     TSR_FIELD(const int32_t, params);
     uint32_t n, inner, C, kind;
 } tso_dequant_fields;
+
+/* tso_dequant_tab: 8-bit input, y = tab[c][byte] (tab = the 256 float32 results per channel,
+ * computed on the host with the same rule; kind 0 int8 indexes by the byte's bits). */
+typedef struct {
+    TSR_FIELD(const uint8_t, x);
+    TSR_FIELD(int32_t, y);
+    TSR_FIELD(const int32_t, tab);
+    uint32_t n, inner, C;
+} tso_dequant_tab_fields;
+
+void tso_dequant_tab(const tso_dequant_tab_fields *f, uint32_t part, uint32_t nparts)
+{
+    const uint32_t n = f->n, inner = f->inner, C = f->C;
+    uint32_t chunk = (n + nparts - 1) / nparts;
+    uint32_t i0 = part * chunk, i1 = i0 + chunk;
+    if (i1 > n)
+        i1 = n;
+    if (i0 >= i1)
+        return;
+    const uint8_t *const X = f->x;
+    int32_t *const Y = f->y;
+    const int32_t *const tab = f->tab;
+    uint32_t blk = i0 / inner, in = i0 - blk * inner, c = blk % C;
+    const int32_t *t = tab + 256 * c;
+    for (uint32_t i = i0; i < i1; i++) {
+        Y[i] = t[X[i]];
+        if (++in == inner) {
+            in = 0;
+            if (++c == C)
+                c = 0;
+            t = tab + 256 * c;
+        }
+    }
+}
 
 static uint32_t dq_one(int32_t k, uint32_t sbits)
 {
