@@ -241,22 +241,38 @@ class _Lowerer:
                 c = cons.get(op.output, [])
                 if c and all(o.kind in ("conv", "maxpool") and k == 0 for o, k in c):
                     self.nhwc.add(op.output)
+        # Conv -> MaxPool: pool the int32 accumulators, then requantize 4x fewer values (the
+        # requantization is monotone non-decreasing per channel, so max and requantize commute;
+        # multipliers >= 2^-23 make an empty window's INT32_MIN saturate to qmin as well)
+        self.pool_of, self.pooled_by, self.virtual = {}, {}, set()
+        index = {id(op): i for i, op in enumerate(ops)}
+        for i, op in enumerate(ops):
+            if op.kind != "conv" or op.attrs["out"][0] != "rq" or op.output in self.outputs:
+                continue
+            c = cons.get(op.output, [])
+            if len(c) == 1 and c[0][0].kind == "maxpool" and c[0][1] == 0 and \
+                    len(self.values[op.output].shape) == 4 and \
+                    np.all(op.attrs["out"][1] >= np.float32(2.0 ** -23)):
+                j = index[id(c[0][0])]
+                self.pool_of[i], self.pooled_by[j] = j, i
+                self.virtual.add(op.output)
         io = set(ir.inputs) | set(self.outputs)
         # temporaries per op (per-sample bytes)
         self.temps = {}
         for idx, op in enumerate(ops):
+            self._plan_idx = idx
             self.temps[idx] = getattr(self, f"temps_{op.kind}")(op)
         # live ranges of arena buffers (per-sample bytes)
         first, last, size = {}, {}, {}
         for idx, op in enumerate(ops):
             if op.kind != "alias":
                 r = self.root(op.output)
-                if r not in io:
+                if r not in io and r not in self.virtual:
                     first.setdefault(r, idx)
                     size[r] = _a4(self.values[r].nbytes)
             for x in op.inputs + ([op.output] if op.kind == "alias" else []):
                 r = self.root(x)
-                if r not in io:
+                if r not in io and r not in self.virtual:
                     last[r] = max(last.get(r, idx), idx)
             for tname, nb in self.temps[idx].items():
                 key = (idx, tname)
@@ -306,6 +322,11 @@ class _Lowerer:
         if np.any(_zp8(op.attrs["w_zp"], op.attrs["w"].dtype) != 0):
             for g in range(G):
                 t[f"rs{g}"] = 4 * nimg * P
+        j = self.pool_of.get(self._plan_idx)
+        if j is not None:
+            pg = self.ops[j].attrs["geom"]
+            for g in range(G):
+                t[f"pa{g}"] = 4 * nimg * pg["OH"] * pg["OW"] * Mg
         return t
 
     def _mm_dims(self, op):
@@ -455,8 +476,7 @@ class _Lowerer:
         layer.macs = nimg * P * M * K
         use_rs = bool(np.any(zw != 0))
         (xc, xh, xw), xs = self._layout_strides(self.root(x), (nimg, gm["C"], gm["H"], gm["W"]))
-        nhwc_in = self.root(x) in self.nhwc or gm["C"] == 1
-        order = 1 if nhwc_in else 0
+        order = 1 if (self.root(x) in self.nhwc and gm["C"] > 1) else 0
         wk = (w8.transpose(0, 2, 3, 1) if order == 1 else w8).reshape(M, K)   # patch order
         init = wrap32(bias - zx * wk.astype(np.int64).sum(axis=1) + K * zx * zw)
         bts, inits, zws = [], [], []
@@ -496,6 +516,27 @@ class _Lowerer:
                                 rsum=self.tview(idx, i, f"rs{g}"), csum=zws[g][i], zw=zws[g][i],
                                 rows=rows, cols=Mg, use_r=1, use_c=0, za=0)
         out = a["out"]
+        j = self.pool_of.get(idx)
+        if j is not None:
+            # max pool the accumulators (NHWC words), requantize the pooled values into the
+            # pool's output
+            pop = self.ops[j]
+            pg = pop.attrs["geom"]
+            layer.label = f"{layer.label}+{pop.label}"
+            layer.onnx_ops = tuple(layer.onnx_ops) + tuple(pop.onnx_ops)
+            P2 = pg["OH"] * pg["OW"]
+            cp = self.cs(layer, "maxpool")
+            for i in range(self.nt):
+                for g in range(G):
+                    self.vertex(cp, "tso_maxpool", i, x=self.tview(idx, i, f"acc{g}"),
+                                y=self.tview(idx, i, f"pa{g}"), S=imgs, C=Mg, H=gm["OH"],
+                                W=gm["OW"], OH=pg["OH"], OW=pg["OW"], kh=pg["kh"], kw=pg["kw"],
+                                sh=pg["sh"], sw=pg["sw"], dh=pg["dh"], dw=pg["dw"], pt=pg["pt"],
+                                pl=pg["pl"], xs=P * Mg, xc=1, xh=gm["OW"] * Mg, xw=Mg,
+                                ys=P2 * Mg, yc=1, yh=pg["OW"] * Mg, yw=Mg, kind=3,
+                                lowest=_INT32_MIN)
+            y = pop.output
+            P = P2
         c3 = self.cs(layer, "requant" if out[0] == "rq" else "store")
         if out[0] == "rq":
             pvs = [self.const(layer, f"rq{g}", rqf_params(out[1][g * Mg:(g + 1) * Mg]), "int32")
@@ -503,7 +544,7 @@ class _Lowerer:
         y_nhwc = self.root(y) in self.nhwc
         for i in range(self.nt):
             for g in range(G):
-                acc = self.tview(idx, i, f"acc{g}")
+                acc = self.tview(idx, i, f"pa{g}" if j is not None else f"acc{g}")
                 if out[0] == "rq":
                     if y_nhwc:
                         self._rq_vertices(layer, c3, i, acc, self.view(i, y, g * Mg), out, P,
@@ -641,6 +682,8 @@ class _Lowerer:
 
     # pooling / element-wise / copies
     def emit_maxpool(self, op, layer):
+        if self.cur in self.pooled_by:
+            return                       # done on the accumulators by the convolution
         gm = op.attrs["geom"]
         x, y = op.inputs[0], op.output
         xv, yv = self.values[x], self.values[y]

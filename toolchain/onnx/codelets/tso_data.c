@@ -44,6 +44,7 @@ void tso_im2col(const tso_im2col_fields *f, uint32_t part, uint32_t nparts)
     const uint8_t padv = (uint8_t)f->padv, xv = (uint8_t)f->xorv;
     const uint32_t padw = 0x01010101u * padv, xvw = 0x01010101u * xv;
     const int words = order == 1 && xc == 1 && (cg & 3u) == 0;
+    const int fast3 = kw == 3 && dw == 1 && xw == 1;
     uint32_t s = r0 / npix, pix = r0 - s * npix;
     uint32_t oh = pix / OW, ow = pix - oh * OW;
     for (uint32_t r = r0; r < r1; r++) {
@@ -60,6 +61,14 @@ void tso_im2col(const tso_im2col_fields *f, uint32_t part, uint32_t nparts)
                         continue;
                     }
                     const uint8_t *row = xs + (uint32_t)ih * xh;
+                    if (fast3 && iw0 >= 0 && iw0 + 2 < W) {
+                        const uint8_t *q = row + iw0;
+                        d[0] = (uint8_t)(q[0] ^ xv);
+                        d[1] = (uint8_t)(q[1] ^ xv);
+                        d[2] = (uint8_t)(q[2] ^ xv);
+                        d += 3;
+                        continue;
+                    }
                     int32_t iw = iw0;
                     for (uint32_t j = 0; j < kw; j++, iw += dw)
                         *d++ = (iw < 0 || iw >= W) ? padv : (uint8_t)(row[(uint32_t)iw * xw] ^ xv);
@@ -219,6 +228,8 @@ static inline void store_key(uint8_t *base, uint32_t i, uint32_t kind, int32_t k
 {
     if (kind == 2)
         ((int32_t *)base)[i] = key ^ ((key >> 31) & 0x7fffffff);
+    else if (kind == 3)
+        ((int32_t *)base)[i] = key;
     else
         base[i] = (uint8_t)key;
 }
@@ -228,7 +239,9 @@ static inline void store_key(uint8_t *base, uint32_t i, uint32_t kind, int32_t k
  * tap gives the lowest key) of S samples of C channels. Input element (s, c, h, w) is at
  * element index s*xs + c*xc + h*xh + w*xw, output (s, c, oh, ow) at s*ys + c*yc + oh*yh +
  * ow*yw (strides in elements), so NCHW and NHWC tensors are both handled. Work is split over
- * the output rows (s, oh); each window's valid taps are found once for all channels. */
+ * the output rows (s, oh); each window's valid taps are found once for all channels.
+ * kind 0 int8, 1 uint8, 2 float32 (ordered keys), 3 int32 (accumulators: max before a
+ * monotone requantization equals the requantized max). */
 typedef struct {
     TSR_FIELD(const uint8_t, x);
     TSR_FIELD(uint8_t, y);
@@ -281,7 +294,13 @@ void tso_maxpool(const tso_maxpool_fields *f, uint32_t part, uint32_t nparts)
                 int32_t m = lowest;
                 if (!empty) {
                     const uint32_t b = first + c * xc;
-                    if (kind == 0) {
+                    if (kind == 0 && ni == 2 && nj == 2) {
+                        const int8_t *p = (const int8_t *)X + b;
+                        int32_t v0 = p[0], v1 = p[cstep], v2 = p[rstep], v3 = p[rstep + cstep];
+                        v0 = v1 > v0 ? v1 : v0;
+                        v2 = v3 > v2 ? v3 : v2;
+                        m = v2 > v0 ? v2 : v0;
+                    } else if (kind == 0) {
                         const int8_t *p = (const int8_t *)X + b;
                         for (uint32_t i = 0; i < ni; i++, p += rstep)
                             for (uint32_t j = 0; j < nj; j++) {
@@ -295,6 +314,20 @@ void tso_maxpool(const tso_maxpool_fields *f, uint32_t part, uint32_t nparts)
                                 int32_t v = p[j * cstep];
                                 m = v > m ? v : m;
                             }
+                    } else if (kind == 3) {
+                        const int32_t *p = (const int32_t *)X + b;
+                        if (ni == 2 && nj == 2) {
+                            int32_t v0 = p[0], v1 = p[cstep], v2 = p[rstep], v3 = p[rstep + cstep];
+                            v0 = v1 > v0 ? v1 : v0;
+                            v2 = v3 > v2 ? v3 : v2;
+                            m = v2 > v0 ? v2 : v0;
+                        } else {
+                            for (uint32_t i = 0; i < ni; i++, p += rstep)
+                                for (uint32_t j = 0; j < nj; j++) {
+                                    int32_t v = p[j * cstep];
+                                    m = v > m ? v : m;
+                                }
+                        }
                     } else {
                         const int32_t *p = (const int32_t *)X + b;
                         for (uint32_t i = 0; i < ni; i++, p += rstep)
