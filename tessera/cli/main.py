@@ -309,6 +309,20 @@ def cmd_demo(args) -> int:
     _check_out_file(args.json, "--json")
     if args.profile:
         _check_out_dir(args.out or "build/demo", "--out")
+    if getattr(args, "model", "mlp") == "cnn":     # the ONNX digits CNN (toolchain/onnx/demo.py)
+        from toolchain.onnx.demo import run_cnn_demo
+        try:
+            report = run_cnn_demo(config, backend=args.backend, images=args.images,
+                                  sparsity=args.sparsity, dense=args.dense, out_dir=args.out,
+                                  json_out=args.json, profile=args.profile,
+                                  progress=not args.no_progress, samples_per_tile=args.batch,
+                                  max_cycles=args.max_cycles or 200_000_000)
+        except (DemoError, GraphError) as e:
+            raise UsageError(str(e)) from None
+        except EngineError as e:
+            print(f"tessera demo: run failed: {e}", file=sys.stderr)
+            return EXIT_RUN
+        return report["exit_code"]
     try:
         report = run_digits_demo(config, backend=args.backend, images=args.images,
                                  batch=args.batch, out_dir=args.out, json_out=args.json,
@@ -528,6 +542,14 @@ def build_parser() -> argparse.ArgumentParser:
                     help="digits (default; backend rtl) or the SPMD vector sum (backend model)")
     de.add_argument("--profile", action="store_true",
                     help="also write profile.png / profile.html / profile.json to --out")
+    de.add_argument("--model", choices=("mlp", "cnn"), default="mlp",
+                    help="digits: the hand-mapped MLP (default) or the CNN imported from ONNX "
+                         "(trained with numpy, quantized by onnxruntime; checked element by "
+                         "element against onnxruntime; --batch = samples per tile)")
+    de.add_argument("--sparsity", type=float, default=0.0,
+                    help="--model cnn: block-sparse variant 0.5, 0.75 or 0.9 (default 0: dense)")
+    de.add_argument("--dense", action="store_true",
+                    help="--model cnn: force the dense kernels for sparse weights")
     de.add_argument("--words", type=_positive, default=96, help="vecsum: words (4 int8) per tile")
     de.add_argument("--seed", type=int, default=2024, help="vecsum: data seed")
     de.set_defaults(func=cmd_demo)
