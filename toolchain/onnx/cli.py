@@ -113,8 +113,7 @@ def run_cli(args, config) -> int:
     if args.profile:
         from pathlib import Path
         from toolchain.profile import build_profile, write_profile
-        marks = prog.engine(rep["backend"] if rep["backend"] != "both" else "rtl").read_tensor(
-            prog.lowered.profile.name)
+        marks = run.marks
         prof = build_profile(prog.compiled, run.results[0], marks, runs=run.results,
                              title=f"Tessera onnx {args.model} — {config.tiles} tiles",
                              extra_summary=[("batch", str(rep["batch"])),

@@ -16,39 +16,37 @@ from toolchain.graph.codelet import Codelet, Field
 __all__ = ["codelet", "matmul_codelet", "bsmm_codelet", "SOURCE_DIR"]
 
 SOURCE_DIR = Path(__file__).resolve().parent / "codelets"
-_FLOAT = SOURCE_DIR / "tso_float.c"
-_DATA = SOURCE_DIR / "tso_data.c"
 
 _S = "scalar"
 _FIELDS = {
-    "tso_rqf": (_FLOAT, [("acc", "in"), ("out", "out"), ("params", "in")] +
+    "tso_rqf": (SOURCE_DIR / "tso_rqf.c", [("acc", "in"), ("out", "out"), ("params", "in")] +
                 [(n, _S) for n in ("rows", "P", "M", "os_s", "os_p", "os_m", "zp", "ylo", "yhi")]),
-    "tso_quant": (_FLOAT, [("x", "in"), ("y", "out"), ("tab", "in")] +
+    "tso_quant": (SOURCE_DIR / "tso_quant.c", [("x", "in"), ("y", "out"), ("tab", "in")] +
                   [(n, _S) for n in ("n", "inner", "C", "qmin")]),
-    "tso_dequant": (_FLOAT, [("x", "in"), ("y", "out"), ("params", "in")] +
+    "tso_dequant": (SOURCE_DIR / "tso_dequant.c", [("x", "in"), ("y", "out"), ("params", "in")] +
                     [(n, _S) for n in ("n", "inner", "C", "kind")]),
-    "tso_dequant_tab": (_FLOAT, [("x", "in"), ("y", "out"), ("tab", "in")] +
+    "tso_dequant_tab": (SOURCE_DIR / "tso_dequant.c", [("x", "in"), ("y", "out"), ("tab", "in")] +
                         [(n, _S) for n in ("n", "inner", "C")]),
-    "tso_im2col": (_DATA, [("x", "in"), ("p", "out")] +
+    "tso_im2col": (SOURCE_DIR / "tso_im2col.c", [("x", "in"), ("p", "out")] +
                    [(n, _S) for n in ("S", "x_stride", "c0", "cg", "xc", "xh", "xw", "H", "W",
                                       "kh", "kw", "sh", "sw", "dh", "dw", "pt", "pl", "OH", "OW",
                                       "Kp", "padv", "xorv", "order")]),
-    "tso_pack": (_DATA, [("src", "in"), ("dst", "out")] +
+    "tso_pack": (SOURCE_DIR / "tso_pack.c", [("src", "in"), ("dst", "out")] +
                  [(n, _S) for n in ("nmat", "ms", "rows", "cols", "rs", "cs", "Kp", "xorv")]),
-    "tso_rowsum": (_DATA, [("p", "in"), ("s", "out"), ("rows", _S), ("Kp", _S)]),
-    "tso_copy": (_DATA, [("src", "in"), ("dst", "out")] +
+    "tso_rowsum": (SOURCE_DIR / "tso_rowsum.c", [("p", "in"), ("s", "out"), ("rows", _S), ("Kp", _S)]),
+    "tso_copy": (SOURCE_DIR / "tso_copy.c", [("src", "in"), ("dst", "out")] +
                  [(n, _S) for n in ("esz", "n0", "n1", "n2", "n3", "s0", "s1", "s2", "s3",
                                     "d0", "d1", "d2", "d3")]),
-    "tso_maxpool": (_DATA, [("x", "in"), ("y", "out")] +
+    "tso_maxpool": (SOURCE_DIR / "tso_maxpool.c", [("x", "in"), ("y", "out")] +
                     [(n, _S) for n in ("S", "C", "H", "W", "OH", "OW", "kh", "kw", "sh", "sw",
                                        "dh", "dw", "pt", "pl", "xs", "xc", "xh", "xw", "ys", "yc",
                                        "yh", "yw", "kind", "lowest")]),
-    "tso_clamp": (_DATA, [("x", "in"), ("y", "out")] + [(n, _S) for n in ("n", "kind", "lo", "hi")]),
-    "tso_binop": (_DATA, [("a", "in"), ("b", "in"), ("y", "out")] +
+    "tso_clamp": (SOURCE_DIR / "tso_clamp.c", [("x", "in"), ("y", "out")] + [(n, _S) for n in ("n", "kind", "lo", "hi")]),
+    "tso_binop": (SOURCE_DIR / "tso_binop.c", [("a", "in"), ("b", "in"), ("y", "out")] +
                   [(n, _S) for n in ("n", "bn", "op")]),
-    "tso_zpfix": (_DATA, [("acc", "inout"), ("rsum", "in"), ("csum", "in"), ("zw", "in")] +
+    "tso_zpfix": (SOURCE_DIR / "tso_zpfix.c", [("acc", "inout"), ("rsum", "in"), ("csum", "in"), ("zw", "in")] +
                   [(n, _S) for n in ("rows", "cols", "use_r", "use_c", "za")]),
-    "tso_planesum": (_DATA, [("x", "in"), ("s", "out")] +
+    "tso_planesum": (SOURCE_DIR / "tso_planesum.c", [("x", "in"), ("s", "out")] +
                      [(n, _S) for n in ("planes", "hw", "is_signed", "bias")]),
 }
 

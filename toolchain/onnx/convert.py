@@ -491,7 +491,7 @@ class _Converter:
         shape = (n, m, oh, ow) if not one_d else (n, m, ow)
         dtype = out[3] if out[0] == "rq" else "int32"
         self.emit("conv", node, [x.name], node.outputs[0], shape, dtype,
-                  w=w4, w_zp=wzp, x_zp=int(x_zp), bias=bias, group=group,
+                  w=w4, w_name=w_name, w_zp=wzp, x_zp=int(x_zp), bias=bias, group=group,
                   geom=dict(C=c, H=h, W=wd, M=m, cg=cg, kh=kh, kw=kw, sh=st[0], sw=st[1],
                             dh=dl[0], dw=dl[1], pt=pb[0], pl=pb[1], OH=oh, OW=ow),
                   out=out, x_dtype=x.dtype)
@@ -586,7 +586,7 @@ class _Converter:
         dtype = out[3] if out[0] == "rq" else "int32"
         inputs = [a.name] if b_const else [a.name, b_name]
         self.emit("matmul", node, inputs, node.outputs[0], shape, dtype,
-                  b=b, b_dtype=b_dtype, a_zp=int(a_zp), b_zp=bz, bias=bias, out=out,
+                  b=b, b_name=b_name, b_dtype=b_dtype, a_zp=int(a_zp), b_zp=bz, bias=bias, out=out,
                   a_dtype=a.dtype, K=k, N=n)
 
     def op_QLinearMatMul(self, node):

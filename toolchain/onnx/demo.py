@@ -125,7 +125,7 @@ def run_cnn_demo(config, *, backend: str = "rtl", images: int = 450, sparsity: f
         out(f"    {l['name'][:28]:28s} {l['cycles'] or 0:>9} cycles (first run){sp}")
     if profile:
         from toolchain.profile import build_profile, write_profile
-        marks = prog.engine(backend).read_tensor(prog.lowered.profile.name)
+        marks = run.marks
         extra = [("images", f"{images} in {rep['runs']} run(s)"),
                  ("accuracy (float / onnxruntime / backend)",
                   f"{acc_float:.4f} / {acc_ort:.4f} / {acc_be:.4f}"),

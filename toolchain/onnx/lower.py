@@ -158,17 +158,36 @@ class _Lowerer:
         self.consts = 0
 
     # -- naming / constants ------------------------------------------------------------
-    def const(self, layer: Layer, what: str, arr, dtype) -> list:
-        """A constant replicated on every tile used: returns per-tile views."""
+    def const(self, layer: Layer, what: str, arr, dtype, tensor: str | None = None) -> list:
+        """A constant replicated on every tile used: returns per-tile views.
+
+        Raises ModelMemoryError (naming ``tensor``, the model's initializer, when given) if it
+        cannot fit a tile's SRAM next to what is already placed there."""
+        from toolchain.graph.errors import GraphError
+        from .errors import ModelMemoryError
         arr = np.asarray(arr)
         flat = arr.reshape(-1)
         if flat.size == 0:
             flat = np.zeros(1, dtype=arr.dtype)
         n = flat.size
         name = f"op{layer.index}.{what}"
-        v = self.g.add_constant(name, np.broadcast_to(flat, (self.nt, n)),
-                                [(t, i * n, (i + 1) * n) for i, t in enumerate(self.tiles)],
-                                dtype=dtype)
+        try:
+            v = self.g.add_constant(name, np.broadcast_to(flat, (self.nt, n)),
+                                    [(t, i * n, (i + 1) * n) for i, t in enumerate(self.tiles)],
+                                    dtype=dtype)
+        except GraphError as e:
+            if "out of memory" not in str(e):
+                raise
+            tile = self.tiles[0]
+            need = n * np.dtype(dtype).itemsize
+            placed = self.g._tile_bytes.get(tile, 0)
+            free = max(0, self.cfg.sram_bytes - placed)
+            label = tensor or f"{what} of node {layer.label!r}"
+            raise ModelMemoryError(
+                f"the model does not fit tile {tile}: tensor {label!r} (node {layer.label!r}, "
+                f"{'/'.join(layer.onnx_ops)}) needs {need} bytes on every tile used but only "
+                f"{free} of the tile's {self.cfg.sram_bytes} bytes are free for it",
+                label, tile, need, free) from None
         return [v[i] for i in range(self.nt)]
 
     def cs(self, layer: Layer, what: str):
@@ -502,7 +521,7 @@ class _Lowerer:
                 for g in range(G):
                     self.vertex(cr, "tso_rowsum", i, p=self.tview(idx, i, f"p{g}"),
                                 s=self.tview(idx, i, f"rs{g}"), rows=rows, Kp=Kp)
-        mms = [self._matmul_weights(layer, f"w{g}", bts[g]) for g in range(G)]
+        mms = [self._matmul_weights(layer, f"w{g}", bts[g], a.get("w_name")) for g in range(G)]
         c2 = self.cs(layer, "mm")
         for i in range(self.nt):
             for g in range(G):
@@ -557,10 +576,10 @@ class _Lowerer:
                                 esz=4, n0=imgs, n1=Mg, n2=1, n3=P, s0=P * Mg, s1=1, s2=0,
                                 s3=Mg, d0=M * P, d1=P, d2=0, d3=1)
 
-    def _matmul_weights(self, layer, what, bt):
+    def _matmul_weights(self, layer, what, bt, tensor=None):
         """Constant weights B^T [N, Kp] (int8) for the matmul vertices: dense per-tile views,
         or the block-sparse form when the zero blocks make it worthwhile."""
-        return ("dense", self.const(layer, what, bt, "int8"))
+        return ("dense", self.const(layer, what, bt, "int8", tensor))
 
     def _mm_vertex(self, cset, i, a, w, c, init, rows, cols, Kp):
         kind, data = w
@@ -607,7 +626,7 @@ class _Lowerer:
             bt = np.zeros((N, Kp), np.int8)
             bt[:, :K] = b8.T
             init = wrap32(bias - za * b8.sum(axis=0) + K * za * zb)
-            wts = self._matmul_weights(layer, "bt", bt)
+            wts = self._matmul_weights(layer, "bt", bt, a.get("b_name"))
             iv = self.const(layer, "init", init, "int32")
             c2 = self.cs(layer, "mm")
             for i in range(self.nt):

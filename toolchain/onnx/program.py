@@ -32,10 +32,12 @@ _DEFAULT_MAX_CYCLES = 200_000_000
 
 @dataclass
 class RunOutput:
-    """What :meth:`OnnxProgram.run` returns: ``outputs`` (name -> array) and ``report``."""
+    """What :meth:`OnnxProgram.run` returns: ``outputs`` (name -> array), ``report``, the
+    per-run :class:`tessera.result.RunResult` list and the first run's superstep marks."""
     outputs: dict
     report: dict
     results: list
+    marks: object = None
 
 
 def _np(dtype: str):
@@ -222,7 +224,7 @@ class OnnxProgram:
                             for a, m in zip(results["rtl"], results["model"]))
             report["backends_agree"] = bool(same_out and same_json)
             report["backend"] = "both"
-        return RunOutput(outputs, report, results[main])
+        return RunOutput(outputs, report, results[main], marks.get(main))
 
     # -- report ----------------------------------------------------------------------------
     def layer_cycles(self, marks) -> list:
