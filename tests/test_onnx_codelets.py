@@ -1,4 +1,4 @@
-"""The importer's float32-rule codelets against golden_model.kernels (issue 14): the float32
+"""The importer's float32-rule codelets against tessera.golden_model.kernels (issue 14): the float32
 requantization (fast path, near-tie and large-accumulator slow paths, every multiplier range),
 QuantizeLinear (ties, NaN, infinities, signed zeros, per axis) and DequantizeLinear of int32
 (soft-float), each run on the golden model as a one-vertex graph."""
@@ -6,11 +6,11 @@ QuantizeLinear (ties, NaN, infinities, signed zeros, per axis) and DequantizeLin
 import numpy as np
 import pytest
 
-from golden_model.kernels import dequantize_linear, quantize_linear, requantize_float32
-from tessera.config import preset
-from toolchain.graph import Engine, Execute, Graph, compile_graph
-from toolchain.onnx.codelets import codelet
-from toolchain.onnx.lower import quant_table, rqf_params
+from tessera.golden_model.kernels import dequantize_linear, quantize_linear, requantize_float32
+from tessera.spec.config import preset
+from tessera.toolchain.graph import Engine, Execute, Graph, compile_graph
+from tessera.toolchain.onnx.codelets import codelet
+from tessera.toolchain.onnx.lower import quant_table, rqf_params
 
 
 def _run(build, inputs, outputs):

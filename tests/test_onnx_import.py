@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from tessera.cli import main
-from tessera.config import preset
-from toolchain.onnx import (InputError, ModelMemoryError, OnnxFileError, UnsupportedError,
+from tessera.spec.config import preset
+from tessera.toolchain.onnx import (InputError, ModelMemoryError, OnnxFileError, UnsupportedError,
                             compare_outputs, import_model, reference_outputs)
 
 
@@ -57,7 +57,7 @@ def calib():
     pytest.param("QDQ", "uint8", False, marks=pytest.mark.slow),
     pytest.param("QOperator", "int8", True, marks=pytest.mark.slow)])
 def test_quantize_static_models_equal_onnxruntime(fmt, act, per_channel, calib, tmp_path):
-    from toolchain.models.digits_cnn import quantize_onnx
+    from tessera.toolchain.models.digits_cnn import quantize_onnx
     q = quantize_onnx(_float_cnn(), calib, quant_format=fmt, activation=act,
                       per_channel=per_channel, workdir=tmp_path)
     prog = import_model(q, preset("small"), samples_per_tile=1)
@@ -71,8 +71,8 @@ def test_quantize_static_models_equal_onnxruntime(fmt, act, per_channel, calib, 
 
 
 def test_digits_cnn_equals_onnxruntime():
-    from toolchain.models.digits import load_digits_split
-    from toolchain.models.digits_cnn import load_digits_cnn, pixels_to_input
+    from tessera.toolchain.models.digits import load_digits_split
+    from tessera.toolchain.models.digits_cnn import load_digits_cnn, pixels_to_input
     cnn = load_digits_cnn()
     x = pixels_to_input(load_digits_split()[1][:8])
     prog = import_model(str(cnn.int8_path), preset("small"), samples_per_tile=2)
@@ -172,7 +172,7 @@ def test_input_errors_name_the_input():
 # ---------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def qdq_file(tmp_path_factory, calib):
-    from toolchain.models.digits_cnn import quantize_onnx
+    from tessera.toolchain.models.digits_cnn import quantize_onnx
     d = tmp_path_factory.mktemp("onnx")
     p = d / "cnn_int8.onnx"
     p.write_bytes(quantize_onnx(_float_cnn(3), calib, workdir=d))
@@ -215,7 +215,7 @@ def test_cli_bad_inputs_exit_2(qdq_file, capsys, tmp_path):
 
 def test_cli_reference_mismatch_exit_3(qdq_file, monkeypatch, capsys):
     """With an oracle that disagrees in one element the CLI must say so and exit 3."""
-    import toolchain.onnx as tonnx
+    import tessera.toolchain.onnx as tonnx
     d, p, x = qdq_file
     real = tonnx.reference_outputs
 

@@ -11,8 +11,8 @@ model) are marked slow (`make test-all`)."""
 import numpy as np
 import pytest
 
-from toolchain.onnx import UnsupportedError
-from toolchain.onnx.testing import node_cases, run_node_case
+from tessera.toolchain.onnx import UnsupportedError
+from tessera.toolchain.onnx.testing import node_cases, run_node_case
 
 _FLOAT_ADD = "Add on float32 is not supported"
 _FLOAT_MUL = "Mul on float32 is not supported"

@@ -6,9 +6,9 @@ element. The full 450-image run is `tessera demo --model cnn` (RTL by default)."
 import numpy as np
 import pytest
 
-from tessera.config import preset
-from toolchain.onnx import compare_outputs, import_model, reference_outputs
-from toolchain.onnx.testing import node_cases, run_node_case
+from tessera.spec.config import preset
+from tessera.toolchain.onnx import compare_outputs, import_model, reference_outputs
+from tessera.toolchain.onnx.testing import node_cases, run_node_case
 
 pytestmark = pytest.mark.rtl
 
@@ -32,8 +32,8 @@ def test_node_case_on_rtl(name, cases):
 
 
 def test_digits_cnn_on_rtl_equals_onnxruntime():
-    from toolchain.models.digits import load_digits_split
-    from toolchain.models.digits_cnn import load_digits_cnn, pixels_to_input
+    from tessera.toolchain.models.digits import load_digits_split
+    from tessera.toolchain.models.digits_cnn import load_digits_cnn, pixels_to_input
     cnn = load_digits_cnn()
     x = pixels_to_input(load_digits_split()[1][:16])
     prog = import_model(str(cnn.int8_path), preset("small"), samples_per_tile=4)

@@ -310,7 +310,7 @@ def cmd_demo(args) -> int:
     if args.profile:
         _check_out_dir(args.out or "build/demo", "--out")
     if getattr(args, "model", "mlp") == "cnn":     # the ONNX digits CNN (toolchain/onnx/demo.py)
-        from toolchain.onnx.demo import run_cnn_demo
+        from tessera.cli.demo_cnn import run_cnn_demo
         try:
             report = run_cnn_demo(config, backend=args.backend, images=args.images,
                                   sparsity=args.sparsity, dense=args.dense, out_dir=args.out,
@@ -445,8 +445,8 @@ def cmd_run(args) -> int:
 
 def cmd_onnx(args) -> int:
     """``tessera onnx MODEL.onnx --inputs IN.npz --out OUT.npz ...``: toolchain/onnx/cli.py."""
-    from toolchain.graph import EngineError
-    from toolchain.onnx.cli import run_cli
+    from tessera.toolchain.graph import EngineError
+    from tessera.toolchain.onnx.cli import run_cli
     config = _config(args)
     _check_rtl(args, config)
     _check_out_file(args.json, "--json")
@@ -639,7 +639,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "the inputs of IN.npz (batch in the first axis). Exit 0 ok, 2 bad input, "
                     "3 mismatch (--backend both: rtl != model; --reference: an element "
                     "differs from onnxruntime).")
-    from toolchain.onnx.cli import add_arguments as onnx_args
+    from tessera.toolchain.onnx.cli import add_arguments as onnx_args
     onnx_args(on)
     _add_array_args(on)
     for act in on._actions:

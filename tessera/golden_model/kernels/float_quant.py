@@ -22,8 +22,8 @@ Semantics sources:
 
 numpy evaluates ``float32 · float32`` and ``float32 / float32`` as single IEEE operations and
 ``np.rint`` rounds half to even, so these functions are the float32 rule itself. The tile code that
-computes the same integers (``toolchain/onnx/codelets``) uses only integer instructions: see
-docs/architecture.md §11 and :mod:`toolchain.onnx` for why it is exact.
+computes the same integers (``tessera/toolchain/onnx/codelets``) uses only integer instructions: see
+docs/architecture.md §11 and :mod:`tessera.toolchain.onnx` for why it is exact.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def requantize_float32(acc, multiplier, out_zero_point: int, *, dtype="int8", bi
     Parameters
     ----------
     acc : array_like of int (int32 range), ``ndim ≥ 1``
-        Accumulators ``Σ (x - x_zp)(w - w_zp)`` (e.g. from :func:`~golden_model.kernels.matmul`).
+        Accumulators ``Σ (x - x_zp)(w - w_zp)`` (e.g. from :func:`~tessera.golden_model.kernels.matmul`).
     multiplier : float32 scalar or array_like [C]
         ``M`` from :func:`float32_multiplier` (positive).
     out_zero_point : int

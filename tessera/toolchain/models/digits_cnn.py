@@ -6,7 +6,7 @@ Network (NCHW, float input ``pixel / 16``, shape ``[N, 1, 8, 8]``)::
     -> MaxPool 2x2 -> Flatten -> Gemm (C2*2*2 -> 10)
 
 Data: scikit-learn's bundled 8×8 digits and the fixed 75/25 split of
-:func:`toolchain.models.digits.load_digits_split` (no download).
+:func:`tessera.toolchain.models.digits.load_digits_split` (no download).
 
 Training: float64 numpy, He initialisation, Adam on softmax cross-entropy with L2 decay,
 mini-batches shuffled by ``numpy.random.default_rng(seed)``: deterministic for a given

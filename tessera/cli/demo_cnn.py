@@ -2,8 +2,8 @@
 
 1. trains the CNN with numpy on scikit-learn's bundled digits (deterministic, cached), exports it
    to ONNX and quantizes it with onnxruntime's ``quantize_static`` (QDQ, calibrated on the
-   training split) — :mod:`toolchain.models.digits_cnn`, files cached in the user cache;
-2. imports the int8 ONNX file with :func:`toolchain.onnx.import_model` (compiled once);
+   training split) — :mod:`tessera.toolchain.models.digits_cnn`, files cached in the user cache;
+2. imports the int8 ONNX file with :func:`tessera.toolchain.onnx.import_model` (compiled once);
 3. runs the test images on the backend (RTL by default) and compares every output element
    with onnxruntime's CPU session (default options) on the same file;
 4. prints accuracy float / onnxruntime int8 / Tessera, the equality, cycles per image, per-layer
@@ -35,7 +35,7 @@ def run_cnn_demo(config, *, backend: str = "rtl", images: int = 450, sparsity: f
 
     Parameters
     ----------
-    config : tessera.config.ArrayConfig
+    config : tessera.spec.config.ArrayConfig
     backend : {"rtl", "model"}
     images : int
         The first ``images`` of the 450 test images.
@@ -60,11 +60,11 @@ def run_cnn_demo(config, *, backend: str = "rtl", images: int = 450, sparsity: f
         ``images`` outside 1..450 or an unknown sparsity.
     """
     from tessera.backends import get as get_backend
-    from tessera.demo import DemoError, _progress
+    from tessera.cli.demo import DemoError, _progress
     from tessera.output import write_output
-    from toolchain.models.digits import load_digits_split
-    from toolchain.models.digits_cnn import CnnConfig, load_digits_cnn, pixels_to_input
-    from . import compare_outputs, import_model, reference_outputs
+    from tessera.toolchain.models.digits import load_digits_split
+    from tessera.toolchain.models.digits_cnn import CnnConfig, load_digits_cnn, pixels_to_input
+    from tessera.toolchain.onnx import compare_outputs, import_model, reference_outputs
 
     t_start = time.monotonic()
     _, x_te, _, y_te = load_digits_split()
@@ -124,7 +124,7 @@ def run_cnn_demo(config, *, backend: str = "rtl", images: int = 450, sparsity: f
              f"{l['sparse']['density']:.0%} of blocks]" if l.get("sparse") else ""
         out(f"    {l['name'][:28]:28s} {l['cycles'] or 0:>9} cycles (first run){sp}")
     if profile:
-        from toolchain.profile import build_profile, write_profile
+        from tessera.toolchain.profile import build_profile, write_profile
         marks = run.marks
         extra = [("images", f"{images} in {rep['runs']} run(s)"),
                  ("accuracy (float / onnxruntime / backend)",

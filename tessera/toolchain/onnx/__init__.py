@@ -4,8 +4,8 @@ Load an ONNX model (QDQ as written by ``onnxruntime.quantization.quantize_static
 or integer operators), check it, map it onto a Tessera array with the graph compiler, compile
 once and run many times::
 
-    from tessera.config import preset
-    from toolchain.onnx import import_model, reference_outputs
+    from tessera.spec.config import preset
+    from tessera.toolchain.onnx import import_model, reference_outputs
 
     prog = import_model("model.onnx", preset("small"))
     run = prog.run({"input": x}, backend="model")        # RunOutput(outputs, report, results)

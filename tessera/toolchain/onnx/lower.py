@@ -10,7 +10,7 @@ by a first-fit allocator over the tensors' live ranges (reshapes are aliases); m
 outputs are their own variables (``in:<name>``, ``out:<name>``) so the host can write and read
 them.
 
-Arithmetic (all bit-exact with ``golden_model.kernels`` and onnxruntime's CPU provider):
+Arithmetic (all bit-exact with ``tessera.golden_model.kernels`` and onnxruntime's CPU provider):
 
 * 8-bit operands of ``dot4`` are int8: uint8 data are XORed with 0x80 (``u - 128``) when they
   are gathered into patches/rows, uint8 weights on the host; the zero points move by 128 too.
@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from golden_model.kernels import dequantize_linear, qrange, quantize_linear
-from golden_model.kernels._checks import wrap_int32
-from toolchain.graph import Execute, Graph, Sequence
+from tessera.golden_model.kernels import dequantize_linear, qrange, quantize_linear
+from tessera.golden_model.kernels._checks import wrap_int32
+from tessera.toolchain.graph import Execute, Graph, Sequence
 
 from .codelets import bsmm_codelet, codelet, matmul_codelet
 from .errors import UnsupportedError
@@ -59,7 +59,7 @@ def quant_table(scale, zero_point: int, dtype: str) -> np.ndarray:
 
     Entry ``k`` (1..255) is the ordered key (float bits, negatives ``^ 0x7fffffff``) of the
     smallest float32 ``x`` with ``quantize_linear(x) >= qmin + k``, found by bisection over the
-    keys with the reference :func:`golden_model.kernels.quantize_linear` (monotone in ``x``).
+    keys with the reference :func:`tessera.golden_model.kernels.quantize_linear` (monotone in ``x``).
     Entry 0 is INT32_MIN.
     """
     qmin, _ = qrange(dtype)
@@ -163,7 +163,7 @@ class _Lowerer:
 
         Raises ModelMemoryError (naming ``tensor``, the model's initializer, when given) if it
         cannot fit a tile's SRAM next to what is already placed there."""
-        from toolchain.graph.errors import GraphError
+        from tessera.toolchain.graph.errors import GraphError
         from .errors import ModelMemoryError
         arr = np.asarray(arr)
         flat = arr.reshape(-1)
@@ -821,7 +821,7 @@ def lower(ir: IRGraph, config, samples: int, *, sparse_mode="auto", block_size=N
     Parameters
     ----------
     ir : IRGraph
-    config : tessera.config.ArrayConfig
+    config : tessera.spec.config.ArrayConfig
     samples : int
         Samples per tile per run (1 in single-sample mode).
     sparse_mode : {"auto", "dense"}

@@ -1,9 +1,9 @@
-"""The importer's codelets (C sources in ``toolchain/onnx/codelets/``) and their fields.
+"""The importer's codelets (C sources in ``tessera/toolchain/onnx/codelets/``) and their fields.
 
 Tensor fields are declared without a dtype: the importer places all activations of a tile in
-one byte arena and passes views of it (see :mod:`toolchain.onnx.lower`). The dense matmul and
+one byte arena and passes views of it (see :mod:`tessera.toolchain.onnx.lower`). The dense matmul and
 block-sparse matmul inner loops are the kernel library's generated codelets
-(:mod:`toolchain.kernels.matmul`, :mod:`toolchain.kernels.block_sparse`) registered with the
+(:mod:`tessera.toolchain.kernels.matmul`, :mod:`tessera.toolchain.kernels.block_sparse`) registered with the
 same fields minus the dtype checks.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from toolchain.graph.codelet import Codelet, Field
+from tessera.toolchain.graph.codelet import Codelet, Field
 
 __all__ = ["codelet", "matmul_codelet", "bsmm_codelet", "SOURCE_DIR"]
 
@@ -63,8 +63,8 @@ def codelet(graph, name: str) -> Codelet:
 
 def matmul_codelet(graph, k: int) -> Codelet:
     """The kernel library's dense matmul codelet for depth ``k`` (a multiple of 4)."""
-    from toolchain.kernels.matmul import matmul_codelet as lib
-    from toolchain.graph.graph import Graph
+    from tessera.toolchain.kernels.matmul import matmul_codelet as lib
+    from tessera.toolchain.graph.graph import Graph
     name = f"tsk_mm_k{k}"
     if name in graph.codelets:
         return graph.codelets[name]
@@ -78,8 +78,8 @@ def matmul_codelet(graph, k: int) -> Codelet:
 
 def bsmm_codelet(graph, k: int, bs: int) -> Codelet:
     """The kernel library's block-sparse matmul codelet for depth ``k`` and block size ``bs``."""
-    from toolchain.kernels.block_sparse import _codelet as lib
-    from toolchain.graph.graph import Graph
+    from tessera.toolchain.kernels.block_sparse import _codelet as lib
+    from tessera.toolchain.graph.graph import Graph
     name = f"tsk_bsmm_k{k}_b{bs}"
     if name in graph.codelets:
         return graph.codelets[name]

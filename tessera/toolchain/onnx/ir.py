@@ -1,7 +1,7 @@
 """The importer's intermediate form: the integer operations Tessera runs (docs/compiler.md,
 "ONNX importer").
 
-After :mod:`toolchain.onnx.convert` every ONNX node (or fused DequantizeLinear → op →
+After :mod:`tessera.toolchain.onnx.convert` every ONNX node (or fused DequantizeLinear → op →
 QuantizeLinear group) is one :class:`Op` on :class:`Value` tensors. Shapes are per-sample
 shapes: in batched mode axis 0 (the batch) is 1 and the samples of a run are spread over the
 tiles; in single-sample mode the shapes are the model's own.
@@ -53,7 +53,7 @@ class Op:
         Activation inputs (value names); constants live in ``attrs``.
     output : str
     attrs : dict
-        Kind-specific parameters (see :mod:`toolchain.onnx.lower`).
+        Kind-specific parameters (see :mod:`tessera.toolchain.onnx.lower`).
     """
     kind: str
     label: str

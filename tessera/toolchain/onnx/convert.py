@@ -10,9 +10,9 @@ Steps:
    that only moves or compares values (MaxPool, Relu, Clip, Reshape, Flatten, Transpose,
    Identity, Concat) with the same scale and zero point on both sides runs on the codes
    directly (exactly the same result: quantization is monotone and ``Q(DQ(q)) = q``).
-3. **Lowering to ops**: every remaining node becomes one :class:`~toolchain.onnx.ir.Op` with its
+3. **Lowering to ops**: every remaining node becomes one :class:`~tessera.toolchain.onnx.ir.Op` with its
    output shape; unsupported operators, attributes and data types raise
-   :class:`~toolchain.onnx.errors.UnsupportedError` naming the node, the op type and what is
+   :class:`~tessera.toolchain.onnx.errors.UnsupportedError` naming the node, the op type and what is
    supported.
 
 Operator semantics follow the ONNX operator specification (onnx/docs/Operators.md, the section
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from golden_model.kernels import float32_multiplier, quantize_linear, dequantize_linear, qrange
+from tessera.golden_model.kernels import float32_multiplier, quantize_linear, dequantize_linear, qrange
 
 from .errors import UnsupportedError
 from .ir import IRGraph, Op, Value
@@ -885,7 +885,7 @@ def convert(model, *, constants=None, batch_mode="auto") -> IRGraph:
     Parameters
     ----------
     model : onnx.ModelProto
-        From :func:`toolchain.onnx.model.load_model`.
+        From :func:`tessera.toolchain.onnx.model.load_model`.
     constants : dict of str -> array, optional
         Graph inputs to compile in as constants (e.g. scales given as inputs).
     batch_mode : {"auto", "batched", "single"}

@@ -1,13 +1,13 @@
 """Errors of the ONNX importer (docs/compiler.md, "ONNX importer").
 
 Every error is raised before anything runs on the array, names what is wrong and where (node
-name, op type, tensor, tile, bytes), and is a :class:`toolchain.ToolchainError`, so the CLI
+name, op type, tensor, tile, bytes), and is a :class:`tessera.toolchain.ToolchainError`, so the CLI
 prints one line and exits 2.
 """
 
 from __future__ import annotations
 
-from toolchain import ToolchainError
+from tessera.toolchain import ToolchainError
 
 __all__ = ["OnnxError", "OnnxFileError", "UnsupportedError", "ModelMemoryError",
            "InputError"]

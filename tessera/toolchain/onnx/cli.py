@@ -112,7 +112,7 @@ def run_cli(args, config) -> int:
         raise InputError(f"--out {args.out}: cannot write: {e.strerror}") from None
     if args.profile:
         from pathlib import Path
-        from toolchain.profile import build_profile, write_profile
+        from tessera.toolchain.profile import build_profile, write_profile
         marks = run.marks
         prof = build_profile(prog.compiled, run.results[0], marks, runs=run.results,
                              title=f"Tessera onnx {args.model} — {config.tiles} tiles",

@@ -1,5 +1,5 @@
 /* ONNX float32 arithmetic with integer instructions only (docs/architecture.md §11), bit-exact
- * with golden_model.kernels.float_quant:
+ * with tessera.golden_model.kernels.float_quant:
  *
  *   tso_rqf      int32 accumulators -> 8-bit codes, y = clamp(rne(fl32(fl32(acc) * M))) + zp
  *   tso_quant    float32 -> 8-bit codes, ONNX QuantizeLinear (threshold table search)

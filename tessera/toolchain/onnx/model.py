@@ -3,7 +3,7 @@
 :func:`load_model` reads a file (or bytes, or a ``ModelProto``) with the ``onnx`` package and
 checks what the importer needs before anything is mapped: that it is ONNX at all, the ONNX
 checker, the opsets (default domain 10 … the installed onnx's latest, ``com.microsoft`` 1), and
-that graph inputs and outputs have tensor types. Errors are :class:`~toolchain.onnx.errors.OnnxError`
+that graph inputs and outputs have tensor types. Errors are :class:`~tessera.toolchain.onnx.errors.OnnxError`
 subclasses with one-line messages.
 """
 

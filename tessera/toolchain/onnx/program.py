@@ -1,8 +1,8 @@
 """Compile an imported model once, run it many times (docs/compiler.md, "ONNX importer").
 
-:func:`import_model` = :func:`~toolchain.onnx.model.load_model` +
-:func:`~toolchain.onnx.convert.convert` + :func:`~toolchain.onnx.lower.lower` +
-:func:`toolchain.graph.compile_graph`, with the number of samples per tile chosen to fill the
+:func:`import_model` = :func:`~tessera.toolchain.onnx.model.load_model` +
+:func:`~tessera.toolchain.onnx.convert.convert` + :func:`~tessera.toolchain.onnx.lower.lower` +
+:func:`tessera.toolchain.graph.compile_graph`, with the number of samples per tile chosen to fill the
 tiles' SRAM (batched models). :meth:`OnnxProgram.run` checks the inputs, runs the batch in as
 many runs as needed on a backend (``model``, ``rtl`` or ``both``) and returns the outputs and a
 JSON-ready report (cycles total and per layer, utilisation, memory per tile, compile seconds).
@@ -33,7 +33,7 @@ _DEFAULT_MAX_CYCLES = 200_000_000
 @dataclass
 class RunOutput:
     """What :meth:`OnnxProgram.run` returns: ``outputs`` (name -> array), ``report``, the
-    per-run :class:`tessera.result.RunResult` list and the first run's superstep marks."""
+    per-run :class:`tessera.spec.result.RunResult` list and the first run's superstep marks."""
     outputs: dict
     report: dict
     results: list
@@ -58,8 +58,8 @@ class OnnxProgram:
         ``samples_per_tile × tiles used``.
     compile_seconds : float
         Import (load, check, convert) plus compile time.
-    layers : list of toolchain.onnx.lower.Layer
-    compiled : toolchain.graph.CompiledGraph
+    layers : list of tessera.toolchain.onnx.lower.Layer
+    compiled : tessera.toolchain.graph.CompiledGraph
     """
 
     def __init__(self, model, ir, lowered, compiled, config, compile_seconds, source_name):
@@ -119,7 +119,7 @@ class OnnxProgram:
 
     # -- running ---------------------------------------------------------------------------
     def engine(self, backend: str):
-        from toolchain.graph import Engine
+        from tessera.toolchain.graph import Engine
         if backend not in self._engines:
             self._engines[backend] = Engine(self.compiled, backend=backend)
         return self._engines[backend]
@@ -174,13 +174,13 @@ class OnnxProgram:
         -------
         RunOutput
             ``outputs`` (name -> ndarray, the model's output shapes with the batch), ``report``
-            (see :meth:`report`) and the per-run :class:`tessera.result.RunResult` list.
+            (see :meth:`report`) and the per-run :class:`tessera.spec.result.RunResult` list.
 
         Raises
         ------
         InputError
             Bad inputs (before anything runs).
-        toolchain.graph.EngineError
+        tessera.toolchain.graph.EngineError
             A run faulted or timed out.
         """
         batch = self.check_inputs(inputs)
@@ -230,7 +230,7 @@ class OnnxProgram:
     def layer_cycles(self, marks) -> list:
         """Per layer: the largest number of cycles any tile spends in its compute sets (first
         run's superstep marks)."""
-        from toolchain.profile.collect import decode_marks
+        from tessera.toolchain.profile.collect import decode_marks
         ops = self.compiled.ops
         cs_index = {}
         for i, op in enumerate(ops):
@@ -293,8 +293,8 @@ class OnnxProgram:
 
 def _fit_samples(ir, config, kwargs, cap) -> tuple:
     """Lower and compile with 1 sample per tile, then with as many as fit (≤ cap)."""
-    from toolchain.graph import compile_graph
-    from toolchain.graph.errors import GraphMemoryError
+    from tessera.toolchain.graph import compile_graph
+    from tessera.toolchain.graph.errors import GraphMemoryError
     low = lower(ir, config, 1, **kwargs)
     try:
         comp = compile_graph(low.graph, low.program, profile=low.profile)
@@ -342,7 +342,7 @@ def import_model(source, config=None, *, samples_per_tile=None, constants=None,
     Parameters
     ----------
     source : str, Path, bytes or onnx.ModelProto
-    config : tessera.config.ArrayConfig, optional
+    config : tessera.spec.config.ArrayConfig, optional
         Default ``preset("small")``.
     samples_per_tile : int or None
         Samples each tile processes per run (batched models); default: as many as fit, at
@@ -350,7 +350,7 @@ def import_model(source, config=None, *, samples_per_tile=None, constants=None,
     constants : dict, optional
         Graph inputs to compile in as constants (``name -> array``).
     batch_mode : {"auto", "batched", "single"}
-        See :func:`toolchain.onnx.convert.convert`.
+        See :func:`tessera.toolchain.onnx.convert.convert`.
     sparse : {"auto", "dense"}
         ``auto``: constant weights with zero blocks use the block-sparse kernels (reported
         per layer); ``dense`` forces the dense kernels.
@@ -370,7 +370,7 @@ def import_model(source, config=None, *, samples_per_tile=None, constants=None,
     OnnxFileError, UnsupportedError, ModelMemoryError
         Before anything runs; messages name the node, op type, tensor, tile and bytes.
     """
-    from tessera.config import ArrayConfig, preset
+    from tessera.spec.config import ArrayConfig, preset
     t0 = time.monotonic()
     config = preset("small") if config is None else config
     if not isinstance(config, ArrayConfig):
@@ -385,8 +385,8 @@ def import_model(source, config=None, *, samples_per_tile=None, constants=None,
     if samples_per_tile is not None:
         if not isinstance(samples_per_tile, int) or samples_per_tile < 1:
             raise UnsupportedError(f"samples_per_tile must be a positive int, not {samples_per_tile!r}")
-        from toolchain.graph import compile_graph
-        from toolchain.graph.errors import GraphMemoryError
+        from tessera.toolchain.graph import compile_graph
+        from tessera.toolchain.graph.errors import GraphMemoryError
         s = samples_per_tile if ir.batched else 1
         low = lower(ir, config, s, **kwargs)
         try:
