@@ -393,3 +393,31 @@ def load_digits_cnn(cfg: CnnConfig = CnnConfig(), cache_dir=None) -> DigitsCnn:
         _atomic_write(fpath, fm.SerializeToString())
         _atomic_write(qpath, q)
     return DigitsCnn(cfg, fpath, qpath, model)
+
+
+def main(argv=None) -> int:  # pragma: no cover - exercised by examples/onnx_model.sh
+    """``python -m tessera.toolchain.models.digits_cnn --out DIR [--images K] [--sparsity S]``:
+    write the quantized model (``digits_cnn_int8.onnx``), its float original and ``K`` test
+    images as ``digits_test.npz`` (input ``x``) for ``tessera onnx``."""
+    import argparse
+    import shutil
+    from .digits import load_digits_split
+    p = argparse.ArgumentParser(prog="python -m tessera.toolchain.models.digits_cnn")
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--images", type=int, default=8)
+    p.add_argument("--sparsity", type=float, default=0.0)
+    a = p.parse_args(argv)
+    cnn = load_digits_cnn(CnnConfig(sparsity=a.sparsity))
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(cnn.int8_path, out / "digits_cnn_int8.onnx")
+    shutil.copyfile(cnn.float_path, out / "digits_cnn_float.onnx")
+    x_te = load_digits_split()[1]
+    np.savez(out / "digits_test.npz", x=pixels_to_input(x_te[:a.images]))
+    print(f"wrote {out / 'digits_cnn_int8.onnx'}, {out / 'digits_cnn_float.onnx'}, "
+          f"{out / 'digits_test.npz'} ({a.images} images)")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -24,7 +24,7 @@ __all__ = ["import_model", "OnnxProgram", "RunOutput", "MAX_SAMPLES_PER_TILE",
            "PEAK_MACS_PER_TILE"]
 
 #: Upper bound of the automatic samples-per-tile choice.
-MAX_SAMPLES_PER_TILE = 64
+MAX_SAMPLES_PER_TILE = 16
 #: One dot4 (4 int8 MACs) per issue slot per tile.
 PEAK_MACS_PER_TILE = 4
 _DEFAULT_MAX_CYCLES = 200_000_000
