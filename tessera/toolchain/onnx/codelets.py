@@ -77,16 +77,18 @@ def matmul_codelet(graph, k: int) -> Codelet:
 
 
 def bsmm_codelet(graph, k: int, bs: int) -> Codelet:
-    """The kernel library's block-sparse matmul codelet for depth ``k`` and block size ``bs``."""
-    from tessera.toolchain.kernels.block_sparse import _codelet as lib
-    from tessera.toolchain.graph.graph import Graph
-    name = f"tsk_bsmm_k{k}_b{bs}"
+    """The importer's block-sparse matmul codelet for depth ``k`` and block size ``bs``
+    (``codelets/tso_bsmm.c.in``: the kernel library's inner loop, groups instead of a plan)."""
+    from tessera.toolchain.kernels.block_sparse import _asm_loop
+    from tessera.toolchain.kernels.matmul import _generated_source
+    name = f"tso_bsmm_k{k}_b{bs}"
     if name in graph.codelets:
         return graph.codelets[name]
-    probe = Graph(graph.config)
-    src = lib(probe, k, bs).source
+    text = ((SOURCE_DIR / "tso_bsmm.c.in").read_text().replace("@NAME@", name)
+            .replace("@KS@", str(k)).replace("@BS@", str(bs)).replace("@LOOP@", _asm_loop(k, bs)))
+    src = _generated_source(name, text)
     c = Codelet(name, src, tuple(Field(n, kind) for n, kind in (
-        ("a", "in"), ("blk", "in"), ("rowoff", "in"), ("plan", "in"), ("c", "out"),
-        ("init", "in"), ("rows", _S), ("cols", _S))))
+        ("a", "in"), ("blk", "in"), ("rowoff", "in"), ("groups", "in"), ("c", "out"),
+        ("init", "in"), ("rows", _S), ("cols", _S), ("ngroups", _S))))
     graph.codelets[name] = c
     return c

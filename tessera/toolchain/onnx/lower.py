@@ -262,7 +262,8 @@ class _Lowerer:
                     self.nhwc.add(op.output)
         # Conv -> MaxPool: pool the int32 accumulators, then requantize 4x fewer values (the
         # requantization is monotone non-decreasing per channel, so max and requantize commute;
-        # multipliers >= 2^-23 make an empty window's INT32_MIN saturate to qmin as well)
+        # a window without a real tap gives INT32_MIN, which saturates to qmin like the code
+        # pool's lowest value when every multiplier is >= 2^-23)
         self.pool_of, self.pooled_by, self.virtual = {}, {}, set()
         index = {id(op): i for i, op in enumerate(ops)}
         for i, op in enumerate(ops):
@@ -271,7 +272,8 @@ class _Lowerer:
             c = cons.get(op.output, [])
             if len(c) == 1 and c[0][0].kind == "maxpool" and c[0][1] == 0 and \
                     len(self.values[op.output].shape) == 4 and \
-                    np.all(op.attrs["out"][1] >= np.float32(2.0 ** -23)):
+                    (np.all(op.attrs["out"][1] >= np.float32(2.0 ** -23))
+                     or not _has_empty_window(c[0][0].attrs["geom"])):
                 j = index[id(c[0][0])]
                 self.pool_of[i], self.pooled_by[j] = j, i
                 self.virtual.add(op.output)
@@ -578,7 +580,34 @@ class _Lowerer:
 
     def _matmul_weights(self, layer, what, bt, tensor=None):
         """Constant weights B^T [N, Kp] (int8) for the matmul vertices: dense per-tile views,
-        or the block-sparse form when the zero blocks make it worthwhile."""
+        or the block-sparse form when the weights have enough zero blocks (see
+        :func:`choose_blocks`; ``sparse_mode="dense"`` turns the detection off)."""
+        if self.sparse_mode == "auto":
+            choice = choose_blocks(bt.T, self.block_size)
+            if choice is not None:
+                from tessera.toolchain.kernels.block_sparse import pack_blocks
+                bs, w = choice
+                blk, rowoff, colptr = pack_blocks(w)
+                nz = max(w.nnzb, 1)
+                if w.nnzb == 0:
+                    blk, rowoff = np.zeros((1, bs, bs), np.int8), np.zeros(1, np.int32)
+                groups = []
+                for j in range(len(colptr) - 1):
+                    z0, z1 = int(colptr[j]), int(colptr[j + 1])
+                    for g in range(bs // 4):
+                        col0 = j * bs + 4 * g
+                        groups.append((-1 if z1 == z0 else 0, 4 * col0, 4 * col0,
+                                       z0 * bs * bs + 4 * g * bs, 4 * z0, 4 * z1))
+                kb, nb = w.grid
+                layer.sparse = {"kernel": "block_sparse", "block_size": bs,
+                                "blocks_stored": int(w.nnzb), "blocks_total": int(kb * nb),
+                                "density": float(w.nnzb / (kb * nb))}
+                return ("sparse", {
+                    "bs": bs, "ngroups": len(groups),
+                    "blk": self.const(layer, f"{what}.blk", blk.reshape(nz, bs * bs), "int8",
+                                      tensor),
+                    "rowoff": self.const(layer, f"{what}.rowoff", rowoff, "int32"),
+                    "groups": self.const(layer, f"{what}.groups", np.array(groups), "int32")})
         return ("dense", self.const(layer, what, bt, "int8", tensor))
 
     def _mm_vertex(self, cset, i, a, w, c, init, rows, cols, Kp):
@@ -586,8 +615,10 @@ class _Lowerer:
         if kind == "dense":
             self.vertex(cset, matmul_codelet(self.g, Kp), i, a=a, bt=data[i], c=c, init=init,
                         rows=rows, cols=cols)
-        else:  # pragma: no cover - filled in by the block-sparse mapping
-            raise NotImplementedError
+        else:
+            self.vertex(cset, bsmm_codelet(self.g, Kp, data["bs"]), i, a=a, blk=data["blk"][i],
+                        rowoff=data["rowoff"][i], groups=data["groups"][i], c=c, init=init,
+                        rows=rows, cols=cols, ngroups=data["ngroups"])
 
     # matmul
     def emit_matmul(self, op, layer):
@@ -809,6 +840,44 @@ class _Lowerer:
 
     def emit_alias(self, op, layer):
         pass
+
+
+def _has_empty_window(gm) -> bool:
+    """Does some pooling window of ``gm`` lie entirely in the padding?"""
+    for n, k, st, d, p0, o in ((gm["H"], gm["kh"], gm["sh"], gm["dh"], gm["pt"], gm["OH"]),
+                               (gm["W"], gm["kw"], gm["sw"], gm["dw"], gm["pl"], gm["OW"])):
+        for i in range(o):
+            if not any(0 <= i * st - p0 + j * d < n for j in range(k)):
+                return True
+    return False
+
+
+#: Use the block-sparse kernel when at most this fraction of the weight area is stored.
+SPARSE_MAX_DENSITY = 0.75
+
+
+def choose_blocks(w, block_size=None):
+    """Block structure of constant weights ``w`` (int8 [K, N], K padded to a multiple of 4).
+
+    Tries block sizes 16, 8, 4 (or only ``block_size``) that divide K and N (K ≤ the
+    kernel's 668), keeps the blocks with a nonzero element (lossless) and picks the size that
+    stores the fewest weights (ties: the larger block). Returns ``(bs, BlockSparseMatrix)``
+    when the stored fraction is at most :data:`SPARSE_MAX_DENSITY`, else None (dense)."""
+    from tessera.golden_model.kernels import BlockSparseMatrix
+    from tessera.toolchain.kernels.block_sparse import MAX_K
+    w = np.ascontiguousarray(w, dtype=np.int8)
+    k, n = w.shape
+    best = None
+    for bs in ((block_size,) if block_size else (16, 8, 4)):
+        if k % bs or n % bs or k > MAX_K:
+            continue
+        m = BlockSparseMatrix.from_dense(w, bs)
+        stored = m.nnzb * bs * bs
+        if best is None or stored < best[0]:
+            best = (stored, bs, m)
+    if best is None or best[0] > SPARSE_MAX_DENSITY * k * n:
+        return None
+    return best[1], best[2]
 
 
 def wrap32(x) -> np.ndarray:
