@@ -230,3 +230,26 @@ def test_cli_reference_mismatch_exit_3(qdq_file, monkeypatch, capsys):
     assert code == 3
     r = json.loads((d / "r3.json").read_text())
     assert r["reference_mismatches"] == 1 and r["reference_max_abs_diff"] == pytest.approx(0.5)
+
+
+def test_block_sparse_cnn_detected_and_equal_to_onnxruntime():
+    """The 90 % block-sparse CNN: the importer finds the zero blocks of conv2 by itself (JSON
+    'sparse'), the block-sparse kernels give onnxruntime's outputs, and sparse='dense' (the
+    --dense switch) gives the same outputs with the dense kernels."""
+    from tessera.toolchain.models.digits import load_digits_split
+    from tessera.toolchain.models.digits_cnn import CnnConfig, load_digits_cnn, pixels_to_input
+    cnn = load_digits_cnn(CnnConfig(sparsity=0.9))
+    x = pixels_to_input(load_digits_split()[1][:8])
+    ref = reference_outputs(str(cnn.int8_path), {"x": x})
+    runs = {}
+    for mode in ("auto", "dense"):
+        prog = import_model(str(cnn.int8_path), preset("small"), samples_per_tile=2, sparse=mode)
+        runs[mode] = prog.run({"x": x})
+        assert compare_outputs(runs[mode].outputs, ref)["reference_mismatches"] == 0
+    sp = [l for l in runs["auto"].report["layers"] if l.get("sparse")]
+    assert [l["name"].split("+")[0] for l in sp] == ["conv2"]
+    s = sp[0]["sparse"]
+    assert s["block_size"] == 4 and s["blocks_total"] == 72 and s["blocks_stored"] == 7
+    assert not any(l.get("sparse") for l in runs["dense"].report["layers"])
+    mm = lambda r: next(l for l in r.report["layers"] if "conv2" in l["name"])["steps"]["mm"]
+    assert mm(runs["auto"]) < 0.5 * mm(runs["dense"])

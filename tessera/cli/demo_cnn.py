@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["run_cnn_demo", "JSON_KEYS"]
+__all__ = ["run_cnn_demo", "sparsity_sweep", "JSON_KEYS"]
 
 #: Keys the ``--json`` report always has.
 JSON_KEYS = ("accuracy_float", "accuracy_onnxruntime", "accuracy_backend", "match", "images",
@@ -146,3 +146,88 @@ def run_cnn_demo(config, *, backend: str = "rtl", images: int = 450, sparsity: f
     if json_out is not None:
         write_output(json_out, json.dumps(report, indent=1, default=float), error=DemoError)
     return report
+
+
+def sparsity_sweep(config, *, backend: str = "model", images: int = 16, out_dir=None,
+                   sparsities=(0.0, 0.5, 0.75, 0.9), out=print) -> dict:
+    """Accuracy and cycles of the dense and block-sparse CNN variants, dense vs sparse kernels.
+
+    For each sparsity: float and onnxruntime int8 accuracy on all 450 test images; Tessera runs
+    ``images`` test images twice (``sparse="auto"``: the block-sparse kernels where the weights
+    have zero blocks; ``sparse="dense"``: dense kernels) and must equal onnxruntime on every
+    element; cycles per image, the conv2 layer's cycles and its matmul step (first run; the
+    plot scales it to cycles per image with the run count). Writes
+    ``sparsity.json`` and ``sparsity.png`` (accuracy and cycles against sparsity) to
+    ``out_dir`` (default ``build/demo``).
+
+    Returns
+    -------
+    dict
+        ``rows`` (one per sparsity) and ``files``.
+    """
+    from tessera.toolchain.models.digits import load_digits_split
+    from tessera.toolchain.models.digits_cnn import CnnConfig, load_digits_cnn, pixels_to_input
+    from tessera.toolchain.onnx import compare_outputs, import_model, reference_outputs
+    _, x_te, _, y_te = load_digits_split()
+    x_all = pixels_to_input(x_te)
+    rows = []
+    for sp in sparsities:
+        cnn = load_digits_cnn(CnnConfig(sparsity=float(sp)))
+        ref = reference_outputs(str(cnn.int8_path), {"x": x_all})["logits"]
+        row = {"sparsity": float(sp),
+               "accuracy_float": float((cnn.float_model.predict(x_all) == y_te).mean()),
+               "accuracy_onnxruntime": float((ref.argmax(axis=1) == y_te).mean())}
+        for mode in ("auto", "dense"):
+            prog = import_model(str(cnn.int8_path), config, sparse=mode, batch_hint=images)
+            run = prog.run({"x": x_all[:images]}, backend=backend)
+            cmp = compare_outputs(run.outputs, {"logits": ref[:images]})
+            conv2 = next(l for l in run.report["layers"] if "conv2" in l["name"])
+            key = "sparse_kernels" if mode == "auto" else "dense_kernels"
+            row[key] = {"cycles_per_image": run.report["cycles"] / images, "runs": run.report["runs"],
+                        "conv2_cycles": conv2["cycles"], "conv2_matmul_cycles": conv2["steps"]["mm"],
+                        "reference_mismatches": cmp["reference_mismatches"],
+                        "sparse_layers": [{"name": l["name"], **l["sparse"]}
+                                          for l in run.report["layers"] if l.get("sparse")]}
+        d, s_ = row["dense_kernels"], row["sparse_kernels"]
+        row["cycles_ratio"] = s_["cycles_per_image"] / d["cycles_per_image"]
+        row["conv2_matmul_ratio"] = s_["conv2_matmul_cycles"] / d["conv2_matmul_cycles"]
+        rows.append(row)
+        out(f"  sparsity {sp:4.0%}: accuracy float {row['accuracy_float']:.4f} onnxruntime "
+            f"{row['accuracy_onnxruntime']:.4f}; cycles/image dense kernels "
+            f"{d['cycles_per_image']:.0f}, sparse kernels {s_['cycles_per_image']:.0f} "
+            f"({row['cycles_ratio']:.2f}x; conv2 matmul {row['conv2_matmul_ratio']:.2f}x); "
+            f"mismatches vs onnxruntime {d['reference_mismatches']} / {s_['reference_mismatches']}")
+    odir = Path(out_dir or "build/demo")
+    odir.mkdir(parents=True, exist_ok=True)
+    (odir / "sparsity.json").write_text(json.dumps({"backend": backend, "images": images,
+                                                    "config": config.to_dict(), "rows": rows},
+                                                   indent=1))
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    sps = [100 * r["sparsity"] for r in rows]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    a1.plot(sps, [100 * r["accuracy_float"] for r in rows], "o-", label="float")
+    a1.plot(sps, [100 * r["accuracy_onnxruntime"] for r in rows], "s--",
+            label="int8 (onnxruntime = Tessera)")
+    a1.set_xlabel("conv2 block sparsity (%)")
+    a1.set_ylabel("test accuracy (%, 450 images)")
+    a1.legend()
+    a1.grid(alpha=.3)
+    for key, lab, st in (("dense_kernels", "dense kernels", "o-"),
+                         ("sparse_kernels", "block-sparse kernels", "s-")):
+        a2.plot(sps, [r[key]["cycles_per_image"] for r in rows], st, label=f"{lab}: network")
+        a2.plot(sps, [r[key]["conv2_matmul_cycles"] * r[key]["runs"] / images for r in rows],
+                st.replace("-", ":"), label=f"{lab}: conv2 matmul")
+    a2.set_xlabel("conv2 block sparsity (%)")
+    a2.set_ylabel(f"cycles per image ({config.tiles} tiles, {backend})")
+    a2.set_ylim(bottom=0)
+    a2.legend(fontsize=8)
+    a2.grid(alpha=.3)
+    fig.suptitle("Tessera digits CNN from ONNX: block sparsity")
+    fig.tight_layout()
+    fig.savefig(odir / "sparsity.png", dpi=110)
+    plt.close(fig)
+    files = {"json": str(odir / "sparsity.json"), "png": str(odir / "sparsity.png")}
+    out(f"  wrote {files['png']}  {files['json']}")
+    return {"rows": rows, "files": files}

@@ -309,8 +309,14 @@ def cmd_demo(args) -> int:
     _check_out_file(args.json, "--json")
     if args.profile:
         _check_out_dir(args.out or "build/demo", "--out")
-    if getattr(args, "model", "mlp") == "cnn":     # the ONNX digits CNN (toolchain/onnx/demo.py)
-        from tessera.cli.demo_cnn import run_cnn_demo
+    if getattr(args, "model", "mlp") == "cnn":     # the ONNX digits CNN (tessera/cli/demo_cnn.py)
+        from tessera.cli.demo_cnn import run_cnn_demo, sparsity_sweep
+        if args.sweep:
+            sw = sparsity_sweep(config, backend=args.backend, images=min(args.images, 450)
+                                if args.images != 450 else 16, out_dir=args.out)
+            bad = any(r[k]["reference_mismatches"] for r in sw["rows"]
+                      for k in ("dense_kernels", "sparse_kernels"))
+            return EXIT_RUN if bad else EXIT_OK
         try:
             report = run_cnn_demo(config, backend=args.backend, images=args.images,
                                   sparsity=args.sparsity, dense=args.dense, out_dir=args.out,
@@ -550,6 +556,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="--model cnn: block-sparse variant 0.5, 0.75 or 0.9 (default 0: dense)")
     de.add_argument("--dense", action="store_true",
                     help="--model cnn: force the dense kernels for sparse weights")
+    de.add_argument("--sweep", action="store_true",
+                    help="--model cnn: accuracy and cycles of the 0/50/75/90%% block-sparse "
+                         "variants, dense vs sparse kernels (--images, default 16 for cycles); "
+                         "writes sparsity.png / sparsity.json to --out")
     de.add_argument("--words", type=_positive, default=96, help="vecsum: words (4 int8) per tile")
     de.add_argument("--seed", type=int, default=2024, help="vecsum: data seed")
     de.set_defaults(func=cmd_demo)

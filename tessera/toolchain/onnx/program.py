@@ -247,6 +247,8 @@ class OnnxProgram:
         out = []
         for layer in self.layers:
             out.append(max(sum(d.get(c, 0) for c in layer.compute_sets) for d in per_tile))
+        self._step_cycles = {c: max(d.get(c, 0) for d in per_tile)
+                             for layer in self.layers for c in layer.compute_sets}
         return out
 
     def report(self, results, marks, batch, backend) -> dict:
@@ -263,6 +265,8 @@ class OnnxProgram:
         for l, c in zip(self.layers, lc):
             d = {"index": l.index, "name": l.label, "onnx_ops": list(l.onnx_ops), "kind": l.kind,
                  "cycles": c, "macs_per_sample": l.macs}
+            if c is not None:
+                d["steps"] = {cs.split(".", 1)[1]: self._step_cycles.get(cs) for cs in l.compute_sets}
             if c:
                 d["mac_utilization"] = (l.macs * self.samples_per_run / runs * runs /
                                         (c * PEAK_MACS_PER_TILE * nt)) if l.macs else 0.0
