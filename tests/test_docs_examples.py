@@ -140,6 +140,12 @@ def _check(rel, r, cwd):
         assert "bound met" in r.stdout
     elif name == "custom_codelet.py":
         assert "1 exchange phase(s)" in r.stdout
+    elif name == "onnx_model.sh":                        # outputs == onnxruntime's, all of them
+        rep = json.loads((cwd / "build" / "onnx" / "report.json").read_text())
+        assert rep["reference_mismatches"] == 0 and rep["batch"] == 8
+        assert "onnxruntime: 0 element(s) differ" in r.stdout
+    elif name == "onnx_api.py":
+        assert r.stdout.startswith("0 mismatches;"), r.stdout
 
 
 @pytest.mark.parametrize("rel", _examples("example"))

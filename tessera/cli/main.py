@@ -1,6 +1,6 @@
 """The ``tessera`` command line (one function per subcommand; details live in ``tessera/toolchain/``).
 
-Subcommands: cc, objdump, exec, demo, profile, gen, run, bench (``tessera COMMAND --help``;
+Subcommands: cc, objdump, exec, demo, profile, gen, run, onnx, bench (``tessera COMMAND --help``;
 ``tessera --version``; ``python -m tessera`` is the same command).
 
 Exit codes: 0 success (run halted), 2 bad usage or input (one-line message on stderr,
@@ -309,6 +309,26 @@ def cmd_demo(args) -> int:
     _check_out_file(args.json, "--json")
     if args.profile:
         _check_out_dir(args.out or "build/demo", "--out")
+    if getattr(args, "model", "mlp") == "cnn":     # the ONNX digits CNN (tessera/cli/demo_cnn.py)
+        from tessera.cli.demo_cnn import run_cnn_demo, sparsity_sweep
+        if args.sweep:
+            sw = sparsity_sweep(config, backend=args.backend, images=min(args.images, 450)
+                                if args.images != 450 else 16, out_dir=args.out)
+            bad = any(r[k]["reference_mismatches"] for r in sw["rows"]
+                      for k in ("dense_kernels", "sparse_kernels"))
+            return EXIT_RUN if bad else EXIT_OK
+        try:
+            report = run_cnn_demo(config, backend=args.backend, images=args.images,
+                                  sparsity=args.sparsity, dense=args.dense, out_dir=args.out,
+                                  json_out=args.json, profile=args.profile,
+                                  progress=not args.no_progress, samples_per_tile=args.batch,
+                                  max_cycles=args.max_cycles or 200_000_000)
+        except (DemoError, GraphError) as e:
+            raise UsageError(str(e)) from None
+        except EngineError as e:
+            print(f"tessera demo: run failed: {e}", file=sys.stderr)
+            return EXIT_RUN
+        return report["exit_code"]
     try:
         report = run_digits_demo(config, backend=args.backend, images=args.images,
                                  batch=args.batch, out_dir=args.out, json_out=args.json,
@@ -429,6 +449,22 @@ def cmd_run(args) -> int:
     return EXIT_OK if r["match"] else EXIT_MISMATCH
 
 
+def cmd_onnx(args) -> int:
+    """``tessera onnx MODEL.onnx --inputs IN.npz --out OUT.npz ...``: toolchain/onnx/cli.py."""
+    from tessera.toolchain.graph import EngineError
+    from tessera.toolchain.onnx.cli import run_cli
+    config = _config(args)
+    _check_rtl(args, config)
+    _check_out_file(args.json, "--json")
+    _check_out_file(args.out, "--out")
+    _check_out_dir(args.profile, "--profile")
+    try:
+        return run_cli(args, config)
+    except EngineError as e:               # a run faulted or timed out
+        print(f"tessera onnx: run failed: {e}", file=sys.stderr)
+        return EXIT_RUN
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser with all subcommands."""
     from tessera import __version__
@@ -512,6 +548,18 @@ def build_parser() -> argparse.ArgumentParser:
                     help="digits (default; backend rtl) or the SPMD vector sum (backend model)")
     de.add_argument("--profile", action="store_true",
                     help="also write profile.png / profile.html / profile.json to --out")
+    de.add_argument("--model", choices=("mlp", "cnn"), default="mlp",
+                    help="digits: the hand-mapped MLP (default) or the CNN imported from ONNX "
+                         "(trained with numpy, quantized by onnxruntime; checked element by "
+                         "element against onnxruntime; --batch = samples per tile)")
+    de.add_argument("--sparsity", type=float, default=0.0,
+                    help="--model cnn: block-sparse variant 0.5, 0.75 or 0.9 (default 0: dense)")
+    de.add_argument("--dense", action="store_true",
+                    help="--model cnn: force the dense kernels for sparse weights")
+    de.add_argument("--sweep", action="store_true",
+                    help="--model cnn: accuracy and cycles of the 0/50/75/90%% block-sparse "
+                         "variants, dense vs sparse kernels (--images, default 16 for cycles); "
+                         "writes sparsity.png / sparsity.json to --out")
     de.add_argument("--words", type=_positive, default=96, help="vecsum: words (4 int8) per tile")
     de.add_argument("--seed", type=int, default=2024, help="vecsum: data seed")
     de.set_defaults(func=cmd_demo)
@@ -593,6 +641,23 @@ def build_parser() -> argparse.ArgumentParser:
     ru.add_argument("--profile", metavar="DIR",
                     help="write profile.png / profile.html / profile.json of the run here")
     ru.set_defaults(func=cmd_run)
+
+    on = sub.add_parser(
+        "onnx", help="import an int8 ONNX model, run it on the array",
+        description="Import an ONNX model (QDQ from onnxruntime.quantization.quantize_static, "
+                    "QOperator, or integer operators), compile it once for the array and run "
+                    "the inputs of IN.npz (batch in the first axis). Exit 0 ok, 2 bad input, "
+                    "3 mismatch (--backend both: rtl != model; --reference: an element "
+                    "differs from onnxruntime).")
+    from tessera.toolchain.onnx.cli import add_arguments as onnx_args
+    onnx_args(on)
+    _add_array_args(on)
+    for act in on._actions:
+        if act.dest == "json":
+            act.help = "write the report JSON here ('-' = stdout)"
+        elif act.dest == "max_cycles":
+            act.help = "cycle limit per run (default 200000000)"
+    on.set_defaults(func=cmd_onnx)
 
     be = sub.add_parser(
         "bench", help="run the benchmark suite (docs/performance.md)",

@@ -10,11 +10,15 @@ concept per module:
 ``conv2d``                NHWC convolution (regular, depthwise) and ``im2col``
 ``pool``                  ``maxpool2d``, ``avgpool2d``, ``global_avgpool``
 ``block_sparse``          BSR weights, ``block_sparse_matmul``, ``block_sparse_conv2d``
+``float_quant``           ONNX/onnxruntime float32 rules: ``requantize_float32``, ``quantize_linear``, ...
 ========================  =========================================================
 """
 
 from .block_sparse import BLOCK_SIZES, BlockSparseMatrix, block_sparse_conv2d, block_sparse_matmul
 from .conv2d import conv2d, im2col
+from .float_quant import (
+    dequantize_linear, float32_multiplier, qrange, quantize_linear, requantize_float32,
+)
 from .matmul import matmul
 from .pool import avgpool2d, global_avgpool, maxpool2d, rounded_div
 from .requantize import (
@@ -27,4 +31,5 @@ __all__ = [
     "saturating_rounding_doubling_high_mul", "rounding_divide_by_pot",
     "conv2d", "im2col", "maxpool2d", "avgpool2d", "global_avgpool", "rounded_div",
     "BLOCK_SIZES", "BlockSparseMatrix", "block_sparse_matmul", "block_sparse_conv2d",
+    "float32_multiplier", "requantize_float32", "quantize_linear", "dequantize_linear", "qrange",
 ]

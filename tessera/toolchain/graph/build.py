@@ -61,7 +61,8 @@ def build_binary(codelets, *, opt: str = "-O2", stack_bytes: int = 1024) -> Imag
     for part in (opt, str(stack_bytes), generate(), control.generate_header(),
                  *(c.name for c in codelets)):
         h.update(part.encode() + b"\0")
-    for d in sources:
+    headers = sorted({h for s in sources for h in Path(s).parent.glob("*.h")})  # local includes
+    for d in (*headers, *sources):
         h.update(str(d).encode() + b"\0" + Path(d).read_bytes() + b"\0")
     out = cache_dir() / f"graph-{h.hexdigest()[:20]}.elf"
     if not out.exists():

@@ -1,0 +1,118 @@
+/* ONNX importer codelet (docs/compiler.md, "ONNX importer"); helpers in tso_common.h. */
+#include <stdint.h>
+#include "tso_common.h"
+
+/* ---------------------------------------------------------------------------------------
+ * tso_maxpool: 2-D max pooling (ONNX MaxPool: padding taps never win; a window with no real
+ * tap gives the lowest key) of S samples of C channels. Input element (s, c, h, w) is at
+ * element index s*xs + c*xc + h*xh + w*xw, output (s, c, oh, ow) at s*ys + c*yc + oh*yh +
+ * ow*yw (strides in elements), so NCHW and NHWC tensors are both handled. Work is split over
+ * the output rows (s, oh); each window's valid taps are found once for all channels.
+ * kind 0 int8, 1 uint8, 2 float32 (ordered keys), 3 int32 (accumulators: max before a
+ * monotone requantization equals the requantized max). */
+typedef struct {
+    TSR_FIELD(const uint8_t, x);
+    TSR_FIELD(uint8_t, y);
+    uint32_t S, C, H, W, OH, OW, kh, kw, sh, sw, dh, dw;
+    int32_t pt, pl;
+    uint32_t xs, xc, xh, xw, ys, yc, yh, yw, kind;
+    int32_t lowest;
+} tso_maxpool_fields;
+
+void tso_maxpool(const tso_maxpool_fields *f, uint32_t part, uint32_t nparts)
+{
+    const uint32_t OH = f->OH, OW = f->OW, rows = f->S * OH;
+    CHUNK(rows, r0, r1);
+    const uint8_t *const X = f->x;
+    uint8_t *const Y = f->y;
+    const int32_t H = (int32_t)f->H, W = (int32_t)f->W;
+    const uint32_t C = f->C, kind = f->kind, kh = f->kh, kw = f->kw, sh = f->sh, sw = f->sw;
+    const int32_t dh = (int32_t)f->dh, dw = (int32_t)f->dw, pt = f->pt, pl = f->pl;
+    const uint32_t xs = f->xs, xc = f->xc, xh = f->xh, xw = f->xw;
+    const uint32_t ys = f->ys, yc = f->yc, yh = f->yh, yw = f->yw;
+    const int32_t lowest = f->lowest;
+    uint32_t s = r0 / OH, oh = r0 - s * OH;
+    for (uint32_t r = r0; r < r1; r++) {
+        const int32_t ih0 = (int32_t)(oh * sh) - pt;
+        uint32_t i0 = 0, i1 = 0;
+        for (uint32_t i = 0; i < kh; i++) {
+            int32_t ih = ih0 + (int32_t)i * dh;
+            if (ih < 0)
+                i0 = i + 1;
+            else if (ih < H)
+                i1 = i + 1;
+        }
+        for (uint32_t ow = 0; ow < OW; ow++) {
+            const int32_t iw0 = (int32_t)(ow * sw) - pl;
+            uint32_t j0 = 0, j1 = 0;
+            for (uint32_t j = 0; j < kw; j++) {
+                int32_t iw = iw0 + (int32_t)j * dw;
+                if (iw < 0)
+                    j0 = j + 1;
+                else if (iw < W)
+                    j1 = j + 1;
+            }
+            const uint32_t yb = s * ys + oh * yh + ow * yw;
+            const int empty = !(i0 < i1 && j0 < j1);
+            const uint32_t first = s * xs + (uint32_t)(ih0 + (int32_t)i0 * dh) * xh
+                                   + (uint32_t)(iw0 + (int32_t)j0 * dw) * xw;
+            const uint32_t ni = i1 - i0, nj = j1 - j0;
+            const uint32_t rstep = (uint32_t)dh * xh, cstep = (uint32_t)dw * xw;
+            for (uint32_t c = 0; c < C; c++) {
+                int32_t m = lowest;
+                if (!empty) {
+                    const uint32_t b = first + c * xc;
+                    if (kind == 0 && ni == 2 && nj == 2) {
+                        const int8_t *p = (const int8_t *)X + b;
+                        int32_t v0 = p[0], v1 = p[cstep], v2 = p[rstep], v3 = p[rstep + cstep];
+                        v0 = v1 > v0 ? v1 : v0;
+                        v2 = v3 > v2 ? v3 : v2;
+                        m = v2 > v0 ? v2 : v0;
+                    } else if (kind == 0) {
+                        const int8_t *p = (const int8_t *)X + b;
+                        for (uint32_t i = 0; i < ni; i++, p += rstep)
+                            for (uint32_t j = 0; j < nj; j++) {
+                                int32_t v = p[j * cstep];
+                                m = v > m ? v : m;
+                            }
+                    } else if (kind == 1) {
+                        const uint8_t *p = X + b;
+                        for (uint32_t i = 0; i < ni; i++, p += rstep)
+                            for (uint32_t j = 0; j < nj; j++) {
+                                int32_t v = p[j * cstep];
+                                m = v > m ? v : m;
+                            }
+                    } else if (kind == 3) {
+                        const int32_t *p = (const int32_t *)X + b;
+                        if (ni == 2 && nj == 2) {
+                            int32_t v0 = p[0], v1 = p[cstep], v2 = p[rstep], v3 = p[rstep + cstep];
+                            v0 = v1 > v0 ? v1 : v0;
+                            v2 = v3 > v2 ? v3 : v2;
+                            m = v2 > v0 ? v2 : v0;
+                        } else {
+                            for (uint32_t i = 0; i < ni; i++, p += rstep)
+                                for (uint32_t j = 0; j < nj; j++) {
+                                    int32_t v = p[j * cstep];
+                                    m = v > m ? v : m;
+                                }
+                        }
+                    } else {
+                        const int32_t *p = (const int32_t *)X + b;
+                        for (uint32_t i = 0; i < ni; i++, p += rstep)
+                            for (uint32_t j = 0; j < nj; j++) {
+                                int32_t v = p[j * cstep];
+                                v ^= (v >> 31) & 0x7fffffff;
+                                m = v > m ? v : m;
+                            }
+                    }
+                }
+                store_key(Y, yb + c * yc, kind, m);
+            }
+        }
+        if (++oh == OH) {
+            oh = 0;
+            s++;
+        }
+    }
+}
+

@@ -1,0 +1,906 @@
+"""The importer's operations → a Tessera graph (docs/compiler.md, "ONNX importer").
+
+Mapping (data parallel, like the digits demo): a run processes ``S`` samples on each tile used
+(all tiles in batched mode, tile 0 in single-sample mode). Every operation is one or more
+compute sets with one vertex per tile (per group / matrix) covering that tile's ``S`` samples;
+the runtime splits each vertex over the tile's contexts. Weights and parameter tables are
+constants replicated on every tile, so nothing crosses tiles at run time. Activations live in
+one byte *arena* per tile: a buffer per tensor, ``S ×`` the tensor's per-sample bytes, placed
+by a first-fit allocator over the tensors' live ranges (reshapes are aliases); model inputs and
+outputs are their own variables (``in:<name>``, ``out:<name>``) so the host can write and read
+them.
+
+Arithmetic (all bit-exact with ``tessera.golden_model.kernels`` and onnxruntime's CPU provider):
+
+* 8-bit operands of ``dot4`` are int8: uint8 data are XORed with 0x80 (``u - 128``) when they
+  are gathered into patches/rows, uint8 weights on the host; the zero points move by 128 too.
+* ``Σ (x - zx)(w - zw) = Σ x·w - zw·Σx - zx·Σw + K·zx·zw``: the last two terms (and the bias)
+  are the matmul's initial accumulators; ``zw·Σx`` is applied by ``tso_zpfix`` from the row sums
+  of the patches when a weight zero point is not 0.
+* requantization: ``tso_rqf`` (onnxruntime's float32 rule, docs/architecture.md §11).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tessera.golden_model.kernels import dequantize_linear, qrange, quantize_linear
+from tessera.golden_model.kernels._checks import wrap_int32
+from tessera.toolchain.graph import Execute, Graph, Sequence
+
+from .codelets import bsmm_codelet, codelet, matmul_codelet
+from .errors import UnsupportedError
+from .ir import ELEM_BYTES, IRGraph, Op
+
+__all__ = ["lower", "Lowered", "Layer", "quant_table", "rqf_params", "PROFILE_SLACK"]
+
+#: Extra profile records beyond two per compute set.
+PROFILE_SLACK = 8
+_INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def _a4(n: int) -> int:
+    return -(-int(n) // 4) * 4
+
+
+# ---------------------------------------------------------------------------------------------
+# host-side parameter tables
+# ---------------------------------------------------------------------------------------------
+def _key_to_float(keys: np.ndarray) -> np.ndarray:
+    k = keys.astype(np.int64)
+    bits = np.where(k >= 0, k, k ^ 0x7FFFFFFF).astype(np.int64)
+    return (bits & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+
+
+def quant_table(scale, zero_point: int, dtype: str) -> np.ndarray:
+    """QuantizeLinear thresholds for ``tso_quant``: int32 [256].
+
+    Entry ``k`` (1..255) is the ordered key (float bits, negatives ``^ 0x7fffffff``) of the
+    smallest float32 ``x`` with ``quantize_linear(x) >= qmin + k``, found by bisection over the
+    keys with the reference :func:`tessera.golden_model.kernels.quantize_linear` (monotone in ``x``).
+    Entry 0 is INT32_MIN.
+    """
+    qmin, _ = qrange(dtype)
+    s = np.float32(scale)
+    lo_key = int(np.int32(np.uint32(0xFF800000).view(np.int32)) ^ 0x7FFFFFFF)   # -inf
+    hi_key = 0x7F800000                                                           # +inf
+    target = qmin + np.arange(1, 256, dtype=np.int64)
+    lo = np.full(255, lo_key, dtype=np.int64)     # f(lo) may be < target
+    hi = np.full(255, hi_key, dtype=np.int64)     # f(hi) = qmax >= target
+    q = lambda keys: quantize_linear(_key_to_float(keys), s, int(zero_point), dtype=dtype).astype(np.int64)
+    ok_lo = q(lo) >= target
+    while True:
+        active = hi - lo > 1
+        if not active.any():
+            break
+        mid = (lo + hi) // 2
+        fm = q(mid) >= target
+        hi = np.where(active & fm, mid, hi)
+        lo = np.where(active & ~fm, mid, lo)
+    res = np.where(ok_lo, lo, hi)
+    return np.concatenate([[_INT32_MIN], res]).astype(np.int32)
+
+
+def rqf_params(multiplier) -> np.ndarray:
+    """Per-channel parameter words for ``tso_rqf``: int32 [C, 4] (see tso_float.c)."""
+    m = np.asarray(multiplier, dtype=np.float32).reshape(-1)
+    bits = m.view(np.uint32).astype(np.int64)
+    exp = (bits >> 23) & 0xFF
+    if np.any(exp == 0) or np.any(exp == 0xFF) or np.any(bits >> 31):
+        raise ValueError(f"rqf_params: multipliers must be positive normal float32, got {m}")
+    mant24 = (bits & 0x7FFFFF) | 0x800000
+    e = exp - 150
+    k = np.minimum(8, 47 + e)
+    r = k - e - 32
+    fast = (k >= 0) & (r >= 0) & (r <= 15)
+    k = np.where(fast, k, 0)
+    r = np.where(fast, r, 255)
+    mant = mant24 << k
+    w3 = (k << 16) | (e & 0xFFFF)
+    out = np.stack([np.zeros_like(mant), mant, r, w3], axis=1)
+    return ((out + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
+
+
+def _as_int8(a: np.ndarray) -> np.ndarray:
+    """int8 view of 8-bit data for dot4: uint8 u -> u - 128."""
+    a = np.asarray(a)
+    if a.dtype == np.uint8:
+        return (a.astype(np.int16) - 128).astype(np.int8)
+    return a.astype(np.int8)
+
+
+def _zp8(zp, dtype) -> np.ndarray:
+    z = np.asarray(zp, dtype=np.int64)
+    return z - 128 if np.dtype(dtype) == np.uint8 else z
+
+
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class Layer:
+    """One imported operation in the report: its compute sets and useful MACs per sample."""
+    index: int
+    label: str
+    onnx_ops: tuple
+    kind: str
+    compute_sets: list = field(default_factory=list)
+    macs: int = 0
+    sparse: dict | None = None
+
+
+@dataclass
+class Lowered:
+    """A graph ready to compile, with what the runtime needs to feed and read it."""
+    graph: Graph
+    program: object
+    tiles: list
+    samples: int
+    inputs: dict          # model input -> (variable name, per-sample shape, dtype)
+    outputs: dict
+    layers: list
+    arena_bytes: int      # per tile
+    arena_peak: tuple     # (per-sample bytes, op label, largest live tensor, its bytes)
+    profile: object
+
+
+class _Lowerer:
+    def __init__(self, ir: IRGraph, config, samples: int, tiles, sparse_mode="auto",
+                 block_size=None):
+        self.ir, self.cfg, self.S = ir, config, samples
+        self.tiles = list(tiles)
+        self.nt = len(self.tiles)
+        self.g = Graph(config)
+        self.sparse_mode = sparse_mode
+        self.block_size = block_size
+        self.steps = []           # Execute programs in order
+        self.layers = []
+        self.consts = 0
+
+    # -- naming / constants ------------------------------------------------------------
+    def const(self, layer: Layer, what: str, arr, dtype, tensor: str | None = None) -> list:
+        """A constant replicated on every tile used: returns per-tile views.
+
+        Raises ModelMemoryError (naming ``tensor``, the model's initializer, when given) if it
+        cannot fit a tile's SRAM next to what is already placed there."""
+        from tessera.toolchain.graph.errors import GraphError
+        from .errors import ModelMemoryError
+        arr = np.asarray(arr)
+        flat = arr.reshape(-1)
+        if flat.size == 0:
+            flat = np.zeros(1, dtype=arr.dtype)
+        n = flat.size
+        name = f"op{layer.index}.{what}"
+        try:
+            v = self.g.add_constant(name, np.broadcast_to(flat, (self.nt, n)),
+                                    [(t, i * n, (i + 1) * n) for i, t in enumerate(self.tiles)],
+                                    dtype=dtype)
+        except GraphError as e:
+            if "out of memory" not in str(e):
+                raise
+            tile = self.tiles[0]
+            need = n * np.dtype(dtype).itemsize
+            placed = self.g._tile_bytes.get(tile, 0)
+            free = max(0, self.cfg.sram_bytes - placed)
+            label = tensor or f"{what} of node {layer.label!r}"
+            raise ModelMemoryError(
+                f"the model does not fit tile {tile}: tensor {label!r} (node {layer.label!r}, "
+                f"{'/'.join(layer.onnx_ops)}) needs {need} bytes on every tile used but only "
+                f"{free} of the tile's {self.cfg.sram_bytes} bytes are free for it",
+                label, tile, need, free) from None
+        return [v[i] for i in range(self.nt)]
+
+    def cs(self, layer: Layer, what: str):
+        c = self.g.add_compute_set(f"op{layer.index}.{what}")
+        layer.compute_sets.append(c.name)
+        self.steps.append(Execute(c))
+        return c
+
+    def vertex(self, cset, name, i, **fields):
+        self.g.add_vertex(cset, codelet(self.g, name) if not hasattr(name, "fields") else name,
+                          tile=self.tiles[i], **fields)
+
+    # -- buffers -------------------------------------------------------------------------
+    def view(self, i: int, name: str, offset: int = 0, nbytes: int | None = None):
+        """Tile i's bytes of tensor ``name`` (all S samples), from byte ``offset``."""
+        S = self.S
+        name = self.root(name)
+        if name in self.io_in or name in self.io_out:
+            var = self.io_in.get(name) or self.io_out.get(name)
+            esz = var.dtype.itemsize
+            per = var.shape[1]
+            flat = var[i * S:(i + 1) * S].flatten()
+            assert offset % esz == 0
+            n = (S * per * esz - offset) if nbytes is None else nbytes
+            return flat[offset // esz: (offset + n) // esz]
+        off = self.offset[name] * S + offset
+        total = self.bufsize[name] * S
+        n = (total - offset) if nbytes is None else nbytes
+        return self.arena[i, off: off + n]
+
+    def root(self, name):
+        while name in self.alias_of:
+            name = self.alias_of[name]
+        return name
+
+    # -- allocation ----------------------------------------------------------------------
+    def plan(self):
+        ir = self.ir
+        ops = list(ir.ops)
+        self.values = dict(ir.values)
+        self.outputs = list(ir.outputs)
+        # graph outputs must be their own buffers: copy an alias or an input
+        produced = {op.output: op for op in ops}
+        from .ir import Value
+        for j, o in enumerate(list(self.outputs)):
+            op = produced.get(o)
+            if o in ir.inputs or (op is not None and op.kind == "alias") or \
+                    self.outputs.count(o) > 1:
+                new = f"{o}__out{j}"
+                v = self.values[o]
+                self.values[new] = Value(new, v.shape, v.dtype)
+                ops.append(Op("copy", f"{o} (output copy)", ("Identity",), [o], new,
+                              {"mode": "flat"}))
+                self.outputs[j] = new
+                self.output_names[new] = o
+        self.ops = ops
+        self.alias_of = {op.output: op.inputs[0] for op in ops if op.kind == "alias"}
+        # NHWC for 4-D tensors passed only between convolutions and pools (word copies in
+        # im2col, contiguous stores in the requantization); everything else is NCHW
+        cons = {}
+        for op in ops:
+            for k, x in enumerate(op.inputs):
+                cons.setdefault(x, []).append((op, k))
+        self.nhwc = set()
+        for op in ops:
+            v = self.values[op.output]
+            if op.kind in ("conv", "maxpool") and len(v.shape) == 4 and \
+                    op.output not in self.outputs and \
+                    (op.kind != "conv" or op.attrs["out"][0] == "rq"):
+                c = cons.get(op.output, [])
+                if c and all(o.kind in ("conv", "maxpool") and k == 0 for o, k in c):
+                    self.nhwc.add(op.output)
+        # Conv -> MaxPool: pool the int32 accumulators, then requantize 4x fewer values (the
+        # requantization is monotone non-decreasing per channel, so max and requantize commute;
+        # a window without a real tap gives INT32_MIN, which saturates to qmin like the code
+        # pool's lowest value when every multiplier is >= 2^-23)
+        self.pool_of, self.pooled_by, self.virtual = {}, {}, set()
+        index = {id(op): i for i, op in enumerate(ops)}
+        for i, op in enumerate(ops):
+            if op.kind != "conv" or op.attrs["out"][0] != "rq" or op.output in self.outputs:
+                continue
+            c = cons.get(op.output, [])
+            if len(c) == 1 and c[0][0].kind == "maxpool" and c[0][1] == 0 and \
+                    len(self.values[op.output].shape) == 4 and \
+                    (np.all(op.attrs["out"][1] >= np.float32(2.0 ** -23))
+                     or not _has_empty_window(c[0][0].attrs["geom"])):
+                j = index[id(c[0][0])]
+                self.pool_of[i], self.pooled_by[j] = j, i
+                self.virtual.add(op.output)
+        io = set(ir.inputs) | set(self.outputs)
+        # temporaries per op (per-sample bytes)
+        self.temps = {}
+        for idx, op in enumerate(ops):
+            self._plan_idx = idx
+            self.temps[idx] = getattr(self, f"temps_{op.kind}")(op)
+        # live ranges of arena buffers (per-sample bytes)
+        first, last, size = {}, {}, {}
+        for idx, op in enumerate(ops):
+            if op.kind != "alias":
+                r = self.root(op.output)
+                if r not in io and r not in self.virtual:
+                    first.setdefault(r, idx)
+                    size[r] = _a4(self.values[r].nbytes)
+            for x in op.inputs + ([op.output] if op.kind == "alias" else []):
+                r = self.root(x)
+                if r not in io and r not in self.virtual:
+                    last[r] = max(last.get(r, idx), idx)
+            for tname, nb in self.temps[idx].items():
+                key = (idx, tname)
+                first[key], last[key], size[key] = idx, idx, _a4(nb)
+        for r in size:
+            last.setdefault(r, first[r])
+        order = sorted(size, key=lambda k: (first[k], -size[k]))
+        placed = []          # (offset, end, last, key)
+        self.offset, self.bufsize = {}, {}
+        self.peak, self.peak_at = 0, (0, None, 0)
+        for k in order:
+            live = sorted(p for p in placed if p[2] >= first[k])
+            off = 0
+            for a, b, _, _ in live:
+                if off + size[k] <= a:
+                    break
+                off = max(off, b)
+            placed = live + [(off, off + size[k], last[k], k)]
+            self.offset[k], self.bufsize[k] = off, size[k]
+            if off + size[k] > self.peak:
+                self.peak = off + size[k]
+                big = max(placed, key=lambda p: p[1] - p[0])
+                self.peak_at = (first[k], big[3], big[1] - big[0])
+
+    # -- temps per kind ------------------------------------------------------------------
+    def temps_alias(self, op):
+        return {}
+
+    temps_quant = temps_dequant = temps_maxpool = temps_clamp = temps_binop = temps_copy = temps_alias
+
+    def temps_gap(self, op):
+        return {"sum": 4 * op.attrs["planes"]}
+
+    def _conv_dims(self, op):
+        gm = op.attrs["geom"]
+        K = gm["cg"] * gm["kh"] * gm["kw"]
+        return gm, K, _a4(K), gm["OH"] * gm["OW"], gm["M"] // op.attrs["group"]
+
+    def temps_conv(self, op):
+        gm, K, Kp, P, Mg = self._conv_dims(op)
+        G = op.attrs["group"]
+        nimg = self.values[op.inputs[0]].shape[0]
+        t = {}
+        for g in range(G):
+            t[f"p{g}"] = nimg * P * Kp
+            t[f"acc{g}"] = 4 * nimg * P * Mg
+        if np.any(_zp8(op.attrs["w_zp"], op.attrs["w"].dtype) != 0):
+            for g in range(G):
+                t[f"rs{g}"] = 4 * nimg * P
+        j = self.pool_of.get(self._plan_idx)
+        if j is not None:
+            pg = self.ops[j].attrs["geom"]
+            for g in range(G):
+                t[f"pa{g}"] = 4 * nimg * pg["OH"] * pg["OW"] * Mg
+        return t
+
+    def _mm_dims(self, op):
+        a = self.values[op.inputs[0]]
+        K, N = op.attrs["K"], op.attrs["N"]
+        rows = int(np.prod(a.shape[:-1]))             # per sample
+        L = int(np.prod(a.shape[:-2])) if len(a.shape) > 2 else 1
+        return a, K, _a4(K), N, rows, L
+
+    def temps_matmul(self, op):
+        a, K, Kp, N, rows, L = self._mm_dims(op)
+        t = {}
+        if K % 4 or op.attrs["a_dtype"] == "uint8":
+            t["a"] = rows * Kp
+        if op.attrs["b"] is None:
+            t["bt"] = L * N * Kp
+            if op.attrs["a_zp"] - (128 if op.attrs["a_dtype"] == "uint8" else 0) != 0:
+                t["cs"] = 4 * L * N
+        if op.attrs["out"][0] == "rq":
+            t["acc"] = 4 * rows * N
+        if np.any(_zp8(op.attrs["b_zp"], op.attrs["b_dtype"]) != 0):
+            t["rs"] = 4 * rows
+        return t
+
+    def tview(self, idx, i, tname, offset=0, nbytes=None):
+        key = (idx, tname)
+        off = self.offset[key] * self.S + offset
+        n = self.bufsize[key] * self.S - offset if nbytes is None else nbytes
+        return self.arena[i, off: off + n]
+
+    # -- emit ------------------------------------------------------------------------------
+    def run(self):
+        ir, S = self.ir, self.S
+        self.output_names = {}
+        self.plan()
+        arena_bytes = max(4, self.peak * S)
+        self.arena = self.g.add_variable("arena", (self.nt, arena_bytes), "int8",
+                                         [(t, i * arena_bytes, (i + 1) * arena_bytes)
+                                          for i, t in enumerate(self.tiles)])
+        self.io_in, self.io_out = {}, {}
+        io_info_in, io_info_out = {}, {}
+        for kind, names, store, info in (("in", ir.inputs, self.io_in, io_info_in),
+                                         ("out", self.outputs, self.io_out, io_info_out)):
+            for n in names:
+                v = self.values[n]
+                dt = {"float32": "int32"}.get(v.dtype, v.dtype)
+                per = v.size
+                var = self.g.add_variable(f"{kind}.{len(store)}", (self.nt * S, per), dt,
+                                          [(t, i * S * per, (i + 1) * S * per)
+                                           for i, t in enumerate(self.tiles)])
+                store[n] = var
+                info[self.output_names.get(n, n)] = (var.name, v.shape, v.dtype)
+        for idx, op in enumerate(self.ops):
+            layer = Layer(idx, op.label, op.onnx_ops, op.kind)
+            self.layers.append(layer)
+            self.cur = idx
+            getattr(self, f"emit_{op.kind}")(op, layer)
+        nsets = len(self.g.compute_sets)
+        width = 1 + 2 * (2 * nsets + PROFILE_SLACK)
+        N = self.cfg.tiles
+        prof = self.g.add_variable("profile", (N, width), "int32",
+                                   [(t, t * width, (t + 1) * width) for t in range(N)])
+        peak_label = self.ops[self.peak_at[0]].label if self.peak_at[1] is not None else ""
+        big = self.peak_at[1]
+        big_name = big if isinstance(big, str) else (
+            f"scratch {big[1]!r} of {self.ops[big[0]].label}" if big else "")
+        return Lowered(self.g, Sequence(*self.steps), self.tiles, S, io_info_in, io_info_out,
+                       [l for l in self.layers if l.compute_sets], arena_bytes,
+                       (self.peak, peak_label, big_name, self.peak_at[2]), prof)
+
+    # quantize / dequantize
+    def emit_quant(self, op, layer):
+        a = op.attrs
+        x, y = op.inputs[0], op.output
+        v = self.values[x]
+        dt = self.values[y].dtype
+        C = a["channels"]
+        scales = np.broadcast_to(a["scale"], (C,))
+        zps = np.broadcast_to(a["zero_point"], (C,))
+        tab = np.concatenate([quant_table(s, int(z), dt) for s, z in zip(scales, zps)])
+        tv = self.const(layer, "tab", tab, "int32")
+        cset = self.cs(layer, "quant")
+        for i in range(self.nt):
+            self.vertex(cset, "tso_quant", i, x=self.view(i, x), y=self.view(i, y), tab=tv[i],
+                        n=self.S * v.size, inner=a["inner"], C=C, qmin=qrange(dt)[0])
+
+    def emit_dequant(self, op, layer):
+        a = op.attrs
+        x, y = op.inputs[0], op.output
+        v = self.values[x]
+        C = a["channels"]
+        scales = np.broadcast_to(a["scale"], (C,)).astype(np.float32)
+        zps = np.broadcast_to(a["zero_point"], (C,)).astype(np.int64)
+        kind = {"int8": 0, "uint8": 1, "int32": 2}[v.dtype]
+        if kind < 2 and C <= 4:
+            # 8-bit input: the 256 results per channel, from the reference rule
+            codes = np.arange(256, dtype=np.uint8).view(v.dtype)
+            tab = np.stack([dequantize_linear(codes, sc, int(z)) for sc, z in zip(scales, zps)])
+            tv = self.const(layer, "tab", tab.view(np.int32), "int32")
+            cset = self.cs(layer, "dequant")
+            for i in range(self.nt):
+                self.vertex(cset, "tso_dequant_tab", i, x=self.view(i, x), y=self.view(i, y),
+                            tab=tv[i], n=self.S * v.size, inner=a["inner"], C=C)
+            return
+        params = np.stack([zps, scales.view(np.int32).astype(np.int64)], axis=1)
+        pv = self.const(layer, "params", params, "int32")
+        cset = self.cs(layer, "dequant")
+        for i in range(self.nt):
+            self.vertex(cset, "tso_dequant", i, x=self.view(i, x), y=self.view(i, y),
+                        params=pv[i], n=self.S * v.size, inner=a["inner"], C=C, kind=kind)
+
+    # conv
+    def _rq_vertices(self, layer, cset, i, acc, out_view, out, P, M, os_s, os_p, os_m, pv,
+                     nrows=None):
+        """tso_rqf over ``nrows`` rows (default: all acc rows of the S samples), ``P`` rows per
+        output block of ``os_s`` bytes."""
+        _, mult, zp, dt = out
+        qmin, qmax = qrange(dt)
+        if nrows is None:
+            nrows = acc.size * acc.variable.dtype.itemsize // (4 * M)
+        self.vertex(cset, "tso_rqf", i, acc=acc, out=out_view, params=pv, rows=nrows, P=P,
+                    M=M, os_s=os_s, os_p=os_p, os_m=os_m, zp=zp, ylo=qmin - zp, yhi=qmax - zp)
+
+    def _layout_strides(self, name, shape4):
+        """Element strides (c, h, w) and per-image stride of a 4-D tensor in its layout."""
+        n, c, h, w = shape4
+        if name in self.nhwc:
+            return (1, w * c, c), c * h * w
+        return (h * w, w, 1), c * h * w
+
+    def emit_conv(self, op, layer):
+        a = op.attrs
+        idx = self.cur
+        gm, K, Kp, P, Mg = self._conv_dims(op)
+        G, M, cg = a["group"], gm["M"], gm["cg"]
+        x, y = op.inputs[0], op.output
+        xv = self.values[x]
+        nimg = xv.shape[0]
+        imgs = self.S * nimg
+        rows = imgs * P
+        xdt = a["x_dtype"]
+        xorv = 0x80 if xdt == "uint8" else 0
+        zx = int(_zp8(a["x_zp"], xdt))
+        w8 = _as_int8(a["w"])                                # [M, cg, kh, kw]
+        zw = _zp8(a["w_zp"], a["w"].dtype)                  # [M]
+        bias = a["bias"] if a["bias"] is not None else np.zeros(M, np.int64)
+        layer.macs = nimg * P * M * K
+        use_rs = bool(np.any(zw != 0))
+        (xc, xh, xw), xs = self._layout_strides(self.root(x), (nimg, gm["C"], gm["H"], gm["W"]))
+        order = 1 if (self.root(x) in self.nhwc and gm["C"] > 1) else 0
+        wk = (w8.transpose(0, 2, 3, 1) if order == 1 else w8).reshape(M, K)   # patch order
+        init = wrap32(bias - zx * wk.astype(np.int64).sum(axis=1) + K * zx * zw)
+        bts, inits, zws = [], [], []
+        for g in range(G):
+            bt = np.zeros((Mg, Kp), np.int8)
+            bt[:, :K] = wk[g * Mg:(g + 1) * Mg]
+            bts.append(bt)
+            inits.append(self.const(layer, f"init{g}", init[g * Mg:(g + 1) * Mg], "int32"))
+            if use_rs:
+                zws.append(self.const(layer, f"zw{g}", zw[g * Mg:(g + 1) * Mg], "int32"))
+        c1 = self.cs(layer, "im2col")
+        for i in range(self.nt):
+            for g in range(G):
+                self.vertex(c1, "tso_im2col", i, x=self.view(i, x), p=self.tview(idx, i, f"p{g}"),
+                            S=imgs, x_stride=xs, c0=g * cg, cg=cg, xc=xc, xh=xh, xw=xw,
+                            H=gm["H"], W=gm["W"], kh=gm["kh"], kw=gm["kw"], sh=gm["sh"],
+                            sw=gm["sw"], dh=gm["dh"], dw=gm["dw"], pt=gm["pt"], pl=gm["pl"],
+                            OH=gm["OH"], OW=gm["OW"], Kp=Kp, padv=(zx & 0xFF), xorv=xorv,
+                            order=order)
+        if use_rs:
+            cr = self.cs(layer, "rowsum")
+            for i in range(self.nt):
+                for g in range(G):
+                    self.vertex(cr, "tso_rowsum", i, p=self.tview(idx, i, f"p{g}"),
+                                s=self.tview(idx, i, f"rs{g}"), rows=rows, Kp=Kp)
+        mms = [self._matmul_weights(layer, f"w{g}", bts[g], a.get("w_name")) for g in range(G)]
+        c2 = self.cs(layer, "mm")
+        for i in range(self.nt):
+            for g in range(G):
+                self._mm_vertex(c2, i, self.tview(idx, i, f"p{g}"), mms[g],
+                                self.tview(idx, i, f"acc{g}"), inits[g][i], rows, Mg, Kp)
+        if use_rs:
+            cz = self.cs(layer, "zpfix")
+            for i in range(self.nt):
+                for g in range(G):
+                    self.vertex(cz, "tso_zpfix", i, acc=self.tview(idx, i, f"acc{g}"),
+                                rsum=self.tview(idx, i, f"rs{g}"), csum=zws[g][i], zw=zws[g][i],
+                                rows=rows, cols=Mg, use_r=1, use_c=0, za=0)
+        out = a["out"]
+        j = self.pool_of.get(idx)
+        if j is not None:
+            # max pool the accumulators (NHWC words), requantize the pooled values into the
+            # pool's output
+            pop = self.ops[j]
+            pg = pop.attrs["geom"]
+            layer.label = f"{layer.label}+{pop.label}"
+            layer.onnx_ops = tuple(layer.onnx_ops) + tuple(pop.onnx_ops)
+            P2 = pg["OH"] * pg["OW"]
+            cp = self.cs(layer, "maxpool")
+            for i in range(self.nt):
+                for g in range(G):
+                    self.vertex(cp, "tso_maxpool", i, x=self.tview(idx, i, f"acc{g}"),
+                                y=self.tview(idx, i, f"pa{g}"), S=imgs, C=Mg, H=gm["OH"],
+                                W=gm["OW"], OH=pg["OH"], OW=pg["OW"], kh=pg["kh"], kw=pg["kw"],
+                                sh=pg["sh"], sw=pg["sw"], dh=pg["dh"], dw=pg["dw"], pt=pg["pt"],
+                                pl=pg["pl"], xs=P * Mg, xc=1, xh=gm["OW"] * Mg, xw=Mg,
+                                ys=P2 * Mg, yc=1, yh=pg["OW"] * Mg, yw=Mg, kind=3,
+                                lowest=_INT32_MIN)
+            y = pop.output
+            P = P2
+        c3 = self.cs(layer, "requant" if out[0] == "rq" else "store")
+        if out[0] == "rq":
+            pvs = [self.const(layer, f"rq{g}", rqf_params(out[1][g * Mg:(g + 1) * Mg]), "int32")
+                   for g in range(G)]
+        y_nhwc = self.root(y) in self.nhwc
+        for i in range(self.nt):
+            for g in range(G):
+                acc = self.tview(idx, i, f"pa{g}" if j is not None else f"acc{g}")
+                if out[0] == "rq":
+                    if y_nhwc:
+                        self._rq_vertices(layer, c3, i, acc, self.view(i, y, g * Mg), out, P,
+                                          Mg, M * P, M, 1, pvs[g][i])
+                    else:
+                        self._rq_vertices(layer, c3, i, acc, self.view(i, y, g * Mg * P), out,
+                                          P, Mg, M * P, 1, P, pvs[g][i])
+                else:
+                    self.vertex(c3, "tso_copy", i, src=acc, dst=self.view(i, y, 4 * g * Mg * P),
+                                esz=4, n0=imgs, n1=Mg, n2=1, n3=P, s0=P * Mg, s1=1, s2=0,
+                                s3=Mg, d0=M * P, d1=P, d2=0, d3=1)
+
+    def _matmul_weights(self, layer, what, bt, tensor=None):
+        """Constant weights B^T [N, Kp] (int8) for the matmul vertices: dense per-tile views,
+        or the block-sparse form when the weights have enough zero blocks (see
+        :func:`choose_blocks`; ``sparse_mode="dense"`` turns the detection off)."""
+        if self.sparse_mode == "auto":
+            choice = choose_blocks(bt.T, self.block_size)
+            if choice is not None:
+                from tessera.toolchain.kernels.block_sparse import pack_blocks
+                bs, w = choice
+                blk, rowoff, colptr = pack_blocks(w)
+                nz = max(w.nnzb, 1)
+                if w.nnzb == 0:
+                    blk, rowoff = np.zeros((1, bs, bs), np.int8), np.zeros(1, np.int32)
+                groups = []
+                for j in range(len(colptr) - 1):
+                    z0, z1 = int(colptr[j]), int(colptr[j + 1])
+                    for g in range(bs // 4):
+                        col0 = j * bs + 4 * g
+                        groups.append((-1 if z1 == z0 else 0, 4 * col0, 4 * col0,
+                                       z0 * bs * bs + 4 * g * bs, 4 * z0, 4 * z1))
+                kb, nb = w.grid
+                layer.sparse = {"kernel": "block_sparse", "block_size": bs,
+                                "blocks_stored": int(w.nnzb), "blocks_total": int(kb * nb),
+                                "density": float(w.nnzb / (kb * nb))}
+                return ("sparse", {
+                    "bs": bs, "ngroups": len(groups),
+                    "blk": self.const(layer, f"{what}.blk", blk.reshape(nz, bs * bs), "int8",
+                                      tensor),
+                    "rowoff": self.const(layer, f"{what}.rowoff", rowoff, "int32"),
+                    "groups": self.const(layer, f"{what}.groups", np.array(groups), "int32")})
+        return ("dense", self.const(layer, what, bt, "int8", tensor))
+
+    def _mm_vertex(self, cset, i, a, w, c, init, rows, cols, Kp):
+        kind, data = w
+        if kind == "dense":
+            self.vertex(cset, matmul_codelet(self.g, Kp), i, a=a, bt=data[i], c=c, init=init,
+                        rows=rows, cols=cols)
+        else:
+            self.vertex(cset, bsmm_codelet(self.g, Kp, data["bs"]), i, a=a, blk=data["blk"][i],
+                        rowoff=data["rowoff"][i], groups=data["groups"][i], c=c, init=init,
+                        rows=rows, cols=cols, ngroups=data["ngroups"])
+
+    # matmul
+    def emit_matmul(self, op, layer):
+        a = op.attrs
+        idx = self.cur
+        av, K, Kp, N, rows, L = self._mm_dims(op)
+        x, y = op.inputs[0], op.output
+        adt = a["a_dtype"]
+        za = int(_zp8(a["a_zp"], adt))
+        zb = _zp8(a["b_zp"], a["b_dtype"])
+        bias = a["bias"] if a["bias"] is not None else np.zeros(N, np.int64)
+        layer.macs = rows * N * K
+        S = self.S
+        tm = self.temps[idx]
+        use_rs = "rs" in tm
+        # A operand rows [S*rows, Kp]
+        if "a" in tm:
+            cp = self.cs(layer, "pack")
+            for i in range(self.nt):
+                self.vertex(cp, "tso_pack", i, src=self.view(i, x), dst=self.tview(idx, i, "a"),
+                            nmat=1, ms=0, rows=S * rows, cols=K, rs=K, cs=1, Kp=Kp,
+                            xorv=0x80 if adt == "uint8" else 0)
+            aview = lambda i, off=0, nb=None: self.tview(idx, i, "a", off, nb)
+        else:
+            aview = lambda i, off=0, nb=None: self.view(i, x, off, nb)
+        if use_rs:
+            cr = self.cs(layer, "rowsum")
+            for i in range(self.nt):
+                self.vertex(cr, "tso_rowsum", i, p=aview(i), s=self.tview(idx, i, "rs"),
+                            rows=S * rows, Kp=Kp)
+        accv = (lambda i, off=0, nb=None: self.tview(idx, i, "acc", off, nb)) if "acc" in tm \
+            else (lambda i, off=0, nb=None: self.view(i, y, off, nb))
+        out = a["out"]
+        if a["b"] is not None:
+            b8 = _as_int8(a["b"]).astype(np.int64)          # [K, N]
+            bt = np.zeros((N, Kp), np.int8)
+            bt[:, :K] = b8.T
+            init = wrap32(bias - za * b8.sum(axis=0) + K * za * zb)
+            wts = self._matmul_weights(layer, "bt", bt, a.get("b_name"))
+            iv = self.const(layer, "init", init, "int32")
+            c2 = self.cs(layer, "mm")
+            for i in range(self.nt):
+                self._mm_vertex(c2, i, aview(i), wts, accv(i), iv[i], S * rows, N, Kp)
+            if use_rs:
+                zwv = self.const(layer, "zw", zb, "int32")
+                cz = self.cs(layer, "zpfix")
+                for i in range(self.nt):
+                    self.vertex(cz, "tso_zpfix", i, acc=accv(i), rsum=self.tview(idx, i, "rs"),
+                                csum=zwv[i], zw=zwv[i], rows=S * rows, cols=N, use_r=1,
+                                use_c=0, za=0)
+        else:
+            bname = op.inputs[1]
+            bdt = a["b_dtype"]
+            mr = rows // L
+            cpb = self.cs(layer, "packb")
+            for i in range(self.nt):
+                self.vertex(cpb, "tso_pack", i, src=self.view(i, bname),
+                            dst=self.tview(idx, i, "bt"), nmat=S * L, ms=K * N, rows=N, cols=K,
+                            rs=1, cs=N, Kp=Kp, xorv=0x80 if bdt == "uint8" else 0)
+            use_cs = "cs" in tm
+            if use_cs:
+                ccs = self.cs(layer, "colsum")
+                for i in range(self.nt):
+                    self.vertex(ccs, "tso_rowsum", i, p=self.tview(idx, i, "bt"),
+                                s=self.tview(idx, i, "cs"), rows=S * L * N, Kp=Kp)
+            init = wrap32(bias + K * za * zb)
+            iv = self.const(layer, "init", init, "int32")
+            zwv = self.const(layer, "zw", zb, "int32")
+            c2 = self.cs(layer, "mm")
+            cd = matmul_codelet(self.g, Kp)
+            for i in range(self.nt):
+                for j in range(S * L):
+                    self.vertex(c2, cd, i, a=aview(i, j * mr * Kp, mr * Kp),
+                                bt=self.tview(idx, i, "bt", j * N * Kp, N * Kp),
+                                c=accv(i, 4 * j * mr * N, 4 * mr * N), init=iv[i], rows=mr, cols=N)
+            if use_rs or use_cs:
+                cz = self.cs(layer, "zpfix")
+                for i in range(self.nt):
+                    for j in range(S * L):
+                        self.vertex(cz, "tso_zpfix", i, acc=accv(i, 4 * j * mr * N, 4 * mr * N),
+                                    rsum=self.tview(idx, i, "rs", 4 * j * mr, 4 * mr) if use_rs
+                                    else zwv[i],
+                                    csum=self.tview(idx, i, "cs", 4 * j * N, 4 * N) if use_cs
+                                    else zwv[i],
+                                    zw=zwv[i], rows=mr, cols=N, use_r=int(use_rs),
+                                    use_c=int(use_cs), za=za)
+        if out[0] == "rq":
+            pv = self.const(layer, "rq", rqf_params(out[1]), "int32")
+            c3 = self.cs(layer, "requant")
+            for i in range(self.nt):
+                self._rq_vertices(layer, c3, i, accv(i), self.view(i, y), out, rows, N,
+                                  rows * N, N, 1, pv[i], nrows=S * rows)
+
+    # gap
+    def emit_gap(self, op, layer):
+        a = op.attrs
+        idx = self.cur
+        x, y = op.inputs[0], op.output
+        xv = self.values[x]
+        planes, hw = a["planes"], a["hw"]
+        c1 = self.cs(layer, "sum")
+        for i in range(self.nt):
+            self.vertex(c1, "tso_planesum", i, x=self.view(i, x), s=self.tview(idx, i, "sum"),
+                        planes=self.S * planes, hw=hw, is_signed=int(xv.dtype == "int8"),
+                        bias=a["bias"])
+        pv = self.const(layer, "rq", rqf_params(a["out"][1]), "int32")
+        c2 = self.cs(layer, "requant")
+        for i in range(self.nt):
+            self._rq_vertices(layer, c2, i, self.tview(idx, i, "sum"), self.view(i, y),
+                              a["out"], planes, 1, planes, 1, 1, pv[i], nrows=self.S * planes)
+
+    # pooling / element-wise / copies
+    def emit_maxpool(self, op, layer):
+        if self.cur in self.pooled_by:
+            return                       # done on the accumulators by the convolution
+        gm = op.attrs["geom"]
+        x, y = op.inputs[0], op.output
+        xv, yv = self.values[x], self.values[y]
+        dt = xv.dtype
+        kind = {"int8": 0, "uint8": 1, "float32": 2}[dt]
+        lowest = {0: -128, 1: 0, 2: int(np.uint32(0xFF800000).view(np.int32)) ^ 0x7FFFFFFF}[kind]
+        C = gm["planes"] // xv.shape[0]
+        nimg = xv.shape[0]
+        (xc, xh, xw), xs = self._layout_strides(self.root(x), (nimg, C, gm["H"], gm["W"]))
+        (yc, yh, yw), ys = self._layout_strides(self.root(y), (nimg, C, gm["OH"], gm["OW"]))
+        cset = self.cs(layer, "maxpool")
+        for i in range(self.nt):
+            self.vertex(cset, "tso_maxpool", i, x=self.view(i, x), y=self.view(i, y),
+                        S=self.S * nimg, C=C, H=gm["H"], W=gm["W"], OH=gm["OH"], OW=gm["OW"],
+                        kh=gm["kh"], kw=gm["kw"], sh=gm["sh"], sw=gm["sw"], dh=gm["dh"],
+                        dw=gm["dw"], pt=gm["pt"], pl=gm["pl"], xs=xs, xc=xc, xh=xh, xw=xw,
+                        ys=ys, yc=yc, yh=yh, yw=yw, kind=kind, lowest=lowest)
+
+    def emit_clamp(self, op, layer):
+        x, y = op.inputs[0], op.output
+        v = self.values[x]
+        kind = {"int8": 0, "uint8": 1, "float32": 2}[v.dtype]
+        cset = self.cs(layer, "clamp")
+        for i in range(self.nt):
+            self.vertex(cset, "tso_clamp", i, x=self.view(i, x), y=self.view(i, y),
+                        n=self.S * v.size, kind=kind, lo=op.attrs["lo"], hi=op.attrs["hi"])
+
+    def emit_binop(self, op, layer):
+        v = self.values[op.inputs[0]]
+        a = op.attrs
+        if a["b"] is not None:
+            bv = self.const(layer, "b", a["b"], "uint8")
+            bn = v.size
+        cset = self.cs(layer, "binop")
+        for i in range(self.nt):
+            b = bv[i] if a["b"] is not None else self.view(i, op.inputs[1])
+            self.vertex(cset, "tso_binop", i, a=self.view(i, op.inputs[0]), b=b,
+                        y=self.view(i, op.output), n=self.S * v.size,
+                        bn=bn if a["b"] is not None else self.S * v.size, op=a["op"])
+
+    def _copy(self, cset, i, src, dst, esz, dims, sstr, dstr):
+        dims, sstr, dstr = list(dims), list(sstr), list(dstr)
+        while len(dims) < 4:
+            dims.insert(0, 1)
+            sstr.insert(0, 0)
+            dstr.insert(0, 0)
+        self.vertex(cset, "tso_copy", i, src=src, dst=dst, esz=esz,
+                    n0=dims[0], n1=dims[1], n2=dims[2], n3=dims[3], s0=sstr[0], s1=sstr[1],
+                    s2=sstr[2], s3=sstr[3], d0=dstr[0], d1=dstr[1], d2=dstr[2], d3=dstr[3])
+
+    @staticmethod
+    def _strides(shape):
+        st, acc = [], 1
+        for d in reversed(shape):
+            st.insert(0, acc)
+            acc *= d
+        return st
+
+    def emit_copy(self, op, layer):
+        a = op.attrs
+        y = op.output
+        yv = self.values[y]
+        esz = ELEM_BYTES[yv.dtype]
+        S = self.S
+        cset = self.cs(layer, a["mode"])
+        if a["mode"] == "flat":
+            for i in range(self.nt):
+                self._copy(cset, i, self.view(i, op.inputs[0]), self.view(i, y), esz,
+                           [S * yv.size], [1], [1])
+            return
+        if a["mode"] == "transpose":
+            ins = list(a["in_shape"])
+            perm = a["perm"]
+            ist = self._strides(ins)
+            dims = [yv.shape[j] for j in range(len(perm))]
+            sstr = [ist[p] for p in perm]
+            dstr = self._strides(dims)
+            per_in, per_out = int(np.prod(ins)), yv.size
+            # fold the S samples into axis 0 (its size is 1 per sample in batched mode)
+            if S > 1:
+                dims = [S] + dims[1:] if dims[0] == 1 else dims
+                sstr = [per_in] + sstr[1:]
+                dstr = [per_out] + dstr[1:]
+            for i in range(self.nt):
+                self._copy(cset, i, self.view(i, op.inputs[0]), self.view(i, y), esz, dims,
+                           sstr, dstr)
+            return
+        # concat
+        axis = a["axis"]
+        ost = self._strides(yv.shape)
+        off = 0
+        for name, shp in zip(op.inputs, a["in_shapes"]):
+            shp = list(shp)
+            ist = self._strides(shp)
+            dims, sstr, dstr = list(shp), list(ist), list(ost)
+            if S > 1:
+                dims[0] = S
+                sstr[0] = int(np.prod(shp))
+                dstr[0] = yv.size
+            for i in range(self.nt):
+                self._copy(cset, i, self.view(i, name), self.view(i, y, esz * off * ost[axis]),
+                           esz, dims, sstr, dstr)
+            off += shp[axis]
+
+    def emit_alias(self, op, layer):
+        pass
+
+
+def _has_empty_window(gm) -> bool:
+    """Does some pooling window of ``gm`` lie entirely in the padding?"""
+    for n, k, st, d, p0, o in ((gm["H"], gm["kh"], gm["sh"], gm["dh"], gm["pt"], gm["OH"]),
+                               (gm["W"], gm["kw"], gm["sw"], gm["dw"], gm["pl"], gm["OW"])):
+        for i in range(o):
+            if not any(0 <= i * st - p0 + j * d < n for j in range(k)):
+                return True
+    return False
+
+
+#: Use the block-sparse kernel when at most this fraction of the weight area is stored.
+SPARSE_MAX_DENSITY = 0.75
+
+
+def choose_blocks(w, block_size=None):
+    """Block structure of constant weights ``w`` (int8 [K, N], K padded to a multiple of 4).
+
+    Tries block sizes 16, 8, 4 (or only ``block_size``) that divide K and N (K ≤ the
+    kernel's 668), keeps the blocks with a nonzero element (lossless) and picks the size that
+    stores the fewest weights (ties: the larger block). Returns ``(bs, BlockSparseMatrix)``
+    when the stored fraction is at most :data:`SPARSE_MAX_DENSITY`, else None (dense)."""
+    from tessera.golden_model.kernels import BlockSparseMatrix
+    from tessera.toolchain.kernels.block_sparse import MAX_K
+    w = np.ascontiguousarray(w, dtype=np.int8)
+    k, n = w.shape
+    best = None
+    for bs in ((block_size,) if block_size else (16, 8, 4)):
+        if k % bs or n % bs or k > MAX_K:
+            continue
+        m = BlockSparseMatrix.from_dense(w, bs)
+        stored = m.nnzb * bs * bs
+        if best is None or stored < best[0]:
+            best = (stored, bs, m)
+    if best is None or best[0] > SPARSE_MAX_DENSITY * k * n:
+        return None
+    return best[1], best[2]
+
+
+def wrap32(x) -> np.ndarray:
+    return wrap_int32(np.asarray(x, dtype=np.int64)).astype(np.int64)
+
+
+def lower(ir: IRGraph, config, samples: int, *, sparse_mode="auto", block_size=None) -> Lowered:
+    """Build the graph for ``samples`` samples per tile (see the module docstring).
+
+    Parameters
+    ----------
+    ir : IRGraph
+    config : tessera.spec.config.ArrayConfig
+    samples : int
+        Samples per tile per run (1 in single-sample mode).
+    sparse_mode : {"auto", "dense"}
+        ``auto`` uses the block-sparse kernels for constant weights with zero blocks.
+    block_size : int or None
+        Force a block size for the detection (4, 8 or 16).
+
+    Returns
+    -------
+    Lowered
+    """
+    tiles = list(range(config.tiles)) if ir.batched else [0]
+    return _Lowerer(ir, config, samples, tiles, sparse_mode, block_size).run()

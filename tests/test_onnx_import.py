@@ -1,0 +1,255 @@
+"""The ONNX importer end to end (issue 14): models written by onnxruntime's quantizer (QDQ and
+QOperator, int8 and uint8 activations, per-channel and per-tensor weights) equal onnxruntime's
+CPU session (default options) element for element; the digits CNN; bad input gives one clear
+error before anything runs; the ``tessera onnx`` CLI (keys, exit codes 0 / 2 / 3)."""
+
+import json
+import logging
+
+import numpy as np
+import pytest
+
+from tessera.cli import main
+from tessera.spec.config import preset
+from tessera.toolchain.onnx import (InputError, ModelMemoryError, OnnxFileError, UnsupportedError,
+                            compare_outputs, import_model, reference_outputs)
+
+
+def _float_cnn(seed=0):
+    """A random float CNN exercising stride 2, a grouped (depthwise) conv, padding and Gemm."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(seed)
+    w = {"w1": rng.normal(0, .4, (8, 1, 3, 3)), "b1": rng.normal(0, .1, 8),
+         "w2": rng.normal(0, .4, (8, 1, 3, 3)), "b2": rng.normal(0, .1, 8),
+         "w3": rng.normal(0, .2, (12, 8, 3, 3)), "b3": rng.normal(0, .1, 12),
+         "w4": rng.normal(0, .2, (48, 10)), "b4": rng.normal(0, .1, 10)}
+    init = [numpy_helper.from_array(v.astype(np.float32), k) for k, v in w.items()]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], group=8,
+                         kernel_shape=[3, 3]),
+        helper.make_node("Relu", ["c2"], ["r2"]),
+        helper.make_node("Conv", ["r2", "w3", "b3"], ["c3"], pads=[1, 1, 1, 1], strides=[2, 2],
+                         kernel_shape=[3, 3]),
+        helper.make_node("Relu", ["c3"], ["r3"]),
+        helper.make_node("Flatten", ["r3"], ["f"], axis=1),
+        helper.make_node("Gemm", ["f", "w4", "b4"], ["y"]),
+    ]
+    g = helper.make_graph(nodes, "cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                       ["N", 1, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])], init)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    return m
+
+
+@pytest.fixture(scope="module")
+def calib():
+    return np.random.default_rng(1).uniform(0, 1, (64, 1, 8, 8)).astype(np.float32)
+
+
+@pytest.mark.parametrize("fmt, act, per_channel", [
+    ("QDQ", "int8", True), ("QOperator", "uint8", False),
+    pytest.param("QDQ", "uint8", False, marks=pytest.mark.slow),
+    pytest.param("QOperator", "int8", True, marks=pytest.mark.slow)])
+def test_quantize_static_models_equal_onnxruntime(fmt, act, per_channel, calib, tmp_path):
+    from tessera.toolchain.models.digits_cnn import quantize_onnx
+    q = quantize_onnx(_float_cnn(), calib, quant_format=fmt, activation=act,
+                      per_channel=per_channel, workdir=tmp_path)
+    prog = import_model(q, preset("small"), samples_per_tile=1)
+    x = np.random.default_rng(2).uniform(0, 1, (5, 1, 8, 8)).astype(np.float32)
+    run = prog.run({"x": x})
+    cmp = compare_outputs(run.outputs, reference_outputs(q, {"x": x}))
+    assert cmp["reference_mismatches"] == 0 and cmp["reference_max_abs_diff"] == 0.0
+    assert run.report["runs"] == 2 and run.outputs["y"].shape == (5, 10)
+    ops = {tuple(l["onnx_ops"]) for l in run.report["layers"]}
+    assert any("Conv" in o or "QLinearConv" in o for o in ops)
+
+
+def test_digits_cnn_equals_onnxruntime():
+    from tessera.toolchain.models.digits import load_digits_split
+    from tessera.toolchain.models.digits_cnn import load_digits_cnn, pixels_to_input
+    cnn = load_digits_cnn()
+    x = pixels_to_input(load_digits_split()[1][:8])
+    prog = import_model(str(cnn.int8_path), preset("small"), samples_per_tile=2)
+    run = prog.run({"x": x})
+    ref = reference_outputs(str(cnn.int8_path), {"x": x})
+    assert compare_outputs(run.outputs, ref)["reference_mismatches"] == 0
+    rep = run.report
+    assert rep["cycles"] > 0 and rep["layers"] and all(l["cycles"] > 0 for l in rep["layers"])
+    assert sum(l["macs_per_sample"] for l in rep["layers"]) == 64 * 8 * 9 + 16 * 16 * 72 + 64 * 10
+    assert rep["memory"][0]["free"] >= 0 and prog.compile_seconds < 10
+
+
+# ---------------------------------------------------------------------------------------------
+# bad input: one clear error, before anything runs
+# ---------------------------------------------------------------------------------------------
+def test_not_onnx_and_missing_file(tmp_path):
+    p = tmp_path / "notes.onnx"
+    p.write_text("this is not a model\n")
+    with pytest.raises(OnnxFileError, match="not an ONNX model"):
+        import_model(str(p))
+    with pytest.raises(OnnxFileError, match="no such file"):
+        import_model(str(tmp_path / "missing.onnx"))
+
+
+def _one_node(op, inputs, outputs, attrs=None, inits=(), opset=17, name="the_node"):
+    import onnx
+    from onnx import helper
+    n = helper.make_node(op, [i[0] for i in inputs if i[0]] , [o[0] for o in outputs], name=name,
+                         **(attrs or {}))
+    g = helper.make_graph([n], "g", [helper.make_tensor_value_info(*i) for i in inputs
+                                     if i[0] not in {t.name for t in inits}],
+                          [helper.make_tensor_value_info(*o) for o in outputs], list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def test_unsupported_operator_names_node_op_and_supported_set():
+    from onnx import TensorProto
+    m = _one_node("Softmax", [("x", TensorProto.FLOAT, [1, 10])], [("y", TensorProto.FLOAT, [1, 10])])
+    with pytest.raises(UnsupportedError) as ei:
+        import_model(m)
+    msg = str(ei.value)
+    assert "'the_node' (Softmax)" in msg and "not supported" in msg
+    assert "QLinearConv" in msg and "QuantizeLinear" in msg      # the supported set
+    assert ei.value.node == "the_node" and ei.value.op_type == "Softmax"
+
+
+def test_unsupported_attribute_names_node():
+    from onnx import TensorProto
+    m = _one_node("MaxPool", [("x", TensorProto.INT8, [1, 2, 4, 4])],
+                  [("y", TensorProto.INT8, [1, 2, 4, 4])],
+                  {"kernel_shape": [2, 2], "pads": [0, 0, 1, 1], "storage_order": 1})
+    with pytest.raises(UnsupportedError, match=r"'the_node' \(MaxPool\): storage_order=1"):
+        import_model(m)
+
+
+def test_old_opset_rejected():
+    from onnx import TensorProto
+    m = _one_node("Relu", [("x", TensorProto.INT8, [4])], [("y", TensorProto.INT8, [4])], opset=9)
+    with pytest.raises(UnsupportedError, match="opset 9 is not supported"):
+        import_model(m)
+
+
+def test_model_too_big_names_tensor_tile_bytes():
+    from onnx import TensorProto, numpy_helper
+    b = numpy_helper.from_array(np.ones((1024, 64), np.int8), "big_weight")
+    m = _one_node("MatMulInteger", [("a", TensorProto.INT8, [1, 1024]),
+                                    ("big_weight", TensorProto.INT8, [1024, 64])],
+                  [("y", TensorProto.INT32, [1, 64])], inits=[b])
+    with pytest.raises(ModelMemoryError) as ei:
+        import_model(m, preset("small"))
+    e = ei.value
+    assert e.tile == 0 and e.needed > e.free >= 0
+    assert f"tile {e.tile}" in str(e) and str(e.needed) in str(e) and str(e.free) in str(e)
+    assert e.tensor and e.tensor in str(e)
+
+
+def test_input_errors_name_the_input():
+    from onnx import TensorProto
+    m = _one_node("Relu", [("x", TensorProto.INT8, ["N", 4])], [("y", TensorProto.INT8, ["N", 4])])
+    prog = import_model(m, samples_per_tile=1)
+    good = np.arange(8, dtype=np.int8).reshape(2, 4)
+    assert np.array_equal(prog.run({"x": good}).outputs["y"], np.maximum(good, 0))
+    with pytest.raises(InputError, match=r"missing input\(s\) \['x'\]"):
+        prog.run({})
+    with pytest.raises(InputError, match="input 'x' has dtype float32; the model declares int8"):
+        prog.run({"x": good.astype(np.float32)})
+    with pytest.raises(InputError, match=r"input 'x' has shape \[2, 5\]"):
+        prog.run({"x": np.zeros((2, 5), np.int8)})
+    with pytest.raises(InputError, match=r"unknown input\(s\) \['z'\]"):
+        prog.run({"x": good, "z": good})
+
+
+# ---------------------------------------------------------------------------------------------
+# tessera onnx
+# ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def qdq_file(tmp_path_factory, calib):
+    from tessera.toolchain.models.digits_cnn import quantize_onnx
+    d = tmp_path_factory.mktemp("onnx")
+    p = d / "cnn_int8.onnx"
+    p.write_bytes(quantize_onnx(_float_cnn(3), calib, workdir=d))
+    x = np.random.default_rng(5).uniform(0, 1, (4, 1, 8, 8)).astype(np.float32)
+    np.savez(d / "in.npz", x=x)
+    return d, p, x
+
+
+def test_cli_runs_and_reports(qdq_file, capsys):
+    d, p, x = qdq_file
+    code = main(["onnx", str(p), "--inputs", str(d / "in.npz"), "--out", str(d / "out.npz"),
+                 "--reference", "--json", str(d / "r.json")])
+    assert code == 0
+    r = json.loads((d / "r.json").read_text())
+    for k in ("cycles", "layers", "mac_utilization", "memory", "compile_seconds",
+              "reference_mismatches", "reference_max_abs_diff"):
+        assert k in r, k
+    assert r["reference_mismatches"] == 0 and r["reference_max_abs_diff"] == 0.0
+    assert all("cycles" in l for l in r["layers"]) and r["memory"][0]["free"] >= 0
+    with np.load(d / "out.npz") as f:
+        ref = reference_outputs(str(p), {"x": x})
+        assert np.array_equal(f["y"], ref["y"])
+    assert "onnxruntime: 0 element(s) differ" in capsys.readouterr().out
+
+
+def test_cli_bad_inputs_exit_2(qdq_file, capsys, tmp_path):
+    d, p, x = qdq_file
+    np.savez(tmp_path / "wrong.npz", x=x.astype(np.float64))
+    assert main(["onnx", str(p), "--inputs", str(tmp_path / "wrong.npz"),
+                 "--out", str(tmp_path / "o.npz")]) == 2
+    assert "input 'x' has dtype float64" in capsys.readouterr().err
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x00\x01garbage")
+    assert main(["onnx", str(bad), "--inputs", str(d / "in.npz"),
+                 "--out", str(tmp_path / "o.npz")]) == 2
+    assert "not an ONNX model" in capsys.readouterr().err
+    assert main(["onnx", str(p), "--inputs", str(tmp_path / "none.npz"),
+                 "--out", str(tmp_path / "o.npz")]) == 2
+
+
+def test_cli_reference_mismatch_exit_3(qdq_file, monkeypatch, capsys):
+    """With an oracle that disagrees in one element the CLI must say so and exit 3."""
+    import tessera.toolchain.onnx as tonnx
+    d, p, x = qdq_file
+    real = tonnx.reference_outputs
+
+    def off_by_one(model, inputs):
+        r = real(model, inputs)
+        r["y"] = r["y"].copy()
+        r["y"].flat[3] += np.float32(0.5)
+        return r
+    monkeypatch.setattr(tonnx, "reference_outputs", off_by_one)
+    code = main(["onnx", str(p), "--inputs", str(d / "in.npz"), "--out", str(d / "o3.npz"),
+                 "--reference", "--json", str(d / "r3.json")])
+    assert code == 3
+    r = json.loads((d / "r3.json").read_text())
+    assert r["reference_mismatches"] == 1 and r["reference_max_abs_diff"] == pytest.approx(0.5)
+
+
+def test_block_sparse_cnn_detected_and_equal_to_onnxruntime():
+    """The 90 % block-sparse CNN: the importer finds the zero blocks of conv2 by itself (JSON
+    'sparse'), the block-sparse kernels give onnxruntime's outputs, and sparse='dense' (the
+    --dense switch) gives the same outputs with the dense kernels."""
+    from tessera.toolchain.models.digits import load_digits_split
+    from tessera.toolchain.models.digits_cnn import CnnConfig, load_digits_cnn, pixels_to_input
+    cnn = load_digits_cnn(CnnConfig(sparsity=0.9))
+    x = pixels_to_input(load_digits_split()[1][:8])
+    ref = reference_outputs(str(cnn.int8_path), {"x": x})
+    runs = {}
+    for mode in ("auto", "dense"):
+        prog = import_model(str(cnn.int8_path), preset("small"), samples_per_tile=2, sparse=mode)
+        runs[mode] = prog.run({"x": x})
+        assert compare_outputs(runs[mode].outputs, ref)["reference_mismatches"] == 0
+    sp = [l for l in runs["auto"].report["layers"] if l.get("sparse")]
+    assert [l["name"].split("+")[0] for l in sp] == ["conv2"]
+    s = sp[0]["sparse"]
+    assert s["block_size"] == 4 and s["blocks_total"] == 72 and s["blocks_stored"] == 7
+    assert not any(l.get("sparse") for l in runs["dense"].report["layers"])
+    mm = lambda r: next(l for l in r.report["layers"] if "conv2" in l["name"])["steps"]["mm"]
+    assert mm(runs["auto"]) < 0.5 * mm(runs["dense"])
