@@ -142,6 +142,7 @@ def main(argv=None):
                     help="run properties/configs whose 'property config' contains this text")
     ap.add_argument("--quick", action="store_true", help="N <= 4, T in {4, 6}, L in {1, 3}")
     ap.add_argument("--max-tiles", type=int, default=8)
+    ap.add_argument("--tiles", help="comma-separated tile counts to keep (e.g. 1,3)")
     ap.add_argument("--build", default=str(ROOT / "build" / "formal"))
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per sby run")
@@ -156,6 +157,9 @@ def main(argv=None):
         for label, cfg in spec.configs:
             key = f"{spec.name} {label}"
             if args.only and not any(o in key for o in args.only):
+                continue
+            if args.tiles and cfg.tiles not in {int(x) for x in args.tiles.split(",")} \
+                    and "N=" in label:
                 continue
             r = run_one(spec, label, cfg, build_dir, args.timeout, args.engine)
             rows.append(r)
