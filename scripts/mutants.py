@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""``make mutants``: a seeded mutation score of ``hdl/`` and ``golden_model/``.
+"""``make mutants``: a seeded mutation score of ``tessera/hdl/`` and ``tessera/golden_model/``.
 
 Every mutation site of the two trees is found with Python's ``ast``; a seeded sample of
 ``--per-tree`` sites per tree is applied one at a time **in a temporary copy of the tree** (the
@@ -25,14 +25,14 @@ Mutation operators (the classic ones, as in mutmut / Jester):
 Test selection (fast tests only; docs/verification.md explains the choice): Amaranth-simulator
 unit and parity tests of the hdl blocks, the formal proofs of the proven blocks (``--quick``
 configurations, N ∈ {1, 3}), the golden-model tests for golden_model/, and one Verilator test
-(tests/test_exchange_after_run_end.py, one 4-tile build, ~15 s) for the tile / engine / array
-files. The full Verilator suite (parity, conformance, random programs) is not run per mutant:
+(tests/test_exchange_after_run_end.py, one 4-tile build, ~15-40 s) for the other tile / array
+files (tile, SRAM, fault record, exchange engine, array, interfaces). The full Verilator suite (parity, conformance, random programs) is not run per mutant:
 each mutant would need a fresh Verilator build and minutes of simulation.
 
 Writes ``build/mutants/results.json`` and ``build/mutants/summary.md``.
 
     python scripts/mutants.py                      # 100 hdl + 100 golden_model mutants, seed 17
-    python scripts/mutants.py --per-tree 20 --tree hdl
+    python scripts/mutants.py --per-tree 20 --tree tessera/hdl
     python scripts/mutants.py --list               # the sample only, nothing run
 """
 
@@ -51,7 +51,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TREES = ("hdl", "golden_model")
+TREES = ("tessera/hdl", "tessera/golden_model")
 
 _HDL_SIM = ["tests/test_hdl_exchange.py", "tests/test_hdl_host.py",
             "tests/test_hdl_host_lowbits.py", "tests/test_hdl_fabric_core.py",
@@ -67,19 +67,19 @@ def _formal(block):
 #: mutated file (relative to the repo) -> test files / proofs, in the order they are run
 #: (fast first; the first failure kills the mutant). Prefix matches; first match wins.
 TESTS = [
-    ("hdl/sync_controller.py", ["tests/test_hdl_sync.py"] + _HDL_SIM + _formal("sync")),
-    ("hdl/exchange_fabric.py", ["tests/test_hdl_exchange.py", "tests/test_hdl_fabric_core.py",
+    ("tessera/hdl/array/sync_controller.py", ["tests/test_hdl_sync.py"] + _HDL_SIM + _formal("sync")),
+    ("tessera/hdl/array/exchange_fabric.py", ["tests/test_hdl_exchange.py", "tests/test_hdl_fabric_core.py",
                                 "tests/test_hdl_fabric_model.py"] + _formal("fabric")),
-    ("hdl/core/scheduler.py", ["tests/test_hdl_core_units.py", "tests/test_hdl_core.py"]
+    ("tessera/hdl/tile/core/scheduler.py", ["tests/test_hdl_core_units.py", "tests/test_hdl_core.py"]
      + _formal("scheduler")),
-    ("hdl/host_port.py", ["tests/test_hdl_host.py", "tests/test_hdl_host_lowbits.py",
+    ("tessera/hdl/array/host_port.py", ["tests/test_hdl_host.py", "tests/test_hdl_host_lowbits.py",
                           "tests/test_hdl_exchange.py"] + _formal("host_port")),
-    ("hdl/core/", ["tests/test_hdl_core_units.py", "tests/test_hdl_core.py",
+    ("tessera/hdl/tile/core/", ["tests/test_hdl_core_units.py", "tests/test_hdl_core.py",
                    "tests/test_hdl_fabric_core.py", "tests/test_hdl_fabric_model.py"]),
-    ("hdl/gen.py", ["tests/test_hdl_fabric_gen.py", "tests/test_rtl_tools.py"]),
-    ("hdl/", _HDL_SIM + ["tests/test_hdl_core.py"] + _RTL_END),
-    ("golden_model/kernels/", ["tests/test_kernels_*.py", "tests/test_kernel_lib.py"]),
-    ("golden_model/", _MODEL),
+    ("tessera/hdl/gen.py", ["tests/test_hdl_fabric_gen.py", "tests/test_rtl_tools.py"]),
+    ("tessera/hdl/", _HDL_SIM + ["tests/test_hdl_core.py"] + _RTL_END),
+    ("tessera/golden_model/kernels/", ["tests/test_kernels_*.py", "tests/test_kernel_lib.py"]),
+    ("tessera/golden_model/", _MODEL),
 ]
 
 _SWAP = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.BitAnd: ast.BitOr, ast.BitOr: ast.BitAnd,
@@ -214,7 +214,7 @@ def _offsets(src):
 def sites_of(path: Path, rel: str, rng):
     src = path.read_text()
     tree = ast.parse(src)
-    v = _Sites(rng, amaranth=rel.startswith("hdl/"))
+    v = _Sites(rng, amaranth=rel.startswith("tessera/hdl/"))
     v.visit(tree)
     lines = _offsets(src)
     out = []
@@ -329,6 +329,8 @@ def main(argv=None):
     ap.add_argument("--out", default=str(ROOT / "build" / "mutants"))
     ap.add_argument("--only", help="comma-separated mutant ids to run")
     ap.add_argument("--list", action="store_true", help="print the sample and exit")
+    ap.add_argument("--summary", action="store_true",
+                    help="only (re)write OUT/summary.md from OUT/results.json")
     ap.add_argument("--resume", action="store_true",
                     help="keep results already in OUT/results.json (same seed and sample)")
     args = ap.parse_args(argv)
@@ -345,6 +347,12 @@ def main(argv=None):
         return 0
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.summary:
+        old = json.loads((out / "results.json").read_text())
+        md = summary_md(old["results"], old["seed"], old["per_tree"])
+        (out / "summary.md").write_text(md)
+        print(md)
+        return 0
     done = {}
     res_file = out / "results.json"
     if args.resume and res_file.exists():

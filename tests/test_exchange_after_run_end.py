@@ -1,6 +1,6 @@
 """Regression: an exchange step one cycle after the run's last cycle leaves no fault record
 (docs/architecture.md §7: a run that ends at the end of cycle C − 1 has no effect of any step
-at cycles ≥ C). It kills the mutant of hdl/tile.py that records an exchange fault without the
+at cycles ≥ C). It kills the mutant of tessera/hdl/tile/tile.py that records an exchange fault without the
 ``xcommit`` check (docs/verification.md, "Mutation score"), which survived ``make test``.
 
 Both backends (golden model and the Verilator RTL) on the ``small`` preset (N = 4, T = 6,
@@ -32,11 +32,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from tessera import asm
+from tessera.toolchain import asm
 from tessera.backends import run_program
-from tessera.config import PRESETS
-from tessera.csr import Csr
-from tessera.exchange import Step, encode_program
+from tessera.spec.config import PRESETS
+from tessera.spec.csr import Csr
+from tessera.spec.exchange import Step, encode_program
 
 CFG = PRESETS["small"]
 XPROG = 0x400

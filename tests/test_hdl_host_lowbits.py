@@ -9,18 +9,18 @@ tiles with a fault record, 0 before any run; 0x34 is the first unmapped control 
 
 import pytest
 
-from tessera.config import ArrayConfig
-from tessera.hostmap import Ctrl
+from tessera.spec.config import ArrayConfig
+from tessera.spec.hostmap import Ctrl
 
 from test_hdl_host import Axil, DbgStubCore, simulate, OKAY, SLVERR, DECERR
-from hdl.array import Array
+from tessera.hdl.array import Array
 
 CFG = ArrayConfig(tiles=2, contexts=4, sram_bytes=16 * 1024, exchange_latency=2)
 
 
 @pytest.mark.parametrize("low", [1, 2, 3])
 def test_fault_tiles_low_address_bits(low):
-    dut = Array(CFG, DbgStubCore)
+    dut = Array(CFG, core_factory=DbgStubCore)
     got = {}
 
     async def bench(ctx):

@@ -32,7 +32,7 @@ for p in (str(HERE), str(ROOT)):
 
 from amaranth.back import rtlil  # noqa: E402
 
-from tessera.config import ArrayConfig  # noqa: E402
+from tessera.spec.config import ArrayConfig  # noqa: E402
 
 import spec_sync  # noqa: E402
 import spec_fabric  # noqa: E402

@@ -1,4 +1,4 @@
-"""Formal spec of the exchange fabric (hdl/exchange_fabric.py) against docs/architecture.md §6
+"""Formal spec of the exchange fabric (tessera/hdl/array/exchange_fabric.py) against docs/architecture.md §6
 and the tile ↔ array interface of docs/rtl.md.
 
 Contract: a word sent by tile s at cycle c arrives at cycle c + L; every receiver that selects s
@@ -13,7 +13,7 @@ Technique: *tracked* words. A free input ``mark`` picks any cycle m; the word w_
 present w_s. Since m and all other inputs are free, this is the property for every word of every
 sender. Whether the receiver *writes* the word (only a STEP with
 ``recv_en`` does, and only if the step belongs to the run) is the tile's and exchange engine's
-business (hdl/tile.py, hdl/exchange_engine.py; covered by the array parity and exchange tests).
+business (tessera/hdl/tile/tile.py, tessera/hdl/tile/exchange_engine.py; covered by the array parity and exchange tests).
 
 Environment: ``src[j] < N`` (an absolute source ≥ N is an exchange fault and the step has no
 effect; relative sources are reduced mod N).
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from amaranth.hdl import Assert, Assume, Cover, Elaboratable, Module, Signal
 
-from hdl.exchange_fabric import ExchangeFabric
+from tessera.hdl.array.exchange_fabric import ExchangeFabric
 
 from common import Spec, all_of, any_of, no_reset
 
@@ -54,10 +54,13 @@ class FabricSpec(Elaboratable):
         cfg = self.config
         n, tb, L = cfg.tiles, cfg.tile_bits, cfg.exchange_latency
         m.submodules.dut = dut = ExchangeFabric(cfg)
-        m.d.comb += [dut.send.eq(self.send), dut.src.eq(self.src), dut.clear.eq(self.clear)]
-        no_reset(m)
         srcs = [self.src[tb * j:tb * (j + 1)] for j in range(n)]
-        datas = [dut.data[32 * j:32 * (j + 1)] for j in range(n)]
+        m.d.comb += dut.clear.eq(self.clear)
+        for j in range(n):
+            m.d.comb += [dut.tiles[j].send.eq(self.send[32 * j:32 * (j + 1)]),
+                         dut.tiles[j].src.eq(srcs[j])]
+        no_reset(m)
+        datas = [dut.tiles[j].data for j in range(n)]
         sends = [self.send[32 * i:32 * (i + 1)] for i in range(n)]
         for j in range(n):
             m.d.comb += Assume(srcs[j] < n)
@@ -108,7 +111,7 @@ class FabricSpec(Elaboratable):
                 m.d.sync += zc.eq(zc + 1)
             zcheck = zvalid & (zc < L - 1)
             with m.If(zcheck):
-                m.d.comb += Assert(dut.data == 0)
+                m.d.comb += Assert(all_of(d == 0 for d in datas))
             m.d.comb += Cover(zvalid & (zc == L - 2) & flushed)
         return m
 

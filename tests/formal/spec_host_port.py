@@ -1,11 +1,12 @@
-"""Formal spec of the AXI4-Lite host port (hdl/host_port.py) against docs/architecture.md §9,
-the map in tessera/hostmap.py and the AXI4-Lite handshake rules (AMBA AXI, A3.2 / B1).
+"""Formal spec of the AXI4-Lite host port (tessera/hdl/array/host_port.py) against docs/architecture.md §9,
+the map in tessera/spec/hostmap.py and the AXI4-Lite handshake rules (AMBA AXI, A3.2 / B1).
 
-The host port is wrapped with stand-in tiles: every tile output it reads (SRAM read word,
-counters, fault record, debug values) is a free input of the proof, and every tile input it
-drives (``h_re``, ``h_we``, ``h_addr``, ``h_wdata``, debug selects) is observed. A tile writes
-its SRAM from the host only when ``h_we`` ≠ 0 (hdl/tile.py, write port), so "the SRAM is left
-unchanged" is "no ``h_we`` strobe". ``status`` is free too (any run state, changing at any time).
+Every input of the port is a free input of the proof: the AXI master, ``status`` (any run
+state, changing at any time), ``cycles`` and everything a tile returns on its ``tiles[i]`` port
+(SRAM read word, counters, fault record, debug values). Its outputs to the tiles (``tiles[i].sram``
+strobes, address, data, debug selects) are observed. A tile writes its SRAM from the host only
+when ``tiles[i].sram.we`` ≠ 0 (tessera/hdl/tile/, write port W), so "the SRAM is left
+unchanged" is "no ``we`` strobe".
 
 Environment: the AXI master rules (a VALID stays high until its READY, with the address / data
 stable meanwhile); no reset.
@@ -20,9 +21,10 @@ of ``sram_bytes``), not computed the way the port decodes it.
 from __future__ import annotations
 
 from amaranth.hdl import Assert, Assume, Cat, Const, Cover, Elaboratable, Module, Signal
+from amaranth.lib.wiring import In
 
-from hdl.host_port import HostPort, OKAY, SLVERR, DECERR
-from tessera.hostmap import (Ctrl, ContextReg, Status, TileReg, CONTEXT_STRIDE, SRAM_BASE,
+from tessera.hdl.array.host_port import HostPort, OKAY, SLVERR, DECERR
+from tessera.spec.hostmap import (Ctrl, ContextReg, Status, TileReg, CONTEXT_STRIDE, SRAM_BASE,
                              SRAM_STRIDE, TILE_REG_BASE, TILE_REG_STRIDE)
 
 from common import Spec, all_of, any_of, no_reset, past
@@ -50,49 +52,30 @@ def tile_reg_offsets(contexts):
     return sorted(offs)
 
 
-class StandInTile:
-    """The tile-side signals HostPort uses; outputs of a real tile are free inputs here."""
-
-    def __init__(self, config, i):
-        cb, ab = config.context_bits, config.sram_addr_bits
-        self.tile_id = i
-        s = lambda w, n: Signal(w, name=f"t{i}_{n}")   # noqa: E731
-        # driven by the host port
-        self.h_re, self.h_we, self.h_addr, self.h_wdata = s(1, "h_re"), s(4, "h_we"), \
-            s(ab, "h_addr"), s(32, "h_wdata")
-        self.dbg_ctx, self.dbg_reg = s(cb, "dbg_ctx"), s(5, "dbg_reg")
-        # read by the host port: free
-        self.free = []
-        for name, w in [("h_rdata", 32), ("dbg_state", 3), ("dbg_pc", 32), ("dbg_retired", 64),
-                        ("dbg_x", 32), ("dbg_compute", 64), ("dbg_sync", 64),
-                        ("dbg_exchange", 64), ("dbg_halted", 64), ("dbg_retired_tile", 64),
-                        ("dbg_macs", 64), ("rec_valid", 1), ("rec_xchg", 1), ("rec_context", cb),
-                        ("rec_cause", 5), ("rec_pc", 32), ("rec_addr", 32), ("xprog", 32)]:
-            sig = s(w, name)
-            setattr(self, name, sig)
-            self.free.append(sig)
-
-
 class HostPortSpec(Elaboratable):
     def __init__(self, config, prop):
         assert prop in PROPS, prop
         self.config, self.prop = config, prop
-        self.tiles = [StandInTile(config, i) for i in range(config.tiles)]
-        self.dut = HostPort(config, self.tiles)
+        self.dut = HostPort(config)
         self.dut._MustUse__silence = True     # elaborated by hand in elaborate()
-        self.status = Signal(3)
-        self.cycles = Signal(64)
-        self.fault_tiles = Signal(32)
-        self.m_in = {k: Signal(len(getattr(self.dut, f"s_axil_{k}")), name=f"m_{k}")
-                     for k in ("awaddr", "awprot", "awvalid", "wdata", "wstrb", "wvalid",
-                               "bready", "araddr", "arprot", "arvalid", "rready")}
+        self.tiles = list(self.dut.tiles)
+        # one free signal per input member of the port (AXI master side, tile returns, ...)
+        self.free = []
+        self.m_in = {}
+        for path, member, value in self.dut.signature.flatten(self.dut):
+            if member.flow != In:
+                continue
+            name = "_".join(str(x) for x in path)
+            sig = Signal(value.shape(), name=f"free_{name}")
+            self.free.append((sig, value))
+            if path[0] == "s_axil":
+                self.m_in[path[1]] = sig
+            if path == ("status",):
+                self.status = sig
 
     @property
     def ports(self):
-        out = list(self.m_in.values()) + [self.status, self.cycles, self.fault_tiles]
-        for t in self.tiles:
-            out += t.free
-        return out
+        return [sig for sig, _ in self.free]
 
     # -- the address map, enumerated from tessera.hostmap
     def mapped(self, a):
@@ -124,11 +107,9 @@ class HostPortSpec(Elaboratable):
         in_state = {name: fsm.state == code for name, code in fsm.encoding.items()}
         no_reset(m)
         mi = self.m_in
-        for k, sig in mi.items():
-            m.d.comb += getattr(dut, f"s_axil_{k}").eq(sig)
-        m.d.comb += [dut.status.eq(self.status), dut.cycles.eq(self.cycles),
-                     dut.fault_tiles.eq(self.fault_tiles)]
-        ax = lambda k: getattr(dut, f"s_axil_{k}")   # noqa: E731
+        for sig, value in self.free:
+            m.d.comb += value.eq(sig)
+        ax = lambda k: getattr(dut.s_axil, k)   # noqa: E731
         running = self.status == Status.RUNNING
 
         # -- environment: AXI master rules
@@ -187,8 +168,8 @@ class HostPortSpec(Elaboratable):
         w_now_all = w_all & running
         w_now_none = w_none & ~running
         # strobes given to the tiles during the current transaction
-        we_any = any_of(t.h_we != 0 for t in self.tiles)
-        re_any = any_of(t.h_re for t in self.tiles)
+        we_any = any_of(t.sram.we != 0 for t in self.tiles)
+        re_any = any_of(t.sram.re for t in self.tiles)
         effect = we_any | dut.start
         n_we = Signal(2)
         n_re = Signal(2)
@@ -201,12 +182,12 @@ class HostPortSpec(Elaboratable):
         with m.Elif(re_any & (n_re != 3)):
             m.d.sync += n_re.eq(n_re + 1)
         # the word the addressed tile delivered in the cycle after its read strobe
-        p_re = [past(m, t.h_re, f"p_t{t.tile_id}_h_re") for t in self.tiles]
+        p_re = [past(m, t.sram.re, f"p_t{i}_sram_re") for i, t in enumerate(self.tiles)]
         got = Signal(32)
         with m.If(any_of(p_re)):
             for t, pr in zip(self.tiles, p_re):
                 with m.If(pr):
-                    m.d.sync += got.eq(t.h_rdata)
+                    m.d.sync += got.eq(t.sram.rdata)
 
         # -- lemmas used by every property (k-induction needs the request bookkeeping to be
         # consistent with the port): these are the "axi_responses" assertions
@@ -262,7 +243,7 @@ class HostPortSpec(Elaboratable):
         elif prop == "sram_running":
             for t in self.tiles:
                 with m.If(running):
-                    m.d.comb += [Assert(t.h_we == 0), Assert(~t.h_re)]
+                    m.d.comb += [Assert(t.sram.we == 0), Assert(~t.sram.re)]
             with m.If(ax("bvalid") & w_now_all & self.sram_any(waddr)):
                 m.d.comb += Assert(ax("bresp") == SLVERR)
             with m.If(ax("rvalid") & r_now_all & self.sram_any(raddr)):
@@ -273,14 +254,14 @@ class HostPortSpec(Elaboratable):
             # the strobe of a write while stopped: the addressed tile only, the word's address
             # inside the SRAM (low two bits ignored), the written data and byte strobes
             for i, t in enumerate(self.tiles):
-                with m.If(t.h_we != 0):
+                with m.If(t.sram.we != 0):
                     m.d.comb += [
-                        Assert(self.sram_hit(waddr, i)), Assert(t.h_we == wstrb),
-                        Assert(t.h_addr == Cat(Const(0, 2), waddr[2:ab])),
-                        Assert(t.h_wdata == wdata)]
-                with m.If(t.h_re):
+                        Assert(self.sram_hit(waddr, i)), Assert(t.sram.we == wstrb),
+                        Assert(t.sram.addr == Cat(Const(0, 2), waddr[2:ab])),
+                        Assert(t.sram.wdata == wdata)]
+                with m.If(t.sram.re):
                     m.d.comb += [Assert(self.sram_hit(raddr, i)),
-                                 Assert(t.h_addr == Cat(Const(0, 2), raddr[2:ab]))]
+                                 Assert(t.sram.addr == Cat(Const(0, 2), raddr[2:ab]))]
             with m.If(ax("bvalid") & w_now_none & self.sram_any(waddr)):
                 m.d.comb += [Assert(ax("bresp") == OKAY), Assert(n_we == (wstrb != 0))]
             with m.If(ax("rvalid") & r_now_none & self.sram_any(raddr)):

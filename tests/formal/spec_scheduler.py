@@ -1,4 +1,4 @@
-"""Formal spec of the barrel scheduler (hdl/core/scheduler.py) against docs/architecture.md §4.
+"""Formal spec of the barrel scheduler (tessera/hdl/tile/core/scheduler.py) against docs/architecture.md §4.
 
 Contract: at cycle t, context c = t mod T of every tile owns the issue slot; if that context is
 RUNNING it issues, otherwise (waiting, halted, faulted) the slot stays empty; there is no other
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from amaranth.hdl import Assert, Assume, Cover, Elaboratable, Module, Signal
 
-from hdl.core.scheduler import Scheduler
-from tessera.result import ContextState
+from tessera.hdl.tile.core.scheduler import Scheduler
+from tessera.spec.result import ContextState
 
 from common import Spec, any_of, no_reset, past
 

@@ -1,4 +1,4 @@
-"""Formal spec of the ARRAY-barrier sync controller (hdl/sync_controller.py) against
+"""Formal spec of the ARRAY-barrier sync controller (tessera/hdl/array/sync_controller.py) against
 docs/architecture.md §5.
 
 Contract: let k* be the first cycle in which every tile is arrived and some context of the
@@ -18,7 +18,7 @@ Environment (assumptions), all taken from the contract and the array's wiring:
 
 The spec monitor below knows only these contract events (k*, r); the property compares the
 controller's outputs with it in every cycle. One Verilog net fans ``release`` out to every tile
-(hdl/array.py connects ``t.release.eq(sc.release)`` for each tile), so "simultaneously on every
+(tessera/hdl/array/array.py connects ``t.release.eq(sc.release)`` for each tile), so "simultaneously on every
 tile" is a property of this single output.
 """
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from amaranth.hdl import Assert, Assume, Cover, Elaboratable, Module, Signal
 
-from hdl.sync_controller import SyncController
+from tessera.hdl.array.sync_controller import SyncController
 
 from common import Spec, no_reset, past
 
