@@ -58,6 +58,7 @@ _HDL_SIM = ["tests/test_hdl_exchange.py", "tests/test_hdl_host.py",
             "tests/test_hdl_fabric_model.py"]
 _RTL_END = ["tests/test_exchange_after_run_end.py"]
 _MODEL = ["tests/test_model_*.py", "tests/test_spec.py", "tests/test_hdl_fabric_model.py"]
+# test_model_*.py includes tests/test_model_mutant_survivors.py (written for earlier survivors)
 
 
 def _formal(block):
@@ -78,7 +79,8 @@ TESTS = [
                    "tests/test_hdl_fabric_core.py", "tests/test_hdl_fabric_model.py"]),
     ("tessera/hdl/gen.py", ["tests/test_hdl_fabric_gen.py", "tests/test_rtl_tools.py"]),
     ("tessera/hdl/", _HDL_SIM + ["tests/test_hdl_core.py"] + _RTL_END),
-    ("tessera/golden_model/kernels/", ["tests/test_kernels_*.py", "tests/test_kernel_lib.py"]),
+    ("tessera/golden_model/kernels/", ["tests/test_kernels_*.py", "tests/test_kernel_lib.py",
+                                       "tests/test_model_mutant_survivors.py"]),
     ("tessera/golden_model/", _MODEL),
 ]
 
