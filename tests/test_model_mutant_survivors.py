@@ -83,10 +83,12 @@ def test_rounding_divide_by_pot_rejects_out_of_int32_range():
 
 def test_im2col_padding_must_be_non_negative():
     # Kills `lo=0` -> `lo=-1` for the last entry of a ((top, bottom), (left, right)) padding
-    # (kernels/_geometry.py).
+    # (kernels/_geometry.py). The mutant fails later inside numpy ("index can't contain
+    # negative values"); the contract of the kernel is a ValueError that names the argument.
     x = np.zeros((1, 3, 3, 1), dtype=np.int8)
-    with pytest.raises(ValueError):
-        im2col(x, 2, padding=((0, 0), (0, -1)))
+    for pads in (((0, 0), (0, -1)), ((0, -1), (0, 0))):
+        with pytest.raises(ValueError, match="padding"):
+            im2col(x, 2, padding=pads)
 
 
 def test_im2col_pad_value_int8_max_allowed():
