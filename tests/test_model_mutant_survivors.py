@@ -98,3 +98,50 @@ def test_im2col_pad_value_int8_max_allowed():
     x = np.full((1, 1, 1, 1), 5, dtype=np.int8)
     out = im2col(x, 2, padding=((0, 1), (0, 1)), pad_value=127)
     assert out.reshape(-1).tolist() == [5, 127, 127, 127]
+
+
+def test_scalar_interpreter_directed_program():
+    # Kills mutants of golden_model/scalar.py (the bench-only second formulation) that the
+    # bench programs of test_model_trace do not reach: dot4/dot4su byte lanes, store address
+    # and width, backward branch targets, jal. The scalar interpreter and the vectorized model
+    # must agree on every register; a few values are also checked by hand (RISC-V semantics,
+    # architecture §3.3).
+    from tessera.golden_model import Array
+    from tessera.golden_model.scalar import ScalarArray
+    a = asm
+    prog = [
+        a.csrr(2, Csr.CONTEXT_ID),
+        a.slli(3, 2, 4),                    # x3 = 16 * context (per-context window)
+        a.lui(1, 0x80FF8), a.addi(1, 1, -255),   # x1 = 0x80FF7F01
+        a.lui(4, 0x7F810), a.addi(4, 4, -2046),  # x4 = 0x7F80F802
+        a.dot4(5, 1, 4),                    # x5 = 0 + sum s8(x1_i) * s8(x4_i)
+        a.dot4su(6, 1, 4),                  # x6 = 0 + sum s8(x1_i) * u8(x4_i)
+        a.sw(4, 0x108, 3),                  # word at 0x108 + x3
+        a.sw(1, 0x104, 3),                  # word at 0x104 + x3 (must not touch 0x108)
+        a.lw(7, 0x104, 3), a.lw(8, 0x108, 3),
+        a.jal(9, 8),                        # skip the next instruction, x9 = return address
+        a.addi(12, 0, 99),                  # skipped
+        a.addi(11, 0, 3),
+        a.addi(10, 10, 1),                  # loop: x10 = 1, 2, 3
+        a.bne(10, 11, -4),                  # backward taken branch
+        a.ecall(),
+    ]
+    code = asm.program(prog)
+    cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=16 * 1024)
+    m = Array(cfg)
+    m.write_mem(None, 0, code)
+    res = m.run(10_000)
+    s = ScalarArray(cfg)
+    s.write_mem(None, 0, code)
+    s.run(10_000)
+    assert res.status == "halted" and res.cycles == s.cycle
+    assert np.array_equal(m.regs, s.regs_array())
+    r = s.regs_array()[0, 0]
+    # by hand: bytes of x1 = [0x01, 0x7F, 0xFF, 0x80] = [1, 127, -1, -128] (signed);
+    # x4 = [0x02, 0xF8, 0x80, 0x7F] = [2, -8, -128, 127] signed, [2, 248, 128, 127] unsigned
+    assert int(r[1]) == 0x80FF7F01 and int(r[4]) == 0x7F80F802
+    assert int(r[5]) == (1 * 2 + 127 * -8 + -1 * -128 + -128 * 127) & 0xFFFFFFFF
+    assert int(r[6]) == (1 * 2 + 127 * 248 + -1 * 128 + -128 * 127) & 0xFFFFFFFF
+    assert int(r[7]) == 0x80FF7F01 and int(r[8]) == 0x7F80F802
+    assert int(r[9]) == 4 * prog.index(a.jal(9, 8)) + 4
+    assert int(r[12]) == 0 and int(r[10]) == 3
