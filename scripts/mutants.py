@@ -1,0 +1,426 @@
+#!/usr/bin/env python3
+"""``make mutants``: a seeded mutation score of ``tessera/hdl/`` and ``tessera/golden_model/``.
+
+Every mutation site of the two trees is found with Python's ``ast``; a seeded sample of
+``--per-tree`` sites per tree is applied one at a time **in a temporary copy of the tree** (the
+git-tracked files, copied once; the worktree is never touched), and the tests selected for the
+mutated file (``TESTS`` below) are run with a per-mutant timeout. A mutant is
+
+* ``killed``   — some selected test (or proof) failed,
+* ``survived`` — every selected test passed,
+* ``timeout``  — the tests did not finish in ``--timeout`` seconds (counted as killed by the
+  score, reported separately: a mutant that hangs the suite is detected),
+* ``invalid``  — the mutated file does not compile (not sampled: such sites are dropped first).
+
+Mutation operators (the classic ones, as in mutmut / Jester):
+
+* ``op``     binary/comparison/boolean operator swap (+ ↔ −, & ↔ |, ^ → |, << ↔ >>, == ↔ !=,
+  < ↔ <=, > ↔ >=, and ↔ or);
+* ``const``  integer constant ± 1 (the sign chosen by the seed);
+* ``cond``   condition inverted: Amaranth ``m.If(c)`` / ``m.Elif(c)`` → ``(c) == 0``, Python
+  ``if`` / ``while`` / ``x if c else y`` → ``not (c)``;
+* ``drop``   assignment dropped: an Amaranth ``m.d.<domain> += ...`` statement, or a Python
+  assignment inside a function, replaced by ``pass``.
+
+Test selection (fast tests only; docs/verification.md explains the choice): Amaranth-simulator
+unit and parity tests of the hdl blocks, the formal proofs of the proven blocks (``--quick``
+configurations with N = 3), the golden-model tests for golden_model/, and one Verilator test
+(tests/test_exchange_after_run_end.py, one 4-tile build, ~15-40 s) for the other tile / array
+files (tile, SRAM, fault record, exchange engine, array, interfaces). The full Verilator suite (parity, conformance, random programs) is not run per mutant:
+each mutant would need a fresh Verilator build and minutes of simulation.
+
+Writes ``build/mutants/results.json`` and ``build/mutants/summary.md``.
+
+    python scripts/mutants.py                      # 100 hdl + 100 golden_model mutants, seed 17
+    python scripts/mutants.py --per-tree 20 --tree tessera/hdl
+    python scripts/mutants.py --list               # the sample only, nothing run
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TREES = ("tessera/golden_model", "tessera/hdl")
+
+_HDL_SIM = ["tests/test_hdl_exchange.py", "tests/test_hdl_host.py",
+            "tests/test_hdl_host_lowbits.py", "tests/test_hdl_fabric_core.py",
+            "tests/test_hdl_fabric_model.py"]
+_RTL_END = ["tests/test_exchange_after_run_end.py"]
+_MODEL = ["tests/test_model_*.py", "tests/test_spec.py", "tests/test_hdl_fabric_model.py"]
+# test_model_*.py includes tests/test_model_mutant_survivors.py (written for earlier survivors)
+
+
+def _formal(block):
+    return [f"formal:{block}"]
+
+
+#: mutated file (relative to the repo) -> test files / proofs, in the order they are run
+#: (fast first; the first failure kills the mutant). Prefix matches; first match wins.
+TESTS = [
+    ("tessera/hdl/array/sync_controller.py", ["tests/test_hdl_sync.py"] + _HDL_SIM + _formal("sync")),
+    ("tessera/hdl/array/exchange_fabric.py", ["tests/test_hdl_exchange.py", "tests/test_hdl_fabric_core.py",
+                                "tests/test_hdl_fabric_model.py"] + _formal("fabric")),
+    ("tessera/hdl/tile/core/scheduler.py", ["tests/test_hdl_core_units.py", "tests/test_hdl_core.py"]
+     + _formal("scheduler")),
+    ("tessera/hdl/array/host_port.py", ["tests/test_hdl_host.py", "tests/test_hdl_host_lowbits.py",
+                          "tests/test_hdl_exchange.py"] + _formal("host_port")),
+    ("tessera/hdl/tile/core/", ["tests/test_hdl_core_units.py", "tests/test_hdl_core.py",
+                   "tests/test_hdl_fabric_core.py", "tests/test_hdl_fabric_model.py"]),
+    ("tessera/hdl/gen.py", ["tests/test_hdl_fabric_gen.py", "tests/test_rtl_tools.py"]),
+    ("tessera/hdl/", _HDL_SIM + ["tests/test_hdl_core.py"] + _RTL_END),
+    ("tessera/golden_model/kernels/", ["tests/test_kernels_*.py", "tests/test_kernel_lib.py",
+                                       "tests/test_model_mutant_survivors.py"]),
+    ("tessera/golden_model/", _MODEL),
+]
+
+_SWAP = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.BitAnd: ast.BitOr, ast.BitOr: ast.BitAnd,
+         ast.BitXor: ast.BitOr, ast.LShift: ast.RShift, ast.RShift: ast.LShift,
+         ast.Mult: ast.FloorDiv, ast.FloorDiv: ast.Mult, ast.Mod: ast.FloorDiv,
+         ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.LtE, ast.LtE: ast.Lt,
+         ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.And: ast.Or, ast.Or: ast.And}
+
+
+def tests_for(path: str):
+    for prefix, tests in TESTS:
+        if path.startswith(prefix):
+            return tests
+    raise KeyError(path)
+
+
+class _Sites(ast.NodeVisitor):
+    """Collect (kind, node, replacement text) for one module."""
+
+    def __init__(self, rng, amaranth):
+        self.rng, self.amaranth = rng, amaranth
+        self.out, self.func_depth, self.skip = [], 0, 0
+
+    def add(self, kind, node, text, desc):
+        self.out.append((kind, node, text, desc))
+
+    def visit_JoinedStr(self, node):      # f-strings: nothing inside is mutated
+        return
+
+    def visit_Expr(self, node):           # docstrings
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return
+        self.generic_visit(node)
+
+    def visit_FunctionDef(self, node):
+        self.func_depth += 1
+        for stmt in node.body:
+            self.visit(stmt)
+        self.func_depth -= 1
+
+    def visit_AsyncFunctionDef(self, node):
+        self.visit_FunctionDef(node)
+
+    def visit_ClassDef(self, node):
+        for stmt in node.body:
+            self.visit(stmt)
+
+    def _swap(self, node, ops_attr):
+        pass
+
+    def visit_BinOp(self, node):
+        new = _SWAP.get(type(node.op))
+        if new:
+            m = ast.BinOp(left=node.left, op=new(), right=node.right)
+            self.add("op", node, f"({ast.unparse(m)})",
+                     f"{type(node.op).__name__} -> {new.__name__}")
+        self.generic_visit(node)
+
+    def visit_Compare(self, node):
+        if len(node.ops) == 1 and type(node.ops[0]) in _SWAP:
+            new = _SWAP[type(node.ops[0])]
+            m = ast.Compare(left=node.left, ops=[new()], comparators=node.comparators)
+            self.add("op", node, f"({ast.unparse(m)})",
+                     f"{type(node.ops[0]).__name__} -> {new.__name__}")
+        self.generic_visit(node)
+
+    def visit_BoolOp(self, node):
+        new = _SWAP[type(node.op)]
+        m = ast.BoolOp(op=new(), values=node.values)
+        self.add("op", node, f"({ast.unparse(m)})", f"{type(node.op).__name__} -> {new.__name__}")
+        self.generic_visit(node)
+
+    def visit_Constant(self, node):
+        v = node.value
+        if isinstance(v, int) and not isinstance(v, bool) and self.func_depth:
+            d = self.rng.choice((1, -1))
+            self.add("const", node, f"({v + d})", f"{v} -> {v + d}")
+
+    def visit_Call(self, node):
+        f = node.func
+        if (self.amaranth and isinstance(f, ast.Attribute) and f.attr in ("If", "Elif")
+                and node.args):
+            a = node.args[0]
+            self.add("cond", a, f"(({ast.unparse(a)}) == 0)", f"m.{f.attr}(c) -> c == 0")
+        self.generic_visit(node)
+
+    def _py_cond(self, node):
+        if self.func_depth:
+            self.add("cond", node.test, f"(not ({ast.unparse(node.test)}))", "c -> not c")
+
+    def visit_If(self, node):
+        self._py_cond(node)
+        self.generic_visit(node)
+
+    def visit_While(self, node):
+        self._py_cond(node)
+        self.generic_visit(node)
+
+    def visit_IfExp(self, node):
+        self._py_cond(node)
+        self.generic_visit(node)
+
+    def _stmt_drop(self, node):
+        if not self.func_depth:
+            return
+        t = node.target if isinstance(node, ast.AugAssign) else None
+        is_domain = (t is not None and isinstance(t, ast.Attribute)
+                     and isinstance(t.value, ast.Attribute) and t.value.attr == "d")
+        if self.amaranth and is_domain:
+            self.add("drop", node, "pass", f"drop m.d.{t.attr} += ...")
+        elif not self.amaranth:
+            self.add("drop", node, "pass", "drop assignment")
+
+    def visit_Assign(self, node):
+        self._stmt_drop(node)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node):
+        self._stmt_drop(node)
+        self.generic_visit(node)
+
+
+def _offsets(src):
+    starts, pos = [], 0
+    for line in src.splitlines(keepends=True):
+        starts.append(pos)
+        pos += len(line)
+    starts.append(pos)
+    return starts
+
+
+def sites_of(path: Path, rel: str, rng):
+    src = path.read_text()
+    tree = ast.parse(src)
+    v = _Sites(rng, amaranth=rel.startswith("tessera/hdl/"))
+    v.visit(tree)
+    lines = _offsets(src)
+    out = []
+    for kind, node, text, desc in v.out:
+        a = lines[node.lineno - 1] + len(
+            src.splitlines(keepends=True)[node.lineno - 1].encode()[:node.col_offset].decode())
+        b = lines[node.end_lineno - 1] + len(
+            src.splitlines(keepends=True)[node.end_lineno - 1].encode()[:node.end_col_offset]
+            .decode())
+        new = src[:a] + text + src[b:]
+        if new == src:
+            continue
+        try:
+            compile(new, rel, "exec")
+        except SyntaxError:
+            continue
+        out.append({"file": rel, "line": node.lineno, "kind": kind, "desc": desc,
+                    "orig": src[a:b].split("\n")[0][:80], "start": a, "end": b, "text": text})
+    return out
+
+
+def collect(trees, per_tree, seed):
+    rng = random.Random(seed)
+    sample = []
+    for tree in trees:
+        files = sorted(p for p in (ROOT / tree).rglob("*.py") if "__pycache__" not in p.parts)
+        sites = []
+        for p in files:
+            rel = p.relative_to(ROOT).as_posix()
+            sites += sites_of(p, rel, rng)
+        k = min(per_tree, len(sites))
+        picked = sorted(rng.sample(range(len(sites)), k))
+        for i in picked:
+            sample.append(dict(sites[i], tree=tree, population=len(sites)))
+    for n, s in enumerate(sample):
+        s["id"] = f"M{n:03d}"
+    return sample
+
+
+def copy_tree(dst: Path):
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
+                           check=True).stdout.decode().split("\0")
+    for f in files:
+        if not f:
+            continue
+        s = ROOT / f
+        if s.is_file():
+            d = dst / f
+            d.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(s, d)
+
+
+def run_tests(tree: Path, tests, timeout, env):
+    """Run the selected tests in ``tree``; returns (status, which, seconds)."""
+    t0 = time.monotonic()
+    deadline = t0 + timeout
+    for t in tests:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return "timeout", t, time.monotonic() - t0
+        if t.startswith("formal:"):
+            cmd = [sys.executable, "tests/formal/run.py", "--quick", "--tiles", "3", "-q",
+                   "--timeout", "120", "--only", t.split(":", 1)[1] + ".",
+                   "--build", str(tree.parent / "formal")]
+        else:
+            paths = sorted(str(p.relative_to(tree)) for p in tree.glob(t)) or [t]
+            cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                   "-o", "addopts=-m 'not slow'"] + paths
+        try:
+            r = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True,
+                               timeout=left)
+        except subprocess.TimeoutExpired:
+            return "timeout", t, time.monotonic() - t0
+        if r.returncode != 0:
+            run_tests.last_output = (r.stdout + r.stderr)[-3000:]
+            return "killed", t, time.monotonic() - t0
+    return "survived", None, time.monotonic() - t0
+
+
+run_tests.last_output = ""
+
+
+def summary_md(results, seed, per_tree):
+    lines = [f"seed {seed}, {per_tree} sampled mutants per tree", "",
+             "| tree | mutants | killed | timeout | survived | score |",
+             "|---|---|---|---|---|---|"]
+    for tree in TREES:
+        rs = [r for r in results if r["tree"] == tree]
+        if not rs:
+            continue
+        k = sum(r["status"] == "killed" for r in rs)
+        to = sum(r["status"] == "timeout" for r in rs)
+        sv = sum(r["status"] == "survived" for r in rs)
+        lines.append(f"| {tree}/ (of {rs[0]['population']} sites) | {len(rs)} | {k} | {to} | "
+                     f"{sv} | {100 * (k + to) / len(rs):.1f} % |")
+    surv = [r for r in results if r["status"] == "survived"]
+    if surv:
+        lines += ["", "Survivors:", "", "| id | file:line | kind | mutation | original |",
+                  "|---|---|---|---|---|"]
+        for r in surv:
+            lines.append(f"| {r['id']} | {r['file']}:{r['line']} | {r['kind']} | "
+                         f"{r['desc']} → `{r['text'][:40]}` | `{r['orig'][:50]}` |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seed", type=int, default=17)
+    ap.add_argument("--per-tree", type=int, default=100)
+    ap.add_argument("--tree", action="append", choices=TREES, help="default: both")
+    ap.add_argument("--timeout", type=float, default=120.0, help="seconds per mutant")
+    ap.add_argument("--out", default=str(ROOT / "build" / "mutants"))
+    ap.add_argument("--only", help="comma-separated mutant ids to run")
+    ap.add_argument("--list", action="store_true", help="print the sample and exit")
+    ap.add_argument("--summary", action="store_true",
+                    help="only (re)write OUT/summary.md from OUT/results.json")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep results already in OUT/results.json (same seed and sample)")
+    args = ap.parse_args(argv)
+    trees = args.tree or list(TREES)
+    sample = collect(trees, args.per_tree, args.seed)
+    if args.only:
+        keep = set(args.only.split(","))
+        sample = [s for s in sample if s["id"] in keep]
+    if args.list:
+        for s in sample:
+            print(f"{s['id']} {s['file']}:{s['line']} {s['kind']:<5} {s['desc']:<24} "
+                  f"{s['orig']!r} -> {s['text'][:40]!r}")
+        print(f"{len(sample)} mutants")
+        return 0
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if args.summary:
+        old = json.loads((out / "results.json").read_text())
+        md = summary_md(old["results"], old["seed"], old["per_tree"])
+        (out / "summary.md").write_text(md)
+        print(md)
+        return 0
+    done = {}
+    res_file = out / "results.json"
+    if args.resume and res_file.exists():
+        old = json.loads(res_file.read_text())
+        if old.get("seed") == args.seed:
+            done = {r["id"]: r for r in old["results"]
+                    if any(r["id"] == s["id"] and r["file"] == s["file"]
+                           and r["start"] == s["start"] for s in sample)}
+    work = Path(tempfile.mkdtemp(prefix="tessera-mutants-"))
+    tree = work / "tree"
+    copy_tree(tree)
+    env = dict(os.environ, PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1")
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    results = []
+    t_all = time.monotonic()
+    try:
+        # baseline: every selected test must pass on the unmutated copy, or a "kill" would
+        # mean nothing
+        needed = []
+        for s in sample:
+            if s["id"] not in done:
+                for t in tests_for(s["file"]):
+                    if t not in needed:
+                        needed.append(t)
+        env["TESSERA_BUILD_DIR"] = str(work / "rtl")
+        for t in needed:
+            st, _, secs = run_tests(tree, [t], 1800, env)
+            print(f"baseline {t}: {st} ({secs:.1f} s)", flush=True)
+            if st != "survived":
+                print(run_tests.last_output)
+                raise SystemExit(f"baseline failure in {t}: fix the tree before mutating")
+        shutil.rmtree(work / "rtl", ignore_errors=True)
+        for s in sample:
+            if s["id"] in done:
+                results.append(done[s["id"]])
+                continue
+            f = tree / s["file"]
+            orig = f.read_text()
+            f.write_text(orig[:s["start"]] + s["text"] + orig[s["end"]:])
+            env["TESSERA_BUILD_DIR"] = str(work / "rtl")
+            try:
+                status, which, secs = run_tests(tree, tests_for(s["file"]), args.timeout, env)
+            finally:
+                f.write_text(orig)
+                shutil.rmtree(work / "rtl", ignore_errors=True)
+                shutil.rmtree(work / "formal", ignore_errors=True)
+            r = dict(s, status=status, by=which, seconds=round(secs, 1))
+            if status == "killed":
+                r["evidence"] = [ln for ln in run_tests.last_output.splitlines()
+                                 if "FAIL" in ln or "Error" in ln][:3]
+            results.append(r)
+            print(f"{s['id']} {status:<8} {secs:6.1f} s  {s['file']}:{s['line']} {s['kind']} "
+                  f"{s['desc']}  [{which or '-'}]", flush=True)
+            res_file.write_text(json.dumps({"seed": args.seed, "per_tree": args.per_tree,
+                                            "results": results}, indent=1))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    res_file.write_text(json.dumps({"seed": args.seed, "per_tree": args.per_tree,
+                                    "wall_seconds": round(time.monotonic() - t_all, 1),
+                                    "results": results}, indent=1))
+    md = summary_md(results, args.seed, args.per_tree)
+    (out / "summary.md").write_text(md)
+    print()
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
