@@ -103,7 +103,7 @@ def test_im2col_pad_value_int8_max_allowed():
 def test_scalar_interpreter_directed_program():
     # Kills mutants of golden_model/scalar.py (the bench-only second formulation) that the
     # bench programs of test_model_trace do not reach: dot4/dot4su byte lanes, store address
-    # and width, backward branch targets, jal. The scalar interpreter and the vectorized model
+    # and width, backward branch targets, jal, a context halting while others still run. The scalar interpreter and the vectorized model
     # must agree on every register; a few values are also checked by hand (RISC-V semantics,
     # architecture §3.3).
     from tessera.golden_model import Array
@@ -121,8 +121,8 @@ def test_scalar_interpreter_directed_program():
         a.lw(7, 0x104, 3), a.lw(8, 0x108, 3),
         a.jal(9, 8),                        # skip the next instruction, x9 = return address
         a.addi(12, 0, 99),                  # skipped
-        a.addi(11, 0, 3),
-        a.addi(10, 10, 1),                  # loop: x10 = 1, 2, 3
+        a.addi(11, 2, 3),                   # x11 = 3 + context: contexts halt in different
+        a.addi(10, 10, 1),                  # rounds; loop: x10 = 1 .. x11
         a.bne(10, 11, -4),                  # backward taken branch
         a.ecall(),
     ]
