@@ -13,7 +13,7 @@ import pytest
 from tessera.spec.config import ArrayConfig, PRESETS
 from tessera.toolchain.graph import Graph, GraphError, map_linearly
 
-from helpers.cli import run_cli
+from helpers.cli import one_line_error, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,13 +22,7 @@ def tessera(*args, cwd=None, timeout=300):
     return run_cli(*args, cwd=cwd, timeout=timeout)
 
 
-def assert_one_line_error(r, *needles, code=2):
-    assert r.returncode == code, (r.returncode, r.stdout, r.stderr)
-    assert "Traceback" not in r.stderr
-    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, r.stderr
-    for n in needles:
-        assert n in r.stderr, (n, r.stderr)
+assert_one_line_error = one_line_error
 
 
 # -- 1. slicing memory, impossible sizes ------------------------------------------------------

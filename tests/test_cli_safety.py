@@ -16,6 +16,8 @@ import pytest
 import tessera
 from tessera.spec.config import ArrayConfig, preset
 
+from helpers.cli import one_line_error
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -24,14 +26,6 @@ def tessera_cli(*args, cwd=None, timeout=300, module="tessera.cli"):
                           capture_output=True, text=True, cwd=cwd or ROOT, timeout=timeout)
 
 
-def one_line_error(r, *needles, code=2):
-    assert r.returncode == code, (r.returncode, r.stdout, r.stderr)
-    assert "Traceback" not in r.stderr
-    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, r.stderr
-    for n in needles:
-        assert n in r.stderr, (n, r.stderr)
-    return lines[0]
 
 
 def line_of(src: Path, marker: str) -> int:

@@ -250,7 +250,7 @@ def run_digits_demo(config, *, backend: str = "rtl", images: int = DEFAULT_IMAGE
             out(f"  mismatch image {i}: {backend} {got[i].tolist()} reference {ref[i].tolist()}")
 
     if profile:
-        from tessera.toolchain.profile import build_profile, write_profile
+        from tessera.toolchain.profile import build_profile
         extra = [("images", f"{images} in {runs} run(s) of {batch}"),
                  ("accuracy (float / int8 / backend)",
                   f"{acc_float:.4f} / {acc_int8:.4f} / {acc_backend:.4f}"),
@@ -260,6 +260,23 @@ def run_digits_demo(config, *, backend: str = "rtl", images: int = DEFAULT_IMAGE
         prof = build_profile(dg.compiled, res_list[0], first_marks, runs=res_list,
                              title=f"Tessera digits MLP — {N} tiles, {backend} backend "
                                    f"(first run of {runs})", extra_summary=extra)
+    else:
+        prof = None
+    return finish_report(report, prof, out, out_dir=out_dir, json_out=json_out,
+                         t_start=t_start, match=match)
+
+
+def finish_report(report: dict, prof, out, *, out_dir, json_out, t_start: float,
+                  match: bool) -> dict:
+    """Write the profile (if ``prof``), the wall time and exit code, and the ``--json`` file.
+
+    Raises
+    ------
+    DemoError
+        The profile or the JSON file cannot be written (names the path).
+    """
+    if prof is not None:
+        from tessera.toolchain.profile import write_profile
         try:
             paths = write_profile(prof, Path(out_dir or "build/demo"))
         except OSError as e:
@@ -270,5 +287,5 @@ def run_digits_demo(config, *, backend: str = "rtl", images: int = DEFAULT_IMAGE
     report["wall_seconds"] = round(time.monotonic() - t_start, 2)
     report["exit_code"] = 0 if match else 3
     if json_out is not None:
-        write_output(json_out, json.dumps(report, indent=1), error=DemoError)
+        write_output(json_out, json.dumps(report, indent=1, default=float), error=DemoError)
     return report

@@ -60,8 +60,7 @@ def run_cnn_demo(config, *, backend: str = "rtl", images: int = 450, sparsity: f
         ``images`` outside 1..450 or an unknown sparsity.
     """
     from tessera.backends import get as get_backend
-    from tessera.cli.demo import DemoError, _progress
-    from tessera.output import write_output
+    from tessera.cli.demo import DemoError, _progress, finish_report
     from tessera.toolchain.models.digits import load_digits_split
     from tessera.toolchain.models.digits_cnn import CnnConfig, load_digits_cnn, pixels_to_input
     from tessera.toolchain.onnx import compare_outputs, import_model, reference_outputs
@@ -124,7 +123,7 @@ def run_cnn_demo(config, *, backend: str = "rtl", images: int = 450, sparsity: f
              f"{l['sparse']['density']:.0%} of blocks]" if l.get("sparse") else ""
         out(f"    {l['name'][:28]:28s} {l['cycles'] or 0:>9} cycles (first run){sp}")
     if profile:
-        from tessera.toolchain.profile import build_profile, write_profile
+        from tessera.toolchain.profile import build_profile
         marks = run.marks
         extra = [("images", f"{images} in {rep['runs']} run(s)"),
                  ("accuracy (float / onnxruntime / backend)",
@@ -134,18 +133,10 @@ def run_cnn_demo(config, *, backend: str = "rtl", images: int = 450, sparsity: f
         prof = build_profile(prog.compiled, run.results[0], marks, runs=run.results,
                              title=f"Tessera digits CNN (ONNX) — {config.tiles} tiles, {backend} "
                                    f"backend (first run of {rep['runs']})", extra_summary=extra)
-        try:
-            paths = write_profile(prof, Path(out_dir or "build/demo"))
-        except OSError as e:
-            raise DemoError(f"cannot write the profile to {out_dir or 'build/demo'}: "
-                            f"{e.strerror}") from None
-        report["profile"] = {k: str(v) for k, v in paths.items()}
-        out(f"  profile: {paths['png']}  {paths['html']}  {paths['json']}")
-    report["wall_seconds"] = round(time.monotonic() - t_start, 2)
-    report["exit_code"] = 0 if match else 3
-    if json_out is not None:
-        write_output(json_out, json.dumps(report, indent=1, default=float), error=DemoError)
-    return report
+    else:
+        prof = None
+    return finish_report(report, prof, out, out_dir=out_dir, json_out=json_out,
+                         t_start=t_start, match=match)
 
 
 def sparsity_sweep(config, *, backend: str = "model", images: int = 16, out_dir=None,
