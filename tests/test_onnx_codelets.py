@@ -1,4 +1,4 @@
-"""The importer's float32-rule codelets against tessera.golden_model.kernels (issue 14): the float32
+"""The importer's float32-rule codelets against tessera.golden_model.kernels: the float32
 requantization (fast path, near-tie and large-accumulator slow paths, every multiplier range),
 QuantizeLinear (ties, NaN, infinities, signed zeros, per axis) and DequantizeLinear of int32
 (soft-float), each run on the golden model as a one-vertex graph."""

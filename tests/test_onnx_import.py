@@ -1,4 +1,4 @@
-"""The ONNX importer end to end (issue 14): models written by onnxruntime's quantizer (QDQ and
+"""The ONNX importer end to end: models written by onnxruntime's quantizer (QDQ and
 QOperator, int8 and uint8 activations, per-channel and per-tensor weights) equal onnxruntime's
 CPU session (default options) element for element; the digits CNN; bad input gives one clear
 error before anything runs; the ``tessera onnx`` CLI (keys, exit codes 0 / 2 / 3)."""

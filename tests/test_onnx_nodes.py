@@ -1,5 +1,5 @@
 """ONNX's own backend node tests (onnx.backend.test.case.node, shipped in the onnx wheel) for
-the importer's operators, on the golden model (issue 14).
+the importer's operators, on the golden model.
 
 Every single-node case of these operators runs: the supported ones must equal the generator's
 expected outputs exactly (the oracle is numpy in the onnx package, independent of Tessera);

@@ -1,4 +1,4 @@
-"""The ONNX importer on the RTL (Verilator) backend (issue 14): a representative subset of ONNX's
+"""The ONNX importer on the RTL (Verilator) backend: a representative subset of ONNX's
 backend node tests (run on both backends: equal to the expected outputs and identical
 model/RTL run results) and the digits CNN on 16 test images, equal to onnxruntime element for
 element. The full 450-image run is `tessera demo --model cnn` (RTL by default)."""

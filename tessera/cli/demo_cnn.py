@@ -1,4 +1,4 @@
-"""``tessera demo --model cnn``: the digits CNN from ONNX on the array (issue 14).
+"""``tessera demo --model cnn``: the digits CNN from ONNX on the array.
 
 1. trains the CNN with numpy on scikit-learn's bundled digits (deterministic, cached), exports it
    to ONNX and quantizes it with onnxruntime's ``quantize_static`` (QDQ, calibrated on the

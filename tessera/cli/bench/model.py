@@ -1,4 +1,4 @@
-"""Golden-model speed (issue 16): tile-instructions/s vs tiles, against the vectorized engine,
+"""Golden-model speed: tile-instructions/s vs tiles, against the vectorized engine,
 a scalar interpreter, unicorn and Verilator; the demo on the model; peak memory at gc2_like.
 
 The engines run the **same RV32IM program** (:func:`rv32im_program`: an 8-instruction loop of
@@ -6,7 +6,7 @@ MUL/ADD/XOR/SHIFT/BRANCH per context, ``iters`` times, then ``ecall``) in the sa
 
 * the golden model's fast engine (``tessera.golden_model.Array``, default ``engine="fast"``), all
   N tiles × T contexts;
-* its vectorized numpy engine (``engine="vector"``, the implementation before issue 16), on a
+* its vectorized numpy engine (``engine="vector"``, the earlier implementation), on a
   shorter run of the same loop, whose run-result JSON must equal the fast engine's;
 * Verilator (the RTL, ``tessera.cli.bench.rtl.build``) at N = 1, 4, 16, 64 on the same program,
   whose run-result JSON must equal the model's;
@@ -354,7 +354,7 @@ def run(quick: bool = True) -> Section:
     Returns
     -------
     Section
-        Rows per N; goals of issue 16 (and the 5 M goal of issue 7); extra tables in
+        Rows per N; goals of the fast model (and the earlier 5 M goal); extra tables in
         ``data["tables"]``.
     """
     from tessera.golden_model import Array
@@ -396,7 +396,7 @@ def run(quick: bool = True) -> Section:
             if not np.array_equal(chk.regs, sc.regs_array()):
                 raise BenchError(f"scalar interpreter and model disagree after {cyc} cycles "
                                  f"on {n} tiles")
-            # unicorn (method of issue 7): the short program, 16 tiles (or N) tile by tile,
+            # unicorn: the short program, 16 tiles (or N) tile by tile,
             # one emu_start per context; compared with the fast engine on the same program
             ut = min(n, 16)
             _, usecs, _, uregs = time_unicorn(cfg, words, ut)
@@ -513,10 +513,10 @@ def run(quick: bool = True) -> Section:
         "(MUL, ADDI, XOR, ADD, SLLI, SUB, ADDI, BNE) per context, 6 contexts per tile, 64 KiB "
         f"SRAM. The fast engine runs about {fast_total / 1e6:.0f} M tile-instructions per size "
         "(best of 3 up to 64 tiles); the vectorized engine (`engine=\"vector\"`, the model "
-        f"before issue 16) runs `rv32im_program({iters})`, whose run-result JSON must equal the "
+        f"before the fast engine) runs `rv32im_program({iters})`, whose run-result JSON must equal the "
         "fast engine's (the fast engine's rate on that short program, which includes the "
         "per-run overhead of `Array.run`, is the 'short program' column). unicorn runs the "
-        "short program as in issue 7 (16 tiles or N, tile by tile, one `emu_start` per "
+        "short program as in the earlier benchmark (16 tiles or N, tile by tile, one `emu_start` per "
         "context, translation cached) and, at 1 tile, also the long program in one "
         "`emu_start` per context (`data.unicorn_long`): QEMU's TCG JIT then runs this "
         "register-only loop at native-code speed, which no interpreter matches. Registers "

@@ -1,4 +1,4 @@
-"""The digits CNN: trained with numpy, exported to ONNX, quantized by onnxruntime (issue 14).
+"""The digits CNN: trained with numpy, exported to ONNX, quantized by onnxruntime.
 
 Network (NCHW, float input ``pixel / 16``, shape ``[N, 1, 8, 8]``)::
 
