@@ -1,7 +1,8 @@
 """Regression: an exchange step one cycle after the run's last cycle leaves no fault record
 (docs/architecture.md §7: a run that ends at the end of cycle C − 1 has no effect of any step
-at cycles ≥ C). It kills the mutant of tessera/hdl/tile/tile.py that records an exchange fault without the
-``xcommit`` check (docs/verification.md, "Mutation score"), which survived ``make test``.
+at cycles ≥ C). It kills the mutant that records an exchange fault without the ``xcommit``
+check (tessera/hdl/tile/fault_record.py, before the package move hdl/tile.py;
+docs/verification.md, "Mutation score"), which survived ``make test``.
 
 Both backends (golden model and the Verilator RTL) on the ``small`` preset (N = 4, T = 6,
 L = 3, S = ceil(log2 4) + 2 = 4, so the RTL build is the one the other RTL tests use).
