@@ -53,9 +53,8 @@ def calib():
 
 
 @pytest.mark.parametrize("fmt, act, per_channel", [
-    ("QDQ", "int8", True), ("QOperator", "uint8", False),
-    pytest.param("QDQ", "uint8", False, marks=pytest.mark.slow),
-    pytest.param("QOperator", "int8", True, marks=pytest.mark.slow)])
+    ("QDQ", "int8", True), ("QOperator", "uint8", False), ("QDQ", "uint8", False),
+    ("QOperator", "int8", True)])
 def test_quantize_static_models_equal_onnxruntime(fmt, act, per_channel, calib, tmp_path):
     from tessera.toolchain.models.digits_cnn import quantize_onnx
     q = quantize_onnx(_float_cnn(), calib, quant_format=fmt, activation=act,
@@ -253,3 +252,32 @@ def test_block_sparse_cnn_detected_and_equal_to_onnxruntime():
     assert not any(l.get("sparse") for l in runs["dense"].report["layers"])
     mm = lambda r: next(l for l in r.report["layers"] if "conv2" in l["name"])["steps"]["mm"]
     assert mm(runs["auto"]) < 0.5 * mm(runs["dense"])
+
+
+@pytest.mark.parametrize("fmt", ["QDQ", "QOperator"])
+def test_global_average_pool_models_equal_onnxruntime(fmt, calib):
+    """Conv -> Relu -> GlobalAveragePool -> Flatten -> MatMul, quantized by onnxruntime:
+    QLinearGlobalAveragePool (QOperator), or the DQ -> GlobalAveragePool -> Q group onnxruntime
+    fuses into it (QDQ)."""
+    from onnx import TensorProto, helper, numpy_helper
+    from tessera.toolchain.models.digits_cnn import quantize_onnx
+    rng = np.random.default_rng(7)
+    init = [numpy_helper.from_array(rng.normal(0, .4, (8, 1, 3, 3)).astype(np.float32), "w"),
+            numpy_helper.from_array(rng.normal(0, .1, 8).astype(np.float32), "b"),
+            numpy_helper.from_array(rng.normal(0, .3, (8, 10)).astype(np.float32), "w2")]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("GlobalAveragePool", ["r"], ["g"]),
+             helper.make_node("Flatten", ["g"], ["f"]),
+             helper.make_node("MatMul", ["f", "w2"], ["y"])]
+    g = helper.make_graph(nodes, "gap", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                       ["N", 1, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])], init)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    q = quantize_onnx(m, calib, quant_format=fmt, activation="uint8")
+    prog = import_model(q, preset("small"), samples_per_tile=1)
+    x = np.random.default_rng(8).uniform(0, 1, (4, 1, 8, 8)).astype(np.float32)
+    run = prog.run({"x": x})
+    assert compare_outputs(run.outputs, reference_outputs(q, {"x": x}))["reference_mismatches"] == 0
+    assert any("GlobalAveragePool" in "/".join(l["onnx_ops"]) for l in run.report["layers"])

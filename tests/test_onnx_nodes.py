@@ -5,8 +5,8 @@ Every single-node case of these operators runs: the supported ones must equal th
 expected outputs exactly (the oracle is numpy in the onnx package, independent of Tessera);
 the cases outside Tessera's scope (float arithmetic, other element types, 3-D pooling, ...)
 are listed below with the reason, and must be rejected before anything runs with an error
-that names the node and says why. Five large float MaxPool cases (10-20 s each on the golden
-model) are marked slow (`make test-all`)."""
+that names the node and says why. All of them run in the default suite (the golden model's
+fast engine takes well under a second for the largest, a 3x32x32 float MaxPool)."""
 
 import numpy as np
 import pytest
@@ -83,10 +83,6 @@ UNSUPPORTED = {
     "test_maxpool_with_argmax_2d_precomputed_strides": "the Indices output of MaxPool is not supported",
     "test_reshape_allowzero_reordered": "empty tensors are not supported",
 }
-#: supported cases that take 5-20 s each on the golden model (float MaxPool over 32x32 planes)
-SLOW = {"test_maxpool_2d_pads", "test_maxpool_2d_default", "test_maxpool_2d_same_lower",
-        "test_maxpool_2d_same_upper", "test_maxpool_2d_strides"}
-
 CASES = {t.name: t for t in node_cases()}
 SUPPORTED = sorted(set(CASES) - set(UNSUPPORTED))
 
@@ -101,8 +97,7 @@ def test_case_inventory():
                    "Reshape", "Flatten", "Transpose", "Concat"}
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n
-                                  for n in SUPPORTED])
+@pytest.mark.parametrize("name", SUPPORTED)
 def test_node_case_matches_expected(name):
     out, expected, report = run_node_case(CASES[name])
     for k, e in expected.items():

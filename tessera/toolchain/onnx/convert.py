@@ -4,9 +4,9 @@ Steps:
 
 1. **Constants**: initializers, ``Constant`` nodes and graph inputs bound by the caller.
 2. **QDQ fusion** (the QDQ form ``onnxruntime.quantization.quantize_static`` writes), as
-   onnxruntime's CPU session fuses it at load time: ``DequantizeLinear → Conv / MatMul / Gemm →
-   QuantizeLinear`` becomes ``QLinearConv`` / ``QLinearMatMul`` / ``QGemm`` (int32 accumulation,
-   int32 bias, float32 requantization); ``DequantizeLinear → op → QuantizeLinear`` around an op
+   onnxruntime's CPU session fuses it at load time: ``DequantizeLinear → Conv / MatMul / Gemm /
+   GlobalAveragePool → QuantizeLinear`` becomes ``QLinearConv`` / ``QLinearMatMul`` / ``QGemm``
+   / ``QLinearGlobalAveragePool`` (int32 accumulation, int32 bias, float32 requantization); ``DequantizeLinear → op → QuantizeLinear`` around an op
    that only moves or compares values (MaxPool, Relu, Clip, Reshape, Flatten, Transpose,
    Identity, Concat) with the same scale and zero point on both sides runs on the codes
    directly (exactly the same result: quantization is monotone and ``Q(DQ(q)) = q``).
@@ -145,6 +145,15 @@ def _fuse_qdq(nodes: list, consts: dict, graph_outputs: set) -> list:
                           n.attrs, fused)
             q.op = "_fused"
             out.append(m)
+        elif n.domain == "" and n.op == "GlobalAveragePool" and dq_of(n.inputs[0]) is not None \
+                and single_q(n.outputs[0]) is not None:
+            # onnxruntime fuses this into com.microsoft QLinearGlobalAveragePool
+            dq, q = dq_of(n.inputs[0]), single_q(n.outputs[0])
+            ins = [dq.inputs[0], dq.inputs[1], dq.inputs[2] if len(dq.inputs) > 2 else "",
+                   q.inputs[1], q.inputs[2] if len(q.inputs) > 2 else ""]
+            out.append(_Node("QLinearGlobalAveragePool", MS_DOMAIN, n.name, ins, [q.outputs[0]],
+                             {}, ("DequantizeLinear", "GlobalAveragePool", "QuantizeLinear")))
+            q.op = "_fused"
         elif n.domain == "" and n.op in _MOVE_OPS + ("Concat",):
             ins = [x for x in n.inputs]
             data_idx = list(range(len(ins))) if n.op == "Concat" else [0]
