@@ -12,7 +12,7 @@ import pytest
 from tessera.spec.config import ArrayConfig
 from tessera.spec.hostmap import Ctrl
 
-from test_hdl_host import Axil, DbgStubCore, simulate, OKAY, SLVERR, DECERR
+from helpers.hdl_sim import Axil, DbgStubCore, simulate, OKAY, SLVERR, DECERR
 from tessera.hdl.array import Array
 
 CFG = ArrayConfig(tiles=2, contexts=4, sram_bytes=16 * 1024, exchange_latency=2)

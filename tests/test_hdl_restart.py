@@ -18,7 +18,7 @@ from tessera.spec.csr import Csr
 from tessera.spec.hostmap import Ctrl, Status, TileReg, tile_reg_addr
 from tessera.toolchain import asm
 
-from test_hdl_host import Axil, sram_set, simulate, wait_done
+from helpers.hdl_sim import Axil, sram_set, simulate, wait_done
 from tessera.hdl.array import Array
 
 CFG = ArrayConfig(tiles=1, contexts=4, sram_bytes=16 * 1024, exchange_latency=1)

@@ -84,3 +84,16 @@ def test_import_spec_loads_only_the_standard_library():
     assert not third_party, f"import tessera.spec loaded {third_party}"
     outside = sorted(m for m in out if m.startswith("tessera.") and not m.startswith("tessera.spec"))
     assert not outside, f"import tessera.spec loaded {outside}"
+
+
+def test_test_modules_share_helpers_not_each_other():
+    """Shared test code lives in tests/helpers/ (a test module importing another one runs the
+    other's module-level code and breaks when that module is renamed)."""
+    tests = Path(__file__).resolve().parent
+    bad = []
+    for f in sorted(tests.glob("test_*.py")):
+        for node in ast.walk(ast.parse(f.read_text(), str(f))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            bad += [f"{f.name}:{node.lineno} imports {n}" for n in names if n.startswith("test_")]
+    assert not bad, "\n".join(bad)
