@@ -5,42 +5,20 @@ of the selects, so every expected value below is computed from the host map
 (tessera/spec/hostmap.py) and those functions, not from the RTL.
 """
 
-from amaranth.hdl import Module
 
 from tessera.spec.config import ArrayConfig
 from tessera.spec.faults import FaultCause
 from tessera.spec.hostmap import (MAGIC, Ctrl, Status, TileReg, ContextReg, tile_reg_addr,
                              context_reg_addr, sram_addr)
 from tessera.hdl.array import Array
-from tessera.hdl.tile.core import StubCore
 
 from helpers.hdl_sim import OKAY, SLVERR, DECERR  # noqa: E402
 
 
-from helpers.hdl_sim import Axil, BarrierStubCore, sram_get, simulate, wait_done
+from helpers.hdl_sim import Axil, BarrierStubCore, DbgStubCore, sram_get, simulate, wait_done
 
 
 # ---------------------------------------------------------------- host-port tests
-class DbgStubCore(StubCore):
-    """Debug outputs are registered functions of (tile, dbg_ctx, dbg_reg)."""
-
-    def elaborate(self, platform):
-        m = Module()
-        tid = self.tile_id
-        dbg = self.dbg
-        m.d.sync += [
-            dbg.state.eq(dbg.ctx % 5),
-            dbg.pc.eq(0x1000 * (tid + 1) + 4 * dbg.ctx),
-            dbg.retired.eq((dbg.ctx + 1) * 0x1_0000_0003),
-            dbg.x.eq((tid << 24) | (dbg.ctx << 8) | dbg.reg),
-        ]
-        for k, name in enumerate(("compute", "sync", "exchange", "halted", "retired",
-                                  "macs")):
-            m.d.comb += getattr(dbg.counters, name).eq(((tid + 1) << 40) | (k << 32) | (k + 7))
-        m.d.comb += self.xprog.eq(0x200 + tid * 8)
-        return m
-
-
 CFG = ArrayConfig(tiles=2, contexts=4, sram_bytes=16 * 1024, exchange_latency=2)
 
 

@@ -6,7 +6,7 @@ from amaranth.sim import Simulator
 
 from tessera.hdl.tile.core import StubCore
 
-__all__ = ["Axil", "BarrierStubCore", "sram_set", "sram_get", "simulate", "wait_done",
+__all__ = ["Axil", "BarrierStubCore", "DbgStubCore", "sram_set", "sram_get", "simulate", "wait_done",
            "OKAY", "SLVERR", "DECERR"]
 
 #: AXI4-Lite response codes (AXI spec A3.4.4).
@@ -120,3 +120,23 @@ async def wait_done(ctx, dut, limit=5000):
             return k
         await ctx.tick()
     raise AssertionError("done never rose")
+
+
+class DbgStubCore(StubCore):
+    """Debug outputs are registered functions of (tile, dbg_ctx, dbg_reg)."""
+
+    def elaborate(self, platform):
+        m = Module()
+        tid = self.tile_id
+        dbg = self.dbg
+        m.d.sync += [
+            dbg.state.eq(dbg.ctx % 5),
+            dbg.pc.eq(0x1000 * (tid + 1) + 4 * dbg.ctx),
+            dbg.retired.eq((dbg.ctx + 1) * 0x1_0000_0003),
+            dbg.x.eq((tid << 24) | (dbg.ctx << 8) | dbg.reg),
+        ]
+        for k, name in enumerate(("compute", "sync", "exchange", "halted", "retired",
+                                  "macs")):
+            m.d.comb += getattr(dbg.counters, name).eq(((tid + 1) << 40) | (k << 32) | (k + 7))
+        m.d.comb += self.xprog.eq(0x200 + tid * 8)
+        return m
