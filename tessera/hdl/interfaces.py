@@ -39,11 +39,12 @@ from tessera.spec.result import COUNTER_NAMES, ContextState
 from tessera.spec.trace import TRACE_FIELDS, VALID_PORT
 
 __all__ = ["FetchSignature", "MemorySignature", "FaultSignature", "TraceSignature",
-           "TRACE_MEMBERS", "CounterSignature", "DebugSignature", "HostTileSignature",
+           "TRACE_MEMBERS", "check_config", "CounterSignature", "DebugSignature", "HostTileSignature",
            "ExchangeLinkSignature", "ExchangeSramSignature", "AXI4LiteSignature", "AxiResp"]
 
 
-def _check_config(who: str, config) -> ArrayConfig:
+def check_config(who: str, config) -> ArrayConfig:
+    """``config`` if it is an :class:`ArrayConfig`, else :class:`TypeError` naming ``who``."""
     if not isinstance(config, ArrayConfig):
         raise TypeError(f"{who} needs an ArrayConfig, not {config!r}")
     return config
@@ -151,7 +152,7 @@ class FaultSignature(wiring.Signature):
     """
 
     def __init__(self, config: ArrayConfig):
-        self.config = _check_config("FaultSignature", config)
+        self.config = check_config("FaultSignature", config)
         super().__init__({"valid": Out(1), "xchg": Out(1), "context": Out(config.context_bits),
                           "cause": Out(FaultCause), "pc": Out(32), "addr": Out(32)})
 
@@ -210,7 +211,7 @@ class TraceSignature(wiring.Signature):
     """
 
     def __init__(self, config: ArrayConfig, *, lanes: int = 1):
-        self.config = _check_config("TraceSignature", config)
+        self.config = check_config("TraceSignature", config)
         self.lanes = _check_width("TraceSignature", "lanes", lanes)
         super().__init__({name: Out(width * lanes)
                           for name, width in TRACE_MEMBERS(config.context_bits)})
@@ -278,7 +279,7 @@ class DebugSignature(wiring.Signature):
     """
 
     def __init__(self, config: ArrayConfig):
-        self.config = _check_config("DebugSignature", config)
+        self.config = check_config("DebugSignature", config)
         super().__init__({"ctx": Out(config.context_bits), "reg": Out(5),
                           "state": In(ContextState), "pc": In(32), "retired": In(64),
                           "x": In(32), "counters": In(CounterSignature())})
@@ -318,7 +319,7 @@ class HostTileSignature(wiring.Signature):
     """
 
     def __init__(self, config: ArrayConfig):
-        self.config = _check_config("HostTileSignature", config)
+        self.config = check_config("HostTileSignature", config)
         super().__init__({
             "sram": Out(MemorySignature(addr_width=config.sram_addr_bits)),
             "dbg": Out(DebugSignature(config)),
@@ -361,7 +362,7 @@ class ExchangeLinkSignature(wiring.Signature):
     """
 
     def __init__(self, config: ArrayConfig):
-        self.config = _check_config("ExchangeLinkSignature", config)
+        self.config = check_config("ExchangeLinkSignature", config)
         super().__init__({"send": Out(32), "src": Out(config.tile_bits), "data": In(32)})
 
     def __eq__(self, other):
@@ -402,7 +403,7 @@ class ExchangeSramSignature(wiring.Signature):
     """
 
     def __init__(self, config: ArrayConfig):
-        self.config = _check_config("ExchangeSramSignature", config)
+        self.config = check_config("ExchangeSramSignature", config)
         ab = config.sram_addr_bits
         super().__init__({"step_en": Out(1), "step_addr": Out(ab - 3), "step_data": In(64),
                           "send": Out(1), "send_addr": Out(ab - 2),

@@ -40,6 +40,7 @@ from ..variant import CONTRACT, Variant
 from .exchange_fabric import ExchangeFabric
 from .host_port import HostPort
 from .sync_controller import SyncController
+from ..interfaces import check_config
 
 __all__ = ["Array"]
 
@@ -84,9 +85,7 @@ class Array(wiring.Component):
 
     def __init__(self, config: ArrayConfig, *, variant: Variant = CONTRACT,
                  core_factory=None):
-        if not isinstance(config, ArrayConfig):
-            raise TypeError(f"Array needs an ArrayConfig, not {config!r}")
-        self.config = config
+        self.config = check_config("Array", config)
         self.variant = variant
         self.tiles = [Tile(config, i, variant=variant, core_factory=core_factory)
                       for i in range(config.tiles)]

@@ -16,6 +16,7 @@ from amaranth.lib.wiring import In
 from tessera.spec.config import ArrayConfig
 
 from ..interfaces import ExchangeLinkSignature
+from ..interfaces import check_config
 
 __all__ = ["ExchangeFabric"]
 
@@ -44,9 +45,7 @@ class ExchangeFabric(wiring.Component):
     """
 
     def __init__(self, config: ArrayConfig):
-        if not isinstance(config, ArrayConfig):
-            raise TypeError(f"ExchangeFabric needs an ArrayConfig, not {config!r}")
-        self.config = config
+        self.config = check_config("ExchangeFabric", config)
         super().__init__({
             "tiles": In(ExchangeLinkSignature(config)).array(config.tiles), "clear": In(1),
         })

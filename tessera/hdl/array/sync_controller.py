@@ -21,6 +21,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from tessera.spec.config import ArrayConfig
+from ..interfaces import check_config
 
 __all__ = ["SyncController"]
 
@@ -56,9 +57,7 @@ class SyncController(wiring.Component):
     """
 
     def __init__(self, config: ArrayConfig):
-        if not isinstance(config, ArrayConfig):
-            raise TypeError(f"SyncController needs an ArrayConfig, not {config!r}")
-        self.config = config
+        self.config = check_config("SyncController", config)
         n = config.tiles
         super().__init__({
             "arrive": In(n), "waiting": In(n), "enable": In(1), "clear": In(1),

@@ -22,6 +22,7 @@ from amaranth.lib.wiring import In, Out
 from tessera.spec.config import ArrayConfig
 
 from ..interfaces import FaultSignature
+from ..interfaces import check_config
 
 __all__ = ["FaultRecord"]
 
@@ -54,9 +55,7 @@ class FaultRecord(wiring.Component):
     """
 
     def __init__(self, config: ArrayConfig):
-        if not isinstance(config, ArrayConfig):
-            raise TypeError(f"FaultRecord needs an ArrayConfig, not {config!r}")
-        self.config = config
+        self.config = check_config("FaultRecord", config)
         super().__init__({
             "clear": In(1), "core": In(FaultSignature(config)),
             "xchg": In(FaultSignature(config)), "xcommit": In(1),

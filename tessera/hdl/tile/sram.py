@@ -33,6 +33,7 @@ from amaranth.lib.wiring import In, Out
 from tessera.spec.config import ArrayConfig
 
 from ..interfaces import ExchangeSramSignature, FetchSignature, MemorySignature
+from ..interfaces import check_config
 
 __all__ = ["TileSram"]
 
@@ -76,9 +77,7 @@ class TileSram(wiring.Component):
     """
 
     def __init__(self, config: ArrayConfig):
-        if not isinstance(config, ArrayConfig):
-            raise TypeError(f"TileSram needs an ArrayConfig, not {config!r}")
-        self.config = config
+        self.config = check_config("TileSram", config)
         self.mem = Memory(shape=64, depth=config.sram_bytes // 8, init=[])
         super().__init__({
             "clear": In(1), "xcommit": In(1),

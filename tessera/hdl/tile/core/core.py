@@ -54,6 +54,7 @@ from .divider import Divider, NoDivider
 from .mul import Multiplier
 from .regfile import RegFile
 from .scheduler import CycleClass, Scheduler
+from ...interfaces import check_config
 
 __all__ = ["Core", "CoreSignature", "issue_layout", "w_layout"]
 
@@ -88,9 +89,7 @@ class CoreSignature(wiring.Signature):
     """
 
     def __init__(self, config: ArrayConfig):
-        if not isinstance(config, ArrayConfig):
-            raise TypeError(f"CoreSignature needs an ArrayConfig, not {config!r}")
-        self.config = config
+        self.config = check_config("CoreSignature", config)
         super().__init__({
             # control
             "start": In(1), "entry": In(32), "run": In(1), "kill": In(1), "cycle": In(64),

@@ -11,7 +11,7 @@ from amaranth import C, Cat, Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from tessera.spec.instructions import (FORMAT_IMM, FUNCT3, FUNCT7, FUNCT7_ALT_BIT, IMM_I,
+from tessera.spec.instructions import (FORMAT_IMM, FUNCT3, FUNCT7_ALT_BIT, IMM_I,
                                        INSTRUCTIONS, OPCODE, RD, RS1, RS2, Format, Funct3, Kind,
                                        Opcode, SyncZone)
 
