@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from .exchange import SRC_BITS
 from .timing import PIPELINE_STAGES
 
-__all__ = ["ArrayConfig", "PRESETS", "preset", "MAX_TILES", "MIN_CONTEXTS", "MAX_CONTEXTS"]
+__all__ = ["ArrayConfig", "PRESETS", "preset", "MAX_TILES", "MIN_CONTEXTS", "MAX_CONTEXTS",
+           "ENGINE_MACS_CHOICES"]
 
 #: Largest array the 11-bit exchange source field can address.
 MAX_TILES = 1 << SRC_BITS
@@ -21,6 +22,8 @@ MIN_CONTEXTS = PIPELINE_STAGES
 MAX_CONTEXTS = 16
 MIN_SRAM_BYTES = 16 * 1024
 MAX_SRAM_BYTES = 1024 * 1024
+#: Legal ``engine_macs`` values (int8 MACs per cycle of a tile's matrix engine; 0 = none).
+ENGINE_MACS_CHOICES = (0, 16, 32, 64)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,6 +42,10 @@ class ArrayConfig:
         share it, starting at address 0.
     exchange_latency : int
         Cycles L from a word's send to its write into the receiver's SRAM, 1 ≤ L ≤ 64.
+    engine_macs : int
+        Peak int8 MACs per cycle of each tile's matrix engine P (architecture §12): one of
+        0 (no engine; ``mrun``/``mwait`` are illegal), 16, 32 or 64. The engine has
+        ``P / 8`` lanes.
     name : str
         Label used in reports and file names; not part of the hardware.
 
@@ -54,10 +61,11 @@ class ArrayConfig:
     contexts: int = 6
     sram_bytes: int = 64 * 1024
     exchange_latency: int = 3
+    engine_macs: int = 32
     name: str = "custom"
 
     def __post_init__(self):
-        for field in ("tiles", "contexts", "sram_bytes", "exchange_latency"):
+        for field in ("tiles", "contexts", "sram_bytes", "exchange_latency", "engine_macs"):
             value = getattr(self, field)
             if not isinstance(value, int) or isinstance(value, bool):
                 raise TypeError(f"ArrayConfig.{field} must be an int, not {value!r}")
@@ -74,6 +82,10 @@ class ArrayConfig:
         if not 1 <= self.exchange_latency <= 64:
             raise ValueError(
                 f"ArrayConfig.exchange_latency must be in 1..64, not {self.exchange_latency}")
+        if self.engine_macs not in ENGINE_MACS_CHOICES:
+            raise ValueError(
+                f"ArrayConfig.engine_macs must be one of {ENGINE_MACS_CHOICES}, "
+                f"not {self.engine_macs}")
         if not isinstance(self.name, str):
             raise TypeError(f"ArrayConfig.name must be a str, not {self.name!r}")
 
@@ -106,6 +118,16 @@ class ArrayConfig:
         """
         return math.ceil(math.log2(self.tiles)) + 2 if self.tiles > 1 else 2
 
+    @property
+    def engine_lanes(self) -> int:
+        """Matrix-engine lanes M = ``engine_macs / 8`` (0 without an engine), §12."""
+        return self.engine_macs // 8
+
+    @property
+    def peak_macs_per_cycle(self) -> int:
+        """Peak int8 MACs per cycle per tile: the engine's P, or 4 (one dot4 per cycle)."""
+        return self.engine_macs if self.engine_macs else 4
+
     def replace(self, **changes) -> "ArrayConfig":
         """Return a copy with ``changes`` applied (validated again)."""
         return dataclasses.replace(self, **changes)
@@ -129,7 +151,8 @@ PRESETS: dict[str, ArrayConfig] = {
     "tiny": ArrayConfig(name="tiny", tiles=1, contexts=4, sram_bytes=16 * 1024),
     "small": ArrayConfig(name="small", tiles=4, contexts=6, sram_bytes=64 * 1024),
     "array16": ArrayConfig(name="array16", tiles=16, contexts=6, sram_bytes=64 * 1024),
-    "gc2_like": ArrayConfig(name="gc2_like", tiles=1216, contexts=6, sram_bytes=256 * 1024),
+    "gc2_like": ArrayConfig(name="gc2_like", tiles=1216, contexts=6, sram_bytes=256 * 1024,
+                            engine_macs=64),
 }
 
 

@@ -60,6 +60,8 @@ class TileReg(enum.IntEnum):
     MACS_HI = 0x24
     HALTED_LO = 0x28     # cycles with every context halted
     HALTED_HI = 0x2C
+    ENGINE_LO = 0x30     # cycles with the matrix engine busy (architecture §12)
+    ENGINE_HI = 0x34
     FAULT_VALID = 0x40   # 1 if this tile faulted
     FAULT_CONTEXT = 0x44 # context index, or 0xFFFFFFFF for an exchange fault
     FAULT_CAUSE = 0x48   # a FaultCause value

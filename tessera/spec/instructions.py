@@ -43,7 +43,8 @@ __all__ = [
     "FUNCT3_MEM_UNSIGNED_BIT", "FUNCT3_DIV_BIT", "FUNCT3_DIV_UNSIGNED_BIT", "FUNCT3_REM_BIT",
     "FUNCT3_CSR_IMM_BIT", "FUNCT7_ALT_BIT", "MemWidth",
     "INSTRUCTIONS", "BY_NAME", "lookup", "csr_access_legal", "is_legal", "encode",
-    "sync_instruction", "encode_sync", "encode_dot4", "encode_dot4su", "is_division",
+    "sync_instruction", "encode_sync", "encode_dot4", "encode_dot4su", "encode_mrun",
+    "encode_mwait", "is_division",
     "INSN_ECALL", "INSN_EBREAK", "INSN_NOP",
 ]
 
@@ -71,8 +72,8 @@ class Funct3(enum.IntEnum):
     """funct3 values (bits [14:12]); names alias within one value (coreblocks style)."""
     JALR = BEQ = LB = SB = ADD = SUB = ADDI = MUL = FENCE = PRIV = DOT4 = SYNC = 0b000
     BNE = LH = SH = SLL = SLLI = MULH = CSRRW = DOT4SU = 0b001
-    LW = SW = SLT = SLTI = MULHSU = CSRRS = 0b010
-    SLTU = SLTIU = MULHU = CSRRC = 0b011
+    LW = SW = SLT = SLTI = MULHSU = CSRRS = MRUN = 0b010
+    SLTU = SLTIU = MULHU = CSRRC = MWAIT = 0b011
     BLT = LBU = XOR = XORI = DIV = 0b100
     BGE = LHU = SRL = SRLI = SRA = SRAI = DIVU = CSRRWI = 0b101
     BLTU = OR = ORI = REM = CSRRSI = 0b110
@@ -302,6 +303,7 @@ class Kind(enum.Enum):
     CSR = "csr"
     DOT4 = "dot4"
     SYNC = "sync"
+    ENGINE = "engine"   # mrun / mwait (architecture §12)
 
 
 class CsrWrite(enum.Enum):
@@ -338,6 +340,8 @@ class Instruction:
         Assembler defaults of trailing operands.
     csr_write : CsrWrite or None
         For Zicsr rows: when the CSR is written (for the §3.2 legality rule).
+    needs_engine : bool
+        Legal only in a configuration with a matrix engine (``engine_macs > 0``, §12).
 
     Members
     -------
@@ -357,6 +361,7 @@ class Instruction:
     mnemonic: str = ""
     defaults: tuple = ()
     csr_write: CsrWrite | None = None
+    needs_engine: bool = False
 
     def __post_init__(self):
         if not self.mnemonic:
@@ -508,6 +513,12 @@ INSTRUCTIONS: tuple = (
        "rd += sum_i s8(rs1.byte[i]) * u8(rs2.byte[i]) (mod 2^32)"),
     _sync(SyncZone.TILE, "wait at this tile's barrier"),
     _sync(SyncZone.ARRAY, "wait at the array barrier; the exchange phase follows"),
+    Instruction("mrun", Kind.ENGINE, Format.R, Opcode.CUSTOM_0, F3.MRUN, F7.DOT4, (_RS1,),
+                "{rs1}", "start the matrix-engine command whose descriptor is at rs1 (§12)",
+                fixed=((RD, 0), (RS2, 0)), needs_engine=True),
+    Instruction("mwait", Kind.ENGINE, Format.I, Opcode.CUSTOM_0, F3.MWAIT, None, (), "",
+                "wait until the tile's matrix engine is idle (§12)",
+                fixed=((RD, 0), (RS1, 0), (IMM_I, 0)), needs_engine=True),
 )
 del F3, F7, W
 
@@ -544,10 +555,15 @@ def csr_access_legal(row: Instruction, word: int) -> bool:
     return csr in _CSR_NUMBERS and not (writes and csr in _CSR_READ_ONLY)
 
 
-def is_legal(word: int) -> bool:
-    """``word`` is a legal encoding (architecture §3.1 table and the §3.2 CSR rule)."""
+def is_legal(word: int, *, engine: bool = True) -> bool:
+    """``word`` is a legal encoding (architecture §3.1 table and the §3.2 CSR rule).
+
+    ``engine`` says whether the configuration has a matrix engine (``engine_macs > 0``);
+    without one, ``mrun``/``mwait`` are illegal (§3.1, §12).
+    """
     row = lookup(word)
-    return row is not None and csr_access_legal(row, word)
+    return (row is not None and csr_access_legal(row, word)
+            and (engine or not row.needs_engine))
 
 
 def encode(name: str, **operands: int) -> int:
@@ -596,6 +612,16 @@ def encode_dot4(rd: int, rs1: int, rs2: int) -> int:
 def encode_dot4su(rd: int, rs1: int, rs2: int) -> int:
     """``dot4su rd, rs1, rs2``: rd ← rd + Σ_{i<4} s8(rs1 byte i) · u8(rs2 byte i) (mod 2^32)."""
     return encode("dot4su", rd=_reg("rd", rd), rs1=_reg("rs1", rs1), rs2=_reg("rs2", rs2))
+
+
+def encode_mrun(rs1: int) -> int:
+    """``mrun rs1``: start the matrix-engine command whose descriptor is at rs1 (§12)."""
+    return encode("mrun", rs1=_reg("rs1", rs1))
+
+
+def encode_mwait() -> int:
+    """``mwait``: retry until the tile's matrix engine is idle (§12)."""
+    return BY_NAME["mwait"].match
 
 
 _DIVISIONS = frozenset(BY_NAME[n] for n in ("div", "divu", "rem", "remu"))

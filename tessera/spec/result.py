@@ -17,7 +17,7 @@ __all__ = ["ContextState", "RunStatus", "Fault", "ContextResult", "TileResult", 
            "COUNTER_NAMES", "not_arrived"]
 
 #: Per-tile counters, in this order everywhere (JSON, host map, profiles).
-COUNTER_NAMES = ("compute", "sync", "exchange", "halted", "retired", "macs")
+COUNTER_NAMES = ("compute", "sync", "exchange", "halted", "retired", "macs", "engine")
 
 
 class ContextState(enum.IntEnum):
