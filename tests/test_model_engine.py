@@ -710,3 +710,41 @@ def test_fast_engine_used_for_programs_without_engine_words():
     res = arr.run(1000)
     assert res.status == "halted" and arr.last_engine == "fast"
     assert res.tiles[0].counters["engine"] == 0
+
+
+def test_fast_engine_refuses_an_engine_word_written_at_run_time():
+    # No mrun word in the SRAM at the start (the constant is built by lui + addi); context 0
+    # stores it over its own j4 (issued at 28; the sw at 20 writes at X = 22) and would run it.
+    # The fast engine (no matrix engine yet) would fault on it: Array.run raises instead.
+    code = [*asm.li(9, asm.mrun(5)), asm.sw(9, CODE + 16, 0), asm.nop(), asm.nop(),
+            asm.ecall()]
+    assert len(asm.li(9, asm.mrun(5))) == 2
+    arr = make({0: code}, {}, engine="fast")
+    with pytest.raises(RuntimeError, match="engine='vector'"):
+        arr.run(1000)
+    arr = make({0: code}, {}, engine="vector")          # the vector engine runs it (x5 = 0:
+    res = arr.run(1000)                                  # descriptor at 0 = the dispatch code)
+    assert arr.last_engine == "vector" and res.tiles[0].counters["engine"] > 0
+
+
+def test_trace_records_retired_engine_instructions_once():
+    # J = 2 command: mrun retires at 16, mwait retries at 20..28 (no records) and retires at
+    # 32 (test_step_timing_and_mwait_retire_cycle).
+    arr = Array(CFG, trace=True)
+    arr.write_mem(None, 0, image({0: issuer()}))
+    for addr, data in raw_small(2).items():
+        arr.write_mem(None, addr, data)
+    res = arr.run(1000)
+    assert res.status == "halted"
+    recs = [(r["cycle"], r["insn"], r["rd"]) for r in arr.trace if r["context"] == 0]
+    assert (16, asm.mrun(5), None) in recs and (32, asm.mwait(), None) in recs
+    assert sum(r[1] in (asm.mrun(5), asm.mwait()) for r in recs) == 2
+
+
+def test_engine_counter_in_the_run_result_json():
+    arr = make({0: issuer()}, raw_small(2))
+    res = arr.run(1000)
+    data = res.to_json()                      # a dict (tessera.spec.result)
+    assert data["tiles"][0]["counters"]["engine"] == 16
+    assert list(data["tiles"][0]["counters"]) == ["compute", "sync", "exchange", "halted",
+                                                  "retired", "macs", "engine"]
