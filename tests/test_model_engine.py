@@ -748,3 +748,59 @@ def test_engine_counter_in_the_run_result_json():
     assert data["tiles"][0]["counters"]["engine"] == 16
     assert list(data["tiles"][0]["counters"]) == ["compute", "sync", "exchange", "halted",
                                                   "retired", "macs", "engine"]
+
+
+# ------------------------------------------------------------------------------ tile groups
+def _spmd(group: bool, out_unsigned: bool):
+    """4 tiles, one TFLITE command each (same descriptor, different data per tile); tile 2's
+    context 3 stores into X(0, 1) while it streams and tile 3's context 2 loads an output."""
+    cfg = ArrayConfig(tiles=4, contexts=4, sram_bytes=SRAM)
+    rng = np.random.default_rng(11)
+    J, K, C = 9, 16, 4
+    desc = Descriptor(a_base=SA, a_s0=K, K0=2, J0=J, w_base=W, w_sm=K, c_base=SOUT, c_s0=8,
+                      p_base=P, C=C, mode=Mode.TFLITE,
+                      flags=(Flag.OUT_UNSIGNED | Flag.A_UNSIGNED) if out_unsigned else 0,
+                      zp=3, qmin=0 if out_unsigned else -100, qmax=200 if out_unsigned else 90)
+    arr = Array(cfg, engine="vector")
+    arr._mx.group = group
+    arr.write_mem(None, 0, image({0: issuer()}))
+    arr.write_mem(2, 0, image({0: issuer(), 3: [*asm.li(9, 0x7F7F7F7F)] + [asm.nop()] * 5
+                               + [asm.sw(9, SA + 8, 0), asm.ecall()]}))
+    arr.write_mem(3, 0, image({0: issuer(), 2: [asm.nop()] * 8 + [asm.lw(7, SOUT, 0),
+                                                                    asm.ecall()]}))
+    data = []
+    for t in range(4):
+        a = rng.integers(0 if out_unsigned else -128, 256 if out_unsigned else 128, (J, K))
+        a = a.astype(np.uint8 if out_unsigned else np.int8)
+        w = rng.integers(-128, 128, (C, K)).astype(np.int8)
+        bias = rng.integers(-3000, 3000, C)
+        mult = rng.integers(1 << 30, (1 << 31) - 1, C)
+        shift = rng.integers(-9, -5, C)
+        for addr, b in ((D0, desc.pack()), (SA, a.tobytes()), (W, w.tobytes()),
+                        (P, params(bias, mult, shift))):
+            arr.write_mem(t, addr, b)
+        data.append((a, w, bias, mult, shift))
+    res = arr.run(5000)
+    assert res.status == "halted", [t.fault for t in res.tiles]
+    return arr, res, data, desc
+
+
+@pytest.mark.parametrize("out_unsigned", [False, True])
+def test_tiles_in_step_are_grouped_with_the_same_result(out_unsigned):
+    arr_g, res_g, data, desc = _spmd(True, out_unsigned)
+    arr_s, res_s, _, _ = _spmd(False, out_unsigned)
+    assert res_g.to_json() == res_s.to_json()
+    assert (arr_g.sram.w32 == arr_s.sram.w32).all()
+    for t, (a, w, bias, mult, shift) in enumerate(data):
+        if t == 2:
+            # context 3's sw (j6, issued at (3 + 6) * 4 + 3 = 39, X = 41) rewrites X(0, 1)'s
+            # first 4 bytes; X(0, 1) is read in block 1 (stream steps from 8 + 8 + 4 + 9 + 4 = 33
+            # on, cycle >= 19 + 33): after the store, so the engine sees 0x7F bytes
+            a = a.copy()
+            a[0, 8:12] = np.frombuffer(b"\x7f" * 4, a.dtype)
+        acc = wrap32(a.astype(np.int64) @ w.astype(np.int64).T + bias)
+        exp = np.clip(multiply_by_quantized_multiplier(acc, mult, shift).astype(np.int64)
+                      + desc.zp, desc.qmin, desc.qmax)
+        got = np.frombuffer(arr_g.read_mem(t, SOUT, 8 * len(a)), np.uint8).reshape(-1, 8)[:, :4]
+        got = got.astype(np.int64) if out_unsigned else got.view(np.int8).astype(np.int64)
+        assert (got == exp).all(), t
