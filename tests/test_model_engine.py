@@ -804,3 +804,25 @@ def test_tiles_in_step_are_grouped_with_the_same_result(out_unsigned):
         got = np.frombuffer(arr_g.read_mem(t, SOUT, 8 * len(a)), np.uint8).reshape(-1, 8)[:, :4]
         got = got.astype(np.int64) if out_unsigned else got.view(np.int8).astype(np.int64)
         assert (got == exp).all(), t
+
+
+@pytest.mark.parametrize("group", [True, False])
+def test_fault_in_a_stream_on_two_tiles_at_once(group):
+    # test_fault_in_the_middle_of_a_stream on both tiles of a 2-tile array (tiles in step:
+    # grouped or not): both records, same cycle (33, cycles = 34), element 0 written on both.
+    cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=SRAM)
+    arr = Array(cfg, engine="vector")
+    arr._mx.group = group
+    arr.write_mem(None, 0, image({0: issuer()}))
+    mem = dict(STD_MEM)
+    mem[SRAM - 24] = X_ROWS.tobytes()
+    mem[OUT] = b"\xee" * 40
+    mem[D0] = good(J0=5, a_base=SRAM - 24, c_s0=8).pack()
+    for addr, data in mem.items():
+        arr.write_mem(None, addr, data)
+    res = arr.run(2000)
+    assert res.status == "fault" and res.cycles == 34
+    for t in range(2):
+        assert fault(res, t) == (0, FaultCause.ENGINE_FAULT, PC_MRUN, SRAM)
+        assert arr.read_mem(t, OUT, 9) == bytes([102]) + b"\xee" * 8
+        assert res.tiles[t].counters["macs"] == 24

@@ -234,6 +234,7 @@ class MatrixEngines:
         # same streaming step of the same command are stepped together (:meth:`step_tiles`).
         self.cmd_id = np.full(n, -1, dtype=np.int64)
         self._ids: dict[bytes, int] = {}
+        self._next_id = 0
         self.group = True
 
     # ------------------------------------------------------------------ issue side
@@ -341,8 +342,7 @@ class MatrixEngines:
                 if not cmd.check(self.lanes):
                     return d
                 self.cmd[t] = cmd
-                key = bytes(raw)
-                self.cmd_id[t] = self._ids.setdefault(key, len(self._ids))
+                self.cmd_id[t] = self._intern(bytes(raw))
                 self.total[t] = cmd.total
             self.desc[t, 8 * s:8 * s + 8] = data
             return self._advance(t, k, s)
@@ -361,25 +361,11 @@ class MatrixEngines:
                 self.shift[t, m] = lo
             return self._advance(t, k, s)
         # streaming part: at most one read (lane load or stream step), then at most one write
-        read = self._read_of(cmd, s)
+        bad, read, a, write, wa = self._streaming_access(cmd, s)
+        if bad is not None:
+            return bad
         if read is not None:
-            kind, i, b = read
-            a = cmd.w_addr(i, b) if kind == "w" else cmd.x_addr(i, b)
-            if self._bad_read(a):
-                return a
-        write = self._write_of(cmd, s)
-        if write is not None:
-            j, w = write
-            cj = cmd.c_addr(j)
-            if cmd.mode == Mode.TFLITE:
-                if cj % 8 + C > 8 or cj >= self.nbytes:
-                    return cj
-                wa = cj
-            else:
-                wa = (cj + 8 * w) & _M32
-                if cj % 8 or wa >= self.nbytes:
-                    return wa
-        if read is not None:                                  # the read sees cycles < k
+            kind, i, b = read                                  # the read sees cycles < k
             data = port.read8(t, a)
             if kind == "w":
                 self.lanes_w[t, i] = data.view(np.int8)
@@ -390,7 +376,7 @@ class MatrixEngines:
                 self.acc[t, i, :C] = (start.astype(np.int64) + prod).astype(np.uint32)
                 self._macs_add(t, 8 * C)
         if write is not None:
-            port.write(t, wa, self._output(t, cmd, j, w))
+            port.write(t, wa, self._output(t, cmd, *write))
         return self._advance(t, k, s)
 
     def step_tiles(self, tiles: np.ndarray, solo: np.ndarray, k: int, port) -> list:
@@ -424,26 +410,12 @@ class MatrixEngines:
         """One streaming step s of ``cmd`` on the tiles ``g`` (no memory-order corrections):
         the addresses, hence the fault checks, are the same for all of them."""
         C = cmd.C
-        read = self._read_of(cmd, s)
-        if read is not None:
-            kind, i, b = read
-            a = cmd.w_addr(i, b) if kind == "w" else cmd.x_addr(i, b)
-            if self._bad_read(a):
-                return a
-        write = self._write_of(cmd, s)
-        if write is not None:
-            j, w = write
-            cj = cmd.c_addr(j)
-            if cmd.mode == Mode.TFLITE:
-                if cj % 8 + C > 8 or cj >= self.nbytes:
-                    return cj
-                wa = cj
-            else:
-                wa = (cj + 8 * w) & _M32
-                if cj % 8 or wa >= self.nbytes:
-                    return wa
+        bad, read, a, write, wa = self._streaming_access(cmd, s)
+        if bad is not None:
+            return bad
         w8 = sram.w8
         if read is not None:
+            kind, i, b = read
             data = w8[g, a:a + VECTOR_BYTES]                                  # [G, 8]
             if kind == "w":
                 self.lanes_w[g, i] = data.view(np.int8)
@@ -455,6 +427,7 @@ class MatrixEngines:
                 self.acc[g, i, :C] = (start + prod).astype(np.uint32)
                 self.macs[g] += np.uint64(8 * C)
         if write is not None:
+            j, w = write
             acc = self.acc[g, j, :C].view(np.int32).astype(np.int64)          # [G, C]
             if cmd.mode == Mode.RAW:
                 vals = acc[:, 2 * w:2 * w + 2].astype("<i4")
@@ -468,6 +441,48 @@ class MatrixEngines:
                 self.step_no[t] = s
                 self._advance(t, k, s)
         return None
+
+    def _intern(self, key: bytes) -> int:
+        """A command id for descriptor bytes ``key`` (never reused, so clearing is safe)."""
+        i = self._ids.get(key)
+        if i is None:
+            if len(self._ids) >= 1 << 16:
+                self._ids.clear()
+            i = self._ids[key] = self._next_id
+            self._next_id += 1
+        return i
+
+    def _streaming_access(self, cmd: Command, s: int):
+        """The SRAM accesses of streaming step s (s ≥ 8 + 2C) and their fault checks.
+
+        Returns
+        -------
+        (fault, read, read_addr, write, write_addr)
+            ``fault``: None or the engine-fault address (check 1 for the read first, then check
+            4 for the write, §12); ``read``: None, ("w", m, b) or ("x", j, b); ``write``: None
+            or (j, w), the output word w of element j.
+        """
+        read = self._read_of(cmd, s)
+        a = None
+        if read is not None:
+            kind, i, b = read
+            a = cmd.w_addr(i, b) if kind == "w" else cmd.x_addr(i, b)
+            if self._bad_read(a):
+                return a, None, None, None, None
+        write = self._write_of(cmd, s)
+        wa = None
+        if write is not None:
+            j, w = write
+            cj = cmd.c_addr(j)
+            if cmd.mode == Mode.TFLITE:
+                if cj % 8 + cmd.C > 8 or cj >= self.nbytes:
+                    return cj, None, None, None, None
+                wa = cj
+            else:
+                wa = (cj + 8 * w) & _M32
+                if cj % 8 or wa >= self.nbytes:
+                    return wa, None, None, None, None
+        return None, read, a, write, wa
 
     def _macs_add(self, t: int, n: int) -> None:
         self.macs[t] += np.uint64(n)
