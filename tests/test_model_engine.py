@@ -244,10 +244,12 @@ def test_engine_read_does_not_see_a_store_in_x_one_cycle_later():
 
 
 def test_engine_read_sees_an_earlier_store():
-    # Same store issued at 22 (j2 of context 2), X = 24 < the read of X(1) (step 12: cycle 32
-    # after the stall at 24): acc(1) = 1000 + 100 * 1 + (-2*2 - 3*3 - ... - 8*8) = 1000 + 100
-    # - (204 - 1) = 897.
+    # li of this word is lui + addi (j0, j1), nop (j2), the sw is j3 of context 2: issued at
+    # (3 + 3) * 4 + 2 = 26, X = 28. Steps 0..8 at 19..27, none at 28, step 12 (X(1)) at 32:
+    # after the store. X(1) = [100, -2, -3, -4, -5, -6, -7, -8]:
+    # acc(1) = 1000 + 100 * 1 - (2*2 + 3*3 + ... + 8*8) = 1000 + 100 - (204 - 1) = 897.
     new = int.from_bytes(np.array([100, -2, -3, -4], np.int8).tobytes(), "little")
+    assert len(asm.li(9, new)) == 2
     code2 = [*asm.li(9, new), asm.nop(), asm.sw(9, SA + 8, 0), asm.ecall()]
     arr = make({0: issuer(), 2: code2}, raw_small(2))
     res = arr.run(1000)
@@ -255,18 +257,16 @@ def test_engine_read_sees_an_earlier_store():
 
 
 def test_load_in_x_after_the_engine_write_sees_it():
-    # J = 2: the write of element 0 is step 13 = cycle 32. Context 3's lw issued at 31 (j4),
-    # X = 33, sees it: x7 = 1204. (Cycle 33 then is no engine cycle.) A lw issued at 27 (j3),
-    # X = 29, stalls cycle 29 (write then at 33) and reads the old word.
+    # Context 3 issues j at (3 + j) * 4 + 3. Run 1: lw x8 (j3, issued 27, X = 29) and lw x7
+    # (j4, issued 31, X = 33): no engine step at 29 and 33, so steps 0..9 at 19..28, 10..12 at
+    # 30..32, 13 (the write of element 0) at 34: both loads are before it and read the old
+    # word. Run 2: only the lw at 31 (X = 33): step 13 is at 32, the load (X = 33) sees it.
     code3 = [asm.nop(), asm.nop(), asm.nop(), asm.lw(8, SOUT, 0), asm.lw(7, SOUT, 0), asm.ecall()]
     mem = raw_small(2)
     mem[SOUT] = (0x11111111).to_bytes(4, "little")
     arr = make({0: issuer(), 3: code3}, mem)
     res = arr.run(1000)
     assert res.status == "halted"
-    # the lw at 27 stalls 29: element 0's write moves to 33, after the lw at 31 (X = 33)...
-    # so derive both loads together: stalls at 29 and 33; steps 0..9 at 19..28, 10..12 at
-    # 30..32, 13 (write 0) at 34. Both loads (X 29, 33) see the old word.
     assert (int(arr.regs[0, 3, 8]), int(arr.regs[0, 3, 7])) == (0x11111111, 0x11111111)
 
     code3 = [asm.nop(), asm.nop(), asm.nop(), asm.nop(), asm.lw(7, SOUT, 0), asm.ecall()]
