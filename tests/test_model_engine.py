@@ -273,6 +273,14 @@ def test_load_in_x_after_the_engine_write_sees_it():
     arr = make({0: issuer(), 3: code3}, mem)
     res = arr.run(1000)
     assert res.status == "halted" and int(arr.regs[0, 3, 7]) == 1204
+    # the same with the retire trace: the lw's record carries the value it loaded
+    arr = Array(CFG, trace=True)
+    arr.write_mem(None, 0, image({0: issuer(), 3: code3}))
+    for addr, data in mem.items():
+        arr.write_mem(None, addr, data)
+    assert arr.run(1000).status == "halted"
+    (rec,) = [r for r in arr.trace if r["cycle"] == 31]
+    assert (rec["context"], rec["rd"], rec["value"]) == (3, 7, 1204)
 
 
 def test_store_in_x_after_the_engine_write_keeps_its_byte():
