@@ -834,3 +834,73 @@ def test_fault_in_a_stream_on_two_tiles_at_once(group):
         assert fault(res, t) == (0, FaultCause.ENGINE_FAULT, PC_MRUN, SRAM)
         assert arr.read_mem(t, OUT, 9) == bytes([102]) + b"\xee" * 8
         assert res.tiles[t].counters["macs"] == 24
+
+
+# ------------------------------------------------------------------------------ random
+def _reference_sram(mem: np.ndarray, d: Descriptor) -> np.ndarray:
+    """The SRAM after command ``d`` per the §12 "Semantics" formulas (no step machinery):
+    acc(j, m) = bias[m] + sum_b sum_i X(j, b)[i] W(m, b)[i] mod 2^32, outputs written in
+    element order."""
+    out = mem.copy()
+    prm = np.frombuffer(mem[d.p_base:d.p_base + 16 * d.C].tobytes(), "<i4").reshape(d.C, 4)
+    sx = np.uint8 if d.flags & Flag.A_UNSIGNED else np.int8
+    for j in range(d.J0 * d.J1):
+        j1, j0 = divmod(j, d.J0)
+        acc = prm[:, 0].astype(np.int64)
+        for b in range(d.K0 * d.K1):
+            k1, k0 = divmod(b, d.K0)
+            xa = (d.a_base + j1 * d.a_s1 + j0 * d.a_s0 + k1 * d.ak_s1 + 8 * k0) % (1 << 32)
+            x = mem[xa:xa + 8].view(sx).astype(np.int64)
+            for m in range(d.C):
+                wa = d.w_base + m * d.w_sm + 8 * b
+                acc[m] += int(mem[wa:wa + 8].view(np.int8).astype(np.int64) @ x)
+        acc = wrap32(acc)
+        ca = d.c_base + j1 * d.c_s1 + j0 * d.c_s0
+        if d.mode == Mode.RAW:
+            out[ca:ca + 4 * d.C] = acc.astype("<i4").view(np.uint8)
+        else:
+            y = multiply_by_quantized_multiplier(acc, prm[:, 1], prm[:, 2]).astype(np.int64)
+            out[ca:ca + d.C] = (np.clip(y + d.zp, d.qmin, d.qmax) & 0xFF).astype(np.uint8)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_commands_against_the_semantics_formulas(seed):
+    rng = np.random.default_rng(1000 + seed)
+    r = lambda lo, hi: int(rng.integers(lo, hi + 1))        # noqa: E731
+    C = r(1, 4)
+    J0, J1, K0, K1 = r(1, 5), r(1, 4), r(1, 3), r(1, 3)
+    mode = Mode.RAW if seed % 2 else Mode.TFLITE
+    flags = r(0, 3)
+    lo, hi = (0, 255) if flags & Flag.OUT_UNSIGNED else (-128, 127)
+    qmin, qmax = sorted((r(lo, hi), r(lo, hi)))
+    # streamed operand in 0x800..0x1800 (strides multiples of 8, possibly negative for j0),
+    # stationary in 0x1800..0x2400, parameters at 0x2800, outputs from 0x3000 (disjoint)
+    a_s0 = 8 * r(-2, 3)
+    a_base = 0x800 + 8 * r(10, 20) + (0 if a_s0 >= 0 else -a_s0 * J0)
+    desc = Descriptor(
+        a_base=a_base, a_s0=a_s0, a_s1=8 * r(0, 12), ak_s1=8 * r(0, 6), w_base=W,
+        w_sm=8 * K0 * K1 + 8 * r(0, 2), c_base=OUT + 8 * r(0, 4),
+        c_s0=8 * (2 if mode == Mode.RAW else 1) + 8 * r(0, 1),
+        c_s1=8 * (2 if mode == Mode.RAW else 1) * J0 + 8 * r(0, 2), p_base=P,
+        J0=J0, J1=J1, K0=K0, K1=K1, C=C, mode=mode, flags=flags, zp=r(qmin, qmax),
+        qmin=qmin, qmax=qmax)
+    if mode == Mode.TFLITE:
+        desc = Descriptor(**{**desc.__dict__, "c_base": OUT + 8 * r(0, 4) + r(0, 8 - C)})
+    mem = {A: rng.integers(0, 256, 0x1000).astype(np.uint8).tobytes(),
+           W: rng.integers(0, 256, 0xC00).astype(np.uint8).tobytes(),
+           P: params(rng.integers(-(1 << 31), 1 << 31, C), rng.integers(1 << 29, 1 << 31, C),
+                     rng.integers(-12, 3, C))}
+    arr = make({0: issuer()}, {**mem, D0: desc.pack()})
+    before = arr.sram.w8[0].copy()
+    res = arr.run(20_000)
+    assert res.status == "halted", fault(res)
+    exp = _reference_sram(before, desc)
+    diff = np.nonzero(arr.sram.w8[0] != exp)[0]
+    assert len(diff) == 0, (hex(int(diff[0])), desc)
+    # no stalls (only context 0 runs after cycle 15): busy from x = 18 for command_steps + 1
+    # cycles; the mwait (X = 22 + 4r) retires at the first X after the last step 18 + S
+    S = command_steps(desc)
+    assert res.tiles[0].counters["engine"] == S + 1
+    first_x = 22 + 4 * -(-(S + 1 - 4) // 4)          # smallest 22 + 4r >= 19 + S
+    assert int(arr.regs[0, 0, 10]) == first_x - 2 + 4
