@@ -968,3 +968,32 @@ def test_random_loads_and_stores_around_a_command(seed):
         if kind == "lw":
             exp = acc[e] & 0xFFFFFFFF if y > cyc[13 + e] else sentinel
             assert int(arr.regs[0, c, rd]) == exp, (y, c, e)
+
+
+def test_exchange_phases_of_different_length_on_two_tiles():
+    # As test_exchange_phase_stalls_the_engine on N = 2 (S = ceil(log2 2) + 2 = 3): k* = 31,
+    # r = 34. Tile 0: IDLE 3 (34..36), END at 37; context 0 RUNNING from 38, mwait at 40
+    # (X = 42). Engine: steps 0..6 at 27..33, none at 34..37, 7..14 at 38..45: X = 42 busy,
+    # issue 44 (X = 46) retires; csrr 48; engine 26..45 = 20; exchange 4.
+    # Tile 1: xprog = 0, phase = the cycle 34 only; RUNNING from 35, mwait at 36 (X = 38).
+    # Engine: steps 0..6 at 27..33, 7..14 at 35..42: X = 38 and 42 (= last step) busy, issue
+    # 44 (X = 46) retires; csrr 48; engine 26..42 = 17; exchange 1. ecall at 52: cycles 53.
+    cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=SRAM)
+
+    def code(xp):
+        return [*asm.li(5, D0), *asm.li(8, xp), asm.csrw(Csr.XPROG, 8), asm.mrun(5),
+                asm.sync("ARRAY"), asm.mwait(), asm.csrr(10, Csr.CYCLE), asm.ecall()]
+    arr = Array(cfg)
+    arr.write_mem(0, 0, image({0: code(XP)}))
+    arr.write_mem(1, 0, image({0: code(0)}))
+    mem = raw_small(2)
+    mem[XP] = encode_program([Step.idle(3), Step.end()])
+    for addr, data in mem.items():
+        arr.write_mem(None, addr, data)
+    res = arr.run(1000)
+    assert res.status == "halted" and res.cycles == 53
+    assert [int(arr.regs[t, 0, 10]) for t in range(2)] == [48, 48]
+    assert [(t.counters["engine"], t.counters["exchange"]) for t in res.tiles] == \
+        [(20, 4), (17, 1)]
+    for t in range(2):
+        assert list(i32(arr, SOUT, 4, tile=t)[::2]) == RAW_ACC[:2]
