@@ -361,6 +361,8 @@ typedef struct {
     u8 *x_inprog;
     i64 *x_next;
     i64 *x_ptr;
+    i64 *x_run_i;    /* [N] cycle index of a STEP run in progress (0: none), §6 "Runs" */
+    i64 *x_run_w;    /* [2N] the run's step words (read at its first cycle) */
     u32 *bus_val;         /* [(L+1)*N] */
     u8 *bus_valid;
     i64 *slot_cycle;      /* [L+1] */
@@ -490,6 +492,7 @@ static void do_release(Model *M, i64 k) {
         u32 xp = M->xprog[i];
         M->x_inprog[i] = xp != 0;
         M->x_ptr[i] = xp;
+        M->x_run_i[i] = 0;
         M->x_next[i] = xp != 0 ? k : NEVER;
         if (xp != 0) any = 1;
     }
@@ -526,19 +529,25 @@ static void exchange_step(Model *M, i64 k) {
         i64 addr = M->x_ptr[i];
         /* a faulting step has no effect: its sequencer stays at k */
 #define XFAULT(a) { xfault(M, i, addr, (a)); if (k < xnext) xnext = k; continue; }
-        if (addr % STEP_BYTES != 0 || addr >= nbytes || addr < 0) XFAULT(addr);
+        i64 ri = M->x_run_i[i];
         u32 *mem = M->sram + i * M->words;
-        i64 wi = addr >> 2;
-        i64 w0 = mem[wi], w1 = mem[wi + 1];
+        i64 w0, w1;
+        if (ri > 0) {              /* a later cycle of a run: the step is not re-read */
+            w0 = M->x_run_w[2 * i]; w1 = M->x_run_w[2 * i + 1];
+        } else {
+            if (addr % STEP_BYTES != 0 || addr >= nbytes || addr < 0) XFAULT(addr);
+            i64 wi = addr >> 2;
+            w0 = mem[wi]; w1 = mem[wi + 1];
+        }
         i64 op = w0 >> 30;
         if (op == XOP_RESERVED) XFAULT(addr);
         int is_step = op == XOP_STEP;
         int send_en = is_step && ((w0 >> 29) & 1);
         int recv_en = is_step && ((w0 >> 28) & 1);
-        i64 send_b = (w0 & X_ADDR_MASK) << 2;
+        i64 send_b = ((w0 & X_ADDR_MASK) + ri) << 2;
         int rel = (w1 >> 31) & 1;
         i64 src = (w1 >> 20) & X_SRC_MASK;
-        i64 recv_b = (w1 & X_ADDR_MASK) << 2;
+        i64 recv_b = ((w1 & X_ADDR_MASK) + ri) << 2;
         if (send_en && send_b >= nbytes) XFAULT(send_b);
         if (recv_en && !rel && src >= n) XFAULT(src);
         if (recv_en && recv_b >= nbytes) XFAULT(recv_b);
@@ -551,6 +560,14 @@ static void exchange_step(Model *M, i64 k) {
             u32 v = (old_ok && ovalid[s]) ? ov[s] : 0;
             mem[recv_b >> 2] = v;
         }
+        if (is_step && ri + 1 < ((w0 >> X_RUN_SHIFT) & (X_MAX_RUN - 1)) + 1) {
+            M->x_run_i[i] = ri + 1;            /* the run goes on in the next cycle */
+            M->x_run_w[2 * i] = w0; M->x_run_w[2 * i + 1] = w1;
+            M->x_next[i] = k + 1;
+            if (k + 1 < xnext) xnext = k + 1;
+            continue;
+        }
+        M->x_run_i[i] = 0;
         M->x_ptr[i] = addr + STEP_BYTES;
         if (op == XOP_END) {
             M->x_inprog[i] = 0;
@@ -638,7 +655,8 @@ enum {  /* pointer table order (fast/run.py builds it) */
     P_X_INPROG, P_X_NEXT, P_X_PTR, P_BUS_VAL, P_BUS_VALID, P_SLOT_CYCLE,
     P_ST_CYCLE, P_ST_WIDX, P_ST_OLD,
     P_F_HAS, P_F_CTX, P_F_CAUSE, P_F_PC, P_F_ADDR,
-    P_TEV, P_CNT, P_ARRIVED, P_NRUN_CTX, P_TILES4, P_ULOG, P_CKPT, P_SLIMIT, P_COUNT
+    P_TEV, P_CNT, P_ARRIVED, P_NRUN_CTX, P_TILES4, P_ULOG, P_CKPT, P_SLIMIT, P_X_RUN_I,
+    P_X_RUN_W, P_COUNT
 };
 
 enum {  /* scalar slots (in and out) */
@@ -830,6 +848,7 @@ i64 tsr_run(void **p, i64 *g) {
     M->sram = p[P_SRAM]; M->xphase = p[P_XPHASE]; M->xphase_end = p[P_XPHASE_END];
     M->cat = p[P_CAT]; M->since = p[P_SINCE]; M->acc = p[P_ACC];
     M->x_inprog = p[P_X_INPROG]; M->x_next = p[P_X_NEXT]; M->x_ptr = p[P_X_PTR];
+    M->x_run_i = p[P_X_RUN_I]; M->x_run_w = p[P_X_RUN_W];
     M->bus_val = p[P_BUS_VAL]; M->bus_valid = p[P_BUS_VALID]; M->slot_cycle = p[P_SLOT_CYCLE];
     M->st_cycle = p[P_ST_CYCLE]; M->st_widx = p[P_ST_WIDX]; M->st_old = p[P_ST_OLD];
     M->f_has = p[P_F_HAS]; M->f_ctx = p[P_F_CTX]; M->f_cause = p[P_F_CAUSE];
