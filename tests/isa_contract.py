@@ -5,8 +5,9 @@ and every decoder derived from it, is checked against. Change it only together w
 contract.
 """
 
-#: CSR numbers of §3.2; 0x800 (xprog) is the only writable one.
-CSRS = {0xC00, 0xC80, 0xC02, 0xC82, 0xCC0, 0xCC1, 0xCC2, 0xCC3, 0xCC4, 0x800}
+#: CSR numbers of §3.2; 0x800 (xprog) and 0x801 (stack_limit) are the writable ones.
+CSRS = {0xC00, 0xC80, 0xC02, 0xC82, 0xCC0, 0xCC1, 0xCC2, 0xCC3, 0xCC4, 0x800, 0x801}
+WRITABLE_CSRS = {0x800, 0x801}
 
 
 def legal(w: int, *, csr_rule: bool = True, engine: bool = True) -> bool:
@@ -47,7 +48,7 @@ def legal(w: int, *, csr_rule: bool = True, engine: bool = True) -> bool:
             return True
         csr, rs1 = w >> 20, (w >> 15) & 31
         writes = f3 in (1, 5) or rs1 != 0
-        return csr in CSRS and (not writes or csr == 0x800)
+        return csr in CSRS and (not writes or csr in WRITABLE_CSRS)
     if op == 0x0B:                        # CUSTOM-0
         if f7 == 0 and f3 in (0, 1):      # dot4, dot4su
             return True

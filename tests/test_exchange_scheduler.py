@@ -9,6 +9,7 @@ transfer list by hand, not taken from the scheduler.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 
@@ -57,8 +58,13 @@ def run_exchange(programs: list[bytes], tiles: int, latency: int, sram: list[dic
         tl = {}
         for s in steps:
             if s.op == XOp.STEP:
-                tl[cyc] = s
-                cyc += 1
+                # a run of n cycles: in cycle i its addresses + 4i (architecture §6 "Runs")
+                for i in range(s.cycles):
+                    tl[cyc] = dataclasses.replace(
+                        s, cycles=1,
+                        send_addr=None if s.send_addr is None else s.send_addr + 4 * i,
+                        recv_addr=None if s.recv_addr is None else s.recv_addr + 4 * i)
+                    cyc += 1
             elif s.op == XOp.IDLE:
                 assert s.cycles >= 1
                 cyc += s.cycles
@@ -268,10 +274,16 @@ def test_multicast_sent_once():
     sched, B = check(make_transfers(pairs, cfg), cfg)
     assert B == 10 and sched.slots == 10
     assert sched.words_sent[0] == 10 and sched.extra_sends == 0
-    # each program: receivers select tile 0 ten times
+    # each program: receivers select tile 0 ten times (a STEP of run length n selects it
+    # in each of its n cycles, architecture §6 "Runs")
     for t in range(1, 16):
-        srcs = [s.recv_src for s in sched.programs[t] if s.op == XOp.STEP]
+        srcs = [s.recv_src for s in sched.programs[t] if s.op == XOp.STEP
+                for _ in range(s.cycles)]
         assert srcs == [0] * 10
+        # the ten words have consecutive source and destination addresses (make_transfers)
+        # and consecutive slots 0..9: one STEP of run length 10 on every tile
+        assert [s.cycles for s in sched.programs[t] if s.op == XOp.STEP] == [10]
+    assert [s.cycles for s in sched.programs[0] if s.op == XOp.STEP] == [10]
 
 
 @pytest.mark.parametrize("m", [1, 7, 64])

@@ -473,9 +473,9 @@ def test_csr_unit():
     cfg = PRESETS["small"]
     dut = CsrUnit(cfg, tile_id=3)
     base = {"cycle": 0x1_2345_6789, "instret": 0x2_0000_0007, "context": 5, "xprog": 0x40,
-            "rs1_value": 0xF0}
+            "rs1_value": 0xF0, "slimit": 0x3000}
     cases = [
-        # csr, funct3, rs1 field -> legal, rdata, xprog_we, xprog_wdata
+        # csr, funct3, rs1 field -> legal, rdata, xprog_we, wdata (slimit_we = 0)
         (Csr.CYCLE, 2, 0, 1, 0x23456789, 0, None),
         (Csr.CYCLEH, 2, 0, 1, 1, 0, None),
         (Csr.INSTRET, 6, 0, 1, 7, 0, None),       # csrrsi uimm = 0: read only
@@ -500,15 +500,30 @@ def test_csr_unit():
         (Csr.XPROG, 3, 0, 1, 0x40, 0, None),      # csrrc rs1 = x0: no write
     ]
     vecs = [dict(base, csr=int(c), funct3=f, rs1=r) for c, f, r, *_ in cases]
-    out = run_comb(dut, vecs, ["legal", "rdata", "xprog_we", "xprog_wdata"])
+    out = run_comb(dut, vecs, ["legal", "rdata", "xprog_we", "slimit_we", "wdata"])
     for c, o in zip(cases, out):
         _, _, _, legal, rdata, we, wdata = c
         assert o["legal"] == legal, c
         if rdata is not None:
             assert o["rdata"] == rdata, c
-        assert o["xprog_we"] == we, c
+        assert o["xprog_we"] == we and o["slimit_we"] == 0, c
         if wdata is not None:
-            assert o["xprog_wdata"] == wdata, c
+            assert o["wdata"] == wdata, c
+    # stack_limit (0x801, per context, RW): the old value is the slimit input (0x3000)
+    slim = [  # funct3, rs1 field -> slimit_we, wdata
+        (1, 9, 1, 0xF0),                 # csrrw: rs1 value
+        (2, 9, 1, 0x3000 | 0xF0),        # csrrs
+        (3, 9, 1, 0x3000 & ~0xF0 & M32),  # csrrc
+        (5, 0x10, 1, 0x10),              # csrrwi
+        (2, 0, 0, None),                 # csrr (rs1 = x0): no write
+    ]
+    vecs = [dict(base, csr=int(Csr.STACK_LIMIT), funct3=f, rs1=r) for f, r, *_ in slim]
+    out = run_comb(dut, vecs, ["legal", "rdata", "xprog_we", "slimit_we", "wdata"])
+    for c, o in zip(slim, out):
+        _, _, we, wdata = c
+        assert (o["legal"], o["rdata"], o["xprog_we"], o["slimit_we"]) == (1, 0x3000, 0, we), c
+        if wdata is not None:
+            assert o["wdata"] == wdata, c
 
 
 def test_unit_constructor_errors():

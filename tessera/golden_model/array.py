@@ -253,6 +253,7 @@ class Array:
         self._dword = np.zeros((n, t), dtype=_U32)
         self._div_ctx = np.zeros(t, dtype=bool)
         self._xprog = np.zeros(n, dtype=_U32)
+        self._slimit = np.zeros((n, t), dtype=_U32)            # stack_limit CSR (§3.2, §7)
         self._faults: list[Fault | None] = [None] * n
         self._cycle = 0
         self._live = n * t
@@ -596,12 +597,11 @@ class Array:
             self._dturn[tiles, c] = 0
             self._div_ctx[c] = bool(self._dturn[:, c].any())
         if op in _DIVS:
-            ok = self._division(op, c, tiles, pcs, rd, rs1, rs2, words)
+            ok = self._division(op, k, c, tiles, pcs, rd, rs1, rs2, words)
         elif op in ALU:
             a = R[tiles, c, rs1]
             b = imm if op in _IMM_FORM else R[tiles, c, rs2]
-            self._wr(tiles, c, rd, ALU[op](a, b))
-            self._pc[tiles, c] = pcs + _U32(4)
+            ok = self._write_result(k, c, tiles, pcs, rd, ALU[op](a, b))
         elif op in _LOADS:
             ok = self._load(op, k, c, tiles, pcs, rd, rs1, imm)
         elif op in _STORES:
@@ -617,16 +617,15 @@ class Array:
             target = (R[tiles, c, rs1] + np.asarray(imm, dtype=_U32)).astype(_U32) & _U32(~1 & _M32)
             ok = self._jump(k, c, tiles, pcs, target, None, rd)
         elif op == Op.LUI:
-            self._wr(tiles, c, rd, np.broadcast_to(np.asarray(imm, dtype=_U32), tiles.shape))
-            self._pc[tiles, c] = pcs + _U32(4)
+            ok = self._write_result(k, c, tiles, pcs, rd, np.broadcast_to(
+                np.asarray(imm, dtype=_U32), tiles.shape))
         elif op == Op.AUIPC:
-            self._wr(tiles, c, rd, (pcs + np.asarray(imm, dtype=_U32)).astype(_U32))
-            self._pc[tiles, c] = pcs + _U32(4)
+            ok = self._write_result(k, c, tiles, pcs, rd,
+                                    (pcs + np.asarray(imm, dtype=_U32)).astype(_U32))
         elif op in (Op.DOT4, Op.DOT4SU):
             val = dot4(R[tiles, c, rd], R[tiles, c, rs1], R[tiles, c, rs2], op == Op.DOT4)
-            self._wr(tiles, c, rd, val)
-            self._macs[tiles] += MACS_PER_DOT4
-            self._pc[tiles, c] = pcs + _U32(4)
+            ok = self._write_result(k, c, tiles, pcs, rd, val)
+            self._macs[tiles if ok is None else tiles[ok]] += MACS_PER_DOT4
         elif op == Op.MRUN:
             ok = self._engine_idle_at_x(k, tiles)
             acc = tiles[ok]
@@ -637,7 +636,7 @@ class Array:
             ok = self._engine_idle_at_x(k, tiles)
             self._pc[tiles[ok], c] = pcs[ok] + _U32(4)
         elif op in _CSR_OPS:
-            self._csr(op, k, c, tiles, pcs, rd, rs1, imm)
+            ok = self._csr(op, k, c, tiles, pcs, rd, rs1, imm)
         elif op == Op.FENCE:
             self._pc[tiles, c] = pcs + _U32(4)
         elif op == Op.ECALL:
@@ -666,7 +665,7 @@ class Array:
         if self._trace_on:
             self._trace_retire(k, c, rt, tiles, pcs, words, ok)
 
-    def _division(self, op, c, tiles, pcs, rd, rs1, rs2, words):
+    def _division(self, op, k, c, tiles, pcs, rd, rs1, rs2, words):
         """One turn of a division (§4, "Division"); returns the mask of ``tiles`` whose
         division is in its last turn (they execute and retire)."""
         n = self._dturn[tiles, c]
@@ -683,9 +682,42 @@ class Array:
             self._dturn[t, c] = 0
             sel = (lambda f: f[last] if np.ndim(f) else f)
             R = self._regs
-            self._wr(t, c, sel(rd), ALU[op](R[t, c, sel(rs1)], R[t, c, sel(rs2)]))
-            self._pc[t, c] = pcs[last] + _U32(4)
+            done = self._write_result(k, c, t, pcs[last], sel(rd),
+                                      ALU[op](R[t, c, sel(rs1)], R[t, c, sel(rs2)]))
+            if done is not None:     # a stack_overflow fault: no retire
+                last = last.copy()
+                last[np.nonzero(last)[0][~done]] = False
         return last
+
+    def _sp_ok(self, k, c, tiles, pcs, rd, val):
+        """§7 stack limit: mask of ``tiles`` whose write of ``val`` to ``rd`` is allowed (None:
+        all); the others fault ``stack_overflow`` (addr = val)."""
+        if np.ndim(rd) == 0:
+            if rd != 2:
+                return None
+            bad = np.broadcast_to(np.asarray(val, dtype=_U32), np.shape(tiles)) \
+                < self._slimit[tiles, c]
+        else:
+            bad = (np.asarray(rd) == 2) & (np.asarray(val, dtype=_U32) < self._slimit[tiles, c])
+        if not bad.any():
+            return None
+        vals = np.broadcast_to(np.asarray(val, dtype=_U32), np.shape(tiles))
+        self._fault(k, c, tiles[bad], FaultCause.STACK_OVERFLOW, np.asarray(pcs)[bad]
+                    if np.ndim(pcs) else pcs, vals[bad])
+        return ~bad
+
+    def _write_result(self, k, c, tiles, pcs, rd, val):
+        """Write ``val`` to ``rd`` and pc + 4 for the tiles the stack limit allows; returns
+        the retire mask (None: all)."""
+        ok = self._sp_ok(k, c, tiles, pcs, rd, val)
+        if ok is not None:
+            tiles, pcs = tiles[ok], np.asarray(pcs)[ok] if np.ndim(pcs) else pcs
+            val = np.broadcast_to(np.asarray(val, dtype=_U32), ok.shape)[ok]
+            if np.ndim(rd):
+                rd = np.asarray(rd)[ok]
+        self._wr(tiles, c, rd, val)
+        self._pc[tiles, c] = pcs + _U32(4)
+        return ok
 
     def _wr(self, tiles, c, rd, val) -> None:
         R = self._regs
@@ -729,6 +761,13 @@ class Array:
             tiles_ok, pcs_ok, tgt = tiles, pcs, target
         nxt = (pcs_ok + _U32(4)).astype(_U32)
         if rd is not None:
+            sp = self._sp_ok(k, c, tiles_ok, pcs_ok, rd, nxt)
+            if sp is not None:
+                ok = ok.copy()
+                ok[np.nonzero(ok)[0][~sp]] = False
+                tiles_ok, tgt, nxt = tiles_ok[sp], tgt[sp], nxt[sp]
+                if np.ndim(rd):
+                    rd = rd[sp]
             self._wr(tiles_ok, c, rd, nxt)
             self._pc[tiles_ok, c] = tgt
         else:
@@ -801,14 +840,18 @@ class Array:
                 self._tr.setdefault(tt, {})["store"] = (aa & ~3, dd, mm)
         return ok
 
-    def _csr(self, op, k, c, tiles, pcs, rd, rs1, csr) -> None:
+    def _csr(self, op, k, c, tiles, pcs, rd, rs1, csr):
+        """A Zicsr instruction (§3.2); returns the retire mask of ``tiles`` (None: all)."""
         if np.ndim(csr):  # different CSRs in one group: one vectorized call per CSR number
+            ok_all = np.ones(len(tiles), dtype=bool)
             for num in np.unique(csr):
                 sel = np.nonzero(csr == num)[0]
-                self._csr(op, k, c, tiles[sel], pcs[sel],
-                          rd[sel] if np.ndim(rd) else rd, rs1[sel] if np.ndim(rs1) else rs1,
-                          int(num))
-            return
+                r = self._csr(op, k, c, tiles[sel], pcs[sel],
+                              rd[sel] if np.ndim(rd) else rd, rs1[sel] if np.ndim(rs1) else rs1,
+                              int(num))
+                if r is not None:
+                    ok_all[sel[~r]] = False
+            return None if ok_all.all() else ok_all
         csr = int(csr)
         n = len(tiles)
         if csr == Csr.CYCLE:
@@ -831,9 +874,18 @@ class Array:
             old = np.full(n, self.nbytes, dtype=_U32)
         elif csr == Csr.XPROG:
             old = self._xprog[tiles].copy()
+        elif csr == Csr.STACK_LIMIT:
+            old = self._slimit[tiles, c].copy()
         else:  # pragma: no cover - decode() makes unlisted CSRs illegal
             raise AssertionError(hex(csr))
-        if csr == Csr.XPROG:  # the only writable CSR; decode() rejected RO writes
+        ok = self._sp_ok(k, c, tiles, pcs, rd, old)   # §7: csrr sp, ... is checked too
+        if ok is not None:
+            tiles, old = tiles[ok], old[ok]
+            pcs = np.asarray(pcs)[ok] if np.ndim(pcs) else pcs
+            rd = np.asarray(rd)[ok] if np.ndim(rd) else rd
+            rs1 = np.asarray(rs1)[ok] if np.ndim(rs1) else rs1
+            n = len(tiles)
+        if csr in (Csr.XPROG, Csr.STACK_LIMIT):  # the writable CSRs; decode() rejected RO writes
             if op in (Op.CSRRWI, Op.CSRRSI, Op.CSRRCI):
                 src = np.broadcast_to(np.asarray(rs1, dtype=_U32), (n,))
                 writes = np.broadcast_to(np.asarray(rs1) != 0, (n,)) | (op == Op.CSRRWI)
@@ -846,9 +898,13 @@ class Array:
                 new = old | src
             else:
                 new = old & ~src
-            self._xprog[tiles[writes]] = new[writes]
+            if csr == Csr.XPROG:
+                self._xprog[tiles[writes]] = new[writes]
+            else:
+                self._slimit[tiles[writes], c] = new[writes]
         self._wr(tiles, c, rd, old)
         self._pc[tiles, c] = pcs + _U32(4)
+        return ok
 
     def _trace_retire(self, k, c, rt, tiles, pcs, words, ok) -> None:
         if ok is not None:

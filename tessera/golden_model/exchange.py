@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from tessera.spec.exchange import (ADDR_MASK, ADDR_SHIFT, OP_SHIFT, RECV_EN_BIT, RELATIVE_BIT,
-                                   SEND_EN_BIT, SRC_MASK, SRC_SHIFT, STEP_BYTES, XOp)
+from tessera.spec.exchange import (ADDR_MASK, ADDR_SHIFT, MAX_RUN, OP_SHIFT, RECV_EN_BIT,
+                                   RELATIVE_BIT, RUN_SHIFT, SEND_EN_BIT, SRC_MASK, SRC_SHIFT,
+                                   STEP_BYTES, XOp)
 
 __all__ = ["ExchangeEngine"]
 
@@ -45,6 +46,10 @@ class ExchangeEngine:
         self.in_prog = np.zeros(n, dtype=bool)
         self.next_step = np.full(n, _NEVER, dtype=np.int64)
         self.ptr = np.zeros(n, dtype=np.int64)
+        # a STEP run in progress (§6 "Runs"): cycle index i of the run (0: no run) and the
+        # step's two words, read at the run's first cycle
+        self.run_i = np.zeros(n, dtype=np.int64)
+        self.run_w = np.zeros((2, n), dtype=np.int64)
         self.bus_val = np.zeros((L + 1, n), dtype=np.uint32)
         self.bus_valid = np.zeros((L + 1, n), dtype=bool)
         self.slot_cycle = np.full(L + 1, -1, dtype=np.int64)
@@ -61,6 +66,7 @@ class ExchangeEngine:
         has = xprog != 0
         self.in_prog[:] = has
         self.ptr[:] = xprog.astype(np.int64)
+        self.run_i[:] = 0
         self.next_step[:] = np.where(has, r, _NEVER)
         self.next_cycle = r if has.any() else _NEVER
         return np.nonzero(~has)[0]
@@ -83,13 +89,15 @@ class ExchangeEngine:
         faults = []
         events = []
         addr = self.ptr[tiles]
-        bad = (addr % STEP_BYTES != 0) | (addr >= nbytes) | (addr < 0)
+        cont = self.run_i[tiles] > 0          # later cycles of a run: the step is not re-read
+        bad = ~cont & ((addr % STEP_BYTES != 0) | (addr >= nbytes) | (addr < 0))
         for t, a in zip(tiles[bad], addr[bad]):
             faults.append((int(t), int(a), int(a)))
-        tiles, addr = tiles[~bad], addr[~bad]
-        wi = addr >> 2
-        w0 = w32[tiles, wi].astype(np.int64)
-        w1 = w32[tiles, wi + 1].astype(np.int64)
+        tiles, addr, cont = tiles[~bad], addr[~bad], cont[~bad]
+        wi = np.where(cont, 0, addr >> 2)
+        w0 = np.where(cont, self.run_w[0, tiles], w32[tiles, wi].astype(np.int64))
+        w1 = np.where(cont, self.run_w[1, tiles], w32[tiles, wi + 1].astype(np.int64))
+        run_i = self.run_i[tiles]
         op = w0 >> OP_SHIFT
         bad = op == XOp.RESERVED
         for t, a in zip(tiles[bad], addr[bad]):
@@ -97,10 +105,10 @@ class ExchangeEngine:
         is_step = op == XOp.STEP
         send_en = is_step & (((w0 >> SEND_EN_BIT) & 1) == 1)
         recv_en = is_step & (((w0 >> RECV_EN_BIT) & 1) == 1)
-        send_b = (w0 >> ADDR_SHIFT & ADDR_MASK) << 2
+        send_b = ((w0 >> ADDR_SHIFT & ADDR_MASK) + run_i) << 2
         rel = ((w1 >> RELATIVE_BIT) & 1) == 1
         src = (w1 >> SRC_SHIFT) & SRC_MASK
-        recv_b = (w1 >> ADDR_SHIFT & ADDR_MASK) << 2
+        recv_b = ((w1 >> ADDR_SHIFT & ADDR_MASK) + run_i) << 2
         f_send = send_en & (send_b >= nbytes)
         f_src = recv_en & ~f_send & ~rel & (src >= self.n)
         f_recv = recv_en & ~f_send & ~f_src & (recv_b >= nbytes)
@@ -136,12 +144,22 @@ class ExchangeEngine:
                 ev = {"cycle": k, "tile": t, "step_addr": a, "send": sv.get(t),
                       "recv": rv.get(t)}
                 events.append(ev)
-        # Advance the sequencers of the tiles that did not fault.
+        # Advance the sequencers of the tiles that did not fault: a STEP run stays on its step
+        # for n cycles, then (like every other step) the next step follows.
         ok_t = tiles[ok]
-        n_idle = np.where(op[ok] == XOp.IDLE, (w0[ok] >> ADDR_SHIFT & ADDR_MASK) + 1, 1)
+        run_n = np.where(op[ok] == XOp.STEP, (w0[ok] >> RUN_SHIFT & (MAX_RUN - 1)) + 1, 1)
+        more = run_i[ok] + 1 < run_n
+        rt_more = ok_t[more]
+        self.run_i[rt_more] = run_i[ok][more] + 1
+        self.run_w[0, rt_more] = w0[ok][more]
+        self.run_w[1, rt_more] = w1[ok][more]
+        self.next_step[rt_more] = k + 1
+        ok_t, w0o, opo = ok_t[~more], w0[ok][~more], op[ok][~more]
+        self.run_i[ok_t] = 0
+        n_idle = np.where(opo == XOp.IDLE, (w0o >> ADDR_SHIFT & ADDR_MASK) + 1, 1)
         self.ptr[ok_t] += STEP_BYTES
         self.next_step[ok_t] = k + n_idle
-        end_m = op[ok] == XOp.END
+        end_m = opo == XOp.END
         ended = ok_t[end_m]
         self.in_prog[ended] = False
         self.next_step[ended] = _NEVER

@@ -24,10 +24,11 @@ class Csr(enum.IntEnum):
     CONTEXT_COUNT = 0xCC3  # T
     SRAM_BYTES = 0xCC4 # bytes of SRAM per tile
     XPROG = 0x800      # read/write, per tile: byte address of the exchange program (0 = none)
+    STACK_LIMIT = 0x801  # read/write, per context: lowest allowed sp (0 = no limit), §7
 
 
-READ_ONLY = frozenset(c for c in Csr if c != Csr.XPROG)
-WRITABLE = frozenset({Csr.XPROG})
+WRITABLE = frozenset({Csr.XPROG, Csr.STACK_LIMIT})
+READ_ONLY = frozenset(c for c in Csr if c not in WRITABLE)
 
 CSR_DESCRIPTIONS = {
     Csr.CYCLE: "issue cycle of this instruction (low word)",
@@ -40,4 +41,5 @@ CSR_DESCRIPTIONS = {
     Csr.CONTEXT_COUNT: "contexts per tile T",
     Csr.SRAM_BYTES: "SRAM bytes per tile",
     Csr.XPROG: "exchange-program byte address run at the next ARRAY release (0 = none); per tile",
+    Csr.STACK_LIMIT: "lowest address sp may hold (stack_overflow below it; 0 = none); per context",
 }

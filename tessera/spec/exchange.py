@@ -7,7 +7,7 @@ words: ``word0`` (operation and send side) and ``word1`` (receive side).
 word0::
 
     [31:30] op       0 = STEP, 1 = IDLE, 2 = END, 3 = reserved (exchange_fault)
-    STEP:  [29] send_en   [28] recv_en   [27:20] reserved (0)   [19:0] send word address
+    STEP:  [29] send_en   [28] recv_en   [27:20] run length n - 1   [19:0] send word address
     IDLE:  [19:0] n - 1   (the step lasts n = field + 1 cycles, 1..2^20)
     END:   other bits reserved (0)
 
@@ -16,8 +16,9 @@ word1 (read only by a STEP with recv_en = 1)::
     [31] relative    [30:20] source tile s    [19:0] receive word address
 
 A relative source means tile ``(this_tile + s) mod N``. Word addresses count 32-bit
-words (byte address >> 2). A STEP lasts one cycle; it sends and receives at most one
-word each. END lasts one cycle; the tile's waiting contexts resume on the next cycle.
+words (byte address >> 2). A STEP of run length n (1..256) lasts n cycles; in its i-th cycle
+it sends and receives at most one word each, at its addresses + i words. END lasts one cycle;
+the tile's waiting contexts resume on the next cycle.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import struct
 __all__ = ["XOp", "Step", "encode_step", "decode_step", "encode_program", "decode_program",
            "STEP_BYTES", "ADDR_BITS", "SRC_BITS", "MAX_IDLE", "OP_SHIFT", "OP_BITS",
            "SEND_EN_BIT", "RECV_EN_BIT", "RELATIVE_BIT", "SRC_SHIFT", "ADDR_SHIFT",
-           "ADDR_MASK", "SRC_MASK"]
+           "ADDR_MASK", "SRC_MASK", "RUN_SHIFT", "RUN_BITS", "MAX_RUN"]
 
 #: Bytes per step (two 32-bit words).
 STEP_BYTES = 8
@@ -50,6 +51,10 @@ SRC_BITS = 11
 ADDR_SHIFT = 0
 ADDR_BITS = 20
 MAX_IDLE = 1 << ADDR_BITS
+#: word0 (STEP): run length n - 1 in [RUN_SHIFT + RUN_BITS - 1 : RUN_SHIFT]; n in 1..MAX_RUN.
+RUN_SHIFT = 20
+RUN_BITS = 8
+MAX_RUN = 1 << RUN_BITS
 ADDR_MASK = (1 << ADDR_BITS) - 1
 SRC_MASK = (1 << SRC_BITS) - 1
 
@@ -77,7 +82,8 @@ class Step:
     relative : bool
         Source is ``(this_tile + recv_src) mod N``.
     cycles : int
-        Duration in cycles (IDLE: n ≥ 1; STEP and END: 1).
+        Duration in cycles (IDLE: n ≥ 1; STEP: its run length n, 1..MAX_RUN, moving n
+        consecutive words; END: 1).
     """
     op: XOp
     send_addr: int | None = None
@@ -87,8 +93,10 @@ class Step:
     cycles: int = 1
 
     @staticmethod
-    def send_recv(send_addr=None, recv_src=None, recv_addr=None, relative=False) -> "Step":
-        return Step(XOp.STEP, send_addr, recv_src, recv_addr, relative, 1)
+    def send_recv(send_addr=None, recv_src=None, recv_addr=None, relative=False,
+                  run: int = 1) -> "Step":
+        """A STEP; ``run`` > 1 moves ``run`` consecutive words (addresses + 4i in cycle i)."""
+        return Step(XOp.STEP, send_addr, recv_src, recv_addr, relative, run)
 
     @staticmethod
     def idle(n: int) -> "Step":
@@ -122,7 +130,9 @@ def encode_step(step: Step) -> tuple[int, int]:
         return XOp.END << OP_SHIFT, 0
     if step.op != XOp.STEP:
         raise ValueError(f"cannot encode exchange op {step.op!r}")
-    w0 = XOp.STEP << OP_SHIFT
+    if not 1 <= step.cycles <= MAX_RUN:
+        raise ValueError(f"exchange step run length {step.cycles} outside 1..{MAX_RUN}")
+    w0 = XOp.STEP << OP_SHIFT | (step.cycles - 1) << RUN_SHIFT
     w1 = 0
     if step.send_addr is not None:
         w0 |= 1 << SEND_EN_BIT | _word_addr("send address", step.send_addr) << ADDR_SHIFT
@@ -145,10 +155,12 @@ def decode_step(word0: int, word1: int) -> Step:
     if op in (XOp.END, XOp.RESERVED):
         return Step(op)
     send = (word0 >> ADDR_SHIFT & ADDR_MASK) << 2 if word0 >> SEND_EN_BIT & 1 else None
+    run = (word0 >> RUN_SHIFT & (MAX_RUN - 1)) + 1
     if word0 >> RECV_EN_BIT & 1:
         return Step(op, send, (word1 >> SRC_SHIFT) & SRC_MASK,
-                    (word1 >> ADDR_SHIFT & ADDR_MASK) << 2, bool(word1 >> RELATIVE_BIT & 1))
-    return Step(op, send)
+                    (word1 >> ADDR_SHIFT & ADDR_MASK) << 2, bool(word1 >> RELATIVE_BIT & 1),
+                    run)
+    return Step(op, send, cycles=run)
 
 
 def encode_program(steps) -> bytes:

@@ -2,7 +2,7 @@
 
 The numeric values follow the RISC-V mcause exception codes where one exists
 (Privileged spec 1.12, table 3.6); ``exchange_fault`` is Tessera's own (24, in the
-custom range), and so is ``engine_fault`` (25).
+custom range), and so are ``engine_fault`` (25) and ``stack_overflow`` (26).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ class FaultCause(enum.IntEnum):
     ACCESS_FAULT_STORE = 7
     EXCHANGE_FAULT = 24      # bad exchange step (reserved op, or an address outside the SRAM)
     ENGINE_FAULT = 25        # bad matrix-engine descriptor, parameter or stream address (§12)
+    STACK_OVERFLOW = 26      # an instruction would set sp below the context's stack_limit (§7)
 
     @property
     def label(self) -> str:

@@ -64,7 +64,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from tessera.spec.config import ArrayConfig
-from tessera.spec.exchange import MAX_IDLE, STEP_BYTES, Step, XOp, encode_program
+from tessera.spec.exchange import MAX_IDLE, MAX_RUN, STEP_BYTES, Step, XOp, encode_program
 
 try:
     from . import ToolchainError
@@ -651,6 +651,12 @@ def _idle(out: list[Step], n: int) -> None:
         n -= k
 
 
+def _continues(first, addr, i) -> bool:
+    """A run whose address was ``first`` at its cycle 0 has ``addr`` at cycle ``i`` (None:
+    that side is unused in every cycle of the run)."""
+    return addr is None if first is None else addr == first + 4 * i
+
+
 def _build_programs(sends: Sequence[Send], n: int, lat: int, slots: int) -> list[list[Step]]:
     length = slots + lat if slots else 0          # positions before END
     send_at: list[dict[int, int]] = [dict() for _ in range(n)]
@@ -664,11 +670,23 @@ def _build_programs(sends: Sequence[Send], n: int, lat: int, slots: int) -> list
         sa, ra = send_at[t], recv_at[t]
         prog: list[Step] = []
         pos = 0
+        run = None          # [first position, send addr, src, recv addr, length]
         for p in sorted(sa.keys() | ra.keys()):
-            _idle(prog, p - pos)
             r = ra.get(p)
-            prog.append(Step.send_recv(sa.get(p), r[0] if r else None, r[1] if r else None))
-            pos = p + 1
+            s_addr, src, r_addr = sa.get(p), r[0] if r else None, r[1] if r else None
+            if run is not None and p == run[0] + run[4] and run[4] < MAX_RUN \
+                    and _continues(run[1], s_addr, run[4]) and src == run[2] \
+                    and _continues(run[3], r_addr, run[4]):
+                run[4] += 1     # the next word of a run (architecture §6 "Runs")
+                continue
+            if run is not None:
+                prog.append(Step.send_recv(run[1], run[2], run[3], run=run[4]))
+                pos = run[0] + run[4]
+            _idle(prog, p - pos)
+            run = [p, s_addr, src, r_addr, 1]
+        if run is not None:
+            prog.append(Step.send_recv(run[1], run[2], run[3], run=run[4]))
+            pos = run[0] + run[4]
         _idle(prog, length - pos)
         prog.append(Step.end())
         assert all(s.op != XOp.RESERVED for s in prog)

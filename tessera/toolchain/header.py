@@ -55,6 +55,8 @@ def exchange_layout() -> dict[str, int]:
         "src_shift": xs.SRC_SHIFT,
         "addr_mask": xs.ADDR_MASK,
         "src_mask": xs.SRC_MASK,
+        "run_shift": xs.RUN_SHIFT,
+        "run_max": xs.MAX_RUN,
     }
 
 
@@ -85,6 +87,10 @@ def _self_check(lay) -> None:
         if got != want:
             raise AssertionError(f"tessera.h exchange formula {got} != encode_step {want} "
                                  f"for {step}")
+    for n in (1, 2, 77, lay["run_max"]):
+        w0, _ = encode_step(Step.send_recv(0x40, run=n))
+        if w0 != _formula_words(lay, True, 0x40, False, False, 0, 0)[0] | (n - 1) << lay["run_shift"]:
+            raise AssertionError("tessera.h run-length formula disagrees with encode_step")
     for n in (1, 2, 77, 1 << ADDR_BITS):
         if encode_step(Step.idle(n)) != ((lay["op_idle"] << lay["op_shift"]) | (n - 1), 0):
             raise AssertionError("tessera.h idle formula disagrees with encode_step")
@@ -170,6 +176,11 @@ def generate() -> str:
     w(f"#define TSR_XSRC_MASK {lay['src_mask']:#x}u")
     w(f"#define TSR_XADDR_MASK {lay['addr_mask']:#x}u")
     w(f"#define TSR_XIDLE_MAX {lay['addr_mask'] + 1}u")
+    w("/* OR TSR_XRUN(n) into a STEP's word0: n consecutive words in n cycles (addresses + 4i in")
+    w("   cycle i; architecture section 6, Runs), 1 <= n <= TSR_XRUN_MAX. */")
+    w(f"#define TSR_XRUN_SHIFT {lay['run_shift']}")
+    w(f"#define TSR_XRUN_MAX {lay['run_max']}u")
+    w("#define TSR_XRUN(n) (((uint32_t)(n) - 1u) << TSR_XRUN_SHIFT)")
     w("")
     w("/* Everything below is C only (the numbers above are also usable from .S files). */")
     w("#ifndef __ASSEMBLER__")

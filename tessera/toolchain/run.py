@@ -12,6 +12,7 @@ from pathlib import Path
 from tessera.backends import run_program_io
 from tessera.spec.config import ArrayConfig, preset as lookup_preset
 from tessera.output import write_output
+from tessera.spec.faults import FaultCause
 from tessera.spec.result import ContextState, RunResult, RunStatus
 
 from . import ToolchainError
@@ -288,6 +289,8 @@ def summarize(result: RunResult, *, max_tiles: int = SUMMARY_MAX_TILES, image=No
             lines.append(f"tile {t.tile}: FAULT {f['cause']} context={ctx} "
                          f"pc={describe_pc(f['pc'], image if f['context'] is not None else None)} "
                          f"addr={f['addr']:#x}")
+            if f["cause"] == FaultCause.STACK_OVERFLOW.label:
+                lines.append("  " + stack_overflow_text(cfg, f["context"], f["addr"], image))
     if status == RunStatus.TIMEOUT:
         running = [(t.tile, c) for t in result.tiles for c in t.contexts
                    if c.state == ContextState.RUNNING]
@@ -315,6 +318,37 @@ def summarize(result: RunResult, *, max_tiles: int = SUMMARY_MAX_TILES, image=No
         lines.append(f"... exit codes of {hidden} more tile(s) (tiles {rows[max_tiles][0]}-"
                      f"{rows[-1][1]}) not shown; --json has every context")
     return "\n".join(lines)
+
+
+def stack_overflow_text(cfg, context: int, addr: int, image=None) -> str:
+    """Explain a ``stack_overflow`` fault of ``context`` (architecture §7, crt0 of §11).
+
+    Parameters
+    ----------
+    cfg : ArrayConfig
+    context : int
+    addr : int
+        The fault address: the value sp would have received.
+    image : Image, optional
+        Gives the stack size (``__stack_bytes``); the crt0 default (1 KiB) otherwise.
+
+    Returns
+    -------
+    str
+        E.g. ``stack overflow: context 2's stack is 1024 bytes [0xf400, 0xf800); sp would
+        have become 0xf3f0, 16 bytes below it``.
+    """
+    from .header import DEFAULT_STACK_BYTES
+    size = image.stack_bytes if image is not None and hasattr(image, "stack_bytes") \
+        else DEFAULT_STACK_BYTES
+    top = cfg.sram_bytes - context * size
+    lo = top - size
+    below = lo - addr
+    depth = f", {below} bytes below it" if 0 < below < cfg.sram_bytes else ""
+    return (f"stack overflow: context {context}'s stack is {size} bytes [{lo:#x}, {top:#x}) "
+            f"(crt0 sets stack_limit = {lo:#x}); sp would have become {addr:#x}{depth}. "
+            "Reduce the frame (large local arrays, deep recursion) or raise the stack size "
+            "(TSR_SET_STACK_BYTES(n) / compile_graph(stack_bytes=n))")
 
 
 def format_ranges(tiles) -> str:

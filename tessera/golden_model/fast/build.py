@@ -91,6 +91,8 @@ def spec_header() -> str:
     d(f"#define STEP_BYTES {xspec.STEP_BYTES}")
     d(f"#define X_ADDR_MASK {(1 << xspec.ADDR_BITS) - 1}")
     d(f"#define X_SRC_MASK {(1 << xspec.SRC_BITS) - 1}")
+    d(f"#define X_RUN_SHIFT {xspec.RUN_SHIFT}")
+    d(f"#define X_MAX_RUN {xspec.MAX_RUN}")
     for x in xspec.XOp:
         d(f"#define XOP_{x.name} {int(x)}")
     return "\n".join(lines) + "\n"

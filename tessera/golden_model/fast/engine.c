@@ -199,6 +199,7 @@ typedef struct {
     i64 cycle, tile, ctx, ntiles, nctx;
     u64 instret;
     u32 *xprog;      /* the tile's xprog CSR */
+    u32 *slimit;     /* the context's stack_limit CSR (§3.2, §7) */
     /* outputs */
     u32 cause, faddr;         /* R_FAULT */
     i64 st_widx;              /* a store: word index written (-1: none) ... */
@@ -209,6 +210,10 @@ typedef struct {
 static inline void wr(u32 *x, u32 rd, u32 v) { if (rd) x[rd] = v; }
 
 #define FAULT(c, a) do { e->cause = (c); e->faddr = (a); return R_FAULT; } while (0)
+/* Write v to rd unless rd = sp and v is below the stack limit (§7): then stack_overflow. */
+#define WR(v) do { u32 v_ = (v); \
+    if (d->rd == 2 && v_ < *e->slimit) FAULT(FAULT_STACK_OVERFLOW, v_); \
+    wr(x, d->rd, v_); } while (0)
 
 /* Execute decoded ``d`` (word ``w``): register, pc, SRAM and xprog effects, and the outcome.
  * A faulting instruction has no effect. */
@@ -219,8 +224,8 @@ static inline int isa_exec(Exec *e, u32 w, const Dec *d) {
     i32 op = d->op;
     switch (op) {
     /* one case per ALU op, so that alu() folds to a single operation (one dispatch) */
-#define ALU_R(o) case o: wr(x, d->rd, alu(o, x[d->rs1], x[d->rs2])); return R_RETIRE;
-#define ALU_I(o) case o: wr(x, d->rd, alu(o, x[d->rs1], d->imm)); return R_RETIRE;
+#define ALU_R(o) case o: WR(alu(o, x[d->rs1], x[d->rs2])); return R_RETIRE;
+#define ALU_I(o) case o: WR(alu(o, x[d->rs1], d->imm)); return R_RETIRE;
     ALU_R(OP_ADD) ALU_R(OP_SUB) ALU_R(OP_SLL) ALU_R(OP_SLT) ALU_R(OP_SLTU) ALU_R(OP_XOR)
     ALU_R(OP_SRL) ALU_R(OP_SRA) ALU_R(OP_OR) ALU_R(OP_AND) ALU_R(OP_MUL) ALU_R(OP_MULH)
     ALU_R(OP_MULHSU) ALU_R(OP_MULHU) ALU_R(OP_DIV) ALU_R(OP_DIVU) ALU_R(OP_REM) ALU_R(OP_REMU)
@@ -228,8 +233,8 @@ static inline int isa_exec(Exec *e, u32 w, const Dec *d) {
     ALU_I(OP_SLLI) ALU_I(OP_SRLI) ALU_I(OP_SRAI)
 #undef ALU_R
 #undef ALU_I
-    case OP_LUI: wr(x, d->rd, d->imm); return R_RETIRE;
-    case OP_AUIPC: wr(x, d->rd, pc + d->imm); return R_RETIRE;
+    case OP_LUI: WR(d->imm); return R_RETIRE;
+    case OP_AUIPC: WR(pc + d->imm); return R_RETIRE;
     case OP_LB: case OP_LH: case OP_LW: case OP_LBU: case OP_LHU: {
         u32 a = x[d->rs1] + d->imm;
         u32 size = (op == OP_LW) ? 4 : (op == OP_LH || op == OP_LHU) ? 2 : 1;
@@ -281,12 +286,12 @@ static inline int isa_exec(Exec *e, u32 w, const Dec *d) {
     case OP_JAL: case OP_JALR: {
         u32 t = (op == OP_JAL) ? pc + d->imm : (x[d->rs1] + d->imm) & ~1u;
         if (t & 3) FAULT(FAULT_MISALIGNED_FETCH, t);
-        wr(x, d->rd, pc + 4);
+        WR(pc + 4);
         e->npc = t;
         return R_RETIRE;
     }
     case OP_DOT4: case OP_DOT4SU:
-        wr(x, d->rd, dot4(x[d->rd], x[d->rs1], x[d->rs2], op == OP_DOT4));
+        WR(dot4(x[d->rd], x[d->rs1], x[d->rs2], op == OP_DOT4));
         e->macs = MACS_PER_DOT4;
         return R_RETIRE;
     case OP_CSRRW: case OP_CSRRS: case OP_CSRRC: case OP_CSRRWI: case OP_CSRRSI:
@@ -303,15 +308,17 @@ static inline int isa_exec(Exec *e, u32 w, const Dec *d) {
         case CSR_CONTEXT_COUNT: old = (u32)e->nctx; break;
         case CSR_SRAM_BYTES: old = (u32)e->nbytes; break;
         case CSR_XPROG: old = *e->xprog; break;
+        case CSR_STACK_LIMIT: old = *e->slimit; break;
         default: old = 0; break;   /* unreachable: decode() made unlisted CSRs illegal */
         }
-        if (num == CSR_XPROG) {    /* the only writable CSR; decode() rejected RO writes */
+        if (d->rd == 2 && old < *e->slimit) FAULT(FAULT_STACK_OVERFLOW, old);
+        if (num == CSR_XPROG || num == CSR_STACK_LIMIT) {  /* decode() rejected RO writes */
             int imm_form = op == OP_CSRRWI || op == OP_CSRRSI || op == OP_CSRRCI;
             u32 src = imm_form ? d->rs1 : x[d->rs1];
             int writes = d->rs1 != 0 || op == OP_CSRRW || op == OP_CSRRWI;
             u32 nv = (op == OP_CSRRW || op == OP_CSRRWI) ? src
                    : (op == OP_CSRRS || op == OP_CSRRSI) ? (old | src) : (old & ~src);
-            if (writes) *e->xprog = nv;
+            if (writes) *(num == CSR_XPROG ? e->xprog : e->slimit) = nv;
         }
         wr(x, d->rd, old);
         return R_RETIRE;
@@ -343,6 +350,7 @@ typedef struct {
     /* per tile [N] */
     u64 *macs;
     u32 *xprog;
+    u32 *slimit;     /* [N*T] stack_limit CSRs */
     u32 *sram;            /* [N*words] */
     u8 *xphase;
     i64 *xphase_end;
@@ -353,6 +361,8 @@ typedef struct {
     u8 *x_inprog;
     i64 *x_next;
     i64 *x_ptr;
+    i64 *x_run_i;    /* [N] cycle index of a STEP run in progress (0: none), §6 "Runs" */
+    i64 *x_run_w;    /* [2N] the run's step words (read at its first cycle) */
     u32 *bus_val;         /* [(L+1)*N] */
     u8 *bus_valid;
     i64 *slot_cycle;      /* [L+1] */
@@ -482,6 +492,7 @@ static void do_release(Model *M, i64 k) {
         u32 xp = M->xprog[i];
         M->x_inprog[i] = xp != 0;
         M->x_ptr[i] = xp;
+        M->x_run_i[i] = 0;
         M->x_next[i] = xp != 0 ? k : NEVER;
         if (xp != 0) any = 1;
     }
@@ -518,19 +529,25 @@ static void exchange_step(Model *M, i64 k) {
         i64 addr = M->x_ptr[i];
         /* a faulting step has no effect: its sequencer stays at k */
 #define XFAULT(a) { xfault(M, i, addr, (a)); if (k < xnext) xnext = k; continue; }
-        if (addr % STEP_BYTES != 0 || addr >= nbytes || addr < 0) XFAULT(addr);
+        i64 ri = M->x_run_i[i];
         u32 *mem = M->sram + i * M->words;
-        i64 wi = addr >> 2;
-        i64 w0 = mem[wi], w1 = mem[wi + 1];
+        i64 w0, w1;
+        if (ri > 0) {              /* a later cycle of a run: the step is not re-read */
+            w0 = M->x_run_w[2 * i]; w1 = M->x_run_w[2 * i + 1];
+        } else {
+            if (addr % STEP_BYTES != 0 || addr >= nbytes || addr < 0) XFAULT(addr);
+            i64 wi = addr >> 2;
+            w0 = mem[wi]; w1 = mem[wi + 1];
+        }
         i64 op = w0 >> 30;
         if (op == XOP_RESERVED) XFAULT(addr);
         int is_step = op == XOP_STEP;
         int send_en = is_step && ((w0 >> 29) & 1);
         int recv_en = is_step && ((w0 >> 28) & 1);
-        i64 send_b = (w0 & X_ADDR_MASK) << 2;
+        i64 send_b = ((w0 & X_ADDR_MASK) + ri) << 2;
         int rel = (w1 >> 31) & 1;
         i64 src = (w1 >> 20) & X_SRC_MASK;
-        i64 recv_b = (w1 & X_ADDR_MASK) << 2;
+        i64 recv_b = ((w1 & X_ADDR_MASK) + ri) << 2;
         if (send_en && send_b >= nbytes) XFAULT(send_b);
         if (recv_en && !rel && src >= n) XFAULT(src);
         if (recv_en && recv_b >= nbytes) XFAULT(recv_b);
@@ -543,6 +560,14 @@ static void exchange_step(Model *M, i64 k) {
             u32 v = (old_ok && ovalid[s]) ? ov[s] : 0;
             mem[recv_b >> 2] = v;
         }
+        if (is_step && ri + 1 < ((w0 >> X_RUN_SHIFT) & (X_MAX_RUN - 1)) + 1) {
+            M->x_run_i[i] = ri + 1;            /* the run goes on in the next cycle */
+            M->x_run_w[2 * i] = w0; M->x_run_w[2 * i + 1] = w1;
+            M->x_next[i] = k + 1;
+            if (k + 1 < xnext) xnext = k + 1;
+            continue;
+        }
+        M->x_run_i[i] = 0;
         M->x_ptr[i] = addr + STEP_BYTES;
         if (op == XOP_END) {
             M->x_inprog[i] = 0;
@@ -592,6 +617,7 @@ static inline void issue(Model *M, i64 i, i64 c, i64 k) {
     e.cycle = k; e.tile = i; e.ctx = c; e.ntiles = M->n; e.nctx = M->t;
     e.instret = M->retired[ic];
     e.xprog = M->xprog + i;
+    e.slimit = M->slimit + ic;
     e.st_widx = -1;
     e.macs = 0;
     int r = isa_exec(&e, w, &d);
@@ -629,7 +655,8 @@ enum {  /* pointer table order (fast/run.py builds it) */
     P_X_INPROG, P_X_NEXT, P_X_PTR, P_BUS_VAL, P_BUS_VALID, P_SLOT_CYCLE,
     P_ST_CYCLE, P_ST_WIDX, P_ST_OLD,
     P_F_HAS, P_F_CTX, P_F_CAUSE, P_F_PC, P_F_ADDR,
-    P_TEV, P_CNT, P_ARRIVED, P_NRUN_CTX, P_TILES4, P_ULOG, P_CKPT, P_COUNT
+    P_TEV, P_CNT, P_ARRIVED, P_NRUN_CTX, P_TILES4, P_ULOG, P_CKPT, P_SLIMIT, P_X_RUN_I,
+    P_X_RUN_W, P_COUNT
 };
 
 enum {  /* scalar slots (in and out) */
@@ -648,7 +675,7 @@ static int ckpt_fields(Model *M, void **ptr, i64 *bytes) {
 #define F(p, b) do { ptr[f] = (void *)(p); bytes[f] = (b); f++; } while (0)
     F(M->regs, NT * 32 * 4); F(M->pc, NT * 4); F(M->vis, NT); F(M->pend_state, NT);
     F(M->pend_cycle, NT * 8); F(M->retired, NT * 8); F(M->exitc, NT * 4); F(M->dturn, NT);
-    F(M->dword, NT * 4);
+    F(M->dword, NT * 4); F(M->slimit, NT * 4);
     F(M->macs, N * 8); F(M->xprog, N * 4); F(M->xphase, N); F(M->xphase_end, N * 8);
     F(M->cat, N); F(M->since, N * 8); F(M->acc, 4 * N * 8);
     F(M->st_cycle, N * 8); F(M->st_widx, N * 8); F(M->st_old, N * 4);
@@ -672,7 +699,7 @@ static void ckpt(Model *M, int save) {
 /** Bytes of the checkpoint buffer for N tiles of T contexts. */
 i64 tsr_ckpt_bytes(i64 n, i64 t) {
     i64 NT = n * t;
-    return NT * (128 + 4 + 1 + 1 + 8 + 8 + 4 + 1 + 4) + n * (8 + 4 + 1 + 8 + 1 + 8 + 32 + 8 + 8 + 4
+    return NT * (128 + 4 + 1 + 1 + 8 + 8 + 4 + 1 + 4 + 4) + n * (8 + 4 + 1 + 8 + 1 + 8 + 32 + 8 + 8 + 4
                                                             + 1 + 8 + 8 + 8);
 }
 
@@ -817,9 +844,11 @@ i64 tsr_run(void **p, i64 *g) {
     M->regs = p[P_REGS]; M->pc = p[P_PC]; M->vis = p[P_VIS]; M->pend_state = p[P_PEND_STATE];
     M->pend_cycle = p[P_PEND_CYCLE]; M->retired = p[P_RETIRED]; M->exitc = p[P_EXIT];
     M->dturn = p[P_DTURN]; M->dword = p[P_DWORD]; M->macs = p[P_MACS]; M->xprog = p[P_XPROG];
+    M->slimit = p[P_SLIMIT];
     M->sram = p[P_SRAM]; M->xphase = p[P_XPHASE]; M->xphase_end = p[P_XPHASE_END];
     M->cat = p[P_CAT]; M->since = p[P_SINCE]; M->acc = p[P_ACC];
     M->x_inprog = p[P_X_INPROG]; M->x_next = p[P_X_NEXT]; M->x_ptr = p[P_X_PTR];
+    M->x_run_i = p[P_X_RUN_I]; M->x_run_w = p[P_X_RUN_W];
     M->bus_val = p[P_BUS_VAL]; M->bus_valid = p[P_BUS_VALID]; M->slot_cycle = p[P_SLOT_CYCLE];
     M->st_cycle = p[P_ST_CYCLE]; M->st_widx = p[P_ST_WIDX]; M->st_old = p[P_ST_OLD];
     M->f_has = p[P_F_HAS]; M->f_ctx = p[P_F_CTX]; M->f_cause = p[P_F_CAUSE];

@@ -80,7 +80,8 @@ def run_fast(arr, max_cycles: int) -> None:
         (s["f_has"], u8), (s["f_ctx"], i64), (s["f_cause"], i64), (s["f_pc"], i64),
         (s["f_addr"], i64),
         (s["tev"], i64), (s["cnt"], i64), (s["arrived"], u8), (s["nrun_ctx"], i64),
-        (s["tiles4"], i64), (s["ulog"], u32), (s["ckpt"], u8),
+        (s["tiles4"], i64), (s["ulog"], u32), (s["ckpt"], u8), (arr._slimit, u32),
+        (x.run_i, i64), (x.run_w, i64),
     ]
     ptrs = np.array([_check(a, dt, str(i)).__array_interface__["data"][0]
                      for i, (a, dt) in enumerate(arrays)], dtype=np.uint64)

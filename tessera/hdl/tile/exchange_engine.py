@@ -1,7 +1,8 @@
 """Per-tile exchange engine (docs/architecture.md §6, format in :mod:`tessera.spec.exchange`).
 
 Timing (architecture §6): on an ARRAY release at cycle r the engine runs the program at the tile's
-``xprog``: step 0 at r, STEP and END last one cycle, IDLE n lasts n cycles, each step starts right
+``xprog``: step 0 at r, END lasts one cycle, IDLE n and a STEP of run length n last n cycles
+(a run's i-th cycle uses the step's addresses + i words), each step starts right
 after the previous one; ``in_exchange`` is high for r..e and ``resume`` pulses at the END cycle e
 (e = r and no program when xprog = 0).
 
@@ -28,8 +29,8 @@ from amaranth.lib.wiring import In, Out
 
 from tessera.spec.config import ArrayConfig
 from tessera.spec.exchange import (ADDR_BITS, ADDR_SHIFT, OP_BITS, OP_SHIFT, RECV_EN_BIT,
-                                   RELATIVE_BIT, SEND_EN_BIT, SRC_BITS, SRC_SHIFT, STEP_BYTES,
-                                   XOp)
+                                   RELATIVE_BIT, RUN_BITS, RUN_SHIFT, SEND_EN_BIT, SRC_BITS,
+                                   SRC_SHIFT, STEP_BYTES, XOp)
 from tessera.spec.faults import FaultCause
 
 from ..interfaces import ExchangeSramSignature, FaultSignature
@@ -139,6 +140,14 @@ class ExchangeEngine(wiring.Component):
         pc = Signal(32)                 # address of the current step (valid when busy)
         in_idle = Signal()              # continuing an IDLE that started in an earlier cycle
         idle_rem = Signal(ADDR_BITS)    # further IDLE cycles after the current one
+        # a STEP run (§6 "Runs") after its first cycle: the latched step, advanced addresses
+        in_run = Signal()
+        run_rem = Signal(RUN_BITS)      # further run cycles after the current one
+        run_send = Signal(ADDR_BITS + RUN_BITS)   # word addresses of the current run cycle
+        run_recv = Signal(ADDR_BITS + RUN_BITS)
+        run_send_en = Signal()
+        run_recv_en = Signal()
+        run_src = Signal(cfg.tile_bits)
 
         has_prog = self.xprog != 0
         start_prog = self.release & has_prog
@@ -160,6 +169,13 @@ class ExchangeEngine(wiring.Component):
         relative = w1[RELATIVE_BIT]
         s = w1[SRC_SHIFT:SRC_SHIFT + SRC_BITS]
         is_step = op == XOp.STEP
+        run_len_m1 = w0[RUN_SHIFT:RUN_SHIFT + RUN_BITS]
+        r_send_byte = Signal(ADDR_BITS + RUN_BITS + 2)
+        r_recv_byte = Signal(ADDR_BITS + RUN_BITS + 2)
+        m.d.comb += [r_send_byte.eq(run_send << 2), r_recv_byte.eq(run_recv << 2)]
+        r_f_send = run_send_en & (r_send_byte >= sram)
+        r_f_recv = run_recv_en & (r_recv_byte >= sram)
+        in_run_now = active & in_run
 
         f_step = (cur[:3] != 0) | (cur >= sram)
         f_op = op == XOp.RESERVED
@@ -167,11 +183,14 @@ class ExchangeEngine(wiring.Component):
         f_src = is_step & recv_en & ~relative & (s >= cfg.tiles)
         f_recv = is_step & recv_en & (recv_byte >= sram)
         fault = Signal()
-        fresh = active & ~in_idle
-        m.d.comb += fault.eq(fresh & (f_step | f_op | f_send | f_src | f_recv))
+        fresh = active & ~in_idle & ~in_run
+        m.d.comb += fault.eq((fresh & (f_step | f_op | f_send | f_src | f_recv))
+                             | (in_run_now & (r_f_send | r_f_recv)))
         m.d.comb += [self.fault.xchg.eq(1), self.fault.context.eq(0),
                      self.fault.cause.eq(FaultCause.EXCHANGE_FAULT), self.fault.pc.eq(cur)]
-        with m.If(f_step | f_op):
+        with m.If(in_run):
+            m.d.comb += self.fault.addr.eq(Mux(r_f_send, r_send_byte, r_recv_byte))
+        with m.Elif(f_step | f_op):
             m.d.comb += self.fault.addr.eq(cur)
         with m.Elif(f_send):
             m.d.comb += self.fault.addr.eq(send_byte)
@@ -189,7 +208,7 @@ class ExchangeEngine(wiring.Component):
             m.d.comb += [self.sram.step_en.eq(1), self.sram.step_addr.eq(addr[3:ab])]
 
         with m.If(self.clear):
-            m.d.sync += [busy.eq(0), in_idle.eq(0)]
+            m.d.sync += [busy.eq(0), in_idle.eq(0), in_run.eq(0)]
         with m.Elif(self.enable):
             with m.If(self.prerelease & has_prog & ~active):
                 prefetch(self.xprog)
@@ -199,14 +218,36 @@ class ExchangeEngine(wiring.Component):
                     prefetch(next_pc)
                 with m.Else():
                     m.d.sync += idle_rem.eq(idle_rem - 1)
+            with m.Elif(in_run_now & fault):
+                m.d.sync += [busy.eq(0), in_run.eq(0)]
+            with m.Elif(in_run_now):
+                m.d.comb += [
+                    self.sram.send.eq(run_send_en), self.sram.send_addr.eq(run_send[:ab - 2]),
+                    self.sram.recv.eq(run_recv_en), self.sram.recv_addr.eq(run_recv[:ab - 2]),
+                    self.src.eq(run_src),
+                ]
+                with m.If(run_rem == 0):
+                    m.d.sync += [in_run.eq(0), pc.eq(next_pc)]
+                    prefetch(next_pc)
+                with m.Else():
+                    m.d.sync += [run_rem.eq(run_rem - 1), run_send.eq(run_send + 1),
+                                 run_recv.eq(run_recv + 1)]
             with m.Elif(fresh & fault):
                 m.d.sync += busy.eq(0)
             with m.Elif(fresh):
                 m.d.sync += busy.eq(1)
                 with m.Switch(op):
                     with m.Case(XOp.STEP):
-                        m.d.sync += pc.eq(next_pc)
-                        prefetch(next_pc)
+                        with m.If(run_len_m1 == 0):
+                            m.d.sync += pc.eq(next_pc)
+                            prefetch(next_pc)
+                        with m.Else():      # a run: stay on this step for n - 1 more cycles
+                            m.d.sync += [
+                                pc.eq(cur), in_run.eq(1), run_rem.eq(run_len_m1 - 1),
+                                run_send.eq(addr0 + 1), run_recv.eq(addr1 + 1),
+                                run_send_en.eq(send_en), run_recv_en.eq(recv_en),
+                                run_src.eq(Mux(relative, rel_src, s[:cfg.tile_bits])),
+                            ]
                         m.d.comb += [
                             self.sram.send.eq(send_en), self.sram.send_addr.eq(addr0[:ab - 2]),
                             self.sram.recv.eq(recv_en), self.sram.recv_addr.eq(addr1[:ab - 2]),

@@ -257,6 +257,9 @@ def _check(result: RunResult, max_cycles: int, cg: CompiledGraph | None = None,
             text = (f"tile {t.tile} context {f.context}: {cause} at pc "
                     f"{_where(cg, f.pc) if cg else hex(f.pc)}, addr {f.addr:#x}")
             text += f"; running {ent}" if ent else "; in the graph runtime, not in a codelet"
+            if cg is not None and f.cause == FaultCause.STACK_OVERFLOW:
+                from tessera.toolchain.run import stack_overflow_text
+                text += "; " + stack_overflow_text(cg.config, f.context, f.addr, cg.image)
             info["entry"] = ent
         more = f" (and {len(faulted) - 1} more tile(s) faulted in the same cycle)" \
             if len(faulted) > 1 else ""

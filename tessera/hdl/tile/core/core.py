@@ -236,6 +236,7 @@ class Core(wiring.Component):
         # ---- architectural state ------------------------------------------------------
         pcs = Array(Signal(32, name=f"pc{i}") for i in range(T))
         ctx_retired = Array(Signal(64, name=f"retired{i}") for i in range(T))
+        slimits = Array(Signal(32, name=f"stack_limit{i}") for i in range(T))
         xprog = Signal(32)
         m.d.comb += self.xprog.eq(xprog)
 
@@ -297,7 +298,7 @@ class Core(wiring.Component):
             lsu.wdata_in.eq(rs2v),
             csr.csr.eq(x_insn[CSR.slice]), csr.funct3.eq(dec.funct3), csr.rs1.eq(dec.rs1),
             csr.rs1_value.eq(rs1v), csr.cycle.eq(x.cycle), csr.instret.eq(ctx_retired[x.ctx]),
-            csr.context.eq(x.ctx), csr.xprog.eq(xprog),
+            csr.context.eq(x.ctx), csr.xprog.eq(xprog), csr.slimit.eq(slimits[x.ctx]),
         ]
 
         pc_plus4 = Signal(32)
@@ -328,6 +329,13 @@ class Core(wiring.Component):
         with m.Else():
             m.d.comb += result.eq(alu.result)
 
+        # §7 stack limit: a non-load instruction writing sp below the context's stack_limit
+        # (a division only in its executing turn).
+        sp_over = Signal()
+        m.d.comb += sp_over.eq(dec.writes_rd & ~dec.load & (dec.rd == 2)
+                               & (result < slimits[x.ctx])
+                               & ~(dec.muldiv & dec.funct3[FUNCT3_DIV_BIT] & ~div.last))
+
         # Fault decision (priority order of docs/architecture.md §2, §3, §7).
         fault = Signal()
         cause = Signal(FaultCause)
@@ -350,6 +358,8 @@ class Core(wiring.Component):
             m.d.comb += [fault.eq(1), cause.eq(F.ACCESS_FAULT_STORE), faddr.eq(lsu.addr)]
         with m.Elif(jump & (target[0:2] != 0)):
             m.d.comb += [fault.eq(1), cause.eq(F.MISALIGNED_FETCH), faddr.eq(target)]
+        with m.Elif(sp_over):
+            m.d.comb += [fault.eq(1), cause.eq(F.STACK_OVERFLOW), faddr.eq(result)]
 
         # A division retires only in its last turn (§4, "Division"); its earlier turns have
         # no architectural effect.
@@ -405,7 +415,7 @@ class Core(wiring.Component):
         m.d.comb += [counters.retired.eq(retired), counters.macs.eq(macs)]
         with m.If(start):
             for i in range(T):
-                m.d.sync += [pcs[i].eq(self.entry), ctx_retired[i].eq(0)]
+                m.d.sync += [pcs[i].eq(self.entry), ctx_retired[i].eq(0), slimits[i].eq(0)]
             m.d.sync += [xprog.eq(0), retired.eq(0), macs.eq(0)]
         with m.Elif(x_retire):
             m.d.sync += [
@@ -416,7 +426,9 @@ class Core(wiring.Component):
             with m.If(dec.dot4):
                 m.d.sync += macs.eq(macs + MACS_PER_DOT4)
             with m.If(dec.csr & csr.xprog_we):
-                m.d.sync += xprog.eq(csr.xprog_wdata)
+                m.d.sync += xprog.eq(csr.wdata)
+            with m.If(dec.csr & csr.slimit_we):
+                m.d.sync += slimits[x.ctx].eq(csr.wdata)
 
         # Cycle-class counters (§8): class of cycle k, added in cycle k+3 if count_commit.
         cls_pipe = [sched.cls]

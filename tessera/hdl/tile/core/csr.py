@@ -2,7 +2,8 @@
 
 CSR numbers come from :mod:`tessera.spec.csr`. The CSR state itself lives elsewhere: the
 cycle counter is an input (issue cycle of the instruction), instret is the context's
-retired count, and ``xprog`` is a per-tile register held by the core.
+retired count, ``xprog`` is a per-tile register and ``stack_limit`` a per-context register
+held by the core.
 """
 
 from amaranth import Module, Mux, Signal
@@ -44,14 +45,17 @@ class CsrUnit(wiring.Component):
         This context's index.
     xprog : In(32)
         Current value of the tile's ``xprog`` CSR.
+    slimit : In(32)
+        Current value of this context's ``stack_limit`` CSR.
     legal : Out(1)
         0 for an unlisted number or a write to a read-only CSR (illegal_instruction).
     rdata : Out(32)
         The old value (for rd).
-    xprog_we : Out(1)
-        The instruction writes ``xprog`` (only valid together with ``legal``).
-    xprog_wdata : Out(32)
-        The new ``xprog`` value.
+    xprog_we, slimit_we : Out(1)
+        The instruction writes ``xprog`` / ``stack_limit`` (only valid together with
+        ``legal``).
+    wdata : Out(32)
+        The new value of the written CSR (from the old value ``rdata`` and the source).
     """
 
     def __init__(self, config: ArrayConfig, tile_id: int):
@@ -66,8 +70,9 @@ class CsrUnit(wiring.Component):
         super().__init__({
             "csr": In(12), "funct3": In(3), "rs1": In(5), "rs1_value": In(32),
             "cycle": In(64), "instret": In(64), "context": In(config.context_bits),
-            "xprog": In(32),
-            "legal": Out(1), "rdata": Out(32), "xprog_we": Out(1), "xprog_wdata": Out(32),
+            "xprog": In(32), "slimit": In(32),
+            "legal": Out(1), "rdata": Out(32), "xprog_we": Out(1), "slimit_we": Out(1),
+            "wdata": Out(32),
         })
 
     def elaborate(self, platform):
@@ -83,6 +88,7 @@ class CsrUnit(wiring.Component):
                 Csr.TILE_ID: self.tile_id, Csr.CONTEXT_ID: self.context,
                 Csr.TILE_COUNT: cfg.tiles, Csr.CONTEXT_COUNT: cfg.contexts,
                 Csr.SRAM_BYTES: cfg.sram_bytes, Csr.XPROG: self.xprog,
+                Csr.STACK_LIMIT: self.slimit,
             }
             for num, value in table.items():
                 with m.Case(int(num)):
@@ -99,13 +105,16 @@ class CsrUnit(wiring.Component):
         m.d.comb += writes.eq((kind == Funct3.CSRRW) | (self.rs1 != 0))
         with m.Switch(kind):
             with m.Case(Funct3.CSRRW):
-                m.d.comb += self.xprog_wdata.eq(src)
+                m.d.comb += self.wdata.eq(src)
             with m.Case(Funct3.CSRRS):
-                m.d.comb += self.xprog_wdata.eq(self.xprog | src)
+                m.d.comb += self.wdata.eq(self.rdata | src)
             with m.Default():
-                m.d.comb += self.xprog_wdata.eq(self.xprog & ~src)
+                m.d.comb += self.wdata.eq(self.rdata & ~src)
+        we = Signal()
         m.d.comb += [
             self.legal.eq(known & ~(read_only & writes)),
-            self.xprog_we.eq(known & ~read_only & writes),
+            we.eq(known & ~read_only & writes),
+            self.xprog_we.eq(we & (self.csr == Csr.XPROG)),
+            self.slimit_we.eq(we & (self.csr == Csr.STACK_LIMIT)),
         ]
         return m

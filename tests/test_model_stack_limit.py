@@ -1,0 +1,152 @@
+"""Golden model (both engines) and RTL: the stack_limit CSR and the stack_overflow fault
+(docs/architecture.md §3.2 and §7 "Stack limit"). Every expected value is derived by hand
+from the contract text in the comments; T = 4 contexts on one tile, so context c issues at
+cycles t ≡ c (mod 4) and its n-th instruction (n = 0, 1, ...) at t = 4n + c."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from tessera.golden_model import Array
+from tessera.spec.config import ArrayConfig
+from tessera.spec.csr import Csr
+from tessera.spec.faults import FaultCause
+from tessera.spec.result import ContextState, RunStatus
+from tessera.toolchain import asm
+
+CFG = ArrayConfig(tiles=1, contexts=4, sram_bytes=16 * 1024)
+SP, T5, T6 = 2, 5, 6
+LIMIT = 0x3000
+
+ENGINES = ("vector", "fast")
+
+
+PROGRAMS = {}   # test name -> words, for the RTL test at the end
+
+
+def run(words, engine, max_cycles=10_000):
+    arr = Array(CFG, engine=engine)
+    arr.write_mem(None, 0, asm.program(words))
+    arr.start(0)
+    return arr, arr.run(max_cycles)
+
+
+def fault_of(res):
+    f = res.tiles[0].fault
+    return None if f is None else (f.context, FaultCause(f.cause), f.pc, f.addr)
+
+
+def prologue(limit=LIMIT, sp=0x4000):
+    """pc 0: lui t5, limit>>12; pc 4: csrw stack_limit, t5; pc 8: lui sp, sp>>12."""
+    return [asm.lui(T5, limit >> 12), asm.csrw(Csr.STACK_LIMIT, T5), asm.lui(SP, sp >> 12)]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_addi_below_the_limit_faults(engine):
+    # pc 12: sp = 0x4000 - 0x800 = 0x3800 (allowed); pc 16: sp - 0x800 = 0x3000 = limit
+    # (allowed: only a value *below* the limit faults); pc 20: 0x3000 - 16 = 0x2FF0 < 0x3000.
+    # Context 0 issues pc 20 (its 6th instruction, n = 5) at t = 20; the array stops at the
+    # end of cycle 20: cycles = 21; contexts 1..3 have issued pc 0..16 (t = 17, 18, 19).
+    words = prologue() + [asm.addi(SP, SP, -0x800), asm.addi(SP, SP, -0x800),
+                          asm.addi(SP, SP, -16), asm.ecall()]
+    arr, res = run(words, engine)
+    assert res.status == RunStatus.FAULT and res.cycles == 21
+    assert fault_of(res) == (0, FaultCause.STACK_OVERFLOW, 20, 0x2FF0)
+    c0 = res.tiles[0].contexts[0]
+    assert (c0.state, c0.pc, c0.regs[SP]) == (ContextState.FAULT, 20, 0x3000)
+    assert c0.retired == 5                               # pc 0..16 retired, pc 20 did not
+    for c in (1, 2, 3):
+        ctx = res.tiles[0].contexts[c]
+        assert (ctx.state, ctx.pc, ctx.regs[SP]) == (ContextState.RUNNING, 20, 0x3000)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_limit_is_per_context(engine):
+    # Every context sets its own limit, context_id << 11 (pc 0: csrr t6, context_id; pc 4:
+    # slli t6, t6, 11; pc 8: csrw stack_limit, t6): limits 0, 0x800, 0x1000, 0x1800 (per
+    # context, §3.2). pc 12: lui sp, 2 (0x2000, above every limit); pc 16: addi sp, sp,
+    # -0x7FF (0x1801, still ≥ 0x1800); pc 20: addi sp, sp, -2 (0x17FF): below context 3's
+    # limit only. Context 3's n = 5 issue is at t = 20 + 3 = 23: cycles = 24; contexts 0..2
+    # issued pc 20 at t = 20..22 (retired, sp = 0x17FF, pc 24).
+    words = [asm.csrr(T6, Csr.CONTEXT_ID), asm.slli(T6, T6, 11), asm.csrw(Csr.STACK_LIMIT, T6),
+             asm.lui(SP, 2), asm.addi(SP, SP, -0x7FF), asm.addi(SP, SP, -2), asm.ecall()]
+    arr, res = run(words, engine)
+    assert res.cycles == 24
+    assert fault_of(res) == (3, FaultCause.STACK_OVERFLOW, 20, 0x17FF)
+    ctxs = res.tiles[0].contexts
+    assert [c.regs[SP] for c in ctxs] == [0x17FF, 0x17FF, 0x17FF, 0x1801]
+    assert [c.pc for c in ctxs] == [24, 24, 24, 20]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_csr_read_jal_and_loads(engine):
+    # pc 12: csrrw sp, stack_limit, t6 with t6 = 0 (x6 is 0): sp gets the old limit 0x3000,
+    # compared with the limit *before* the instruction (0x3000): allowed; the limit is now 0.
+    # pc 16: lui t5, 3 again; pc 20: csrw stack_limit, t5 (0x3000 again).
+    # pc 24: sw t5, 0x100(x0) (stores 0x3000 at 0x100); pc 28: lui t6, 2 (0x2000);
+    # pc 32: sw t6, 0x104(x0); pc 36: lw sp, 0x104(x0): a load: not checked, sp = 0x2000.
+    # pc 40: jal sp, 8: link value pc + 4 = 44 < 0x3000: faults, addr = 44, the jump is not
+    # taken. Context 0's 11th instruction (n = 10): t = 40, cycles = 41.
+    words = prologue() + [asm.csrrw(SP, Csr.STACK_LIMIT, T6), asm.lui(T5, LIMIT >> 12),
+                          asm.csrw(Csr.STACK_LIMIT, T5), asm.sw(T5, 0x100, 0),
+                          asm.lui(T6, 2), asm.sw(T6, 0x104, 0), asm.lw(SP, 0x104, 0),
+                          asm.jal(SP, 8), asm.ecall(), asm.ecall()]
+    arr, res = run(words, engine)
+    assert fault_of(res) == (0, FaultCause.STACK_OVERFLOW, 40, 44)
+    assert res.cycles == 41
+    c0 = res.tiles[0].contexts[0]
+    assert (c0.pc, c0.regs[SP]) == (40, 0x2000)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_other_checks_come_first(engine):
+    # pc 12: jal sp, 6: misaligned target 18 (§3.1) is checked before the stack limit.
+    words = prologue() + [asm.jal(SP, 6), asm.ecall()]
+    arr, res = run(words, engine)
+    assert fault_of(res) == (0, FaultCause.MISALIGNED_FETCH, 12, 18)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_division_faults_in_its_last_turn(engine):
+    # pc 12: addi t6, x0, 2; pc 16: lui t5, 4 (0x4000); pc 20: divu sp, t5, t6 = 0x2000 <
+    # 0x3000. Context 0 issues the division first at t = 20 (n = 5); it executes in its
+    # DIV_TURNS = 10th turn, at t = 20 + 9·4 = 56, and faults there: cycles = 57.
+    words = prologue() + [asm.addi(T6, 0, 2), asm.lui(T5, 4), asm.divu(SP, T5, T6), asm.ecall()]
+    arr, res = run(words, engine)
+    assert fault_of(res) == (0, FaultCause.STACK_OVERFLOW, 20, 0x2000)
+    assert res.cycles == 57
+    assert res.tiles[0].contexts[0].regs[SP] == 0x4000
+
+
+PROGRAMS.update({
+    "per_context": [asm.csrr(T6, Csr.CONTEXT_ID), asm.slli(T6, T6, 11),
+                    asm.csrw(Csr.STACK_LIMIT, T6), asm.lui(SP, 2), asm.addi(SP, SP, -0x7FF),
+                    asm.addi(SP, SP, -2), asm.ecall()],
+    "addi": prologue() + [asm.addi(SP, SP, -0x800), asm.addi(SP, SP, -0x800),
+                          asm.addi(SP, SP, -16), asm.ecall()],
+    "csr_jal_load": prologue() + [asm.csrrw(SP, Csr.STACK_LIMIT, T6), asm.lui(T5, LIMIT >> 12),
+                                  asm.csrw(Csr.STACK_LIMIT, T5), asm.sw(T5, 0x100, 0),
+                                  asm.lui(T6, 2), asm.sw(T6, 0x104, 0), asm.lw(SP, 0x104, 0),
+                                  asm.jal(SP, 8), asm.ecall(), asm.ecall()],
+    "order": prologue() + [asm.jal(SP, 6), asm.ecall()],
+    "division": prologue() + [asm.addi(T6, 0, 2), asm.lui(T5, 4), asm.divu(SP, T5, T6),
+                              asm.ecall()],
+    # no fault: the limit allows every value (a limit of 0 after start, and sp = limit)
+    "clean": prologue(limit=0x1000) + [asm.lui(SP, 1), asm.addi(SP, SP, 16), asm.ecall()],
+})
+
+
+@pytest.mark.rtl
+def test_rtl_equals_the_model():
+    """The RTL gives the same JSON result as both model engines for every program above
+    (whose model results the tests above check against hand-derived values)."""
+    from tessera.backends import run_program
+    for name, words in PROGRAMS.items():
+        image = SimpleNamespace(entry=0, segments=[SimpleNamespace(addr=0,
+                                                                   data=asm.program(words))])
+        rtl = run_program("rtl", CFG, image, 10_000).to_json()
+        rtl.pop("backend", None)
+        for engine in ENGINES:
+            model = run(words, engine)[1].to_json()
+            model.pop("backend", None)
+            assert rtl == model, (name, engine)
