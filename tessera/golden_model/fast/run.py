@@ -25,25 +25,57 @@ _RUNNING = int(ContextState.RUNNING)
 
 # Order of the pointer table and the scalar slots: the P_* / G_* enums of engine.c.
 _G_FIELDS = ("n", "t", "nbytes", "lat", "sync_lat", "cycle", "max", "live", "release",
-             "armed", "xnext", "stop", "ulog_cap", "windows", "rollbacks")
+             "armed", "xnext", "stop", "ulog_cap", "windows", "rollbacks", "lanes")
 #: Entries of the SRAM undo log of a window (8 bytes each). A window is at most
 #: ULOG_ENTRIES / N cycles long (one store per tile per cycle), e.g. 862 cycles at 1216 tiles.
 ULOG_ENTRIES = 1 << 20
+#: The undo log is allocated 3 times that (plus slack): in a window a tile also logs its
+#: matrix engine's writes (at most 2 words per cycle), besides its stores (at most 1).
+ULOG_FACTOR = 3
 
 
 def _scratch(arr) -> dict:
     s = getattr(arr, "_fast_scratch", None)
     n, t = arr.n, arr.t
-    if s is None or s["tev"].shape[0] != n or s["ulog"].size != 2 * ULOG_ENTRIES:
+    ulog_size = 2 * (ULOG_FACTOR * ULOG_ENTRIES + 8 * n)
+    if s is None or s["tev"].shape[0] != n or s["ulog"].size != ulog_size:
+        eb = int(library().tsr_eng_bytes()) if arr.config.engine_lanes else 8
         s = dict(tev=np.zeros(n, np.int64), cnt=np.zeros(n * 8, np.int64),
                  arrived=np.zeros(n, np.uint8), nrun_ctx=np.zeros(t, np.int64),
                  st_cycle=np.zeros(n, np.int64), f_has=np.zeros(n, np.uint8),
                  f_ctx=np.zeros(n, np.int64), f_cause=np.zeros(n, np.int64),
                  f_pc=np.zeros(n, np.int64), f_addr=np.zeros(n, np.int64),
-                 tiles4=np.zeros(4 * n, np.int64), ulog=np.zeros(2 * ULOG_ENTRIES, np.uint32),
-                 ckpt=np.zeros(int(library().tsr_ckpt_bytes(n, t)), np.uint8))
+                 tiles4=np.zeros(4 * n, np.int64), ulog=np.zeros(ulog_size, np.uint32),
+                 ckpt=np.zeros(int(library().tsr_ckpt_bytes(n, t)), np.uint8),
+                 ebusy=np.zeros(n, np.uint8), esnap=np.zeros(n * eb, np.uint8),
+                 esnap_gen=np.zeros(n, np.int64), etouched=np.zeros(n, np.int64))
         arr._fast_scratch = s
     return s
+
+
+def _engines(arr) -> np.ndarray:
+    """The fast engine's matrix-engine records of ``arr`` (uint8 [N * tsr_eng_bytes()]).
+
+    Reset to idle when the array was (re)started (cycle 0: nothing can have been accepted).
+    """
+    lib = library()
+    eb = int(lib.tsr_eng_bytes()) if arr.config.engine_lanes else 8
+    blob = getattr(arr, "_fast_eng", None)
+    if blob is None or blob.size != arr.n * eb or arr._cycle == 0:
+        blob = np.zeros(arr.n * eb, np.uint8)
+        if arr.config.engine_lanes:
+            lib.tsr_eng_reset(blob.ctypes.data, arr.n)
+        arr._fast_eng = blob
+    return blob
+
+
+def engine_counters(arr) -> np.ndarray:
+    """The ``engine`` counter (§8) of ``arr``'s tiles as the fast engine left them, uint64 [N]."""
+    out = np.zeros(arr.n, np.int64)
+    if arr.config.engine_lanes:
+        blob = _engines(arr)
+        library().tsr_eng_counters(blob.ctypes.data, arr.n, arr._cycle, out.ctypes.data)
+    return out.astype(np.uint64)
 
 
 def _check(a: np.ndarray, dtype, name: str) -> np.ndarray:
@@ -81,12 +113,15 @@ def run_fast(arr, max_cycles: int) -> None:
         (s["f_addr"], i64),
         (s["tev"], i64), (s["cnt"], i64), (s["arrived"], u8), (s["nrun_ctx"], i64),
         (s["tiles4"], i64), (s["ulog"], u32), (s["ckpt"], u8),
+        (_engines(arr), u8), (s["ebusy"], u8), (s["esnap"], u8), (s["esnap_gen"], i64),
+        (s["etouched"], i64),
     ]
     ptrs = np.array([_check(a, dt, str(i)).__array_interface__["data"][0]
                      for i, (a, dt) in enumerate(arrays)], dtype=np.uint64)
     g = np.array([n, arr.t, arr.nbytes, arr.config.exchange_latency, arr.config.sync_latency,
                   arr._cycle, int(max_cycles), arr._live, arr._release, int(arr._armed),
-                  x.next_cycle, 0, s["ulog"].size // 2, 0, 0], dtype=np.int64)
+                  x.next_cycle, 0, ULOG_ENTRIES, 0, 0, arr.config.engine_lanes],
+                 dtype=np.int64)
     lib.tsr_run(ptrs.ctypes.data, g.ctypes.data)
     gd = dict(zip(_G_FIELDS, g.tolist()))
     arr._fast_stats = {"windows": gd["windows"], "rollbacks": gd["rollbacks"]}
