@@ -202,7 +202,8 @@ def library():
         lib.tsr_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         lib.tsr_ckpt_bytes.restype = ctypes.c_int64
         lib.tsr_ckpt_bytes.argtypes = [ctypes.c_int64, ctypes.c_int64]
-        for name, args in (("tsr_eng_bytes", []),
+        for name, args in (("tsr_eng_bytes", []), ("tsr_eng_layout", [ctypes.c_void_p]),
+                           ("tsr_eng_seek", [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]),
                            ("tsr_eng_reset", [ctypes.c_void_p, ctypes.c_int64]),
                            ("tsr_eng_counters", [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
                                                  ctypes.c_void_p])):

@@ -1229,7 +1229,6 @@ static void tile_run(Model *M, i64 i, i64 k, i64 k1, int stop_done) {
             if (nx > k) { k = nx; c = k % T; }
         }
     }
-    if (M->ebusy[i] && !M->stop) eng_upto(M, i, k - 1);   /* faults of the window show now */
     M->lk[i] = k;
 }
 
@@ -1249,6 +1248,17 @@ static i64 window(Model *M, i64 k, i64 k1, i64 maxc, i64 *rollbacks) {
             for (i64 i = 0; i < N; i++) if (M->e_last[i] > e) e = M->e_last[i];
         i64 ke = M->live == 0 ? e + 1 : k1;
         for (i64 i = 0; i < N && !M->stop; i++) if (M->lk[i] < ke) tile_run(M, i, M->lk[i], ke, 0);
+        /* the engines catch up to the window's end (their faults in it show now), but not
+         * into an exchange phase: a release armed in this window starts one at ks + S */
+        if (M->n_ebusy && !M->stop) {
+            i64 kb = ke;
+            if (M->live != 0 && M->n_arrived == N && M->n_wa > 0) {
+                i64 ks = 0;
+                for (i64 i = 0; i < N; i++) if (M->arr_cycle[i] > ks) ks = M->arr_cycle[i];
+                if (ks + M->sync_lat < kb) kb = ks + M->sync_lat;
+            }
+            for (i64 i = 0; i < N && !M->stop; i++) if (M->ebusy[i]) eng_upto(M, i, kb - 1);
+        }
     }
     M->window = 0;
     if (M->stop) {                         /* a fault: roll back, re-run in lock step */
@@ -1360,6 +1370,54 @@ i64 tsr_run(void **p, i64 *g) {
 
 /** Bytes of one tile's matrix-engine record (Eng). */
 i64 tsr_eng_bytes(void) { return (i64)sizeof(Eng); }
+
+/** Field offsets of Eng, in the order of run.py's ENG_FIELDS; returns sizeof(Eng). */
+i64 tsr_eng_layout(i64 *out) {
+#define OFF(f) (i64)__builtin_offsetof(Eng, f)
+    i64 offs[] = {OFF(busy), OFF(x), OFF(next), OFF(step), OFF(nsteps), OFF(c_e), OFF(d),
+                  OFF(pc_e), OFF(busy_done), OFF(end_x), OFF(end_cycle), OFF(fpend), OFF(ls0),
+                  OFF(ls1), OFF(j_undone), OFF(st_mcycle), OFF(st_mmask), OFF(ld_cycle),
+                  OFF(ld_ctx), OFF(ld_rd), OFF(ld_addr), OFF(ld_size), OFF(ld_signed),
+                  OFF(desc), OFF(bias), OFF(mult), OFF(shift), OFF(S), OFF(acc)};
+#undef OFF
+    for (int q = 0; q < (int)(sizeof(offs) / sizeof(offs[0])); q++) out[q] = offs[q];
+    return (i64)sizeof(Eng);
+}
+
+/** Set the cursors of a busy engine record from its step number (after an import). */
+i64 tsr_eng_seek(u8 *blob, i64 i, i64 lanes) {
+    Eng *E = (Eng *)(blob + i * (i64)sizeof(Eng));
+    i64 s = E->step;
+    E->ph = PH_DESC; E->r = s; E->b = E->k0 = E->k1 = E->j = E->j0 = E->j1 = E->sub = 0;
+    E->wj = E->wj0 = E->wj1 = E->ww = 0;
+    E->nsteps = E->ws = NEVER;
+    if (s < E_DESC_WORDS) return 0;
+    Model m;
+    m.lanes = lanes;
+    if (!eng_parse(&m, E)) return -1;
+    i64 C = E->C, J = E->J, q = s - E_DESC_WORDS;
+    if (q < 2 * C) { E->ph = PH_PARAM; E->r = q; return 0; }
+    q -= 2 * C;
+    i64 lastb = (E->KB - 1) * (C + J);
+    i64 b, rq;
+    if (q < lastb) { b = q / (C + J); rq = q % (C + J); }
+    else { b = E->KB - 1; rq = q - lastb; }
+    E->b = b; E->k0 = b % E->K0; E->k1 = b / E->K0;
+    if (rq < C) { E->ph = PH_LOAD; E->r = rq; }
+    else {
+        rq -= C;
+        i64 ow = b == E->KB - 1 ? E->OW : 1;
+        if (rq < J * ow) { E->ph = PH_STREAM; E->j = rq / ow; E->sub = rq % ow; }
+        else { E->ph = PH_DRAIN; E->j = J; }
+        E->j0 = E->j % E->J0; E->j1 = E->j / E->J0;
+    }
+    if (s >= E->ws) {
+        i64 n = s - E->ws;
+        E->wj = n / E->OW; E->ww = n % E->OW;
+        E->wj0 = E->wj % E->J0; E->wj1 = E->wj / E->J0;
+    }
+    return 0;
+}
 
 /** Reset ``n`` engine records to idle (host start, §9). */
 i64 tsr_eng_reset(u8 *blob, i64 n) {

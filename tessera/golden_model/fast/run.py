@@ -16,6 +16,8 @@ import numpy as np
 from tessera.spec.faults import FaultCause
 from tessera.spec.result import ContextState, Fault
 
+from tessera.spec.engine import ACC_DEPTH
+
 from .build import library
 
 __all__ = ["run_fast", "decode_fast"]
@@ -53,29 +55,142 @@ def _scratch(arr) -> dict:
     return s
 
 
-def _engines(arr) -> np.ndarray:
-    """The fast engine's matrix-engine records of ``arr`` (uint8 [N * tsr_eng_bytes()]).
+#: Fields of the compiled engine's per-tile matrix-engine record (``Eng`` in engine.c), in
+#: the order of ``tsr_eng_layout``: (name, numpy dtype, shape).
+ENG_FIELDS = (
+    ("busy", "<i8", ()), ("x", "<i8", ()), ("next", "<i8", ()), ("step", "<i8", ()),
+    ("nsteps", "<i8", ()), ("c_e", "<i8", ()), ("d", "<i8", ()), ("pc_e", "<i8", ()),
+    ("busy_done", "<i8", ()), ("end_x", "<i8", ()), ("end_cycle", "<i8", ()),
+    ("fpend", "<i8", ()), ("ls0", "<i8", ()), ("ls1", "<i8", ()), ("j_undone", "<i8", ()),
+    ("st_mcycle", "<i8", ()), ("st_mmask", "<i8", ()), ("ld_cycle", "<i8", ()),
+    ("ld_ctx", "<i8", ()), ("ld_rd", "<i8", ()), ("ld_addr", "<i8", ()), ("ld_size", "<i8", ()),
+    ("ld_signed", "<i8", ()), ("desc", "u1", (64,)), ("bias", "<i4", (8,)),
+    ("mult", "<i4", (8,)), ("shift", "<i4", (8,)), ("S", "<i4", (8, 8)),
+    ("acc", "<u4", (ACC_DEPTH, 8)),
+)
+_ENG_DTYPE = None
 
-    Reset to idle when the array was (re)started (cycle 0: nothing can have been accepted).
-    """
+
+def _eng_dtype() -> np.dtype:
+    global _ENG_DTYPE
+    if _ENG_DTYPE is None:
+        out = np.zeros(len(ENG_FIELDS), np.int64)
+        size = int(library().tsr_eng_layout(out.ctypes.data))
+        _ENG_DTYPE = np.dtype({"names": [f[0] for f in ENG_FIELDS],
+                               "formats": [(f[1], f[2]) if f[2] else f[1] for f in ENG_FIELDS],
+                               "offsets": out.tolist(), "itemsize": size})
+    return _ENG_DTYPE
+
+
+def _engines(arr) -> np.ndarray:
+    """The compiled engine's matrix-engine records of ``arr`` (structured [N], ``_eng_dtype``),
+    made current from the array's :class:`tessera.golden_model.engine.MatrixEngines` state
+    unless this engine wrote that state at the current cycle itself (then its own record,
+    which also holds what the shared state has no field for, is current)."""
     lib = library()
-    eb = int(lib.tsr_eng_bytes()) if arr.config.engine_lanes else 8
     blob = getattr(arr, "_fast_eng", None)
-    if blob is None or blob.size != arr.n * eb or arr._cycle == 0:
-        blob = np.zeros(arr.n * eb, np.uint8)
-        if arr.config.engine_lanes:
-            lib.tsr_eng_reset(blob.ctypes.data, arr.n)
-        arr._fast_eng = blob
+    mark = getattr(arr, "_fast_eng_mark", None)
+    if blob is not None and mark is not None and mark[0] is arr._mx and mark[1] == arr._cycle:
+        return blob
+    blob = np.zeros(arr.n, _eng_dtype())
+    lib.tsr_eng_reset(blob.ctypes.data, arr.n)
+    arr._fast_eng = blob
+    _import_engines(arr, blob)
     return blob
 
 
-def engine_counters(arr) -> np.ndarray:
-    """The ``engine`` counter (§8) of ``arr``'s tiles as the fast engine left them, uint64 [N]."""
-    out = np.zeros(arr.n, np.int64)
-    if arr.config.engine_lanes:
-        blob = _engines(arr)
-        library().tsr_eng_counters(blob.ctypes.data, arr.n, arr._cycle, out.ctypes.data)
-    return out.astype(np.uint64)
+def _import_engines(arr, blob) -> None:
+    """Shared state (vectorized engine's representation) → compiled records."""
+    mx = arr._mx
+    k0 = arr._cycle
+    blob["busy_done"] = mx.busy_done
+    for t in np.nonzero(mx.busy)[0].tolist():
+        e = blob[t]
+        e["busy"] = 1
+        e["x"] = mx.accept[t]
+        e["next"] = max(k0, int(mx.accept[t]) + 1)
+        e["step"] = mx.step_no[t]
+        e["c_e"] = mx.issuer[t]
+        e["d"] = mx.desc_addr[t]
+        e["pc_e"] = mx.issuer_pc[t]
+        e["desc"] = mx.desc[t]
+        m = mx.bias.shape[1]
+        e["bias"][:m] = mx.bias[t]
+        e["mult"][:m] = mx.multiplier[t]
+        e["shift"][:m] = mx.shift[t]
+        e["S"][:m] = mx.lanes_w[t]
+        if mx.acc is not None:
+            e["acc"][:, :m] = mx.acc[t]
+        library().tsr_eng_seek(blob.ctypes.data, t, arr.config.engine_lanes)
+        # the instructions issued at k0 - 2 and k0 - 1 (LOAD/STORE words, the store's bytes,
+        # the load), for the first engine cycle of the run
+        for c in (k0 - 2, k0 - 1):
+            if arr._ls_cyc[c & 1] == c and arr._ls[c & 1, t]:
+                e["ls1"] = e["ls0"]
+                e["ls0"] = c
+        if arr._st_cycle == k0 - 1 and arr._st_widx[t] >= 0:
+            e["st_mcycle"] = k0 - 1
+            e["st_mmask"] = arr._st_mask[t]
+        rec = arr._ld_rec
+        if rec is not None and rec[0] == k0 - 1 and t in rec[2]:
+            rd, la, size, signed = rec[2][t]
+            e["ld_cycle"], e["ld_ctx"], e["ld_rd"] = k0 - 1, rec[1], rd
+            e["ld_addr"], e["ld_size"], e["ld_signed"] = la, size, int(bool(signed))
+
+
+def _export_engines(arr, blob) -> None:
+    """Compiled records → shared state, for the cycle count ``arr._cycle`` (C)."""
+    from ..engine import Command, NOT_YET
+    from tessera.spec.engine import DESC_FIELDS, DESC_FORMAT
+    import struct
+    mx = arr._mx
+    C = arr._cycle
+    cnt = np.zeros(arr.n, np.int64)
+    library().tsr_eng_counters(blob.ctypes.data, arr.n, C, cnt.ctypes.data)
+    busy = blob["busy"] != 0
+    mx.busy[:] = busy
+    mx.accept[:] = blob["x"]
+    mx.busy_done[:] = cnt - np.where(busy, np.maximum(C - blob["x"], 0), 0)
+    mx.nbusy = int(busy.sum())
+    tiles = np.nonzero(busy)[0]
+    if len(tiles) and mx.acc is None:
+        from tessera.spec.engine import ACC_DEPTH
+        mx.acc = np.zeros((arr.n, ACC_DEPTH, max(mx.lanes, 1)), dtype=np.uint32)
+    m = mx.bias.shape[1]
+    for t in tiles.tolist():
+        e = blob[t]
+        mx.desc_addr[t] = e["d"]
+        mx.issuer[t] = e["c_e"]
+        mx.issuer_pc[t] = e["pc_e"]
+        mx.step_no[t] = e["step"]
+        mx.desc[t] = e["desc"]
+        mx.bias[t] = e["bias"][:m]
+        mx.multiplier[t] = e["mult"][:m]
+        mx.shift[t] = e["shift"][:m]
+        mx.lanes_w[t] = e["S"][:m]
+        mx.acc[t] = e["acc"][:, :m]
+        if int(e["step"]) > 7:
+            vals = struct.unpack(DESC_FORMAT, e["desc"].tobytes())
+            cmd = Command(**{name: v for (name, _, _), v in zip(DESC_FIELDS, vals)})
+            mx.cmd[t] = cmd
+            mx.total[t] = cmd.total
+        else:
+            mx.cmd[t] = None
+            mx.total[t] = NOT_YET
+    # what the first engine cycle of a continued run needs of the issues at C-2 and C-1
+    if mx.nbusy:
+        for c in (C - 2, C - 1):
+            arr._ls_cyc[c & 1] = c
+            arr._ls[c & 1] = busy & ((blob["ls0"] == c) | (blob["ls1"] == c))
+        st = busy & (blob["st_mcycle"] == C - 1) & (arr._st_widx >= 0)
+        arr._st_mask[st] = blob["st_mmask"][st].astype(np.uint8)
+        ld = np.nonzero(busy & (blob["ld_cycle"] == C - 1))[0].tolist()
+        if ld:
+            c = int(blob["ld_ctx"][ld[0]])
+            arr._ld_rec = (C - 1, c, {t: (int(blob["ld_rd"][t]), int(blob["ld_addr"][t]),
+                                          int(blob["ld_size"][t]), bool(blob["ld_signed"][t]))
+                                      for t in ld})
+    arr._fast_eng_mark = (mx, C)
 
 
 def _check(a: np.ndarray, dtype, name: str) -> np.ndarray:
@@ -98,6 +213,8 @@ def run_fast(arr, max_cycles: int) -> None:
     # fetch-after-store record: per tile the cycle of its recorded store (-1: none)
     s["st_cycle"][:] = np.where(arr._st_widx >= 0, arr._st_cycle, -1)
     s["f_has"][:] = 0
+    lanes = arr.config.engine_lanes
+    eng = _engines(arr) if lanes else np.zeros(1, np.uint64)
     u8, i8, i64, u32, u64 = np.uint8, np.int8, np.int64, np.uint32, np.uint64
     b = np.bool_
     arrays = [
@@ -113,7 +230,7 @@ def run_fast(arr, max_cycles: int) -> None:
         (s["f_addr"], i64),
         (s["tev"], i64), (s["cnt"], i64), (s["arrived"], u8), (s["nrun_ctx"], i64),
         (s["tiles4"], i64), (s["ulog"], u32), (s["ckpt"], u8),
-        (_engines(arr), u8), (s["ebusy"], u8), (s["esnap"], u8), (s["esnap_gen"], i64),
+        (eng.view(u8), u8), (s["ebusy"], u8), (s["esnap"], u8), (s["esnap_gen"], i64),
         (s["etouched"], i64),
     ]
     ptrs = np.array([_check(a, dt, str(i)).__array_interface__["data"][0]
@@ -136,6 +253,8 @@ def run_fast(arr, max_cycles: int) -> None:
         ctx = int(s["f_ctx"][t])
         arr._faults[t] = Fault(None if ctx < 0 else ctx, FaultCause(int(s["f_cause"][t])),
                                int(s["f_pc"][t]), int(s["f_addr"][t]))
+    if lanes:
+        _export_engines(arr, eng)
     # back to the vectorized engine's representation and caches
     last = k - 1
     arr._st_cycle = last
