@@ -616,6 +616,9 @@ typedef struct {
     i64 ld_cycle, ld_ctx, ld_rd, ld_addr, ld_size, ld_signed;
     /* continuation: the tile's first engine cycle of this run corrects against issue k0-1 */
     i64 port_cycle;
+    /* a command accepted while the previous one's last step was still to come (only from
+     * the vectorized engine's state: this loop executes that step before the accept) */
+    i64 q_x, q_d, q_c, q_pc;
     /* descriptor fields (valid from step 8) */
     u32 a_base, a_s0, a_s1, ak_s1, w_base, w_sm, c_base, c_s0, c_s1, p_base;
     u32 J0, J1, K0, K1, C, mode, flags, J, OW, pad0;
@@ -774,6 +777,15 @@ static void eng_write(Model *M, i64 i, Eng *E, u32 a, const u8 *data, int n, i64
     }
 }
 
+static void eng_start(Model *M, i64 i, Eng *E, i64 x, u32 d, i64 c, u32 pc) {
+    E->busy = 1; E->x = x; E->next = x + 1; E->step = 0; E->nsteps = NEVER; E->ws = NEVER;
+    E->c_e = c; E->d = d; E->pc_e = pc; E->fpend = NEVER;
+    E->ls0 = E->ls1 = -10;
+    E->ph = PH_DESC; E->r = 0; E->wj = E->wj0 = E->wj1 = E->ww = 0;
+    M->ebusy[i] = 1;
+    M->n_ebusy++;
+}
+
 /* Execute the next step of tile i's command in engine cycle u. Returns 1 on an engine fault. */
 static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
     u32 C = E->C;
@@ -897,6 +909,11 @@ static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
         E->end_x = E->x; E->end_cycle = u;
         M->ebusy[i] = 0;
         M->n_ebusy--;
+        if (E->q_x != NEVER) {                 /* the queued command starts (x = u + 1) */
+            i64 qx = E->q_x;
+            E->q_x = NEVER;
+            eng_start(M, i, E, qx, (u32)E->q_d, E->q_c, (u32)E->q_pc);
+        }
     }
     return 0;
 }
@@ -913,6 +930,7 @@ static int eng_upto(Model *M, i64 i, i64 u) {
         if (c - 2 == E->ls0 || c - 2 == E->ls1) continue;   /* a LOAD/STORE is in X at c */
         if (eng_step(M, i, E, c)) { E->next = c + 1; return 1; }
         if (!E->busy) { c++; break; }
+        if (E->x >= c) c = E->x;               /* a queued command started: cycles > x */
     }
     E->next = c;
     return 0;
@@ -947,14 +965,8 @@ static int eng_idle_at_x(Model *M, i64 i, i64 k, int force) {
 
 /* mrun accepted at cycle x (§12 "Instructions"). */
 static void eng_accept(Model *M, i64 i, i64 x, u32 d, i64 c, u32 pc) {
-    Eng *E = ENG(M, i);
     etouch(M, i);
-    E->busy = 1; E->x = x; E->next = x + 1; E->step = 0; E->nsteps = NEVER; E->ws = NEVER;
-    E->c_e = c; E->d = d; E->pc_e = pc; E->fpend = NEVER;
-    E->ls0 = E->ls1 = -10;
-    E->ph = PH_DESC; E->r = 0; E->wj = E->wj0 = E->wj1 = E->ww = 0;
-    M->ebusy[i] = 1;
-    M->n_ebusy++;
+    eng_start(M, i, ENG(M, i), x, d, c, pc);
 }
 
 /* Lock step, end of cycle k: record the engine faults of cycle k (an instruction fault of the
@@ -1378,6 +1390,7 @@ i64 tsr_eng_layout(i64 *out) {
                   OFF(pc_e), OFF(busy_done), OFF(end_x), OFF(end_cycle), OFF(fpend), OFF(ls0),
                   OFF(ls1), OFF(j_undone), OFF(st_mcycle), OFF(st_mmask), OFF(ld_cycle),
                   OFF(ld_ctx), OFF(ld_rd), OFF(ld_addr), OFF(ld_size), OFF(ld_signed),
+                  OFF(q_x), OFF(q_d), OFF(q_c), OFF(q_pc),
                   OFF(desc), OFF(bias), OFF(mult), OFF(shift), OFF(S), OFF(acc)};
 #undef OFF
     for (int q = 0; q < (int)(sizeof(offs) / sizeof(offs[0])); q++) out[q] = offs[q];
@@ -1427,6 +1440,7 @@ i64 tsr_eng_reset(u8 *blob, i64 n) {
         E->fpend = NEVER; E->j_cycle = -1; E->j_widx = -1; E->end_x = E->end_cycle = -1;
         E->ls0 = E->ls1 = E->st_mcycle = E->ld_cycle = -10; E->port_cycle = -1;
         E->nsteps = E->ws = NEVER;
+        E->q_x = NEVER;
     }
     return 0;
 }

@@ -64,7 +64,8 @@ ENG_FIELDS = (
     ("fpend", "<i8", ()), ("ls0", "<i8", ()), ("ls1", "<i8", ()), ("j_undone", "<i8", ()),
     ("st_mcycle", "<i8", ()), ("st_mmask", "<i8", ()), ("ld_cycle", "<i8", ()),
     ("ld_ctx", "<i8", ()), ("ld_rd", "<i8", ()), ("ld_addr", "<i8", ()), ("ld_size", "<i8", ()),
-    ("ld_signed", "<i8", ()), ("desc", "u1", (64,)), ("bias", "<i4", (8,)),
+    ("ld_signed", "<i8", ()), ("q_x", "<i8", ()), ("q_d", "<i8", ()), ("q_c", "<i8", ()),
+    ("q_pc", "<i8", ()), ("desc", "u1", (64,)), ("bias", "<i4", (8,)),
     ("mult", "<i4", (8,)), ("shift", "<i4", (8,)), ("S", "<i4", (8, 8)),
     ("acc", "<u4", (ACC_DEPTH, 8)),
 )
@@ -122,6 +123,9 @@ def _import_engines(arr, blob) -> None:
         if mx.acc is not None:
             e["acc"][:, :m] = mx.acc[t]
         library().tsr_eng_seek(blob.ctypes.data, t, arr.config.engine_lanes)
+        q = mx.queued.get(t)
+        if q is not None:
+            e["q_x"], e["q_d"], e["q_c"], e["q_pc"] = q
         # the instructions issued at k0 - 2 and k0 - 1 (LOAD/STORE words, the store's bytes,
         # the load), for the first engine cycle of the run
         for c in (k0 - 2, k0 - 1):
@@ -148,9 +152,22 @@ def _export_engines(arr, blob) -> None:
     cnt = np.zeros(arr.n, np.int64)
     library().tsr_eng_counters(blob.ctypes.data, arr.n, C, cnt.ctypes.data)
     busy = blob["busy"] != 0
+    # a command whose last step this loop executed past the end (the step of cycle C, done
+    # early for an mrun at C - 1 and undone at the end): the shared state has it busy with
+    # that step to come, and the command accepted meanwhile queued behind it
+    late = (blob["j_undone"] != 0) & (blob["end_cycle"] >= C)
+    accept = np.where(late, blob["end_x"], blob["x"])
+    mx.queued = {}
+    for t in np.nonzero(late & busy)[0].tolist():
+        mx.queued[t] = (int(blob["x"][t]), int(blob["d"][t]), int(blob["c_e"][t]),
+                        int(blob["pc_e"][t]))
+    for t in np.nonzero(busy & (blob["q_x"] != _NEVER))[0].tolist():
+        mx.queued[t] = (int(blob["q_x"][t]), int(blob["q_d"][t]), int(blob["q_c"][t]),
+                        int(blob["q_pc"][t]))
+    busy = busy | late
     mx.busy[:] = busy
-    mx.accept[:] = blob["x"]
-    mx.busy_done[:] = cnt - np.where(busy, np.maximum(C - blob["x"], 0), 0)
+    mx.accept[:] = accept
+    mx.busy_done[:] = cnt - np.where(busy, np.maximum(C - accept, 0), 0)
     mx.nbusy = int(busy.sum())
     tiles = np.nonzero(busy)[0]
     if len(tiles) and mx.acc is None:
@@ -169,7 +186,13 @@ def _export_engines(arr, blob) -> None:
         mx.shift[t] = e["shift"][:m]
         mx.lanes_w[t] = e["S"][:m]
         mx.acc[t] = e["acc"][:, :m]
-        if int(e["step"]) > 7:
+        if late[t]:
+            vals = struct.unpack(DESC_FORMAT, e["desc"].tobytes())
+            cmd = Command(**{name: v for (name, _, _), v in zip(DESC_FIELDS, vals)})
+            mx.cmd[t] = cmd
+            mx.total[t] = cmd.total
+            mx.step_no[t] = cmd.total - 1
+        elif int(e["step"]) > 7:
             vals = struct.unpack(DESC_FORMAT, e["desc"].tobytes())
             cmd = Command(**{name: v for (name, _, _), v in zip(DESC_FIELDS, vals)})
             mx.cmd[t] = cmd
