@@ -130,10 +130,10 @@ static Dec decode(u32 w) {
     case OPC_CUSTOM_0:
         /* mrun/mwait decode always (as the Python decoder); without an engine they are
          * illegal at execution (isa_exec -> R_ENGINE -> issue) */
-        if ((w & INSN_MRUN_MASK) == INSN_MRUN_MATCH) { d.op = OP_MRUN; d.rs1 = rs1; d.imm = 0; return d; }
-        if ((w & INSN_MWAIT_MASK) == INSN_MWAIT_MATCH) { d.op = OP_MWAIT; d.imm = 0; return d; }
         if (f7 == 0 && f3 == FUNCT3_DOT4) { d.op = OP_DOT4; }
         else if (f7 == 0 && f3 == FUNCT3_DOT4SU) { d.op = OP_DOT4SU; }
+        else if ((w & INSN_MRUN_MASK) == INSN_MRUN_MATCH) { d.op = OP_MRUN; d.rs1 = rs1; d.imm = 0; return d; }
+        else if ((w & INSN_MWAIT_MASK) == INSN_MWAIT_MATCH) { d.op = OP_MWAIT; d.imm = 0; return d; }
         else return d;
         d.rd = rd; d.rs1 = rs1; d.rs2 = rs2; d.imm = 0; return d;
     case OPC_CUSTOM_1:
@@ -787,7 +787,7 @@ static void eng_start(Model *M, i64 i, Eng *E, i64 x, u32 d, i64 c, u32 pc) {
 }
 
 /* Execute the next step of tile i's command in engine cycle u. Returns 1 on an engine fault. */
-static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
+__attribute__((noinline)) static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
     u32 C = E->C;
     u8 v[8];
     u32 ra;
@@ -919,7 +919,7 @@ static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
 }
 
 /* Tile i's engine through cycle u (all its engine cycles <= u; see the timing note). */
-static int eng_upto(Model *M, i64 i, i64 u) {
+__attribute__((noinline, cold)) static int eng_upto(Model *M, i64 i, i64 u) {
     Eng *E = ENG(M, i);
     if (u >= M->maxc) u = M->maxc - 1;
     i64 c = E->next;
@@ -949,7 +949,7 @@ static int eng_final_write_faults(const Model *M, const Eng *E) {
  * are done. At k = maxc - 1 the step of cycle k + 1 is not executed: it is the command's last
  * one (a write) iff one step remains, cycle k + 1 is an engine cycle and the write does not
  * fault; an mrun then executes it (``force``), a journal entry past the run's end. */
-static int eng_idle_at_x(Model *M, i64 i, i64 k, int force) {
+__attribute__((noinline, cold)) static int eng_idle_at_x(Model *M, i64 i, i64 k, int force) {
     if (!M->ebusy[i]) return 1;
     Eng *E = ENG(M, i);
     if (k + 1 < M->maxc || E->fpend != NEVER || E->next != k + 1) return 0;
@@ -964,9 +964,33 @@ static int eng_idle_at_x(Model *M, i64 i, i64 k, int force) {
 }
 
 /* mrun accepted at cycle x (§12 "Instructions"). */
-static void eng_accept(Model *M, i64 i, i64 x, u32 d, i64 c, u32 pc) {
+__attribute__((noinline, cold)) static void eng_accept(Model *M, i64 i, i64 x, u32 d, i64 c, u32 pc) {
     etouch(M, i);
     eng_start(M, i, ENG(M, i), x, d, c, pc);
+}
+
+/* The issue at k on a tile with a busy engine, after its fetch: record a LOAD/STORE word and
+ * catch the engine up to cycle k + 1. Returns 1 if the window must stop (engine fault). */
+__attribute__((noinline, cold)) static int eng_issue_ls(Model *M, i64 i, i64 k, int ls) {
+    Eng *E = ENG(M, i);
+    if (ls) { etouch(M, i); E->ls1 = E->ls0; E->ls0 = k; }
+    return eng_upto(M, i, k + 1) && M->window;
+}
+
+/* A LOAD/STORE issued at k while the engine is busy: what the first engine cycle of a continued
+ * run needs of it (the store's byte mask, the load). */
+__attribute__((noinline, cold)) static void eng_record_ls(Model *M, i64 i, i64 c, i64 k,
+                                                         const Dec *d, u32 lsa, int store) {
+    Eng *E = ENG(M, i);
+    if (store) {
+        u32 size = d->op == OP_SW ? 4 : d->op == OP_SH ? 2 : 1;
+        E->st_mcycle = k;
+        E->st_mmask = ((1u << size) - 1) << (lsa & 3);
+    } else {
+        E->ld_cycle = k; E->ld_ctx = c; E->ld_rd = d->rd; E->ld_addr = lsa;
+        E->ld_size = (d->op == OP_LW) ? 4 : (d->op == OP_LH || d->op == OP_LHU) ? 2 : 1;
+        E->ld_signed = d->op == OP_LB || d->op == OP_LH;
+    }
 }
 
 /* Lock step, end of cycle k: record the engine faults of cycle k (an instruction fault of the
@@ -998,7 +1022,8 @@ static void ifault(Model *M, i64 i, i64 c, i64 k, u32 cause, u32 pc, u32 addr) {
 static inline void issue(Model *M, i64 i, i64 c, i64 k) {
     i64 ic = i * M->t + c;
     u32 pc = M->pc[ic];
-    if (M->ebusy[i] && eng_upto(M, i, k) && M->window) return;   /* fetch sees cycles <= k */
+    int busy = M->ebusy[i];
+    if (__builtin_expect(busy, 0) && eng_upto(M, i, k) && M->window) return;   /* fetch sees cycles <= k */
     if (pc & 3) { ifault(M, i, c, k, FAULT_MISALIGNED_FETCH, pc, pc); return; }
     if ((i64)pc >= M->nbytes) { ifault(M, i, c, k, FAULT_ACCESS_FAULT_FETCH, pc, pc); return; }
     u32 *mem = M->sram + i * M->words;
@@ -1007,14 +1032,13 @@ static inline void issue(Model *M, i64 i, i64 c, i64 k) {
     /* fetch in F misses a store issued at k-1 (it writes the SRAM at k+1, §4) */
     if (M->st_cycle[i] == k - 1 && M->st_widx[i] == widx) w = M->st_old[i];
     u32 lsa = 0;
-    int ls = (w & 0x5F) == 0x03;           /* opcode LOAD or STORE: cycle k + 2 is not an engine cycle */
-    if (M->ebusy[i]) {
-        Eng *E = ENG(M, i);
-        if (ls) { etouch(M, i); E->ls1 = E->ls0; E->ls0 = k; }
-        if (eng_upto(M, i, k + 1) && M->window) return;
+    int ls = 0;
+    if (__builtin_expect(busy, 0)) {
+        ls = (w & 0x5F) == 0x03;           /* opcode LOAD or STORE: cycle k + 2 is not an engine cycle */
+        if (eng_issue_ls(M, i, k, ls)) return;
     }
     Dec d = decode(w);
-    if (ls && M->ebusy[i]) lsa = M->regs[ic * 32 + d.rs1] + d.imm;
+    if (__builtin_expect(ls, 0)) lsa = M->regs[ic * 32 + d.rs1] + d.imm;
     if (is_div_op(d.op)) {                 /* division turns (§4, "Division") */
         u32 nturn = M->dturn[ic];
         u32 j = (M->dword[ic] == w && nturn > 0) ? nturn : 0;
@@ -1055,18 +1079,7 @@ static inline void issue(Model *M, i64 i, i64 c, i64 k) {
     M->pc[ic] = e.npc;
     M->retired[ic]++;
     if (e.macs) M->macs[i] += e.macs;
-    if (ls && M->ebusy[i]) {               /* for the first engine cycle of a continued run */
-        Eng *E = ENG(M, i);
-        if (e.st_widx >= 0) {
-            u32 size = d.op == OP_SW ? 4 : d.op == OP_SH ? 2 : 1;
-            E->st_mcycle = k;
-            E->st_mmask = ((1u << size) - 1) << (lsa & 3);
-        } else {
-            E->ld_cycle = k; E->ld_ctx = c; E->ld_rd = d.rd; E->ld_addr = lsa;
-            E->ld_size = (d.op == OP_LW) ? 4 : (d.op == OP_LH || d.op == OP_LHU) ? 2 : 1;
-            E->ld_signed = d.op == OP_LB || d.op == OP_LH;
-        }
-    }
+    if (__builtin_expect(ls, 0) && M->ebusy[i]) eng_record_ls(M, i, c, k, &d, lsa, e.st_widx >= 0);
     if (e.st_widx >= 0) {
         M->st_cycle[i] = k; M->st_widx[i] = e.st_widx; M->st_old[i] = e.st_old;
         if (M->window) {                   /* undo log (window sizes keep it from overflowing) */
