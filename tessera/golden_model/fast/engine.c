@@ -1445,9 +1445,8 @@ i64 tsr_eng_seek(u8 *blob, i64 i, i64 lanes) {
     return 0;
 }
 
-/** Reset ``n`` engine records to idle (host start, §9). */
+/** Reset ``n`` zero-filled engine records to idle (host start, §9). */
 i64 tsr_eng_reset(u8 *blob, i64 n) {
-    for (i64 j = 0; j < n * (i64)sizeof(Eng); j++) blob[j] = 0;
     for (i64 i = 0; i < n; i++) {
         Eng *E = (Eng *)(blob + i * (i64)sizeof(Eng));
         E->fpend = NEVER; E->j_cycle = -1; E->j_widx = -1; E->end_x = E->end_cycle = -1;
