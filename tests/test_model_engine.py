@@ -914,3 +914,96 @@ def test_random_commands_against_the_semantics_formulas(seed):
     assert res.tiles[0].counters["engine"] == S + 1
     first_x = 22 + 4 * -(-(S + 1 - 4) // 4)          # smallest 22 + 4r >= 19 + S
     assert int(arr.regs[0, 0, 10]) == first_x - 2 + 4
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_loads_and_stores_around_a_command(seed):
+    """Contexts 1..3 run random loads of the outputs and stores into the streamed operand
+    while context 0's command runs; every stall, value and cycle derived from the §12 rules:
+
+    * context c's op j issues at (3 + j)·4 + c and is in X two cycles later; those X cycles
+      (loads and stores) are not engine cycles; step s is the s-th remaining cycle after x = 18;
+    * command RAW, C = 1, KB = 1, J = 6 (S = 19): step 11 + j reads X(j), step 13 + j writes
+      C(j); an engine read at k sees stores whose X < k, a load whose X > k sees a write at k.
+    """
+    rng = np.random.default_rng(seed)
+    J = 6
+    x_init = rng.integers(-128, 128, (J, 8)).astype(np.int8)
+    desc = Descriptor(a_base=SA, a_s0=8, w_base=SW, w_sm=8, c_base=SOUT, c_s0=8, p_base=SP,
+                      J0=J, C=1, mode=Mode.RAW)
+    sentinel = 0x5A5A5A5A
+    mem = {D0: desc.pack(), SA: x_init.tobytes(), SW: W_ROW.tobytes(), SP: params([1000]),
+           SOUT: sentinel.to_bytes(4, "little") * (2 * J)}
+    codes, ls = {0: issuer()}, []          # ls: (X cycle, context, kind, j, rd or value)
+    for c in (1, 2, 3):
+        value = int(rng.integers(-100, 100)) & 0xFFFFFFFF
+        code = [asm.addi(9, 0, value - (1 << 32) if value >> 31 else value)]
+        for j in range(1, 13):
+            kind, e = rng.choice(["nop", "lw", "sw"]), int(rng.integers(J))
+            y = issue(j, c) + 2
+            if kind == "lw":
+                code.append(asm.lw(10 + j, SOUT + 8 * e, 0))
+                ls.append((y, c, "lw", e, 10 + j))
+            elif kind == "sw":
+                code.append(asm.sw(9, SA + 8 * e, 0))
+                ls.append((y, c, "sw", e, value))
+            else:
+                code.append(asm.nop())
+        codes[c] = code + [asm.ecall()]
+    arr = make(codes, mem)
+    res = arr.run(5000)
+    assert res.status == "halted"
+    # step cycles
+    busy_x = {y for y, *_ in ls}
+    cyc, k = [], 18
+    while len(cyc) < 13 + J:
+        k += 1
+        if k not in busy_x:
+            cyc.append(k)
+    last = cyc[-1]
+    assert res.tiles[0].counters["engine"] == last - 18 + 1
+    mw = 22 + 4 * -(-(last + 1 - 22) // 4)              # first mwait X after the last step
+    assert int(arr.regs[0, 0, 10]) == mw - 2 + 4
+    # values: the streamed words as the engine read them, then acc(j)
+    acc = []
+    for j in range(J):
+        word0 = int.from_bytes(x_init[j, :4].tobytes(), "little")
+        for y, c, kind, e, v in sorted(ls):
+            if kind == "sw" and e == j and y < cyc[11 + j]:
+                word0 = v
+        xj = np.concatenate([np.frombuffer(word0.to_bytes(4, "little"), np.int8), x_init[j, 4:]])
+        acc.append(1000 + int(xj.astype(np.int64) @ W_ROW.astype(np.int64)))
+    assert list(i32(arr, SOUT, 2 * J)[::2]) == acc
+    for y, c, kind, e, rd in ls:
+        if kind == "lw":
+            exp = acc[e] & 0xFFFFFFFF if y > cyc[13 + e] else sentinel
+            assert int(arr.regs[0, c, rd]) == exp, (y, c, e)
+
+
+def test_exchange_phases_of_different_length_on_two_tiles():
+    # As test_exchange_phase_stalls_the_engine on N = 2 (S = ceil(log2 2) + 2 = 3): k* = 31,
+    # r = 34. Tile 0: IDLE 3 (34..36), END at 37; context 0 RUNNING from 38, mwait at 40
+    # (X = 42). Engine: steps 0..6 at 27..33, none at 34..37, 7..14 at 38..45: X = 42 busy,
+    # issue 44 (X = 46) retires; csrr 48; engine 26..45 = 20; exchange 4.
+    # Tile 1: xprog = 0, phase = the cycle 34 only; RUNNING from 35, mwait at 36 (X = 38).
+    # Engine: steps 0..6 at 27..33, 7..14 at 35..42: X = 38 and 42 (= last step) busy, issue
+    # 44 (X = 46) retires; csrr 48; engine 26..42 = 17; exchange 1. ecall at 52: cycles 53.
+    cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=SRAM)
+
+    def code(xp):
+        return [*asm.li(5, D0), *asm.li(8, xp), asm.csrw(Csr.XPROG, 8), asm.mrun(5),
+                asm.sync("ARRAY"), asm.mwait(), asm.csrr(10, Csr.CYCLE), asm.ecall()]
+    arr = Array(cfg)
+    arr.write_mem(0, 0, image({0: code(XP)}))
+    arr.write_mem(1, 0, image({0: code(0)}))
+    mem = raw_small(2)
+    mem[XP] = encode_program([Step.idle(3), Step.end()])
+    for addr, data in mem.items():
+        arr.write_mem(None, addr, data)
+    res = arr.run(1000)
+    assert res.status == "halted" and res.cycles == 53
+    assert [int(arr.regs[t, 0, 10]) for t in range(2)] == [48, 48]
+    assert [(t.counters["engine"], t.counters["exchange"]) for t in res.tiles] == \
+        [(20, 4), (17, 1)]
+    for t in range(2):
+        assert list(i32(arr, SOUT, 4, tile=t)[::2]) == RAW_ACC[:2]

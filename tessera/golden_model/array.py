@@ -784,7 +784,8 @@ class Array:
             self._st_widx[:] = -1
         self._st_widx[t] = a >> 2
         self._st_old[t] = self.sram.w32[t, a >> 2]
-        self._st_mask[t] = (((1 << size) - 1) << (a & _U32(3))).astype(np.uint8)
+        if self._mx.nbusy:      # byte enables, for an engine step of cycle k+1 (§12 port)
+            self._st_mask[t] = (((1 << size) - 1) << (a & _U32(3))).astype(np.uint8)
         if size == 1:
             self.sram.w8[t, a] = v.astype(np.uint8)
         elif size == 2:
