@@ -129,7 +129,7 @@ static Dec decode(u32 w) {
     }
     case OPC_CUSTOM_0:
         /* mrun/mwait decode always (as the Python decoder); without an engine they are
-         * illegal at execution (isa_exec -> R_ENGINE -> issue) */
+         * illegal at execution (isa_exec faults, issue decides) */
         if (f7 == 0 && f3 == FUNCT3_DOT4) { d.op = OP_DOT4; }
         else if (f7 == 0 && f3 == FUNCT3_DOT4SU) { d.op = OP_DOT4SU; }
         else if ((w & INSN_MRUN_MASK) == INSN_MRUN_MATCH) { d.op = OP_MRUN; d.rs1 = rs1; d.imm = 0; return d; }
@@ -190,7 +190,7 @@ static inline u32 dot4(u32 acc, u32 a, u32 b, int b_signed) {
 }
 
 /* What an instruction asks of the timing layer. */
-enum { R_RETIRE = 0, R_FAULT, R_ECALL, R_SYNC_TILE, R_SYNC_ARRAY, R_ENGINE };
+enum { R_RETIRE = 0, R_FAULT, R_ECALL, R_SYNC_TILE, R_SYNC_ARRAY };
 
 /* The architectural view one instruction executes against. */
 typedef struct {
@@ -321,7 +321,7 @@ static inline int isa_exec(Exec *e, u32 w, const Dec *d) {
         return R_RETIRE;
     }
     case OP_FENCE: return R_RETIRE;
-    case OP_MRUN: case OP_MWAIT: return R_ENGINE;   /* the timing layer decides (§12) */
+    /* mrun / mwait (OP_MRUN, OP_MWAIT) take the fault exit: the timing layer decides (§12) */
     case OP_ECALL: return R_ECALL;
     case OP_SYNC_TILE: return R_SYNC_TILE;
     case OP_SYNC_ARRAY: return R_SYNC_ARRAY;
@@ -969,28 +969,33 @@ __attribute__((noinline, cold)) static void eng_accept(Model *M, i64 i, i64 x, u
     eng_start(M, i, ENG(M, i), x, d, c, pc);
 }
 
-/* The issue at k on a tile with a busy engine, after its fetch: record a LOAD/STORE word and
- * catch the engine up to cycle k + 1. Returns 1 if the window must stop (engine fault). */
-__attribute__((noinline, cold)) static int eng_issue_ls(Model *M, i64 i, i64 k, int ls) {
+/* The issue of word w at k by context c on a tile with a busy engine, after its fetch: a
+ * LOAD/STORE word makes cycle k + 2 a non-engine cycle (recorded, with the store's byte mask
+ * or the load, which the first engine cycle of a continued run needs); then the engine
+ * catches up to cycle k + 1. Returns 1 if the window must stop (an engine fault). */
+__attribute__((noinline, cold)) static int eng_issue(Model *M, i64 i, i64 c, i64 k, u32 w) {
     Eng *E = ENG(M, i);
-    if (ls) { etouch(M, i); E->ls1 = E->ls0; E->ls0 = k; }
-    return eng_upto(M, i, k + 1) && M->window;
-}
-
-/* A LOAD/STORE issued at k while the engine is busy: what the first engine cycle of a continued
- * run needs of it (the store's byte mask, the load). */
-__attribute__((noinline, cold)) static void eng_record_ls(Model *M, i64 i, i64 c, i64 k,
-                                                         const Dec *d, u32 lsa, int store) {
-    Eng *E = ENG(M, i);
-    if (store) {
-        u32 size = d->op == OP_SW ? 4 : d->op == OP_SH ? 2 : 1;
-        E->st_mcycle = k;
-        E->st_mmask = ((1u << size) - 1) << (lsa & 3);
-    } else {
-        E->ld_cycle = k; E->ld_ctx = c; E->ld_rd = d->rd; E->ld_addr = lsa;
-        E->ld_size = (d->op == OP_LW) ? 4 : (d->op == OP_LH || d->op == OP_LHU) ? 2 : 1;
-        E->ld_signed = d->op == OP_LB || d->op == OP_LH;
+    if ((w & 0x5F) == 0x03) {              /* opcode LOAD or STORE */
+        etouch(M, i);
+        E->ls1 = E->ls0; E->ls0 = k;
+        Dec d = decode(w);
+        u32 a = M->regs[(i * M->t + c) * 32 + d.rs1] + d.imm;
+        switch (d.op) {
+        case OP_SB: case OP_SH: case OP_SW: {
+            u32 size = d.op == OP_SW ? 4 : d.op == OP_SH ? 2 : 1;
+            E->st_mcycle = k;
+            E->st_mmask = ((1u << size) - 1) << (a & 3);
+            break;
+        }
+        case OP_LB: case OP_LH: case OP_LW: case OP_LBU: case OP_LHU:
+            E->ld_cycle = k; E->ld_ctx = c; E->ld_rd = d.rd; E->ld_addr = a;
+            E->ld_size = (d.op == OP_LW) ? 4 : (d.op == OP_LH || d.op == OP_LHU) ? 2 : 1;
+            E->ld_signed = d.op == OP_LB || d.op == OP_LH;
+            break;
+        default: break;                    /* illegal: faults */
+        }
     }
+    return eng_upto(M, i, k + 1) && M->window;
 }
 
 /* Lock step, end of cycle k: record the engine faults of cycle k (an instruction fault of the
@@ -1031,14 +1036,8 @@ static inline void issue(Model *M, i64 i, i64 c, i64 k) {
     u32 w = mem[widx];
     /* fetch in F misses a store issued at k-1 (it writes the SRAM at k+1, §4) */
     if (M->st_cycle[i] == k - 1 && M->st_widx[i] == widx) w = M->st_old[i];
-    u32 lsa = 0;
-    int ls = 0;
-    if (__builtin_expect(busy, 0)) {
-        ls = (w & 0x5F) == 0x03;           /* opcode LOAD or STORE: cycle k + 2 is not an engine cycle */
-        if (eng_issue_ls(M, i, k, ls)) return;
-    }
+    if (__builtin_expect(busy, 0) && eng_issue(M, i, c, k, w)) return;
     Dec d = decode(w);
-    if (__builtin_expect(ls, 0)) lsa = M->regs[ic * 32 + d.rs1] + d.imm;
     if (is_div_op(d.op)) {                 /* division turns (§4, "Division") */
         u32 nturn = M->dturn[ic];
         u32 j = (M->dword[ic] == w && nturn > 0) ? nturn : 0;
@@ -1059,12 +1058,15 @@ static inline void issue(Model *M, i64 i, i64 c, i64 k) {
     e.macs = 0;
     int r = isa_exec(&e, w, &d);
     switch (r) {
-    case R_FAULT: ifault(M, i, c, k, e.cause, pc, e.faddr); return;
-    case R_ENGINE:                         /* mrun / mwait (§12 "Instructions") */
-        if (!M->lanes) { ifault(M, i, c, k, FAULT_ILLEGAL_INSTRUCTION, pc, w); return; }
-        if (!eng_idle_at_x(M, i, k, d.op == OP_MRUN)) return;   /* busy at X: retry */
-        if (d.op == OP_MRUN) eng_accept(M, i, k + 2, e.x[d.rs1], c, pc);
-        break;
+    case R_FAULT:
+        if (d.op == OP_MRUN || d.op == OP_MWAIT) {     /* mrun / mwait (§12 "Instructions") */
+            if (!M->lanes) { ifault(M, i, c, k, FAULT_ILLEGAL_INSTRUCTION, pc, w); return; }
+            if (!eng_idle_at_x(M, i, k, d.op == OP_MRUN)) return;   /* busy at X: retry */
+            if (d.op == OP_MRUN) eng_accept(M, i, k + 2, e.x[d.rs1], c, pc);
+            break;
+        }
+        ifault(M, i, c, k, e.cause, pc, e.faddr);
+        return;
     case R_ECALL:
         M->exitc[ic] = e.x[10];
         schedule(M, i, c, k + STATE_VISIBLE_DELAY, ST_HALTED);
@@ -1079,7 +1081,6 @@ static inline void issue(Model *M, i64 i, i64 c, i64 k) {
     M->pc[ic] = e.npc;
     M->retired[ic]++;
     if (e.macs) M->macs[i] += e.macs;
-    if (__builtin_expect(ls, 0) && M->ebusy[i]) eng_record_ls(M, i, c, k, &d, lsa, e.st_widx >= 0);
     if (e.st_widx >= 0) {
         M->st_cycle[i] = k; M->st_widx[i] = e.st_widx; M->st_old[i] = e.st_old;
         if (M->window) {                   /* undo log (window sizes keep it from overflowing) */
