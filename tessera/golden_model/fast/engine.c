@@ -386,6 +386,7 @@ typedef struct {
     i64 n_ebusy;
     i64 efault_next;      /* earliest pending engine fault (NEVER: none) */
     u8 *esnap;            /* [N] Eng snapshots of the current window (first touch) */
+    u8 *eacc, *esnap_acc; /* [N] accumulators of the engines, and their snapshots */
     i64 *esnap_gen;       /* [N] window generation of each snapshot */
     i64 *etouched, n_etouched, gen;
     i64 maxc;             /* the run's max_cycles: engine cycles stay below it */
@@ -629,15 +630,17 @@ typedef struct {
     u8 desc[E_DESC_BYTES];
     i32 bias[ELANES], mult[ELANES], shift[ELANES];
     i32 S[ELANES][8];
-    i32 acc[E_ACC_DEPTH][ELANES];
 } Eng;
-
-#define ENG_HEAD_BYTES ((i64)__builtin_offsetof(Eng, acc))
+/* The accumulators acc[j][m] of tile i live apart (M->eacc, [N][ACC_DEPTH][ELANES]): only
+ * busy engines touch them. */
+typedef i32 EAcc[E_ACC_DEPTH][ELANES];
+#define EACC_BYTES ((i64)sizeof(EAcc))
+static inline EAcc *EACC(const Model *M, i64 i) { return (EAcc *)(M->eacc + i * EACC_BYTES); }
 
 static inline Eng *ENG(const Model *M, i64 i) { return (Eng *)(M->eng + i * (i64)sizeof(Eng)); }
 
-static inline i64 eng_live_bytes(const Eng *E) {
-    return ENG_HEAD_BYTES + ((E->busy && E->step > E_DESC_CHECK_STEP) ? E->J * ELANES * 4 : 0);
+static inline i64 eng_acc_bytes(const Eng *E) {
+    return (E->busy && E->step > E_DESC_CHECK_STEP) ? E->J * ELANES * 4 : 0;
 }
 
 /* Window snapshot of tile i's engine before its first change in the window. */
@@ -645,7 +648,8 @@ static inline void etouch(Model *M, i64 i) {
     if (!M->window || M->esnap_gen[i] == M->gen) return;
     M->esnap_gen[i] = M->gen;
     Eng *E = ENG(M, i);
-    copy_bytes(M->esnap + i * (i64)sizeof(Eng), (const u8 *)E, eng_live_bytes(E));
+    copy_bytes(M->esnap + i * (i64)sizeof(Eng), (const u8 *)E, (i64)sizeof(Eng));
+    copy_bytes(M->esnap_acc + i * EACC_BYTES, (const u8 *)EACC(M, i), eng_acc_bytes(E));
     M->etouched[M->n_etouched++] = i;
 }
 
@@ -653,7 +657,8 @@ static void eng_restore(Model *M) {
     for (i64 q = 0; q < M->n_etouched; q++) {
         i64 i = M->etouched[q];
         const Eng *S = (const Eng *)(M->esnap + i * (i64)sizeof(Eng));
-        copy_bytes((u8 *)ENG(M, i), (const u8 *)S, eng_live_bytes(S));
+        copy_bytes((u8 *)ENG(M, i), (const u8 *)S, (i64)sizeof(Eng));
+        copy_bytes((u8 *)EACC(M, i), M->esnap_acc + i * EACC_BYTES, eng_acc_bytes(S));
     }
     M->n_etouched = 0;
 }
@@ -834,7 +839,7 @@ __attribute__((noinline)) static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
     u8 wd[8];
     if (E->step >= E->ws) {
         u32 cj = E->c_base + (u32)E->wj1 * E->c_s1 + (u32)E->wj0 * E->c_s0;
-        const i32 *acc = E->acc[E->wj];
+        const i32 *acc = (*EACC(M, i))[E->wj];
         if (E->mode == MODE_TFLITE) {
             if ((cj & 7) + C > 8 || (i64)cj >= M->nbytes) return efault(M, E, u, cj);
             wa = cj; wn = (int)C;
@@ -864,7 +869,7 @@ __attribute__((noinline)) static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
         i32 xv[8];
         if (E->flags & FLAG_A_UNSIGNED) for (int q = 0; q < 8; q++) xv[q] = v[q];
         else for (int q = 0; q < 8; q++) xv[q] = (i8)v[q];
-        i32 *acc = E->acc[E->j];
+        i32 *acc = (*EACC(M, i))[E->j];
         int first = E->b == 0;
         for (u32 m = 0; m < C; m++) {
             const i32 *S = E->S[m];
@@ -969,6 +974,17 @@ __attribute__((noinline, cold)) static void eng_accept(Model *M, i64 i, i64 x, u
     eng_start(M, i, ENG(M, i), x, d, c, pc);
 }
 
+static void ifault(Model *M, i64 i, i64 c, i64 k, u32 cause, u32 pc, u32 addr);
+
+/* mrun (op OP_MRUN, rs1 value d) / mwait issued at k by context c at pc: 1 if it retires. */
+__attribute__((noinline, cold)) static int eng_insn(Model *M, i64 i, i64 c, i64 k, i32 op, u32 d,
+                                                   u32 pc, u32 w) {
+    if (!M->lanes) { ifault(M, i, c, k, FAULT_ILLEGAL_INSTRUCTION, pc, w); return 0; }
+    if (!eng_idle_at_x(M, i, k, op == OP_MRUN)) return 0;   /* busy at X: retry, no effect */
+    if (op == OP_MRUN) eng_accept(M, i, k + 2, d, c, pc);
+    return 1;
+}
+
 /* The issue of word w at k by context c on a tile with a busy engine, after its fetch: a
  * LOAD/STORE word makes cycle k + 2 a non-engine cycle (recorded, with the store's byte mask
  * or the load, which the first engine cycle of a continued run needs); then the engine
@@ -1060,9 +1076,7 @@ static inline void issue(Model *M, i64 i, i64 c, i64 k) {
     switch (r) {
     case R_FAULT:
         if (d.op == OP_MRUN || d.op == OP_MWAIT) {     /* mrun / mwait (§12 "Instructions") */
-            if (!M->lanes) { ifault(M, i, c, k, FAULT_ILLEGAL_INSTRUCTION, pc, w); return; }
-            if (!eng_idle_at_x(M, i, k, d.op == OP_MRUN)) return;   /* busy at X: retry */
-            if (d.op == OP_MRUN) eng_accept(M, i, k + 2, e.x[d.rs1], c, pc);
+            if (!eng_insn(M, i, c, k, d.op, e.x[d.rs1], pc, w)) return;
             break;
         }
         ifault(M, i, c, k, e.cause, pc, e.faddr);
@@ -1100,7 +1114,7 @@ enum {  /* pointer table order (fast/run.py builds it) */
     P_ST_CYCLE, P_ST_WIDX, P_ST_OLD,
     P_F_HAS, P_F_CTX, P_F_CAUSE, P_F_PC, P_F_ADDR,
     P_TEV, P_CNT, P_ARRIVED, P_NRUN_CTX, P_TILES4, P_ULOG, P_CKPT,
-    P_ENG, P_EBUSY, P_ESNAP, P_ESNAP_GEN, P_ETOUCHED, P_COUNT
+    P_ENG, P_EBUSY, P_ESNAP, P_ESNAP_GEN, P_ETOUCHED, P_EACC, P_ESNAP_ACC, P_COUNT
 };
 
 enum {  /* scalar slots (in and out) */
@@ -1341,6 +1355,7 @@ i64 tsr_run(void **p, i64 *g) {
     M->lanes = g[G_LANES];
     M->eng = p[P_ENG]; M->ebusy = p[P_EBUSY]; M->esnap = p[P_ESNAP]; M->esnap_gen = p[P_ESNAP_GEN];
     M->etouched = p[P_ETOUCHED]; M->n_etouched = 0; M->gen = 0;
+    M->eacc = p[P_EACC]; M->esnap_acc = p[P_ESNAP_ACC];
     M->maxc = g[G_MAX];
     i64 k0 = g[G_CYCLE];
     for (i64 i = 0; i < N && M->lanes; i++) {
@@ -1405,7 +1420,7 @@ i64 tsr_eng_layout(i64 *out) {
                   OFF(ls1), OFF(j_undone), OFF(st_mcycle), OFF(st_mmask), OFF(ld_cycle),
                   OFF(ld_ctx), OFF(ld_rd), OFF(ld_addr), OFF(ld_size), OFF(ld_signed),
                   OFF(q_x), OFF(q_d), OFF(q_c), OFF(q_pc),
-                  OFF(desc), OFF(bias), OFF(mult), OFF(shift), OFF(S), OFF(acc)};
+                  OFF(desc), OFF(bias), OFF(mult), OFF(shift), OFF(S)};
 #undef OFF
     for (int q = 0; q < (int)(sizeof(offs) / sizeof(offs[0])); q++) out[q] = offs[q];
     return (i64)sizeof(Eng);

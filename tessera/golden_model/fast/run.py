@@ -50,7 +50,9 @@ def _scratch(arr) -> dict:
                  tiles4=np.zeros(4 * n, np.int64), ulog=np.zeros(ulog_size, np.uint32),
                  ckpt=np.zeros(int(library().tsr_ckpt_bytes(n, t)), np.uint8),
                  ebusy=np.zeros(n, np.uint8), esnap=np.zeros(n * eb, np.uint8),
-                 esnap_gen=np.zeros(n, np.int64), etouched=np.zeros(n, np.int64))
+                 esnap_gen=np.zeros(n, np.int64), etouched=np.zeros(n, np.int64),
+                 esnap_acc=np.zeros(n * ACC_DEPTH * 8 if arr.config.engine_lanes else 1,
+                                    np.uint32))
         arr._fast_scratch = s
     return s
 
@@ -67,7 +69,6 @@ ENG_FIELDS = (
     ("ld_signed", "<i8", ()), ("q_x", "<i8", ()), ("q_d", "<i8", ()), ("q_c", "<i8", ()),
     ("q_pc", "<i8", ()), ("desc", "u1", (64,)), ("bias", "<i4", (8,)),
     ("mult", "<i4", (8,)), ("shift", "<i4", (8,)), ("S", "<i4", (8, 8)),
-    ("acc", "<u4", (ACC_DEPTH, 8)),
 )
 _ENG_DTYPE = None
 
@@ -93,7 +94,11 @@ def _engines(arr) -> np.ndarray:
     mark = getattr(arr, "_fast_eng_mark", None)
     if blob is not None and mark is not None and mark[0] is arr._mx and mark[1] == arr._cycle:
         return blob
-    blob = np.zeros(arr.n, _eng_dtype())
+    if blob is None or blob.shape[0] != arr.n:
+        blob = np.zeros(arr.n, _eng_dtype())
+        arr._fast_eacc = np.zeros((arr.n, ACC_DEPTH, 8), np.uint32)   # pages touched on use
+    else:
+        blob[...] = np.zeros((), blob.dtype)
     lib.tsr_eng_reset(blob.ctypes.data, arr.n)
     arr._fast_eng = blob
     _import_engines(arr, blob)
@@ -121,7 +126,7 @@ def _import_engines(arr, blob) -> None:
         e["shift"][:m] = mx.shift[t]
         e["S"][:m] = mx.lanes_w[t]
         if mx.acc is not None:
-            e["acc"][:, :m] = mx.acc[t]
+            arr._fast_eacc[t, :, :m] = mx.acc[t]
         library().tsr_eng_seek(blob.ctypes.data, t, arr.config.engine_lanes)
         q = mx.queued.get(t)
         if q is not None:
@@ -185,7 +190,7 @@ def _export_engines(arr, blob) -> None:
         mx.multiplier[t] = e["mult"][:m]
         mx.shift[t] = e["shift"][:m]
         mx.lanes_w[t] = e["S"][:m]
-        mx.acc[t] = e["acc"][:, :m]
+        mx.acc[t] = arr._fast_eacc[t, :, :m]
         if late[t]:
             vals = struct.unpack(DESC_FORMAT, e["desc"].tobytes())
             cmd = Command(**{name: v for (name, _, _), v in zip(DESC_FIELDS, vals)})
@@ -238,6 +243,7 @@ def run_fast(arr, max_cycles: int) -> None:
     s["f_has"][:] = 0
     lanes = arr.config.engine_lanes
     eng = _engines(arr) if lanes else np.zeros(1, np.uint64)
+    eacc = arr._fast_eacc.reshape(-1) if lanes else np.zeros(1, np.uint32)
     u8, i8, i64, u32, u64 = np.uint8, np.int8, np.int64, np.uint32, np.uint64
     b = np.bool_
     arrays = [
@@ -254,7 +260,7 @@ def run_fast(arr, max_cycles: int) -> None:
         (s["tev"], i64), (s["cnt"], i64), (s["arrived"], u8), (s["nrun_ctx"], i64),
         (s["tiles4"], i64), (s["ulog"], u32), (s["ckpt"], u8),
         (eng.view(u8), u8), (s["ebusy"], u8), (s["esnap"], u8), (s["esnap_gen"], i64),
-        (s["etouched"], i64),
+        (s["etouched"], i64), (eacc, u32), (s["esnap_acc"], u32),
     ]
     ptrs = np.array([_check(a, dt, str(i)).__array_interface__["data"][0]
                      for i, (a, dt) in enumerate(arrays)], dtype=np.uint64)
