@@ -42,6 +42,14 @@ A, W, P, OUT = 0x800, 0x1800, 0x2800, 0x3000   # streamed, stationary, parameter
 CODE = 0x80                       # context c's code at CODE * (c + 1)
 
 
+@pytest.fixture(autouse=True, params=["fast", "vector"])
+def model_engine(request, monkeypatch):
+    """Every test runs on both golden-model engines (the default of ``Array(engine=None)``);
+    tests that name an engine run it on both passes."""
+    monkeypatch.setenv("TESSERA_MODEL_ENGINE", request.param)
+    return request.param
+
+
 def image(codes: dict, T: int = 4) -> bytes:
     """Dispatch + per-context code blocks (default: ``ecall``)."""
     img = bytearray(asm.program([asm.csrr(6, Csr.CONTEXT_ID), asm.slli(7, 6, 7),
@@ -132,7 +140,7 @@ def test_step_timing_and_mwait_retire_cycle(J, last, mwait_at, cycles):
     arr = make({0: issuer()}, raw_small(J))
     res = arr.run(1000)
     assert res.status == "halted" and res.cycles == cycles
-    assert arr.last_engine == "vector"           # the fast engine falls back for mrun/mwait
+    assert arr.last_engine == arr.engine         # the fast engine runs mrun/mwait itself
     assert int(arr.regs[0, 0, 10]) == mwait_at + 4
     c = res.tiles[0].counters
     assert c["engine"] == last - 18 + 1          # busy from x = 18 through the last step
@@ -720,19 +728,21 @@ def test_fast_engine_used_for_programs_without_engine_words():
     assert res.tiles[0].counters["engine"] == 0
 
 
-def test_fast_engine_refuses_an_engine_word_written_at_run_time():
+def test_engine_word_written_at_run_time(model_engine):
     # No mrun word in the SRAM at the start (the constant is built by lui + addi); context 0
-    # stores it over its own j4 (issued at 28; the sw at 20 writes at X = 22) and would run it.
-    # The fast engine (no matrix engine yet) would fault on it: Array.run raises instead.
+    # stores it over its own j4 (issued at 28; the sw at 20 writes at X = 22) and runs it
+    # (x5 = 0: descriptor at 0 = the dispatch code). Both engines run it (the fast engine
+    # used to fall back to the vector engine, and to refuse words written at run time).
     code = [*asm.li(9, asm.mrun(5)), asm.sw(9, CODE + 16, 0), asm.nop(), asm.nop(),
             asm.ecall()]
     assert len(asm.li(9, asm.mrun(5))) == 2
-    arr = make({0: code}, {}, engine="fast")
-    with pytest.raises(RuntimeError, match="engine='vector'"):
-        arr.run(1000)
-    arr = make({0: code}, {}, engine="vector")          # the vector engine runs it (x5 = 0:
-    res = arr.run(1000)                                  # descriptor at 0 = the dispatch code)
-    assert arr.last_engine == "vector" and res.tiles[0].counters["engine"] > 0
+    results = []
+    for engine in ("fast", "vector"):
+        arr = make({0: code}, {}, engine=engine)
+        res = arr.run(1000)
+        assert arr.last_engine == engine and res.tiles[0].counters["engine"] > 0
+        results.append(res.to_json())
+    assert results[0] == results[1]
 
 
 def test_trace_records_retired_engine_instructions_once():

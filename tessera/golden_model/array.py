@@ -64,10 +64,10 @@ from .memory import Sram
 
 __all__ = ["Array", "ENGINES", "FAST_HAS_MATRIX_ENGINE"]
 
-#: The compiled fast engine implements the matrix engine (§12). False until branch
-#: engine-fast lands (it may also set ``HAS_MATRIX_ENGINE = True`` in
-#: ``tessera/golden_model/fast/__init__.py``); see the module docstring.
-FAST_HAS_MATRIX_ENGINE = False
+#: The compiled fast engine implements the matrix engine (§12) (branch engine-fast; also
+#: ``HAS_MATRIX_ENGINE`` in ``tessera/golden_model/fast/__init__.py``), so the fallback of
+#: the module docstring is off.
+FAST_HAS_MATRIX_ENGINE = True
 
 
 def _fast_has_matrix_engine() -> bool:

@@ -9,7 +9,11 @@ independent implementation that the tests check this one against. The trace mode
 
 from .build import FastEngineUnavailable, library
 
-__all__ = ["FastEngineUnavailable", "library", "available"]
+__all__ = ["FastEngineUnavailable", "library", "available", "HAS_MATRIX_ENGINE"]
+
+#: The compiled loop implements the matrix engine (§12), so :meth:`tessera.golden_model.Array.run`
+#: does not fall back to the vectorized engine for programs with ``mrun``/``mwait``.
+HAS_MATRIX_ENGINE = True
 
 
 def available() -> bool:

@@ -19,9 +19,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tessera.spec import engine as espec
 from tessera.spec import exchange as xspec
 from tessera.spec.csr import READ_ONLY, Csr
 from tessera.spec.faults import FaultCause
+from tessera.spec.instructions import BY_NAME
 from tessera.spec.isa import (DIV_TURNS, INSN_EBREAK, INSN_ECALL, MACS_PER_DOT4, Funct3, Opcode,
                               SyncZone, encode_sync)
 from tessera.spec.timing import STATE_VISIBLE_DELAY, Stage
@@ -95,6 +97,23 @@ def spec_header() -> str:
     d(f"#define X_MAX_RUN {xspec.MAX_RUN}")
     for x in xspec.XOp:
         d(f"#define XOP_{x.name} {int(x)}")
+    # matrix engine (§12): instruction encodings, descriptor layout, schedule constants
+    for name in ("mrun", "mwait"):
+        row = BY_NAME[name]
+        d(f"#define INSN_{name.upper()}_MASK {row.mask:#x}u")
+        d(f"#define INSN_{name.upper()}_MATCH {row.match:#x}u")
+    for name, code, off in espec.DESC_FIELDS:
+        d(f"#define DESC_{name.upper()} {off}")
+    for m in espec.Mode:
+        d(f"#define MODE_{m.name} {int(m)}")
+    for f in espec.Flag:
+        d(f"#define FLAG_{f.name} {int(f)}")
+    for name in ("DESC_BYTES", "DESC_WORDS", "PARAM_BYTES", "ACC_DEPTH", "VECTOR_BYTES",
+                 "DESC_CHECK_STEP", "WRITE_DELAY", "MIN_SHIFT", "MAX_SHIFT"):
+        d(f"#define E_{name} ({getattr(espec, name)})")
+    if espec.VECTOR_BYTES != 8 or espec.DESC_WORDS != 8 or espec.PARAM_BYTES != 16:
+        raise FastEngineUnavailable("fast engine: the matrix engine assumes 8-byte vectors, "
+                                    "8 descriptor words and 16-byte channel records")
     return "\n".join(lines) + "\n"
 
 
@@ -185,6 +204,13 @@ def library():
         lib.tsr_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         lib.tsr_ckpt_bytes.restype = ctypes.c_int64
         lib.tsr_ckpt_bytes.argtypes = [ctypes.c_int64, ctypes.c_int64]
+        for name, args in (("tsr_eng_bytes", []), ("tsr_eng_layout", [ctypes.c_void_p]),
+                           ("tsr_eng_seek", [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]),
+                           ("tsr_eng_reset", [ctypes.c_void_p, ctypes.c_int64]),
+                           ("tsr_eng_counters", [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                                                 ctypes.c_void_p])):
+            getattr(lib, name).restype = ctypes.c_int64
+            getattr(lib, name).argtypes = args
         lib.tsr_decode.restype = ctypes.c_int64
         lib.tsr_decode.argtypes = [ctypes.c_uint32, ctypes.c_void_p]
         _LIB = lib

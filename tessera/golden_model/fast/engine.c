@@ -128,8 +128,12 @@ static Dec decode(u32 w) {
         d.op = csr[f3]; d.rd = rd; d.rs1 = rs1; d.imm = num; return d;
     }
     case OPC_CUSTOM_0:
+        /* mrun/mwait decode always (as the Python decoder); without an engine they are
+         * illegal at execution (isa_exec faults, issue decides) */
         if (f7 == 0 && f3 == FUNCT3_DOT4) { d.op = OP_DOT4; }
         else if (f7 == 0 && f3 == FUNCT3_DOT4SU) { d.op = OP_DOT4SU; }
+        else if ((w & INSN_MRUN_MASK) == INSN_MRUN_MATCH) { d.op = OP_MRUN; d.rs1 = rs1; d.imm = 0; return d; }
+        else if ((w & INSN_MWAIT_MASK) == INSN_MWAIT_MATCH) { d.op = OP_MWAIT; d.imm = 0; return d; }
         else return d;
         d.rd = rd; d.rs1 = rs1; d.rs2 = rs2; d.imm = 0; return d;
     case OPC_CUSTOM_1:
@@ -324,6 +328,7 @@ static inline int isa_exec(Exec *e, u32 w, const Dec *d) {
         return R_RETIRE;
     }
     case OP_FENCE: return R_RETIRE;
+    /* mrun / mwait (OP_MRUN, OP_MWAIT) take the fault exit: the timing layer decides (§12) */
     case OP_ECALL: return R_ECALL;
     case OP_SYNC_TILE: return R_SYNC_TILE;
     case OP_SYNC_ARRAY: return R_SYNC_ARRAY;
@@ -384,11 +389,26 @@ typedef struct {
     u32 *ulog;            /* SRAM undo log of a window: (absolute word index, old word) */
     i64 ulog_n, ulog_cap;
     u8 *ckpt;             /* checkpoint of the per-context / per-tile state of a window */
+    /* matrix engines (§12) */
+    i64 lanes;            /* M (0: no engine, mrun/mwait are illegal) */
+    u8 *eng;              /* [N] Eng records (see below), the engines' state */
+    u8 *ebusy;            /* [N] derived: the tile's engine is busy */
+    i64 n_ebusy;
+    i64 efault_next;      /* earliest pending engine fault (NEVER: none) */
+    u8 *esnap;            /* [N] Eng snapshots of the current window (first touch) */
+    u8 *eacc, *esnap_acc; /* [N] accumulators of the engines, and their snapshots */
+    i64 *esnap_gen;       /* [N] window generation of each snapshot */
+    i64 *etouched, n_etouched, gen;
+    i64 maxc;             /* the run's max_cycles: engine cycles stay below it */
     /* scalars */
     i64 nrun, n_wa, n_arrived, n_xphase, next_ev;
     i64 live, release, armed, stop, xnext;
     int window;           /* inside a window: ecalls do not stop the run by themselves */
 } Model;
+
+static void copy_bytes(u8 *d, const u8 *s, i64 n) {
+    for (i64 j = 0; j < n; j++) d[j] = s[j];
+}
 
 static inline void set_vis(Model *M, i64 i, i64 c, u8 s) {
     i64 ic = i * M->t + c;
@@ -582,6 +602,461 @@ static void exchange_step(Model *M, i64 k) {
     M->xnext = xnext;
 }
 
+
+/* ===================================================================== matrix engine (§12)
+ *
+ * Timing. The model applies an instruction's effects at its issue cycle t, two cycles before
+ * its X cycle. To keep the SRAM in the order of the real cycles, the engine step of cycle u is
+ * executed in the model before any load/store issued at >= u-1 executes and after every one
+ * issued at <= u-3 (one issued at u-2 makes u a non-engine cycle), and before the fetches of
+ * cycles >= u, after those of cycles < u. An issue at t therefore catches the tile's engine up
+ * to cycle t before its fetch and to cycle t+1 after it (cycle t+1 is an engine cycle unless
+ * the word issued at t-1 is a LOAD/STORE: the issue records those words while the engine is
+ * busy); cycles without an issue on the tile are caught up lazily (nothing can observe them),
+ * at the end of every tile run of a window, and cycle by cycle in lock step (exchange phases).
+ * So an mrun/mwait at t sees the engine as it is after cycle t+1: busy at its X cycle t+2 iff
+ * busy. The step of cycle t+1 may be executed although the run stops at the end of t: the
+ * record of the tile's last step (journal) undoes its SRAM write and macs at the end of the run.
+ * A run is never continued past max_cycles, so the engine stays within cycles < max_cycles
+ * and the first engine cycle of a continued run (k0) applies the instructions issued at k0-1
+ * in the order of the X cycles by hand (eng_step's port: hide that store from the read, keep
+ * its bytes over the engine's write, re-read that load), as the vectorized engine does.
+ *
+ * Faults. An engine fault found for cycle u is pending until the end of cycle u (lock step:
+ * eng_commit after the issues of u, so an instruction fault of the same tile and cycle wins);
+ * in a window it rolls the window back (re-run in lock step).
+ */
+enum { PH_DESC, PH_PARAM, PH_LOAD, PH_STREAM, PH_DRAIN };
+#define ELANES 8
+
+typedef struct {
+    i64 busy, x, next, step, nsteps, ws, c_e, d, pc_e;
+    i64 busy_done;             /* engine counter: busy cycles of the finished commands */
+    i64 end_x, end_cycle;      /* accept and last-step cycle of the latest finished command */
+    i64 fpend, faddr;          /* pending engine fault: its cycle (NEVER: none) and addr */
+    i64 ls0, ls1;              /* issue cycles of the last two LOAD/STORE words (while busy) */
+    i64 j_cycle, j_macs, j_widx, j_undone;   /* journal: the last step (cycle, macs, write) */
+    u32 j_old[2], j_new[2];
+    /* records of the latest store and load of the tile while busy (continuation, k0 - 1) */
+    i64 st_mcycle, st_mmask;
+    i64 ld_cycle, ld_ctx, ld_rd, ld_addr, ld_size, ld_signed;
+    /* continuation: the tile's first engine cycle of this run corrects against issue k0-1 */
+    i64 port_cycle;
+    /* a command accepted while the previous one's last step was still to come (only from
+     * the vectorized engine's state: this loop executes that step before the accept) */
+    i64 q_x, q_d, q_c, q_pc;
+    /* descriptor fields (valid from step 8) */
+    u32 a_base, a_s0, a_s1, ak_s1, w_base, w_sm, c_base, c_s0, c_s1, p_base;
+    u32 J0, J1, K0, K1, C, mode, flags, J, OW, pad0;
+    i64 KB;
+    i32 zp, qmin, qmax, pad1;
+    /* cursors */
+    i64 ph, r, b, k0, k1, j, j0, j1, sub, wj, wj0, wj1, ww;
+    u8 desc[E_DESC_BYTES];
+    i32 bias[ELANES], mult[ELANES], shift[ELANES];
+    i32 S[ELANES][8];
+} Eng;
+/* The accumulators acc[j][m] of tile i live apart (M->eacc, [N][ACC_DEPTH][ELANES]): only
+ * busy engines touch them. */
+typedef i32 EAcc[E_ACC_DEPTH][ELANES];
+#define EACC_BYTES ((i64)sizeof(EAcc))
+static inline EAcc *EACC(const Model *M, i64 i) { return (EAcc *)(M->eacc + i * EACC_BYTES); }
+
+static inline Eng *ENG(const Model *M, i64 i) { return (Eng *)(M->eng + i * (i64)sizeof(Eng)); }
+
+static inline i64 eng_acc_bytes(const Eng *E) {
+    return (E->busy && E->step > E_DESC_CHECK_STEP) ? E->J * ELANES * 4 : 0;
+}
+
+/* Window snapshot of tile i's engine before its first change in the window. */
+static inline void etouch(Model *M, i64 i) {
+    if (!M->window || M->esnap_gen[i] == M->gen) return;
+    M->esnap_gen[i] = M->gen;
+    Eng *E = ENG(M, i);
+    copy_bytes(M->esnap + i * (i64)sizeof(Eng), (const u8 *)E, (i64)sizeof(Eng));
+    copy_bytes(M->esnap_acc + i * EACC_BYTES, (const u8 *)EACC(M, i), eng_acc_bytes(E));
+    M->etouched[M->n_etouched++] = i;
+}
+
+static void eng_restore(Model *M) {
+    for (i64 q = 0; q < M->n_etouched; q++) {
+        i64 i = M->etouched[q];
+        const Eng *S = (const Eng *)(M->esnap + i * (i64)sizeof(Eng));
+        copy_bytes((u8 *)ENG(M, i), (const u8 *)S, (i64)sizeof(Eng));
+        copy_bytes((u8 *)EACC(M, i), M->esnap_acc + i * EACC_BYTES, eng_acc_bytes(S));
+    }
+    M->n_etouched = 0;
+}
+
+static inline u32 ld32(const u8 *p) { return p[0] | (u32)p[1] << 8 | (u32)p[2] << 16 | (u32)p[3] << 24; }
+
+/* gemmlowp SaturatingRoundingDoublingHighMul: ties toward +inf, saturates at (-2^31, -2^31). */
+static inline i32 srdhm(i32 a, i32 b) {
+    if (a == (i32)0x80000000 && b == (i32)0x80000000) return 0x7FFFFFFF;
+    i64 ab = (i64)a * (i64)b;
+    return (i32)((ab + ((i64)1 << 30)) >> 31);
+}
+
+/* gemmlowp RoundingDivideByPOT: ties away from zero. */
+static inline i32 rdbpot(i32 x, int e) {
+    i64 mask = ((i64)1 << e) - 1;
+    i64 rem = (i64)x & mask;
+    i64 thr = (mask >> 1) + (x < 0);
+    return (i32)(((i64)x >> e) + (rem > thr));
+}
+
+/* TFLite MultiplyByQuantizedMultiplier; x << left wraps mod 2^32 (§12, §11 rule 1). */
+static inline i32 mbqm(i32 x, i32 m, i32 sh) {
+    int left = sh > 0 ? sh : 0, right = sh > 0 ? 0 : -sh;
+    return rdbpot(srdhm((i32)((u32)x << left), m), right);
+}
+
+static inline int bad_read(const Model *M, u32 a) { return (a & 7) || (i64)a >= M->nbytes; }
+
+/* A pending engine fault in cycle u (the step has no effect). */
+static int efault(Model *M, Eng *E, i64 u, u32 addr) {
+    E->fpend = u;
+    E->faddr = addr;
+    if (u < M->efault_next) M->efault_next = u;
+    if (M->window) M->stop = 1;
+    return 1;
+}
+
+/* Step 7: decode and check the descriptor (§12 "Engine faults" 2). Returns 1 if valid. */
+static int eng_parse(Model *M, Eng *E) {
+    const u8 *q = E->desc;
+#define H16(o) ((u32)q[o] | (u32)q[(o) + 1] << 8)
+#define S16(o) ((i32)(i16)H16(o))
+    u32 J0 = H16(DESC_J0), J1 = H16(DESC_J1), K0 = H16(DESC_K0), K1 = H16(DESC_K1);
+    u32 C = q[DESC_C], mode = q[DESC_MODE], flags = q[DESC_FLAGS];
+    i32 zp = S16(DESC_ZP), qmin = S16(DESC_QMIN), qmax = S16(DESC_QMAX);
+    if (C == 0 || C > (u32)M->lanes || !J0 || !J1 || !K0 || !K1) return 0;
+    if (J0 * J1 > E_ACC_DEPTH) return 0;
+    if (mode != MODE_RAW && mode != MODE_TFLITE) return 0;
+    if (flags & ~(u32)(FLAG_A_UNSIGNED | FLAG_OUT_UNSIGNED)) return 0;
+    if (mode == MODE_TFLITE) {
+        i32 lo = (flags & FLAG_OUT_UNSIGNED) ? 0 : -128, hi = (flags & FLAG_OUT_UNSIGNED) ? 255 : 127;
+        if (qmin > qmax || zp < lo || zp > hi || qmin < lo || qmin > hi || qmax < lo || qmax > hi)
+            return 0;
+    }
+    E->a_base = ld32(q + DESC_A_BASE); E->a_s0 = ld32(q + DESC_A_S0); E->a_s1 = ld32(q + DESC_A_S1);
+    E->ak_s1 = ld32(q + DESC_AK_S1); E->w_base = ld32(q + DESC_W_BASE); E->w_sm = ld32(q + DESC_W_SM);
+    E->c_base = ld32(q + DESC_C_BASE); E->c_s0 = ld32(q + DESC_C_S0); E->c_s1 = ld32(q + DESC_C_S1);
+    E->p_base = ld32(q + DESC_P_BASE);
+    E->J0 = J0; E->J1 = J1; E->K0 = K0; E->K1 = K1; E->C = C; E->mode = mode; E->flags = flags;
+    E->zp = zp; E->qmin = qmin; E->qmax = qmax;
+    E->J = J0 * J1; E->KB = (i64)K0 * K1;
+    E->OW = mode == MODE_RAW ? (C + 1) / 2 : 1;
+    i64 last = E_DESC_WORDS + 2 * (i64)C + (E->KB - 1) * (C + E->J);   /* first step of block KB-1 */
+    E->ws = last + C + E_WRITE_DELAY;
+    E->nsteps = last + C + (i64)E->J * E->OW + E_WRITE_DELAY;
+#undef H16
+#undef S16
+    return 1;
+}
+
+/* The 8 bytes at a as the engine of cycle u sees them (port: hide a store of issue u-1). */
+static inline void eng_read(const Model *M, i64 i, const Eng *E, u32 a, i64 u, u8 out[8]) {
+    const u32 *mem = M->sram + i * M->words;
+    u32 w0 = mem[a >> 2], w1 = mem[(a >> 2) + 1];
+    if (E->port_cycle == u && M->st_cycle[i] == u - 1) {
+        i64 sw = M->st_widx[i];
+        if (sw == (a >> 2)) w0 = M->st_old[i];
+        else if (sw == (a >> 2) + 1) w1 = M->st_old[i];
+    }
+    for (int q = 0; q < 4; q++) { out[q] = (u8)(w0 >> (8 * q)); out[4 + q] = (u8)(w1 >> (8 * q)); }
+}
+
+/* Write n bytes at a (within one aligned 8-byte word) in cycle u; journal + undo log. */
+static void eng_write(Model *M, i64 i, Eng *E, u32 a, const u8 *data, int n, i64 u) {
+    u32 *mem = M->sram + i * M->words;
+    i64 wi = (a >> 2) & ~(i64)1;
+    E->j_widx = wi;
+    E->j_old[0] = mem[wi]; E->j_old[1] = mem[wi + 1];
+    if (M->window) {
+        M->ulog[2 * M->ulog_n] = (u32)(i * M->words + wi);
+        M->ulog[2 * M->ulog_n + 1] = mem[wi];
+        M->ulog[2 * M->ulog_n + 2] = (u32)(i * M->words + wi + 1);
+        M->ulog[2 * M->ulog_n + 3] = mem[wi + 1];
+        M->ulog_n += 2;
+    }
+    u8 *m8 = (u8 *)mem;
+    int port = E->port_cycle == u && M->st_cycle[i] == u - 1;
+    for (int q = 0; q < n; q++) {
+        u32 p = a + q;
+        if (port && (i64)(p >> 2) == M->st_widx[i]) {
+            /* the store issued at u-1 writes after this write (X at u+1): its bytes stay;
+             * the fetch at u (which misses that store) sees the engine's byte */
+            u32 sh = 8 * (p & 3);
+            M->st_old[i] = (M->st_old[i] & ~(0xFFu << sh)) | (u32)data[q] << sh;
+            if ((E->st_mmask >> (p & 3)) & 1) continue;
+        }
+        m8[p] = data[q];
+    }
+    E->j_new[0] = mem[wi]; E->j_new[1] = mem[wi + 1];
+    if (port && E->ld_cycle == u - 1) {       /* the load issued at u-1 reads at u+1 */
+        u32 la = (u32)E->ld_addr;
+        i64 sz = E->ld_size;
+        if (la < a + n && la + sz > a && E->ld_rd) {
+            u32 v;
+            if (sz == 4) v = mem[la >> 2];
+            else if (sz == 2) v = E->ld_signed ? (u32)(i32)(i16)((u16 *)mem)[la >> 1] : ((u16 *)mem)[la >> 1];
+            else v = E->ld_signed ? (u32)(i32)(i8)m8[la] : m8[la];
+            M->regs[(i * M->t + E->ld_ctx) * 32 + E->ld_rd] = v;
+        }
+    }
+}
+
+static void eng_start(Model *M, i64 i, Eng *E, i64 x, u32 d, i64 c, u32 pc) {
+    E->busy = 1; E->x = x; E->next = x + 1; E->step = 0; E->nsteps = NEVER; E->ws = NEVER;
+    E->c_e = c; E->d = d; E->pc_e = pc; E->fpend = NEVER;
+    E->ls0 = E->ls1 = -10;
+    E->ph = PH_DESC; E->r = 0; E->wj = E->wj0 = E->wj1 = E->ww = 0;
+    M->ebusy[i] = 1;
+    M->n_ebusy++;
+}
+
+/* Execute the next step of tile i's command in engine cycle u. Returns 1 on an engine fault. */
+__attribute__((noinline)) static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
+    u32 C = E->C;
+    u8 v[8];
+    u32 ra;
+    int stream = 0, load = 0;
+    switch (E->ph) {
+    case PH_DESC:
+        ra = (u32)E->d + 8 * (u32)E->r;
+        if (bad_read(M, ra)) return efault(M, E, u, ra);
+        eng_read(M, i, E, ra, u, E->desc + 8 * E->r);
+        if (E->r == E_DESC_CHECK_STEP && !eng_parse(M, E)) return efault(M, E, u, (u32)E->d);
+        break;
+    case PH_PARAM: {
+        i64 m = E->r >> 1;
+        ra = E->p_base + E_PARAM_BYTES * (u32)m + 8 * (u32)(E->r & 1);
+        if (bad_read(M, ra)) return efault(M, E, u, ra);
+        eng_read(M, i, E, ra, u, v);
+        if ((E->r & 1) == 0) { E->bias[m] = (i32)ld32(v); E->mult[m] = (i32)ld32(v + 4); }
+        else {
+            i32 sh = (i32)ld32(v);
+            if (E->mode == MODE_TFLITE && (sh < E_MIN_SHIFT || sh > E_MAX_SHIFT))
+                return efault(M, E, u, ra);
+            E->shift[m] = sh;
+        }
+        break;
+    }
+    case PH_LOAD:
+        ra = E->w_base + (u32)E->r * E->w_sm + 8 * (u32)E->b;
+        if (bad_read(M, ra)) return efault(M, E, u, ra);
+        load = 1;
+        break;
+    case PH_STREAM:
+        if (E->sub == 0) {
+            ra = E->a_base + (u32)E->j1 * E->a_s1 + (u32)E->j0 * E->a_s0 + (u32)E->k1 * E->ak_s1
+                 + 8 * (u32)E->k0;
+            if (bad_read(M, ra)) return efault(M, E, u, ra);
+            stream = 1;
+        }
+        break;
+    default: break;
+    }
+    /* the write of this step (§12 "Engine faults" 4 after the read check) */
+    int wn = 0;
+    u32 wa = 0;
+    u8 wd[8];
+    if (E->step >= E->ws) {
+        u32 cj = E->c_base + (u32)E->wj1 * E->c_s1 + (u32)E->wj0 * E->c_s0;
+        const i32 *acc = (*EACC(M, i))[E->wj];
+        if (E->mode == MODE_TFLITE) {
+            if ((cj & 7) + C > 8 || (i64)cj >= M->nbytes) return efault(M, E, u, cj);
+            wa = cj; wn = (int)C;
+            for (u32 m = 0; m < C; m++) {
+                i64 y = (i64)mbqm(acc[m], E->mult[m], E->shift[m]) + E->zp;
+                if (y < E->qmin) y = E->qmin;
+                if (y > E->qmax) y = E->qmax;
+                wd[m] = (u8)y;
+            }
+        } else {
+            wa = cj + 8 * (u32)E->ww;
+            if ((cj & 7) || (i64)wa >= M->nbytes) return efault(M, E, u, wa);
+            u32 m0 = 2 * (u32)E->ww;
+            wn = m0 + 1 < C ? 8 : 4;
+            for (int q = 0; q < wn; q++) wd[q] = (u8)((u32)acc[m0 + (q >> 2)] >> (8 * (q & 3)));
+        }
+    }
+    /* commit */
+    E->j_cycle = u; E->j_macs = 0; E->j_widx = -1; E->j_undone = 0;
+    if (load) {
+        eng_read(M, i, E, ra, u, v);
+        i32 *S = E->S[E->r];
+        for (int q = 0; q < 8; q++) S[q] = (i8)v[q];
+    }
+    if (stream) {
+        eng_read(M, i, E, ra, u, v);
+        i32 xv[8];
+        if (E->flags & FLAG_A_UNSIGNED) for (int q = 0; q < 8; q++) xv[q] = v[q];
+        else for (int q = 0; q < 8; q++) xv[q] = (i8)v[q];
+        i32 *acc = (*EACC(M, i))[E->j];
+        int first = E->b == 0;
+        for (u32 m = 0; m < C; m++) {
+            const i32 *S = E->S[m];
+            i32 sum = 0;
+            for (int q = 0; q < 8; q++) sum += xv[q] * S[q];
+            acc[m] = (i32)((u32)(first ? E->bias[m] : acc[m]) + (u32)sum);
+        }
+        M->macs[i] += 8 * C;
+        E->j_macs = 8 * C;
+    }
+    if (wn) {
+        eng_write(M, i, E, wa, wd, wn, u);
+        if (++E->ww == E->OW) { E->ww = 0; E->wj++; if (++E->wj0 == E->J0) { E->wj0 = 0; E->wj1++; } }
+    }
+    /* advance the cursors */
+    E->step++;
+    switch (E->ph) {
+    case PH_DESC: if (++E->r == E_DESC_WORDS) { E->ph = PH_PARAM; E->r = 0; } break;
+    case PH_PARAM:
+        if (++E->r == 2 * (i64)C) { E->ph = PH_LOAD; E->r = 0; E->b = E->k0 = E->k1 = 0; }
+        break;
+    case PH_LOAD:
+        if (++E->r == C) { E->ph = PH_STREAM; E->j = E->j0 = E->j1 = 0; E->sub = 0; }
+        break;
+    case PH_STREAM: {
+        int last = E->b == E->KB - 1;
+        if (last && E->OW > 1 && ++E->sub < E->OW) break;
+        E->sub = 0;
+        E->j++;
+        if (++E->j0 == E->J0) { E->j0 = 0; E->j1++; }
+        if (E->j == E->J) {
+            if (last) E->ph = PH_DRAIN;
+            else { E->b++; if (++E->k0 == E->K0) { E->k0 = 0; E->k1++; } E->ph = PH_LOAD; E->r = 0; }
+        }
+        break;
+    }
+    default: break;
+    }
+    if (E->step == E->nsteps) {                /* the last step: idle from u + 1 */
+        E->busy = 0;
+        E->busy_done += u - E->x + 1;
+        E->end_x = E->x; E->end_cycle = u;
+        M->ebusy[i] = 0;
+        M->n_ebusy--;
+        if (E->q_x != NEVER) {                 /* the queued command starts (x = u + 1) */
+            i64 qx = E->q_x;
+            E->q_x = NEVER;
+            eng_start(M, i, E, qx, (u32)E->q_d, E->q_c, (u32)E->q_pc);
+        }
+    }
+    return 0;
+}
+
+/* Tile i's engine through cycle u (all its engine cycles <= u; see the timing note). */
+__attribute__((noinline, cold)) static int eng_upto(Model *M, i64 i, i64 u) {
+    Eng *E = ENG(M, i);
+    if (u >= M->maxc) u = M->maxc - 1;
+    i64 c = E->next;
+    if (c > u || E->fpend != NEVER || !E->busy) return 0;
+    etouch(M, i);
+    if (M->xphase[i]) { E->next = u + 1; return 0; }
+    for (; c <= u; c++) {
+        if (c - 2 == E->ls0 || c - 2 == E->ls1) continue;   /* a LOAD/STORE is in X at c */
+        if (eng_step(M, i, E, c)) { E->next = c + 1; return 1; }
+        if (!E->busy) { c++; break; }
+        if (E->x >= c) c = E->x;               /* a queued command started: cycles > x */
+    }
+    E->next = c;
+    return 0;
+}
+
+/* The last write step of the running command would fault (§12 "Engine faults" 4). */
+static int eng_final_write_faults(const Model *M, const Eng *E) {
+    i64 jl = E->J - 1;
+    u32 cj = E->c_base + (u32)(jl / E->J0) * E->c_s1 + (u32)(jl % E->J0) * E->c_s0;
+    if (E->mode == MODE_TFLITE) return (cj & 7) + E->C > 8 || (i64)cj >= M->nbytes;
+    u32 wa = cj + 8 * (E->OW - 1);
+    return (cj & 7) || (i64)wa >= M->nbytes;
+}
+
+/* mrun/mwait issued at k: is the engine idle at x = k + 2? Engine cycles <= min(k+1, maxc-1)
+ * are done. At k = maxc - 1 the step of cycle k + 1 is not executed: it is the command's last
+ * one (a write) iff one step remains, cycle k + 1 is an engine cycle and the write does not
+ * fault; an mrun then executes it (``force``), a journal entry past the run's end. */
+__attribute__((noinline, cold)) static int eng_idle_at_x(Model *M, i64 i, i64 k, int force) {
+    if (!M->ebusy[i]) return 1;
+    Eng *E = ENG(M, i);
+    if (k + 1 < M->maxc || E->fpend != NEVER || E->next != k + 1) return 0;
+    if (E->step + 1 != E->nsteps || k - 1 == E->ls0 || k - 1 == E->ls1) return 0;
+    if (eng_final_write_faults(M, E)) return 0;
+    if (force) {
+        etouch(M, i);
+        eng_step(M, i, E, k + 1);
+        E->next = k + 2;
+    }
+    return 1;
+}
+
+/* mrun accepted at cycle x (§12 "Instructions"). */
+__attribute__((noinline, cold)) static void eng_accept(Model *M, i64 i, i64 x, u32 d, i64 c, u32 pc) {
+    etouch(M, i);
+    eng_start(M, i, ENG(M, i), x, d, c, pc);
+}
+
+static void ifault(Model *M, i64 i, i64 c, i64 k, u32 cause, u32 pc, u32 addr);
+
+/* mrun (op OP_MRUN, rs1 value d) / mwait issued at k by context c at pc: 1 if it retires. */
+__attribute__((noinline, cold)) static int eng_insn(Model *M, i64 i, i64 c, i64 k, i32 op, u32 d,
+                                                   u32 pc, u32 w) {
+    if (!M->lanes) { ifault(M, i, c, k, FAULT_ILLEGAL_INSTRUCTION, pc, w); return 0; }
+    if (!eng_idle_at_x(M, i, k, op == OP_MRUN)) return 0;   /* busy at X: retry, no effect */
+    if (op == OP_MRUN) eng_accept(M, i, k + 2, d, c, pc);
+    return 1;
+}
+
+/* The issue of word w at k by context c on a tile with a busy engine, after its fetch: a
+ * LOAD/STORE word makes cycle k + 2 a non-engine cycle (recorded, with the store's byte mask
+ * or the load, which the first engine cycle of a continued run needs); then the engine
+ * catches up to cycle k + 1. Returns 1 if the window must stop (an engine fault). */
+__attribute__((noinline, cold)) static int eng_issue(Model *M, i64 i, i64 c, i64 k, u32 w) {
+    Eng *E = ENG(M, i);
+    if ((w & 0x5F) == 0x03) {              /* opcode LOAD or STORE */
+        etouch(M, i);
+        E->ls1 = E->ls0; E->ls0 = k;
+        Dec d = decode(w);
+        u32 a = M->regs[(i * M->t + c) * 32 + d.rs1] + d.imm;
+        switch (d.op) {
+        case OP_SB: case OP_SH: case OP_SW: {
+            u32 size = d.op == OP_SW ? 4 : d.op == OP_SH ? 2 : 1;
+            E->st_mcycle = k;
+            E->st_mmask = ((1u << size) - 1) << (a & 3);
+            break;
+        }
+        case OP_LB: case OP_LH: case OP_LW: case OP_LBU: case OP_LHU:
+            E->ld_cycle = k; E->ld_ctx = c; E->ld_rd = d.rd; E->ld_addr = a;
+            E->ld_size = (d.op == OP_LW) ? 4 : (d.op == OP_LH || d.op == OP_LHU) ? 2 : 1;
+            E->ld_signed = d.op == OP_LB || d.op == OP_LH;
+            break;
+        default: break;                    /* illegal: faults */
+        }
+    }
+    return eng_upto(M, i, k + 1) && M->window;
+}
+
+/* Lock step, end of cycle k: record the engine faults of cycle k (an instruction fault of the
+ * same tile and cycle keeps its record). */
+static void eng_commit(Model *M, i64 k) {
+    for (i64 i = 0; i < M->n; i++) {
+        if (!M->ebusy[i]) continue;
+        Eng *E = ENG(M, i);
+        if (E->fpend != k) continue;
+        if (!M->f_has[i]) {
+            M->f_has[i] = 1; M->f_ctx[i] = E->c_e; M->f_cause[i] = FAULT_ENGINE_FAULT;
+            M->f_pc[i] = (u32)E->pc_e; M->f_addr[i] = (u32)E->faddr;
+            schedule(M, i, E->c_e, k + STATE_VISIBLE_DELAY, ST_FAULT);
+            M->pc[i * M->t + E->c_e] = (u32)E->pc_e;
+        }
+        M->stop = 1;
+    }
+    M->efault_next = NEVER;
+}
+
 static void ifault(Model *M, i64 i, i64 c, i64 k, u32 cause, u32 pc, u32 addr) {
     M->f_has[i] = 1; M->f_ctx[i] = c; M->f_cause[i] = cause;
     M->f_pc[i] = pc; M->f_addr[i] = addr;
@@ -593,6 +1068,8 @@ static void ifault(Model *M, i64 i, i64 c, i64 k, u32 cause, u32 pc, u32 addr) {
 static inline void issue(Model *M, i64 i, i64 c, i64 k) {
     i64 ic = i * M->t + c;
     u32 pc = M->pc[ic];
+    int busy = M->ebusy[i];
+    if (__builtin_expect(busy, 0) && eng_upto(M, i, k) && M->window) return;   /* fetch sees cycles <= k */
     if (pc & 3) { ifault(M, i, c, k, FAULT_MISALIGNED_FETCH, pc, pc); return; }
     if ((i64)pc >= M->nbytes) { ifault(M, i, c, k, FAULT_ACCESS_FAULT_FETCH, pc, pc); return; }
     u32 *mem = M->sram + i * M->words;
@@ -600,6 +1077,7 @@ static inline void issue(Model *M, i64 i, i64 c, i64 k) {
     u32 w = mem[widx];
     /* fetch in F misses a store issued at k-1 (it writes the SRAM at k+1, §4) */
     if (M->st_cycle[i] == k - 1 && M->st_widx[i] == widx) w = M->st_old[i];
+    if (__builtin_expect(busy, 0) && eng_issue(M, i, c, k, w)) return;
     Dec d = decode(w);
     if (is_div_op(d.op)) {                 /* division turns (§4, "Division") */
         u32 nturn = M->dturn[ic];
@@ -622,7 +1100,13 @@ static inline void issue(Model *M, i64 i, i64 c, i64 k) {
     e.macs = 0;
     int r = isa_exec(&e, w, &d);
     switch (r) {
-    case R_FAULT: ifault(M, i, c, k, e.cause, pc, e.faddr); return;
+    case R_FAULT:
+        if (d.op == OP_MRUN || d.op == OP_MWAIT) {     /* mrun / mwait (§12 "Instructions") */
+            if (!eng_insn(M, i, c, k, d.op, e.x[d.rs1], pc, w)) return;
+            break;
+        }
+        ifault(M, i, c, k, e.cause, pc, e.faddr);
+        return;
     case R_ECALL:
         M->exitc[ic] = e.x[10];
         schedule(M, i, c, k + STATE_VISIBLE_DELAY, ST_HALTED);
@@ -655,18 +1139,16 @@ enum {  /* pointer table order (fast/run.py builds it) */
     P_X_INPROG, P_X_NEXT, P_X_PTR, P_BUS_VAL, P_BUS_VALID, P_SLOT_CYCLE,
     P_ST_CYCLE, P_ST_WIDX, P_ST_OLD,
     P_F_HAS, P_F_CTX, P_F_CAUSE, P_F_PC, P_F_ADDR,
-    P_TEV, P_CNT, P_ARRIVED, P_NRUN_CTX, P_TILES4, P_ULOG, P_CKPT, P_SLIMIT, P_X_RUN_I,
-    P_X_RUN_W, P_COUNT
+    P_TEV, P_CNT, P_ARRIVED, P_NRUN_CTX, P_TILES4, P_ULOG, P_CKPT,
+    P_ENG, P_EBUSY, P_ESNAP, P_ESNAP_GEN, P_ETOUCHED, P_EACC, P_ESNAP_ACC,
+    P_SLIMIT, P_X_RUN_I, P_X_RUN_W, P_COUNT
 };
 
 enum {  /* scalar slots (in and out) */
     G_N, G_T, G_NBYTES, G_LAT, G_SYNC_LAT, G_CYCLE, G_MAX, G_LIVE, G_RELEASE, G_ARMED,
-    G_XNEXT, G_STOP, G_ULOG_CAP, G_WINDOWS, G_ROLLBACKS, G_COUNT
+    G_XNEXT, G_STOP, G_ULOG_CAP, G_WINDOWS, G_ROLLBACKS, G_LANES, G_COUNT
 };
 
-static void copy_bytes(u8 *d, const u8 *s, i64 n) {
-    for (i64 j = 0; j < n; j++) d[j] = s[j];
-}
 
 /* The state a window changes (besides SRAM, which has the undo log): (pointer, bytes). */
 static int ckpt_fields(Model *M, void **ptr, i64 *bytes) {
@@ -724,10 +1206,25 @@ static void rebuild(Model *M) {
         retev(M, i);
         if (M->tev[i] < M->next_ev) M->next_ev = M->tev[i];
     }
+    M->n_ebusy = 0;
+    M->efault_next = NEVER;
+    for (i64 i = 0; i < N && M->lanes; i++) {
+        const Eng *E = ENG(M, i);
+        M->ebusy[i] = (u8)(E->busy != 0);
+        M->n_ebusy += M->ebusy[i];
+        if (E->busy && E->fpend < M->efault_next) M->efault_next = E->fpend;
+    }
 }
 
 static inline int window_ok(const Model *M) {
-    return M->release == NEVER && M->xnext == NEVER && M->n_xphase == 0;
+    return M->release == NEVER && M->xnext == NEVER && M->n_xphase == 0
+           && M->efault_next == NEVER;
+}
+
+/* Lock step: every busy engine through cycle u (no issue on its tile since its last catch-up). */
+static void eng_all_upto(Model *M, i64 u) {
+    for (i64 i = 0; i < M->n; i++)
+        if (M->ebusy[i]) eng_upto(M, i, u);
 }
 
 /* Lock step from cycle k: every tile, one global cycle at a time, until halt/fault, maxc, or
@@ -750,12 +1247,14 @@ static i64 lockstep(Model *M, i64 k, i64 maxc, int until_window) {
             M->armed = 1;
             M->release = k + M->sync_lat;
         }
+        if (M->n_ebusy) eng_all_upto(M, k);   /* engine cycle k, before the exchange of k */
         if (M->xnext == k) exchange_step(M, k);
         if (M->nrun_ctx[c] > 0) {
             u8 *vis = M->vis + c;
             for (i64 i = 0; i < N; i++)
                 if (vis[i * T] == ST_RUNNING) issue(M, i, c, k);
         }
+        if (M->efault_next == k) eng_commit(M, k);
         k++;
         if (++c == T) c = 0;
         if (M->stop) break;
@@ -764,6 +1263,10 @@ static i64 lockstep(Model *M, i64 k, i64 maxc, int until_window) {
             if (M->release < nx) nx = M->release;
             if (M->xnext < nx) nx = M->xnext;
             if (maxc < nx) nx = maxc;
+            if (nx > k && M->n_ebusy) {    /* the engines run through the skipped cycles */
+                eng_all_upto(M, nx - 1);
+                if (M->efault_next < nx) nx = M->efault_next;
+            }
             if (nx > k) { k = nx; c = k % T; }
         }
     }
@@ -802,26 +1305,43 @@ static i64 window(Model *M, i64 k, i64 k1, i64 maxc, i64 *rollbacks) {
     ckpt(M, 1);
     i64 live0 = M->live;
     M->ulog_n = 0;
+    M->n_etouched = 0;
+    M->gen++;
     M->window = 1;
     for (i64 i = 0; i < N && !M->stop; i++) tile_run(M, i, k, k1, 1);
+    i64 e = -1;
+    if (!M->stop) {                        /* the tiles behind catch up (engine faults show) */
+        if (M->live == 0)                  /* the last ecall of the array ends the run */
+            for (i64 i = 0; i < N; i++) if (M->e_last[i] > e) e = M->e_last[i];
+        i64 ke = M->live == 0 ? e + 1 : k1;
+        for (i64 i = 0; i < N && !M->stop; i++) if (M->lk[i] < ke) tile_run(M, i, M->lk[i], ke, 0);
+        /* the engines catch up to the window's end (their faults in it show now), but not
+         * into an exchange phase: a release armed in this window starts one at ks + S */
+        if (M->n_ebusy && !M->stop) {
+            i64 kb = ke;
+            if (M->live != 0 && M->n_arrived == N && M->n_wa > 0) {
+                i64 ks = 0;
+                for (i64 i = 0; i < N; i++) if (M->arr_cycle[i] > ks) ks = M->arr_cycle[i];
+                if (ks + M->sync_lat < kb) kb = ks + M->sync_lat;
+            }
+            for (i64 i = 0; i < N && !M->stop; i++) if (M->ebusy[i]) eng_upto(M, i, kb - 1);
+        }
+    }
     M->window = 0;
     if (M->stop) {                         /* a fault: roll back, re-run in lock step */
         for (i64 j = M->ulog_n - 1; j >= 0; j--) M->sram[M->ulog[2 * j]] = M->ulog[2 * j + 1];
         ckpt(M, 0);
+        eng_restore(M);
         M->live = live0;
         M->stop = 0;
         rebuild(M);
         (*rollbacks)++;
         return lockstep(M, k, maxc, 0);
     }
-    if (M->live == 0) {                    /* the last ecall of the array ends the run */
-        i64 e = -1;
-        for (i64 i = 0; i < N; i++) if (M->e_last[i] > e) e = M->e_last[i];
-        for (i64 i = 0; i < N; i++) if (M->lk[i] < e + 1) tile_run(M, i, M->lk[i], e + 1, 0);
+    if (M->live == 0) {
         M->stop = 1;
         return e + 1;
     }
-    for (i64 i = 0; i < N; i++) if (M->lk[i] < k1) tile_run(M, i, M->lk[i], k1, 0);
     i64 nx = NEVER;
     for (i64 i = 0; i < N; i++) if (M->tev[i] < nx) nx = M->tev[i];
     M->next_ev = nx;
@@ -861,6 +1381,23 @@ i64 tsr_run(void **p, i64 *g) {
     M->ckpt = p[P_CKPT];
     M->live = g[G_LIVE]; M->release = g[G_RELEASE]; M->armed = g[G_ARMED];
     M->xnext = g[G_XNEXT]; M->stop = 0; M->window = 0;
+    M->lanes = g[G_LANES];
+    M->eng = p[P_ENG]; M->ebusy = p[P_EBUSY]; M->esnap = p[P_ESNAP]; M->esnap_gen = p[P_ESNAP_GEN];
+    M->etouched = p[P_ETOUCHED]; M->n_etouched = 0; M->gen = 0;
+    M->eacc = p[P_EACC]; M->esnap_acc = p[P_ESNAP_ACC];
+    M->maxc = g[G_MAX];
+    i64 k0 = g[G_CYCLE];
+    for (i64 i = 0; i < N && M->lanes; i++) {
+        Eng *E = ENG(M, i);
+        M->esnap_gen[i] = -1;
+        if (E->j_undone) {                 /* a step past the previous run's end: redo it */
+            u32 *mem = M->sram + i * M->words;
+            if (E->j_widx >= 0) { mem[E->j_widx] = E->j_new[0]; mem[E->j_widx + 1] = E->j_new[1]; }
+            M->macs[i] += E->j_macs;
+            E->j_undone = 0;
+        }
+        E->port_cycle = k0;                /* see the timing note of the matrix engine */
+    }
 
     rebuild(M);
     for (i64 i = 0; i < N; i++) {          /* live contexts per tile: not (about to be) halted */
@@ -884,10 +1421,99 @@ i64 tsr_run(void **p, i64 *g) {
         k = window(M, k, k1, maxc, &rollbacks);
         windows++;
     }
+    for (i64 i = 0; i < N && M->lanes; i++) {  /* undo the steps of cycles >= k (past the end) */
+        Eng *E = ENG(M, i);
+        if (E->j_cycle >= k && !E->j_undone && E->j_cycle != NEVER) {
+            u32 *mem = M->sram + i * M->words;
+            if (E->j_widx >= 0) { mem[E->j_widx] = E->j_old[0]; mem[E->j_widx + 1] = E->j_old[1]; }
+            M->macs[i] -= E->j_macs;
+            E->j_undone = 1;
+        }
+        E->port_cycle = -1;
+    }
     g[G_CYCLE] = k;
     g[G_LIVE] = M->live; g[G_RELEASE] = M->release; g[G_ARMED] = M->armed;
     g[G_XNEXT] = M->xnext; g[G_STOP] = M->stop;
     g[G_WINDOWS] = windows; g[G_ROLLBACKS] = rollbacks;
+    return 0;
+}
+
+/** Bytes of one tile's matrix-engine record (Eng). */
+i64 tsr_eng_bytes(void) { return (i64)sizeof(Eng); }
+
+/** Field offsets of Eng, in the order of run.py's ENG_FIELDS; returns sizeof(Eng). */
+i64 tsr_eng_layout(i64 *out) {
+#define OFF(f) (i64)__builtin_offsetof(Eng, f)
+    i64 offs[] = {OFF(busy), OFF(x), OFF(next), OFF(step), OFF(nsteps), OFF(c_e), OFF(d),
+                  OFF(pc_e), OFF(busy_done), OFF(end_x), OFF(end_cycle), OFF(fpend), OFF(ls0),
+                  OFF(ls1), OFF(j_undone), OFF(st_mcycle), OFF(st_mmask), OFF(ld_cycle),
+                  OFF(ld_ctx), OFF(ld_rd), OFF(ld_addr), OFF(ld_size), OFF(ld_signed),
+                  OFF(q_x), OFF(q_d), OFF(q_c), OFF(q_pc),
+                  OFF(desc), OFF(bias), OFF(mult), OFF(shift), OFF(S)};
+#undef OFF
+    for (int q = 0; q < (int)(sizeof(offs) / sizeof(offs[0])); q++) out[q] = offs[q];
+    return (i64)sizeof(Eng);
+}
+
+/** Set the cursors of a busy engine record from its step number (after an import). */
+i64 tsr_eng_seek(u8 *blob, i64 i, i64 lanes) {
+    Eng *E = (Eng *)(blob + i * (i64)sizeof(Eng));
+    i64 s = E->step;
+    E->ph = PH_DESC; E->r = s; E->b = E->k0 = E->k1 = E->j = E->j0 = E->j1 = E->sub = 0;
+    E->wj = E->wj0 = E->wj1 = E->ww = 0;
+    E->nsteps = E->ws = NEVER;
+    if (s < E_DESC_WORDS) return 0;
+    Model m;
+    m.lanes = lanes;
+    if (!eng_parse(&m, E)) return -1;
+    i64 C = E->C, J = E->J, q = s - E_DESC_WORDS;
+    if (q < 2 * C) { E->ph = PH_PARAM; E->r = q; return 0; }
+    q -= 2 * C;
+    i64 lastb = (E->KB - 1) * (C + J);
+    i64 b, rq;
+    if (q < lastb) { b = q / (C + J); rq = q % (C + J); }
+    else { b = E->KB - 1; rq = q - lastb; }
+    E->b = b; E->k0 = b % E->K0; E->k1 = b / E->K0;
+    if (rq < C) { E->ph = PH_LOAD; E->r = rq; }
+    else {
+        rq -= C;
+        i64 ow = b == E->KB - 1 ? E->OW : 1;
+        if (rq < J * ow) { E->ph = PH_STREAM; E->j = rq / ow; E->sub = rq % ow; }
+        else { E->ph = PH_DRAIN; E->j = J; }
+        E->j0 = E->j % E->J0; E->j1 = E->j / E->J0;
+    }
+    if (s >= E->ws) {
+        i64 n = s - E->ws;
+        E->wj = n / E->OW; E->ww = n % E->OW;
+        E->wj0 = E->wj % E->J0; E->wj1 = E->wj / E->J0;
+    }
+    return 0;
+}
+
+/** Reset ``n`` zero-filled engine records to idle (host start, §9). */
+i64 tsr_eng_reset(u8 *blob, i64 n) {
+    for (i64 i = 0; i < n; i++) {
+        Eng *E = (Eng *)(blob + i * (i64)sizeof(Eng));
+        E->fpend = NEVER; E->j_cycle = -1; E->j_widx = -1; E->end_x = E->end_cycle = -1;
+        E->ls0 = E->ls1 = E->st_mcycle = E->ld_cycle = -10; E->port_cycle = -1;
+        E->nsteps = E->ws = NEVER;
+        E->q_x = NEVER;
+    }
+    return 0;
+}
+
+/** The ``engine`` counter of ``n`` tiles for cycles 0..C-1 (§8): out[i]. */
+i64 tsr_eng_counters(const u8 *blob, i64 n, i64 C, i64 *out) {
+    for (i64 i = 0; i < n; i++) {
+        const Eng *E = (const Eng *)(blob + i * (i64)sizeof(Eng));
+        i64 v = E->busy_done;
+        if (E->end_cycle >= C && E->end_x <= E->end_cycle) {   /* finished past the end */
+            i64 from = E->end_x > C ? E->end_x : C;
+            v -= E->end_cycle - from + 1;
+        }
+        if (E->busy && C > E->x) v += C - E->x;
+        out[i] = v;
+    }
     return 0;
 }
 
