@@ -262,6 +262,12 @@ class MatrixEngines:
         busy = self.busy[tiles]
         last_one = ((self.total[tiles] - self.step_no[tiles]) == 1) \
             & (self.accept[tiles] < k + 1) & engine_cycle_next
+        # ... unless that last step faults: it then has no effect, the command never ends and
+        # the engine is still busy at k + 2 (§12 "Engine faults"; the run stops at k + 1)
+        for i in np.nonzero(last_one & busy)[0].tolist():
+            t = int(tiles[i])
+            if self._streaming_access(self.cmd[t], int(self.step_no[t]))[0] is not None:
+                last_one[i] = False
         return ~busy | last_one
 
     def accept_cmd(self, tiles: np.ndarray, x: int, d: np.ndarray, context: int,
