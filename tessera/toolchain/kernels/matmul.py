@@ -39,7 +39,7 @@ from ._common import KernelError, check_init, check_var, codelet, unique_name
 from .engine import add_engine_vertex, matmul_commands, param_table, require_align, use_engine
 from .requantize import requant_params, requantize
 
-__all__ = ["matmul", "matmul_requantize", "matmul_codelet"]
+__all__ = ["matmul", "matmul_requantize", "matmul_codelet", "matmul_cols"]
 
 TEMPLATE = CODELET_DIR / "tsk_matmul.c.in"
 
@@ -336,3 +336,100 @@ def _matmul_requantize_engine(graph, a, b, multiplier, shift, out_zero_point, re
                                param_table(table[:, 0], table[:, 1], table[:, 2]), out, np_,
                                Mode.TFLITE, name, zp=zp, qmin=zp if relu else -128, qmax=127))
     return out, Sequence(*steps)
+
+
+def matmul_cols(graph: Graph, a, bt, *, init=None, name: str = "mmcols", engine=None):
+    """``C = init + A · B`` with the **output channels split over the tiles** (the weights
+    stay put, A goes everywhere): the partition for a small batch against many channels, and
+    the engine's best case (J = M rows per command; docs/architecture.md §12, the TessellateIPU
+    set-up of docs/performance.md).
+
+    Parameters
+    ----------
+    graph : Graph
+    a : Variable, int8
+        ``[M, K]`` (any mapping: replicated to ``<name>.a`` [tiles, M, K] by one ``Copy``,
+        a broadcast in one exchange phase) or already replicated ``[tiles_used, M, K]`` with
+        slice ``i`` on the ``i``-th tile of ``bt`` (nothing moves; e.g. written by the host).
+    bt : Variable, int8 [N, K]
+        Bᵀ (output-major, TFLite FullyConnected layout) mapped in whole rows, the same number
+        of rows on each tile holding any (``map_linearly(grain=K)`` with N divisible).
+    init : None, int or array_like [N]
+    engine : None or bool
+        As :func:`matmul` (engine: K % 8 == 0 and an even number of channels per tile).
+
+    Returns
+    -------
+    (Variable, Program)
+        ``<name>.c`` int32 ``[tiles_used, M, N / tiles_used]``: tile ``i``'s column block
+        (``C = c.transpose(1, 0, 2).reshape(M, N)``), and the program.
+
+    Raises
+    ------
+    KernelError
+        Bad shapes or mappings.
+    """
+    where = f"matmul_cols({name!r})"
+    bt = check_var(where, "bt", bt, "int8", 2)
+    n, k = bt.shape
+    tiles = _row_tiles(where, bt, k)
+    nt = len(tiles)
+    rows = {t: 0 for t in tiles}
+    for iv in bt.intervals:
+        rows[iv.tile] += (iv.stop - iv.start) // k
+    nc = rows[tiles[0]]
+    if any(r != nc for r in rows.values()) or any(
+            sum(1 for iv in bt.intervals if iv.tile == t) != 1 for t in tiles):
+        raise KernelError(f"{where}: bt {bt.name!r} must have the same number of whole rows, "
+                          "in one interval, on every tile holding any")
+    av = a.variable if hasattr(a, "variable") and not hasattr(a, "intervals") else a
+    if len(av.shape) == 3:
+        a3 = check_var(where, "a", av, "int8", 3)
+        if a3.shape[0] != nt or a3.shape[2] != k or [iv.tile for iv in a3.intervals] != tiles \
+                or any(iv.size != a3.shape[1] * k for iv in a3.intervals):
+            raise KernelError(f"{where}: a replicated [{nt}, M, {k}] needs slice i on tile "
+                              f"{tiles} [i]")
+        m = a3.shape[1]
+        steps = []
+    else:
+        a2 = check_var(where, "a", av, "int8", 2)
+        m = a2.shape[0]
+        if a2.shape[1] != k:
+            raise KernelError(f"{where}: inner dimensions differ: a {a2.shape}, bt {bt.shape}")
+        a3 = graph.add_variable(f"{unique_name(graph, name)}.a", (nt, m, k), "int8",
+                                [(t, i * m * k, (i + 1) * m * k) for i, t in enumerate(tiles)])
+        steps = [Copy([a2] * nt, [a3[i] for i in range(nt)])]
+    iv_init = check_init(where, init, n)
+    name = unique_name(graph, name)
+    c = graph.add_variable(f"{name}.c", (nt, m, nc), "int32",
+                           [(t, i * m * nc, (i + 1) * m * nc) for i, t in enumerate(tiles)])
+    ivs = {iv.tile: iv for iv in bt.intervals}
+    per = np.asarray(iv_init).reshape(nt, nc) if nt * nc == n else None
+    cs = graph.add_compute_set(f"{name}.mm")
+    if _engine_ok(graph, engine, k, nc, where):
+        require_align(a3)
+        require_align(bt)
+        c.align = 8
+        params = graph.add_constant(f"{name}.params", np.stack(
+            [param_table(per[i]) for i in range(nt)]),
+            [(t, i * nc * 4, (i + 1) * nc * 4) for i, t in enumerate(tiles)], dtype="int32")
+        params.align = 8
+        for i, t in enumerate(tiles):
+            r0 = ivs[t].start // k
+            add_engine_vertex(graph, cs, t, matmul_commands(
+                a=a3[i], a_off=0, rows=m, k=k, w=bt[r0:r0 + nc], w_off=0, n0=0, cols=nc,
+                lanes=graph.config.engine_lanes, c=c[i], c_off=0, c_row=4 * nc, c_elem=4,
+                p=params[i], p_off=0, mode=Mode.RAW), f"{name}.desc{t}")
+    else:
+        if k % 4:
+            raise KernelError(f"{where}: K = {k} is not a multiple of 4")
+        initv = graph.add_constant(f"{name}.init", per, [(t, i * nc, (i + 1) * nc)
+                                                          for i, t in enumerate(tiles)],
+                                   dtype="int32")
+        cd = matmul_codelet(graph, k)
+        for i, t in enumerate(tiles):
+            r0 = ivs[t].start // k
+            graph.add_vertex(cs, cd, a=a3[i], bt=bt[r0:r0 + nc], c=c[i], init=initv[i],
+                             rows=m, cols=nc)
+    steps.append(Execute(cs))
+    return c, Sequence(*steps)
