@@ -55,7 +55,7 @@ class DigitsGraph:
         Useful multiply-accumulates per image (``64·hidden + hidden·10``).
     n_out : int
         Logits per image (the logits variable may be wider: engine rows are padded to 8 bytes).
-    engine : bool
+    uses_engine : bool
         Whether the layers run on the matrix engine.
     """
 
@@ -66,7 +66,7 @@ class DigitsGraph:
     profile_name: str
     macs_per_image: int
     n_out: int = 10
-    engine: bool = False
+    uses_engine: bool = False
 
     def engine(self, backend: str = "model"):
         """A new :class:`tessera.toolchain.graph.Engine` on ``backend`` for this program."""
@@ -132,8 +132,11 @@ def max_batch(config: ArrayConfig, hidden: int = 32) -> int:
     return per_tile * config.tiles
 
 
-def fit_batch(qmodel, config: ArrayConfig, cap_per_tile: int = 64) -> int:
+def fit_batch(qmodel, config: ArrayConfig, cap_per_tile: int | None = None) -> int:
     """The largest batch (a multiple of the tile count, ≤ ``cap_per_tile`` per tile) that fits.
+
+    ``cap_per_tile`` defaults to 64 for the dot4 layers and to the engine's accumulator depth
+    (256: one command streams all of a tile's images) with a matrix engine.
 
     Compiles the network once with one image per tile, then adds images while the per-image
     bytes (input, int32 accumulators and int8 outputs of both layers, 4-byte aligned) fit the
@@ -151,6 +154,9 @@ def fit_batch(qmodel, config: ArrayConfig, cap_per_tile: int = 64) -> int:
     config = _check_config(config)
     l1, l2 = qmodel.layers
     k1, h = l1.weight.shape
+    if cap_per_tile is None:
+        from tessera.spec.engine import ACC_DEPTH
+        cap_per_tile = ACC_DEPTH if config.engine_macs > 0 and k1 % 8 == 0 else 64
     n = l2.weight.shape[1]
     r4 = lambda x: -(-x // 4) * 4
     r8 = lambda x: -(-x // 8) * 8
@@ -223,5 +229,5 @@ def build_digits_graph(qmodel, config: ArrayConfig, batch: int, *,
     compiled = compile_graph(g, Sequence(p1, p2), profile=prof)
     return DigitsGraph(compiled, batch, x.name, y.name, prof.name,
                        macs_per_image=k1 * hidden + k2 * n_out, n_out=n_out,
-                       engine=any(getattr(v, "engine_commands", None) is not None
+                       uses_engine=any(getattr(v, "engine_commands", None) is not None
                                   for v in g.variables.values()))
