@@ -18,11 +18,12 @@ from tessera.toolchain.models.digits_graph import build_digits_graph, fit_batch,
 from helpers.cli import run_cli
 
 
-@pytest.fixture(scope="module")
-def model_report(tmp_path_factory):
+@pytest.fixture(scope="module", params=[32, 0], ids=["engine", "dot4"])
+def model_report(tmp_path_factory, request):
     out = tmp_path_factory.mktemp("demo")
     lines = []
-    rep = run_digits_demo(preset("small"), backend="model", images=8, out_dir=out,
+    rep = run_digits_demo(preset("small").replace(engine_macs=request.param), backend="model",
+                          images=8, out_dir=out,
                           json_out=out / "demo.json", profile=True, progress=False,
                           out=lines.append)
     return rep, lines, out
@@ -43,9 +44,13 @@ def test_model_backend_matches_reference_and_json(model_report):
     assert d["accuracy_float"] == pytest.approx(
         float((q.forward_float(x_te[:8]).argmax(1) == y_te[:8]).mean()))
     assert d["accuracy_backend"] == d["accuracy_int8"]
-    # useful MACs per image = 64*32 + 32*10; utilisation = MACs / (4 MAC x 4 tiles x cycles)
+    # useful MACs per image = 64*32 + 32*10; utilisation = MACs / (peak x 4 tiles x cycles),
+    # peak = the engine's P, or 4 (one dot4 per cycle) without an engine
     assert d["useful_macs"] == 8 * (64 * 32 + 32 * 10)
-    assert d["mac_utilization"] == pytest.approx(d["useful_macs"] / (16 * d["cycles"]))
+    peak = d["config"]["engine_macs"] or 4
+    assert d["peak_macs_per_cycle_per_tile"] == peak
+    assert d["matrix_engine"] is (peak != 4)
+    assert d["mac_utilization"] == pytest.approx(d["useful_macs"] / (4 * peak * d["cycles"]))
     assert d["cycles_per_image"] == pytest.approx(d["cycles"] / 8)
     assert 0 < d["exchange_share"] < 0.5 and 0 <= d["sync_share"] < 0.1
     # the batch is padded to a multiple of the tile count: hardware MACs count every row
