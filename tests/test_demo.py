@@ -148,9 +148,11 @@ def test_cli_demo_model_json_and_errors(tmp_path):
 
 @pytest.mark.rtl
 def test_reduced_demo_on_rtl(tmp_path):
-    """The default-suite RTL check: 4 images, logits == numpy reference == golden model."""
+    """The default-suite RTL check: 4 images, logits == numpy reference == golden model
+    (dot4 layers, engine_macs = 0; the engine demo on the RTL is the slow test below)."""
     lines = []
-    rep = run_digits_demo(preset("small"), backend="rtl", images=4, out_dir=tmp_path,
+    rep = run_digits_demo(preset("small").replace(engine_macs=0), backend="rtl", images=4,
+                          out_dir=tmp_path,
                           json_out=tmp_path / "rtl.json", profile=True, progress=False,
                           out=lines.append)
     assert rep["exit_code"] == 0, "\n".join(lines)
@@ -158,3 +160,13 @@ def test_reduced_demo_on_rtl(tmp_path):
     assert rep["accuracy_backend"] == rep["accuracy_int8"]
     assert (tmp_path / "profile.png").stat().st_size > 10_000
     assert (tmp_path / "profile.html").stat().st_size > 10_000
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_reduced_engine_demo_on_rtl(tmp_path):
+    """The digits MLP on the matrix engine on the RTL: out of the default suite until the RTL
+    engine (branch engine-rtl) is merged."""
+    rep = run_digits_demo(preset("small"), backend="rtl", images=4, out_dir=tmp_path,
+                          progress=False, out=lambda *_: None)
+    assert rep["matrix_engine"] and rep["match_reference"] and rep["match_model"]

@@ -22,7 +22,23 @@ pytestmark = pytest.mark.rtl
                                 padding="same")),          # halo rows through the exchange
 ])
 def test_kernel_rtl_matches_model_and_reference(kernel, pname, opts):
-    r = run_kernel(kernel, preset(pname), backend="both", seed=1, **opts)
+    # the dot4 kernels (engine_macs = 0); the engine kernels are in the slow test below
+    r = run_kernel(kernel, preset(pname).replace(engine_macs=0), backend="both", seed=1, **opts)
     assert r["backends"]["model"]["match"] and r["backends"]["rtl"]["match"]
     assert r["backends_agree"] and r["match"]
     assert r["exchange_bound_met"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel, pname, opts", [
+    ("matmul", "tiny", dict(m=4, k=16, n=4)),
+    ("conv2d", "tiny", dict(height=3, width=3, cin=8, cout=4, zero_point=3)),
+    ("block_sparse_matmul", "small", dict(m=8, k=32, n=16, block_size=8, sparsity=0.5)),
+])
+def test_engine_kernel_rtl_matches_model(kernel, pname, opts):
+    """Matrix-engine kernels (docs/architecture.md §12) on the RTL. Out of the default suite
+    (``slow``) until the RTL engine (branch engine-rtl) is merged."""
+    r = run_kernel(kernel, preset(pname), backend="both", seed=1, **opts)
+    assert r["matrix_engine"]
+    assert r["backends"]["model"]["match"] and r["backends"]["rtl"]["match"]
+    assert r["backends_agree"] and r["match"]
