@@ -398,7 +398,11 @@ class Array:
         """The fast engine gives the contract's result for this run (see the module doc)."""
         if not self._has_engine or _fast_has_matrix_engine():
             return True
-        return not (self._mx.nbusy or _engine_words(self.sram.w32).any())
+        if self._mx.nbusy:
+            return False
+        w32 = self.sram.w32
+        step = max(1, (1 << 22) // w32.shape[1])          # about 16 MiB of SRAM per scan
+        return not any(_engine_words(w32[i:i + step]).any() for i in range(0, self.n, step))
 
     def _check_fast_engine_words(self) -> None:
         if not self._has_engine or _fast_has_matrix_engine():

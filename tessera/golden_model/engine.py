@@ -189,6 +189,9 @@ class MatrixEngines:
         Accumulators acc[j][m] (two's complement int32, wrapping), allocated at the first accept.
     busy_done : numpy.ndarray, int64 [N]
         Busy cycles of the commands already finished (the ``engine`` counter, §8).
+    queued : dict
+        tile → (x, d, c_e, pc_e) of a command accepted at x while the previous command's
+        last step (cycle x − 1) is not stepped yet; it starts right after that step.
     nbusy : int
         Number of busy tiles (the cycle loop's cheap "anything to do" test).
     """
@@ -212,6 +215,7 @@ class MatrixEngines:
         self.acc: np.ndarray | None = None
         self.busy_done = np.zeros(n, dtype=np.int64)
         self.cmd: list[Command | None] = [None] * n
+        self.queued: dict[int, tuple[int, int, int, int]] = {}
         self.nbusy = 0
 
     # ------------------------------------------------------------------ issue side
@@ -248,11 +252,23 @@ class MatrixEngines:
             return
         if self.acc is None:
             self.acc = np.zeros((self.n, ACC_DEPTH, max(self.lanes, 1)), dtype=np.uint32)
+        tiles = np.asarray(tiles)
+        d = np.broadcast_to(np.asarray(d, dtype=np.int64) & _M32, tiles.shape)
+        pcs = np.broadcast_to(np.asarray(pcs, dtype=np.int64), tiles.shape)
+        # A tile whose last step is still to come (in cycle x - 1, see idle_at_next_x) starts
+        # the new command when that step is done.
+        q = self.busy[tiles]
+        for t, dd, pp in zip(tiles[q].tolist(), d[q].tolist(), pcs[q].tolist()):
+            self.queued[t] = (x, dd, context, pp)
+        tiles, d, pcs = tiles[~q], d[~q], pcs[~q]
+        self._start(tiles, x, d, context, pcs)
+
+    def _start(self, tiles, x, d, context, pcs) -> None:
         self.busy[tiles] = True
         self.accept[tiles] = x
-        self.desc_addr[tiles] = np.asarray(d, dtype=np.int64) & _M32
+        self.desc_addr[tiles] = d
         self.issuer[tiles] = context
-        self.issuer_pc[tiles] = np.asarray(pcs, dtype=np.int64)
+        self.issuer_pc[tiles] = pcs
         self.step_no[tiles] = 0
         self.total[tiles] = NOT_YET
         for t in np.asarray(tiles).tolist():
@@ -402,4 +418,8 @@ class MatrixEngines:
             self.busy[t] = False
             self.busy_done[t] += k - self.accept[t] + 1
             self.nbusy -= 1
+            nxt = self.queued.pop(t, None)
+            if nxt is not None:                             # accepted at x = k + 1
+                x, d, c, pc = nxt
+                self._start(np.array([t]), x, np.array([d]), c, np.array([pc]))
         return None
