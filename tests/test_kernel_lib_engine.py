@@ -176,10 +176,6 @@ def test_descriptor_evaluator_matches_command_steps_example():
     assert command_steps(d) == 2130
 
 
-@pytest.mark.xfail(strict=False, reason="golden model (engine-model 075ce3c) applies an mrun's "
-                   "acceptance at its issue cycle: a command accepted right after the previous "
-                   "one's last step drops that step (its last output word); the kernel library "
-                   "waits (mwait) after every command until this is fixed")
 def test_back_to_back_mrun_keeps_the_last_write():
     """Four commands issued back to back by one context of a T = 6 tile (§12: an mrun whose X
     is the cycle after the last step is accepted; that last step still happens)."""

@@ -9,19 +9,10 @@
  * cycles: section 12, "Engine cycles"). Commands run in order and each one's writes are done
  * before the next one starts, so a table may chain layers (a command reading another's
  * output).
- *
- * TSK_ENGINE_BACK_TO_BACK = 1 issues the next mrun while a command runs (it is accepted in the
- * first slot after the command ends). The default 0 waits (mwait) after every command and
- * costs up to T cycles per command: the golden model of branch engine-model (075ce3c)
- * applies an mrun's acceptance at its issue cycle, so a command accepted right after the
- * previous one's last step would drop that step (its last output word). */
+ */
 #include <stdint.h>
 #include "tessera.h"
 #include "tsr_graph.h"
-
-#ifndef TSK_ENGINE_BACK_TO_BACK
-#define TSK_ENGINE_BACK_TO_BACK 0
-#endif
 
 typedef struct {
     TSR_FIELD(const uint8_t, desc);   /* count descriptors of TSR_MDESC_BYTES */
@@ -34,11 +25,7 @@ void tsk_engine(const tsk_engine_fields *f, uint32_t part, uint32_t nparts)
     if (part != 0)
         return;
     const tsr_mdesc *d = (const tsr_mdesc *)f->desc, *end = d + f->count;
-    for (; d != end; d++) {
+    for (; d != end; d++)
         tsr_mrun(d);
-#if !TSK_ENGINE_BACK_TO_BACK
-        tsr_mwait();
-#endif
-    }
     tsr_mwait();
 }
