@@ -20,7 +20,8 @@ against ``tessera.golden_model.kernels``):
 Utilisation is against the tile's peak (``ArrayConfig.peak_macs_per_cycle``: P = 32 with the
 engine, 4 for dot4). *Compute* divides by the kernel's compute set on the slowest tile (from
 the runtime's superstep marks: dispatch, the commands, the TILE barrier); *end to end* by the
-whole run (crt0, runtime start, every phase, halt).
+whole run without the profile marks (crt0, runtime start, every phase, halt); *while the
+engine is busy* by the tile's ``engine`` counter.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from .common import BenchError, Goal, Section, Timer
 
 __all__ = ["run", "matmul_case", "conv_case", "sparse_case", "mlp_case"]
 
-PROFILE_RECORDS = 16
+PROFILE_RECORDS = 8
 
 
 def _cfg(tiles: int, engine_macs: int) -> ArrayConfig:
@@ -41,11 +42,19 @@ def _cfg(tiles: int, engine_macs: int) -> ArrayConfig:
 
 
 def _run(g, prog, inputs, outs, max_cycles=50_000_000):
-    """Compile with a profile buffer, run on the model; ``(values, result, cs_cycles)`` where
-    ``cs_cycles`` maps each compute set to its max-over-tiles cycles (superstep marks)."""
+    """Run on the model without and with a profile buffer; ``(values, result, cs_cycles)``:
+    the plain run's outputs and result, and each compute set's max-over-tiles cycles from the
+    profiled run's superstep marks."""
     from tessera.toolchain.graph import Engine, compile_graph
     from tessera.toolchain.profile.collect import KIND_EXEC, decode_marks
     n = g.config.tiles
+    # end to end: a run without the profile buffer (its marks cost context 0 about 90 cycles
+    # each); the compute set's cycles: a second, profiled compile of the same graph
+    plain = Engine(compile_graph(g, prog), backend="model")
+    for k, v in inputs.items():
+        plain.write_tensor(k, v)
+    res = plain.run(max_cycles)
+    vals = [plain.read_tensor(o.name) for o in outs]
     w = 1 + 2 * PROFILE_RECORDS
     pv = g.add_variable("bench.profile", (n, w), "int32",
                         [(t, t * w, (t + 1) * w) for t in range(n)])
@@ -53,7 +62,7 @@ def _run(g, prog, inputs, outs, max_cycles=50_000_000):
     eng = Engine(comp, backend="model")
     for k, v in inputs.items():
         eng.write_tensor(k, v)
-    res = eng.run(max_cycles)
+    eng.run(max_cycles)
     marks = eng.read_tensor(pv.name)
     cs = {}
     for t in range(n):
@@ -63,7 +72,10 @@ def _run(g, prog, inputs, outs, max_cycles=50_000_000):
                 name = comp.ops[op][1]
                 cs[name] = max(cs.get(name, 0), cyc - prev)
             prev = cyc
-    return [eng.read_tensor(o.name) for o in outs], res, cs
+    for o, v in zip(outs, vals):
+        if not np.array_equal(eng.read_tensor(o.name), v):
+            raise BenchError(f"{o.name}: the profiled run gave other values")
+    return vals, res, cs
 
 
 def _util(macs, cycles, cfg):
@@ -77,6 +89,8 @@ def _row(case, variant, cfg, res, cs_cycles, macs, **extra):
                 macs_counter=counted, cycles=int(res.cycles), compute=cs_cycles,
                 util_compute=_util(macs, cs_cycles, cfg), util_e2e=_util(macs, res.cycles, cfg),
                 engine_busy=max(int(c.get("engine", 0)) for c in ctr),
+                util_engine=(_util(macs, max(int(c.get("engine", 0)) for c in ctr), cfg)
+                             if cfg.engine_macs else None),
                 exchange=max(int(c["exchange"]) for c in ctr), **extra)
 
 
@@ -102,7 +116,27 @@ def matmul_case(m=128, k=128, n=128, tiles=16, seed=1) -> list[dict]:
             raise BenchError(f"matmul ({variant}) differs from numpy")
         rows.append(_row(f"matmul {m}×{k}×{n}, channels split, operands resident", variant,
                          cfg, res, cs["mm.mm"], m * k * n))
-    for p, variant in ((32, "engine"), (0, "dot4")):
+        if p:       # the same with the requantization fused (int8 out: one output step)
+            mult = rng.integers(2**30, 2**31, n)
+            shift = rng.integers(-18, -12, n)
+            g = Graph(cfg)
+            a = g.add_variable("a", (tiles, m, k), "int8", map_linearly(grain=m * k))
+            bt = g.add_variable("bt", (n, k), "int8", map_linearly(grain=k))
+            c, prog = matmul_cols(g, a, bt, name="mm", requant=dict(
+                multiplier=mult, shift=shift, zero_point=0, relu=False))
+            (got,), res, cs = _run(g, prog, {"a": np.broadcast_to(A, (tiles, m, k)),
+                                             "bt": np.ascontiguousarray(B.T)}, [c])
+            nc = n // tiles
+            if not np.array_equal(got[:, :, :nc].transpose(1, 0, 2).reshape(m, n),
+                                  ref.requantize(want, mult, shift, 0)):
+                raise BenchError("matmul (engine, fused requantize) differs from numpy")
+            rows.append(_row(f"matmul {m}×{k}×{n}, channels split, operands resident",
+                             "engine, fused requantize (int8 out)", cfg, res, cs["mm.mm"],
+                             m * k * n))
+    # the library's default dot4 matmul (rows split, Bᵀ all-gathered by the exchange in the
+    # run), the figure of the Kernels section; with the engine this placement does not fit
+    # (the all-gather's exchange program, the Bᵀ replica and the 16-byte channel records)
+    for p, variant in ((0, "dot4"),):
         cfg = _cfg(tiles, p)
         g = Graph(cfg)
         a = g.add_variable("a", (m, k), "int8", map_linearly(grain=k))
@@ -148,8 +182,9 @@ def conv_case(tiles=16, cin=16, cout=16, seed=2) -> list[dict]:
         (got,), res, cs = _run(g, prog, inputs, [out])
         if not np.array_equal(got.reshape(want.shape), want):
             raise BenchError(f"conv2d ({variant}, {hw}×{hw}) differs from numpy")
+        csc = next(v for kname, v in cs.items() if kname.endswith(csn.split(".")[1]))
         rows.append(_row(f"conv2d 3×3 {cin}→{cout}, {tiles}×{hw}×{hw}×{cin}", variant, cfg,
-                         res, cs[csn], tiles * hw * hw * 9 * cin * cout,
+                         res, csc, tiles * hw * hw * 9 * cin * cout,
                          hw_macs=macs_hw))
     return rows
 
@@ -236,7 +271,8 @@ def run(quick: bool = True) -> Section:
                    ("macs", "MACs"), ("cycles", "cycles"),
                    ("compute", "compute set cycles (max tile)"),
                    ("util_compute", "util. compute"), ("util_e2e", "util. end to end"),
-                   ("engine_busy", "engine busy (max tile)"), ("exchange", "exchange")]
+                   ("engine_busy", "engine busy (max tile)"),
+                   ("util_engine", "util. while the engine is busy"), ("exchange", "exchange")]
     with Timer() as tt:
         mm = matmul_case()
         conv = conv_case()

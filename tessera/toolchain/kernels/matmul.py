@@ -338,7 +338,8 @@ def _matmul_requantize_engine(graph, a, b, multiplier, shift, out_zero_point, re
     return out, Sequence(*steps)
 
 
-def matmul_cols(graph: Graph, a, bt, *, init=None, name: str = "mmcols", engine=None):
+def matmul_cols(graph: Graph, a, bt, *, init=None, name: str = "mmcols", engine=None,
+                requant=None):
     """``C = init + A · B`` with the **output channels split over the tiles** (the weights
     stay put, A goes everywhere): the partition for a small batch against many channels, and
     the engine's best case (J = M rows per command; docs/architecture.md §12, the TessellateIPU
@@ -357,6 +358,10 @@ def matmul_cols(graph: Graph, a, bt, *, init=None, name: str = "mmcols", engine=
     init : None, int or array_like [N]
     engine : None or bool
         As :func:`matmul` (engine: K % 8 == 0 and an even number of channels per tile).
+    requant : None or dict
+        Engine only: ``{"multiplier", "shift", "zero_point", "relu"}`` — the TFLite
+        requantization fused in the engine's output stage (``init`` is the bias); ``<name>.c``
+        is then int8 ``[tiles_used, M, ncp]``, ncp = N / tiles_used rounded up to 8.
 
     Returns
     -------
@@ -401,25 +406,41 @@ def matmul_cols(graph: Graph, a, bt, *, init=None, name: str = "mmcols", engine=
         steps = [Copy([a2] * nt, [a3[i] for i in range(nt)])]
     iv_init = check_init(where, init, n)
     name = unique_name(graph, name)
-    c = graph.add_variable(f"{name}.c", (nt, m, nc), "int32",
-                           [(t, i * m * nc, (i + 1) * m * nc) for i, t in enumerate(tiles)])
     ivs = {iv.tile: iv for iv in bt.intervals}
     per = np.asarray(iv_init).reshape(nt, nc) if nt * nc == n else None
+    if requant is not None:
+        if not _engine_ok(graph, True if engine is None else engine, k, nc, where, False):
+            raise KernelError(f"{where}: requant needs the matrix engine")
+        ncp = -(-nc // 8) * 8
+        tb = np.broadcast_to(requant_params(requant["multiplier"], requant["shift"], iv_init, n,
+                                            where), (n, 3)).reshape(nt, nc, 3)
+        c = graph.add_variable(f"{name}.c", (nt, m, ncp), "int8",
+                               [(t, i * m * ncp, (i + 1) * m * ncp) for i, t in enumerate(tiles)])
+    else:
+        c = graph.add_variable(f"{name}.c", (nt, m, nc), "int32",
+                               [(t, i * m * nc, (i + 1) * m * nc) for i, t in enumerate(tiles)])
     cs = graph.add_compute_set(f"{name}.mm")
-    if _engine_ok(graph, engine, k, nc, where):
+    if requant is not None or _engine_ok(graph, engine, k, nc, where):
         require_align(a3)
         require_align(bt)
         c.align = 8
-        params = graph.add_constant(f"{name}.params", np.stack(
-            [param_table(per[i]) for i in range(nt)]),
+        if requant is None:
+            tables = [param_table(per[i]) for i in range(nt)]
+            rq = dict(mode=Mode.RAW, c_row=4 * nc, c_elem=4)
+        else:
+            tables = [param_table(tb[i, :, 0], tb[i, :, 1], tb[i, :, 2]) for i in range(nt)]
+            zp = int(requant["zero_point"])
+            rq = dict(mode=Mode.TFLITE, c_row=ncp, c_elem=1, zp=zp,
+                      qmin=zp if requant.get("relu") else -128, qmax=127)
+        params = graph.add_constant(f"{name}.params", np.stack(tables),
             [(t, i * nc * 4, (i + 1) * nc * 4) for i, t in enumerate(tiles)], dtype="int32")
         params.align = 8
         for i, t in enumerate(tiles):
             r0 = ivs[t].start // k
             add_engine_vertex(graph, cs, t, matmul_commands(
                 a=a3[i], a_off=0, rows=m, k=k, w=bt[r0:r0 + nc], w_off=0, n0=0, cols=nc,
-                lanes=graph.config.engine_lanes, c=c[i], c_off=0, c_row=4 * nc, c_elem=4,
-                p=params[i], p_off=0, mode=Mode.RAW), f"{name}.desc{t}")
+                lanes=graph.config.engine_lanes, c=c[i], c_off=0, p=params[i], p_off=0, **rq),
+                f"{name}.desc{t}")
     else:
         if k % 4:
             raise KernelError(f"{where}: K = {k} is not a multiple of 4")
