@@ -30,7 +30,8 @@ from tessera.toolchain.graph.graph import Graph
 from tessera.toolchain.run import UsageError
 
 from .block_sparse import block_sparse_matmul
-from .conv2d import conv2d_block_sparse, conv2d_dense, conv_patches, depthwise_as_dense
+from .conv2d import (conv2d_block_sparse, conv2d_dense, conv2d_nhwc, conv_patches,
+                     depthwise_as_dense, pad_input)
 from .matmul import matmul
 from .pool import avgpool2d, global_avgpool, maxpool2d
 from .requantize import requantize
@@ -110,6 +111,20 @@ def _build(kernel, cfg, rng, p):
         return g, prog, {"x": X}, y, want, 0
     # convolutions
     depthwise = kernel == "conv2d" and p["depthwise"]
+    if kernel == "conv2d" and not depthwise and cfg.engine_macs > 0 and cout % 2 == 0:
+        # the matrix engine: padded NHWC input (host pad_input), no im2col (§12)
+        Wt = rng.integers(-128, 128, (ks, ks, cin, cout), dtype=np.int8)
+        try:
+            want = ref.conv2d(X, Wt, stride=st, padding=pad, input_zero_point=zp)
+            XP = pad_input(X, ks, st, pad, zp)
+        except (TypeError, ValueError) as e:
+            raise UsageError(str(e)) from None
+        xp = g.add_variable("xp", XP.shape, "int8",
+                            map_linearly(grain=int(np.prod(XP.shape[1:]))))
+        c, prog = conv2d_nhwc(g, xp, Wt, X.shape, stride=st, padding=pad, input_zero_point=zp,
+                              name="conv")
+        macs = want.shape[0] * want.shape[1] * want.shape[2] * ks * ks * XP.shape[3] * cout
+        return g, prog, {"xp": XP}, c, want, macs
     if kernel == "conv2d" and not depthwise:
         Wt = rng.integers(-128, 128, (ks, ks, cin, cout), dtype=np.int8)
         try:
