@@ -279,12 +279,14 @@ def run(quick: bool = True) -> Section:
     ratio = e["cycles"] / d["cycles"]
     sec.data["matmul_engine_over_dot4"] = ratio
     sec.goals.append(Goal("engine matmul 128×128×128 (16 tiles) ≥ 90 % of peak in its compute "
-                          "phase, ≥ 75 % end to end", f"{e['util_compute']:.1%} compute, "
-                          f"{e['util_e2e']:.1%} end to end", e["util_compute"] >= 0.9
-                          and e["util_e2e"] >= 0.75,
-                          "The command's fixed steps (descriptor, parameters, weight loads, "
-                          "the RAW output words) and the runtime's start-up are outside the "
-                          "stream steps."))
+                          "phase", f"{e['util_compute']:.1%} (engine busy: {e['util_engine']:.1%}; "
+                          f"fused requantize: {mm[1]['util_compute']:.1%})",
+                          e["util_compute"] >= 0.9,
+                          "The engine is at its RAW-output ceiling while busy (2 output steps "
+                          "per element per 4 channels); the rest is the runtime dispatching "
+                          "the vertex and the TILE barrier at one issue slot per T cycles."))
+    sec.goals.append(Goal("engine matmul 128×128×128 (16 tiles) ≥ 75 % of peak end to end",
+                          f"{e['util_e2e']:.1%}", e["util_e2e"] >= 0.75))
     sec.goals.append(Goal("engine matmul cycles ≤ 1/8 of dot4 (same placement)",
                           f"{ratio:.3f}× ({e['cycles']} vs {d['cycles']} cycles)",
                           ratio <= 1 / 8))
