@@ -209,3 +209,24 @@ def test_back_to_back_mrun_keeps_the_last_write():
     for d in descs:
         run_descriptor(want, d)
     assert mem == bytes(want[Cb:Cb + J * 64])
+
+
+@pytest.mark.parametrize("p", [0, 16, 64])
+def test_graph_codelets_see_the_arrays_engine_size(tmp_path, p):
+    """The graph compiler passes -DTSR_ENGINE_MACS=P of its array (tessera.h: TSR_ENGINE_LANES
+    = P / 8), the way per-configuration values reach C (like TSR_XLATENCY)."""
+    src = tmp_path / "lanes.c"
+    src.write_text('#include <stdint.h>\n#include "tessera.h"\n#include "tsr_graph.h"\n'
+                   "typedef struct { TSR_FIELD(int32_t, out); } f_t;\n"
+                   "void lanes(const f_t *f, uint32_t part, uint32_t nparts) {\n"
+                   "    if (part == 0) { f->out[0] = TSR_ENGINE_MACS; f->out[1] = TSR_ENGINE_LANES; }\n"
+                   "}\n")
+    g = Graph(_cfg("tiny", p))
+    out = g.add_variable("out", (2,), "int32", 0)
+    cd = g.add_codelet("lanes", src, [("out", "out", "int32")])
+    cs = g.add_compute_set("cs")
+    g.add_vertex(cs, cd, out=out)
+    from tessera.toolchain.graph import Execute
+    eng = Engine(compile_graph(g, Execute(cs)), backend="model")
+    eng.run()
+    assert eng.read_tensor("out").tolist() == [p, p // 8]
