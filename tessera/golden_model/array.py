@@ -147,7 +147,8 @@ class Array:
     Parameters
     ----------
     config : tessera.spec.config.ArrayConfig
-        Geometry (N tiles, T contexts, SRAM bytes, exchange latency L).
+        Geometry (N tiles, T contexts, SRAM bytes, exchange latency L) and the matrix
+        engine's MACs per cycle P (``engine_macs``; 0: ``mrun``/``mwait`` are illegal).
     trace : bool
         Record one retire record per retired instruction in :attr:`trace` (slow: a Python
         dict per instruction; use for small runs). Tracing runs the vectorized engine.
@@ -164,6 +165,9 @@ class Array:
     config : ArrayConfig
     engine : str
         ``"fast"`` or ``"vector"``, the engine chosen at construction.
+    last_engine : str or None
+        The engine that ran the latest :meth:`run` call: ``"vector"`` also when ``engine`` is
+        ``"fast"`` but the run needed the matrix engine (module docstring); None before.
     trace : list of dict or None
         Retire records in retire order (cycle, then tile), keys ``cycle`` (issue cycle),
         ``tile``, ``context``, ``pc``, ``insn``, ``rd`` (None when no register is written or
@@ -223,7 +227,7 @@ class Array:
 
     def start(self, entry: int = 0) -> None:
         """Host start (§9): reset registers, pcs (= ``entry``), states, counters, cycle
-        counter, xprog and fault records. SRAM keeps its content.
+        counter, xprog, matrix engines (idle) and fault records. SRAM keeps its content.
 
         Raises
         ------
@@ -496,10 +500,17 @@ class Array:
         if self._ls_cyc[k & 1] == k - 2:          # the words issued at k-2 are in X at k
             cand &= ~self._ls[k & 1]
         self._mx_k = k
-        for t in np.nonzero(cand)[0].tolist():
-            addr = mx.step(t, k, self._port)
-            if addr is not None:
-                self._mx_faults.append((t, addr))
+        tiles = np.nonzero(cand)[0]
+        if len(tiles) == 0:
+            return
+        # tiles whose instruction issued at k-1 is a store or a load take the corrected path
+        solo = np.zeros(len(tiles), dtype=bool)
+        if self._st_cycle == k - 1:
+            solo |= self._st_widx[tiles] >= 0
+        rec = self._ld_rec
+        if rec is not None and rec[0] == k - 1:
+            solo |= np.isin(tiles, np.fromiter(rec[2], dtype=np.int64, count=len(rec[2])))
+        self._mx_faults += mx.step_tiles(tiles, solo, k, self._port)
 
     def _engine_idle_at_x(self, k: int, tiles: np.ndarray) -> np.ndarray:
         """Idle at k+2, the X cycle of ``mrun``/``mwait`` issued at k on ``tiles`` (bool)."""
@@ -773,7 +784,8 @@ class Array:
             self._st_widx[:] = -1
         self._st_widx[t] = a >> 2
         self._st_old[t] = self.sram.w32[t, a >> 2]
-        self._st_mask[t] = (((1 << size) - 1) << (a & _U32(3))).astype(np.uint8)
+        if self._mx.nbusy:      # byte enables, for an engine step of cycle k+1 (§12 port)
+            self._st_mask[t] = (((1 << size) - 1) << (a & _U32(3))).astype(np.uint8)
         if size == 1:
             self.sram.w8[t, a] = v.astype(np.uint8)
         elif size == 2:
@@ -891,6 +903,7 @@ class _EnginePort:
 
     def __init__(self, arr: Array):
         self.arr = arr
+        self.sram = arr.sram
 
     def _store(self, t: int):
         a = self.arr
