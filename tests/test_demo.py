@@ -4,6 +4,7 @@ Expected values come from the numpy int8 reference (`QuantizedMLP.forward_int8`,
 from golden_model.kernels) and the dataset labels, never from the backend under test.
 """
 
+import importlib.util
 import json
 
 import numpy as np
@@ -18,11 +19,12 @@ from tessera.toolchain.models.digits_graph import build_digits_graph, fit_batch,
 from helpers.cli import run_cli
 
 
-@pytest.fixture(scope="module")
-def model_report(tmp_path_factory):
+@pytest.fixture(scope="module", params=[32, 0], ids=["engine", "dot4"])
+def model_report(tmp_path_factory, request):
     out = tmp_path_factory.mktemp("demo")
     lines = []
-    rep = run_digits_demo(preset("small"), backend="model", images=8, out_dir=out,
+    rep = run_digits_demo(preset("small").replace(engine_macs=request.param), backend="model",
+                          images=8, out_dir=out,
                           json_out=out / "demo.json", profile=True, progress=False,
                           out=lines.append)
     return rep, lines, out
@@ -43,9 +45,13 @@ def test_model_backend_matches_reference_and_json(model_report):
     assert d["accuracy_float"] == pytest.approx(
         float((q.forward_float(x_te[:8]).argmax(1) == y_te[:8]).mean()))
     assert d["accuracy_backend"] == d["accuracy_int8"]
-    # useful MACs per image = 64*32 + 32*10; utilisation = MACs / (4 MAC x 4 tiles x cycles)
+    # useful MACs per image = 64*32 + 32*10; utilisation = MACs / (peak x 4 tiles x cycles),
+    # peak = the engine's P, or 4 (one dot4 per cycle) without an engine
     assert d["useful_macs"] == 8 * (64 * 32 + 32 * 10)
-    assert d["mac_utilization"] == pytest.approx(d["useful_macs"] / (16 * d["cycles"]))
+    peak = d["config"]["engine_macs"] or 4
+    assert d["peak_macs_per_cycle_per_tile"] == peak
+    assert d["matrix_engine"] is (peak != 4)
+    assert d["mac_utilization"] == pytest.approx(d["useful_macs"] / (4 * peak * d["cycles"]))
     assert d["cycles_per_image"] == pytest.approx(d["cycles"] / 8)
     assert 0 < d["exchange_share"] < 0.5 and 0 <= d["sync_share"] < 0.1
     # the batch is padded to a multiple of the tile count: hardware MACs count every row
@@ -143,9 +149,11 @@ def test_cli_demo_model_json_and_errors(tmp_path):
 
 @pytest.mark.rtl
 def test_reduced_demo_on_rtl(tmp_path):
-    """The default-suite RTL check: 4 images, logits == numpy reference == golden model."""
+    """The default-suite RTL check: 4 images, logits == numpy reference == golden model
+    (dot4 layers, engine_macs = 0; the engine demo on the RTL is the slow test below)."""
     lines = []
-    rep = run_digits_demo(preset("small"), backend="rtl", images=4, out_dir=tmp_path,
+    rep = run_digits_demo(preset("small").replace(engine_macs=0), backend="rtl", images=4,
+                          out_dir=tmp_path,
                           json_out=tmp_path / "rtl.json", profile=True, progress=False,
                           out=lines.append)
     assert rep["exit_code"] == 0, "\n".join(lines)
@@ -153,3 +161,14 @@ def test_reduced_demo_on_rtl(tmp_path):
     assert rep["accuracy_backend"] == rep["accuracy_int8"]
     assert (tmp_path / "profile.png").stat().st_size > 10_000
     assert (tmp_path / "profile.html").stat().st_size > 10_000
+
+
+@pytest.mark.rtl
+@pytest.mark.skipif(importlib.util.find_spec("tessera.hdl.tile.matrix_engine") is None,
+                    reason="the RTL has no matrix engine yet (branch engine-rtl)")
+def test_reduced_engine_demo_on_rtl(tmp_path):
+    """The digits MLP on the matrix engine on the RTL: skipped until the RTL engine (branch
+    engine-rtl) is merged."""
+    rep = run_digits_demo(preset("small"), backend="rtl", images=4, out_dir=tmp_path,
+                          progress=False, out=lambda *_: None)
+    assert rep["matrix_engine"] and rep["match_reference"] and rep["match_model"]

@@ -219,7 +219,8 @@ def test_out_of_memory_before_exchange_scheduling(g4):
         compile_graph(g4, Copy(src, dst))
 
 
-def test_compile_matmul_layout_report(g4):
+def test_compile_matmul_layout_report():
+    g4 = Graph(preset("small").replace(engine_macs=0))      # the dot4 layout (no engine)
     a = g4.add_variable("a", (8, 16), "int8", map_linearly(grain=16))
     b = g4.add_variable("b", (16, 4), "int8", map_to_tile(0))
     c, prog = matmul(g4, a, b)
@@ -255,3 +256,18 @@ def test_matmul_errors(g4):
     c = g4.add_variable("c32", (16, 4), "int32", 0)
     with pytest.raises(GraphError, match="2-D int8"):
         matmul(g4, a2, c)
+
+
+def test_compile_matmul_on_the_engine_layout(g4):
+    """With an engine (the presets' default) the graph matmul is the kernel library's engine
+    matmul: the same copy and transpose, then one engine descriptor table per tile."""
+    a = g4.add_variable("a", (8, 16), "int8", map_linearly(grain=16))
+    b = g4.add_variable("b", (16, 4), "int8", map_to_tile(0))
+    c, prog = matmul(g4, a, b)
+    cg = compile_graph(g4, prog)
+    assert [op[0] for op in cg.ops] == ["exec", "exch", "exec", "exec"]
+    tables = [v for v, _ in cg.tensors.values() if getattr(v, "engine_commands", None)]
+    assert sorted(v.intervals[0].tile for v in tables) == [0, 1, 2, 3]
+    for v, addrs in cg.tensors.values():
+        if getattr(v, "align", 4) == 8:
+            assert all(int(x) % 8 == 0 for x in addrs), v.name

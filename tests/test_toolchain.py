@@ -248,3 +248,52 @@ def test_check_fits_counts_contexts():
     img.check_fits(cfg)                      # 4096 + 12 * 1024 = 16384: exactly fits
     with pytest.raises(ProgramTooBig, match="needs 16400 bytes"):
         Image("p.elf", 0, [Segment(0, b"", 4112)], {}).check_fits(cfg)
+
+
+def test_engine_header_matches_spec(tmp_path):
+    """tsr_mrun/tsr_mwait encode as the spec's rows; tsr_mdesc's layout is Descriptor.pack()'s;
+    TSR_ENGINE_MACS / TSR_ENGINE_LANES follow -DTSR_ENGINE_MACS (architecture §12)."""
+    from tessera.spec.engine import DESC_FIELDS, ChannelParams, Descriptor, Flag, Mode
+    from tessera.spec.instructions import encode_mrun, encode_mwait
+    text = generate()
+    for name in ("tsr_mrun(", "tsr_mwait(", "tsr_mdesc;", "tsr_mparam;", "TSR_ENGINE_LANES",
+                 "TSR_MMODE_TFLITE", "TSR_MFLAG_OUT_UNSIGNED"):
+        assert name in text, name
+    for name, _, off in DESC_FIELDS:
+        assert f"__builtin_offsetof(tsr_mdesc, {name}) == {off}" in text
+    d = Descriptor(a_base=0x1000, a_s0=64, a_s1=0x400, ak_s1=0xFFFFFFF8, w_base=0x2000, w_sm=72,
+                   c_base=0x3000, c_s0=16, c_s1=256, p_base=0x4000, J0=128, J1=2, K0=9, K1=3,
+                   C=4, mode=Mode.TFLITE, flags=Flag.A_UNSIGNED | Flag.OUT_UNSIGNED, zp=-7,
+                   qmin=-7, qmax=127)
+    p = ChannelParams(bias=-5, multiplier=0x40000000, shift=-3)
+    src = tmp_path / "eng.c"
+    src.write_text("""
+#include <tessera.h>
+const tsr_mdesc desc = { .a_base = 0x1000, .a_s0 = 64, .a_s1 = 0x400, .ak_s1 = (uint32_t)-8,
+    .w_base = 0x2000, .w_sm = 72, .c_base = 0x3000, .c_s0 = 16, .c_s1 = 256, .p_base = 0x4000,
+    .J0 = 128, .J1 = 2, .K0 = 9, .K1 = 3, .C = 4, .mode = TSR_MMODE_TFLITE,
+    .flags = TSR_MFLAG_A_UNSIGNED | TSR_MFLAG_OUT_UNSIGNED, .zp = -7, .qmin = -7, .qmax = 127 };
+const tsr_mparam param = { -5, 0x40000000, -3, 0 };
+const uint32_t lanes = TSR_ENGINE_LANES, macs = TSR_ENGINE_MACS;
+int main(void) { tsr_mrun(&desc); tsr_mwait(); return 0; }
+""")
+    elf = compile_program([src], tmp_path / "eng.elf", defines=["TSR_ENGINE_MACS=64"])
+    words = _text_words(elf)
+    assert any(w & ~(0x1F << 15) == encode_mrun(0) for w in words)
+    assert encode_mwait() in words
+    assert _symbol_bytes(elf, "desc", 64) == d.pack()
+    assert _symbol_bytes(elf, "param", 16) == p.pack()
+    assert _symbol_bytes(elf, "lanes", 4) == (8).to_bytes(4, "little")
+    assert _symbol_bytes(elf, "macs", 4) == (64).to_bytes(4, "little")
+    assert load_elf(elf).symbols["desc"] % 8 == 0
+
+
+def test_engine_instructions_assemble_and_disassemble():
+    from tessera.spec.instructions import encode_mrun, encode_mwait
+    from tessera.toolchain import asm
+    from tessera.toolchain.disasm import disasm
+    assert asm.mrun("a0") == encode_mrun(10)
+    assert asm.mwait() == encode_mwait() == 0x0000300B
+    assert disasm(encode_mrun(10)) == "mrun a0"
+    assert disasm(encode_mwait()) == "mwait"
+    assert disasm(0x0000300B | 1 << 7).startswith(".word")   # rd != 0: not mwait

@@ -6,7 +6,8 @@ What it does:
    deterministic float MLP 64→32→10, trained once and cached, post-training quantized to int8
    (:mod:`tessera.toolchain.models.digits`);
 2. maps it onto the array (:mod:`tessera.toolchain.models.digits_graph`: images split over the tiles,
-   weights sharded and all-gathered by the exchange, dot4 matmuls, requantize codelets) and
+   weights sharded and all-gathered by the exchange, matrix-engine layers with the requantize
+   fused in the engine — or, with ``engine_macs = 0``, dot4 matmuls and requantize codelets) and
    compiles it **once** for a batch of images;
 3. runs the first ``K`` test images batch by batch on the chosen backend (each run: write the
    batch tensor, run, read the int8 logits), with a progress bar;
@@ -37,8 +38,9 @@ __all__ = ["run_digits_demo", "DEFAULT_IMAGES", "JSON_KEYS", "DemoError"]
 DEFAULT_IMAGES = 450
 #: Keys the ``--json`` file always has.
 JSON_KEYS = ("accuracy_float", "accuracy_int8", "accuracy_backend", "match", "images",
-             "cycles_per_image", "mac_utilization")
-#: Peak MACs per cycle per tile: one dot4 (4 int8 MACs) per issue slot.
+             "cycles_per_image", "mac_utilization", "peak_macs_per_cycle_per_tile")
+#: Peak MACs per cycle per tile without a matrix engine: one dot4 (4 int8 MACs) per issue
+#: slot. With an engine the peak is its P (``ArrayConfig.peak_macs_per_cycle``).
 PEAK_MACS_PER_TILE = 4
 
 
@@ -98,7 +100,8 @@ def run_digits_demo(config, *, backend: str = "rtl", images: int = DEFAULT_IMAGE
     images : int
         Number of test images (the first ``images`` of the fixed test split), 1..450.
     batch : int or None
-        Images per run; default: as many as fit (``fit_batch``, at most 64 per tile), split into
+        Images per run; default: as many as fit (``fit_batch``, at most 64 per tile with dot4, 256 with
+        the matrix engine), split into
         equal batches. Padding images (zeros) fill the last batch and are not scored.
     out_dir : path-like or None
         Directory for the profile files (default ``build/demo``).
@@ -206,13 +209,17 @@ def run_digits_demo(config, *, backend: str = "rtl", images: int = DEFAULT_IMAGE
     res_list = results[backend]
     cycles = sum(int(r.cycles) for r in res_list)
     tile_cycles = N * cycles
-    sums = {k: sum(int(t.counters[k]) for r in res_list for t in r.tiles)
-            for k in ("compute", "sync", "exchange", "halted", "macs", "retired")}
+    sums = {k: sum(int(t.counters.get(k, 0)) for r in res_list for t in r.tiles)
+            for k in ("compute", "sync", "exchange", "halted", "macs", "retired", "engine")}
     useful_macs = images * dg.macs_per_image
+    peak = config.peak_macs_per_cycle
     report = {
         "accuracy_float": acc_float, "accuracy_int8": acc_int8, "accuracy_backend": acc_backend,
         "match": match, "images": images, "cycles_per_image": cycles / images,
-        "mac_utilization": useful_macs / (PEAK_MACS_PER_TILE * tile_cycles),
+        "mac_utilization": useful_macs / (peak * tile_cycles),
+        "peak_macs_per_cycle_per_tile": peak,
+        "matrix_engine": bool(dg.uses_engine),
+        "engine_share": sums["engine"] / tile_cycles,
         "backend": backend, "config": config.to_dict(), "runs": runs, "batch": batch,
         "cycles": cycles, "macs": sums["macs"], "useful_macs": useful_macs,
         "compute_share": sums["compute"] / tile_cycles,
@@ -239,7 +246,8 @@ def run_digits_demo(config, *, backend: str = "rtl", images: int = DEFAULT_IMAGE
     out(line + ")")
     out(f"  cycles per image: {cycles / images:.1f}   ({cycles} cycles in total)")
     out(f"  MAC utilisation: {report['mac_utilization']:.1%}  ({useful_macs} useful MACs, "
-        f"peak {PEAK_MACS_PER_TILE} MAC/cycle/tile; counter {sums['macs']})")
+        f"peak {peak} MAC/cycle/tile ({'matrix engine' if dg.uses_engine else 'dot4'}); "
+        f"counter {sums['macs']})")
     out(f"  time share: compute {report['compute_share']:.1%}, exchange "
         f"{report['exchange_share']:.2%}, sync {report['sync_share']:.2%}")
     out("  exchange phases per run: " + (", ".join(

@@ -120,6 +120,18 @@ def _xlatency(text: str) -> int:
     return v
 
 
+def _engine_macs(text: str) -> int:
+    """``--engine-macs`` value: one of the spec's ENGINE_MACS_CHOICES."""
+    from tessera.spec.config import ENGINE_MACS_CHOICES
+    try:
+        v = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if v not in ENGINE_MACS_CHOICES:
+        raise argparse.ArgumentTypeError(f"must be one of {ENGINE_MACS_CHOICES}: {text!r}")
+    return v
+
+
 def _check_out_dir(path, option: str) -> None:
     """Fail fast (UsageError) unless directory ``path`` exists or can be created, and is writable."""
     if path is None:
@@ -165,6 +177,9 @@ def _add_array_args(p):
     p.add_argument("--contexts", type=_positive, help="contexts per tile T")
     p.add_argument("--sram-bytes", type=_positive, help="SRAM bytes per tile (power of two)")
     p.add_argument("--xlatency", type=_positive, help="exchange latency L in cycles")
+    p.add_argument("--engine-macs", type=_engine_macs,
+                   help="matrix-engine MACs per cycle per tile: 0 (none: dot4 kernels), 16, 32 "
+                        "(the presets' value), 64")
     p.add_argument("--backend", default="model", choices=KNOWN_BACKENDS,
                    help="simulator: model (golden model, default), rtl (Verilator), or both "
                         "(runs both and exits 3 unless their run-result JSON is identical)")
@@ -195,7 +210,8 @@ def _waves(args):
 def _config(args):
     from tessera.toolchain.run import resolve_config
     return resolve_config(args.preset, tiles=args.tiles, contexts=args.contexts,
-                          sram_bytes=args.sram_bytes, xlatency=args.xlatency)
+                          sram_bytes=args.sram_bytes, xlatency=args.xlatency,
+                          engine_macs=getattr(args, "engine_macs", None))
 
 
 def cmd_cc(args) -> int:
@@ -433,7 +449,8 @@ def cmd_run(args) -> int:
     from tessera.toolchain.kernels.run import EXIT_MISMATCH, EXIT_OK, format_report, run_kernel
     from tessera.toolchain.run import resolve_config
     cfg = resolve_config(args.preset, tiles=args.tiles, contexts=args.contexts,
-                         sram_bytes=args.sram_bytes, xlatency=args.xlatency)
+                         sram_bytes=args.sram_bytes, xlatency=args.xlatency,
+                         engine_macs=args.engine_macs)
     _check_rtl(args, cfg)
     _check_out_file(args.json, "--json")
     _check_out_dir(args.profile, "--profile")
@@ -631,6 +648,9 @@ def build_parser() -> argparse.ArgumentParser:
     ru.add_argument("--sram-bytes", type=_positive, help="SRAM bytes per tile (power of two)")
     ru.add_argument("--relu", action="store_true", help="requantize: fused ReLU")
     ru.add_argument("--xlatency", type=_positive, help="exchange latency L in cycles")
+    ru.add_argument("--engine-macs", type=_engine_macs,
+                    help="matrix-engine MACs per cycle per tile: 0 (none: dot4 kernels), 16, "
+                         "32 (the presets' value), 64")
     ru.add_argument("--backend", default="model", choices=("model", "rtl", "both"),
                     help="simulator: model (default), rtl, or both (also requires identical "
                          "model and RTL run results)")

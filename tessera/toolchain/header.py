@@ -2,12 +2,18 @@
 
 Every number in the header comes from :mod:`tessera.spec.instructions` (the custom
 instructions' rows of the instruction table), :mod:`tessera.spec.isa` (MACs per dot4),
-:mod:`tessera.spec.csr` (CSR numbers) and :mod:`tessera.spec.exchange` (the exchange-step
-field positions); :func:`generate` also checks the header's exchange bit formulas against
+:mod:`tessera.spec.csr` (CSR numbers), :mod:`tessera.spec.exchange` (the exchange-step
+field positions) and :mod:`tessera.spec.engine` (the matrix-engine descriptor layout, modes,
+flags and constants; the struct ``tsr_mdesc`` is generated from ``DESC_FIELDS`` with a
+``_Static_assert`` per offset); :func:`generate` also checks the header's exchange bit formulas against
 :func:`tessera.spec.exchange.encode_step` before emitting anything.
 
-Spec: docs/architecture.md sections 3.2 (CSRs), 3.3 (custom instructions), 6 (exchange) and
-11 (software conventions).
+Spec: docs/architecture.md sections 3.2 (CSRs), 3.3 (custom instructions), 6 (exchange),
+11 (software conventions) and 12 (matrix engine).
+
+Per-configuration values reach C as ``-D`` flags, like ``TSR_XLATENCY``: ``TSR_ENGINE_MACS``
+(the array's ``engine_macs`` P; ``TSR_ENGINE_LANES`` = P / 8 follows) defaults to the
+``ArrayConfig`` default and is set by the graph compiler for its target array.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from pathlib import Path
 
 from tessera.paths import cache_root
 
+from tessera.spec import engine as es
 from tessera.spec import exchange as xs
 from tessera.spec import isa
 from tessera.spec.config import ArrayConfig
@@ -26,7 +33,8 @@ from tessera.spec.csr import Csr, CSR_DESCRIPTIONS
 from tessera.spec.exchange import (ADDR_BITS, SRC_BITS, STEP_BYTES, Step, XOp, encode_step)
 from tessera.spec.instructions import BY_NAME, SyncZone
 
-__all__ = ["generate", "exchange_layout", "write_header", "include_dir", "DEFAULT_STACK_BYTES"]
+__all__ = ["generate", "exchange_layout", "write_header", "include_dir", "DEFAULT_STACK_BYTES",
+           "engine_struct_lines"]
 
 #: Stack bytes per context used by crt0 when ``__stack_bytes`` is not overridden (spec §11).
 DEFAULT_STACK_BYTES = 1024
@@ -96,6 +104,44 @@ def _self_check(lay) -> None:
             raise AssertionError("tessera.h idle formula disagrees with encode_step")
 
 
+_C_TYPES = {"I": "uint32_t", "H": "uint16_t", "B": "uint8_t", "h": "int16_t"}
+_C_SIZES = {"I": 4, "H": 2, "B": 1, "h": 2}
+
+
+def engine_struct_lines() -> list[str]:
+    """C lines of ``tsr_mdesc`` (from :data:`tessera.spec.engine.DESC_FIELDS`, ignored bytes as
+    ``_pad`` arrays) and ``tsr_mparam``, with a ``_Static_assert`` per offset and the sizes.
+
+    Raises
+    ------
+    AssertionError
+        If the fields overlap or run past :data:`tessera.spec.engine.DESC_BYTES`.
+    """
+    out = ["typedef struct __attribute__((aligned(8))) {"]
+    pos, npad = 0, 0
+    for name, code, off in es.DESC_FIELDS:
+        if off < pos:
+            raise AssertionError(f"tessera.h: descriptor field {name} overlaps the previous one")
+        if off > pos:
+            out.append(f"    uint8_t _pad{npad}[{off - pos}];   /* ignored */")
+            npad += 1
+        out.append(f"    {_C_TYPES[code]} {name};")
+        pos = off + _C_SIZES[code]
+    if pos > es.DESC_BYTES:
+        raise AssertionError("tessera.h: descriptor fields run past DESC_BYTES")
+    if pos < es.DESC_BYTES:
+        out.append(f"    uint8_t _pad{npad}[{es.DESC_BYTES - pos}];   /* ignored */")
+    out.append("} tsr_mdesc;")
+    for name, _, off in es.DESC_FIELDS:
+        out.append(f'_Static_assert(__builtin_offsetof(tsr_mdesc, {name}) == {off}, '
+                   f'"tsr_mdesc.{name}");')
+    out.append(f'_Static_assert(sizeof(tsr_mdesc) == {es.DESC_BYTES}, "tsr_mdesc size");')
+    out += ["/* One channel's parameter record at p_base + 16 m. */",
+            "typedef struct { int32_t bias, multiplier, shift, _ignored; } tsr_mparam;",
+            f'_Static_assert(sizeof(tsr_mparam) == {es.PARAM_BYTES}, "tsr_mparam size");']
+    return out
+
+
 def generate() -> str:
     """Return the text of ``tessera.h``.
 
@@ -114,6 +160,10 @@ def generate() -> str:
     _self_check(lay)
     dot4, dot4su = BY_NAME["dot4"], BY_NAME["dot4su"]
     sync_tile, sync_array = BY_NAME["sync_tile"], BY_NAME["sync_array"]
+    mrun, mwait = BY_NAME["mrun"], BY_NAME["mwait"]
+    if mrun.opcode != dot4.opcode or mrun.funct7 != dot4.funct7 or mwait.opcode != dot4.opcode:
+        raise AssertionError("tessera.h: mrun/mwait no longer share CUSTOM_0 with dot4")
+    f_mrun, f_mwait = int(mrun.funct3), int(mwait.funct3)
     if dot4.opcode != dot4su.opcode or dot4.funct7 != dot4su.funct7 \
             or sync_tile.opcode != sync_array.opcode or sync_tile.funct3 != sync_array.funct3:
         raise AssertionError("tessera.h: dot4/dot4su or the sync rows no longer share fields")
@@ -126,8 +176,8 @@ def generate() -> str:
     w = L.append
     w("/* tessera.h -- GENERATED by tessera/toolchain/header.py from tessera/spec/instructions.py,")
     w(" * tessera/spec/isa.py, tessera/spec/csr.py")
-    w(" * and tessera/spec/exchange.py. Do not edit: regenerate instead.")
-    w(" * Spec: docs/architecture.md sections 3.2, 3.3, 6 and 11. */")
+    w(" * tessera/spec/exchange.py and tessera/spec/engine.py. Do not edit: regenerate instead.")
+    w(" * Spec: docs/architecture.md sections 3.2, 3.3, 6, 11 and 12. */")
     w("#ifndef TESSERA_H")
     w("#define TESSERA_H")
     w("")
@@ -147,6 +197,30 @@ def generate() -> str:
     w(f"#define TSR_SYNC_TILE {z_tile}")
     w(f"#define TSR_SYNC_ARRAY {z_array}")
     w(f"#define TSR_MACS_PER_DOT4 {isa.MACS_PER_DOT4}")
+    w(f"#define TSR_FUNCT3_MRUN {f_mrun}")
+    w(f"#define TSR_FUNCT3_MWAIT {f_mwait}")
+    w(f"#define TSR_INSN_MWAIT {mwait.match:#010x}u")
+    w("")
+    w("/* ---- matrix engine (tessera/spec/engine.py, docs/architecture.md section 12) ---- */")
+    w("/* The array's engine_macs P (0 = no engine: mrun/mwait are illegal) is per configuration:")
+    w("   compile with -DTSR_ENGINE_MACS=P for the target array (the graph compiler does). */")
+    w(f"#define TSR_ENGINE_MACS_DEFAULT {ArrayConfig().engine_macs}")
+    w("#ifndef TSR_ENGINE_MACS")
+    w("#define TSR_ENGINE_MACS TSR_ENGINE_MACS_DEFAULT")
+    w("#endif")
+    w(f"#define TSR_ENGINE_LANES (TSR_ENGINE_MACS / {es.VECTOR_BYTES})")
+    w(f"#define TSR_MDESC_BYTES {es.DESC_BYTES}")
+    w(f"#define TSR_MPARAM_BYTES {es.PARAM_BYTES}")
+    w(f"#define TSR_ACC_DEPTH {es.ACC_DEPTH}")
+    w(f"#define TSR_MVECTOR_BYTES {es.VECTOR_BYTES}")
+    w(f"#define TSR_MSHIFT_MIN ({es.MIN_SHIFT})")
+    w(f"#define TSR_MSHIFT_MAX {es.MAX_SHIFT}")
+    for m in es.Mode:
+        w(f"#define TSR_MMODE_{m.name} {int(m)}u")
+    for f in es.Flag:
+        w(f"#define TSR_MFLAG_{f.name} {int(f)}u")
+    for name, _, off in es.DESC_FIELDS:
+        w(f"#define TSR_MDESC_OFF_{name.upper()} {off}")
     w("")
     w("/* Defaults of the software conventions (docs/architecture.md section 11). */")
     w(f"#define TSR_STACK_BYTES_DEFAULT {DEFAULT_STACK_BYTES}")
@@ -197,6 +271,20 @@ def generate() -> str:
     w(f'    __asm__(".insn r {op0:#04x}, {f_dot4su}, {f7_dot4}, %0, %1, %2" : "+r"(acc) : "r"(a), "r"(b));')
     w("    return acc;")
     w("}")
+    w("")
+    w("/* ---- matrix engine (section 12) ---- */")
+    w("/* Start the engine command whose 64-byte, 8-aligned descriptor is at desc; retries")
+    w("   (no effect) while the tile's engine is busy. The engine reads and writes the SRAM:")
+    w("   the memory clobber keeps the compiler from caching data across it. */")
+    w("static inline void tsr_mrun(const void *desc) {")
+    w(f'    __asm__ volatile(".insn r {op0:#04x}, {f_mrun}, {f7_dot4}, x0, %0, x0" :: "r"(desc) : "memory");')
+    w("}")
+    w("/* Wait until this tile's engine is idle (every command started before has finished). */")
+    w("static inline void tsr_mwait(void) {")
+    w(f'    __asm__ volatile(".insn i {op0:#04x}, {f_mwait}, x0, x0, 0" ::: "memory");')
+    w("}")
+    for ln in engine_struct_lines():
+        w(ln)
     w("")
     w("/* ---- BSP sync ---- */")
     w("/* Wait until every non-halted context of this tile is here. */")

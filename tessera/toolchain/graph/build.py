@@ -33,7 +33,8 @@ def cache_dir() -> Path:
     return d
 
 
-def build_binary(codelets, *, opt: str = "-O2", stack_bytes: int = 1024) -> Image:
+def build_binary(codelets, *, opt: str = "-O2", stack_bytes: int = 1024,
+                 defines=()) -> Image:
     """Compile the runtime and ``codelets`` into one ELF and load it.
 
     Parameters
@@ -44,6 +45,8 @@ def build_binary(codelets, *, opt: str = "-O2", stack_bytes: int = 1024) -> Imag
         Optimisation flag passed to the compiler.
     stack_bytes : int
         Stack bytes per context (linker symbol ``__stack_bytes``, read by crt0).
+    defines : sequence of str
+        Extra ``-D`` definitions (the compiler passes ``TSR_ENGINE_MACS=P`` of its array).
 
     Returns
     -------
@@ -58,7 +61,7 @@ def build_binary(codelets, *, opt: str = "-O2", stack_bytes: int = 1024) -> Imag
     codelets = sorted({c.name: c for c in codelets}.values(), key=lambda c: c.name)
     sources = [RUNTIME_SOURCE] + sorted({Path(c.source) for c in codelets} - {RUNTIME_SOURCE})
     h = hashlib.sha256()
-    for part in (opt, str(stack_bytes), generate(), control.generate_header(),
+    for part in (opt, str(stack_bytes), *defines, generate(), control.generate_header(),
                  *(c.name for c in codelets)):
         h.update(part.encode() + b"\0")
     headers = sorted({h for s in sources for h in Path(s).parent.glob("*.h")})  # local includes
@@ -74,7 +77,7 @@ def build_binary(codelets, *, opt: str = "-O2", stack_bytes: int = 1024) -> Imag
         try:
             # exchange programs come from the compiler for the array's L: no latency record
             compile_program([*sources, stack_src], tmp, opt=opt, include_dirs=[control.include_dir(), CODELET_DIR],
-                            defines=["TSR_XLATENCY_NOTE=0"], extra=extra)
+                            defines=["TSR_XLATENCY_NOTE=0", *defines], extra=extra)
         except ToolchainError as e:
             detail = getattr(e, "output", "")
             raise GraphError(f"building the graph binary failed: {e}\n{detail}") from None

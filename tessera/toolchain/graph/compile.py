@@ -246,7 +246,8 @@ def compile_graph(graph: Graph, program: Program, *, stack_bytes: int = 1024,
 
     compute_sets = {id(op[1]): op[1] for op in ops if op[0] == "exec"}
     codelets = [v.codelet for cs in compute_sets.values() for v in cs.vertices]
-    image = build_binary(codelets, opt=opt, stack_bytes=stack_bytes)
+    image = build_binary(codelets, opt=opt, stack_bytes=stack_bytes,
+                         defines=(f"TSR_ENGINE_MACS={cfg.engine_macs}",))
     base = -(-image.end // 8) * 8
     mems = [TileMemory(t, image.end, base) for t in range(N)]
     current_offset = 4 * (CTRL_HEADER_WORDS + OP_WORDS * len(ops))  # T "current entry" words follow the ops
@@ -260,20 +261,29 @@ def compile_graph(graph: Graph, program: Program, *, stack_bytes: int = 1024,
         addrs = np.zeros(len(var.intervals), dtype=np.int64)
         for i, iv in enumerate(var.intervals):
             addrs[i] = mems[iv.tile].alloc(
-                "tensors", f"tensor {name!r} [{iv.start}:{iv.stop}]", iv.size * var.dtype.itemsize)
+                "tensors", f"tensor {name!r} [{iv.start}:{iv.stop}]", iv.size * var.dtype.itemsize,
+                getattr(var, "align", 4))
         tensors[name] = (var, addrs)
-    blobs = [dict() for _ in range(N)]  # addr -> bytes, per tile
-    for name, (var, addrs) in tensors.items():   # constants (Graph.add_constant)
-        init = getattr(var, "initial", None)
-        if init is not None:
-            flat = init.reshape(-1)
-            for iv, a in zip(var.intervals, addrs):
-                blobs[iv.tile][int(a)] = flat[iv.start:iv.stop].tobytes()
 
     def tensor_addr(t: Tensor) -> int:
         var, addrs = tensors[t.variable.name]
         iv, off = t.contiguous_interval("vertex field")
         return int(addrs[var.intervals.index(iv)]) + off * var.dtype.itemsize
+
+    blobs = [dict() for _ in range(N)]  # addr -> bytes, per tile
+    for name, (var, addrs) in tensors.items():   # constants (Graph.add_constant / add_late_constant)
+        init = getattr(var, "initial", None)
+        late = getattr(var, "late", None)
+        if late is not None:      # e.g. engine descriptors: need every tensor's address
+            data = np.frombuffer(bytes(late(tensor_addr)), dtype=np.uint8)
+            if data.size != var.size:
+                raise GraphError(f"late constant {name!r}: its builder returned {data.size} "
+                                 f"bytes, not {var.size}")
+            init = data.astype(var.dtype).reshape(var.shape)
+        if init is not None:
+            flat = init.reshape(-1)
+            for iv, a in zip(var.intervals, addrs):
+                blobs[iv.tile][int(a)] = flat[iv.start:iv.stop].tobytes()
 
     def vertex_writes(v) -> tuple:
         out = []

@@ -174,6 +174,25 @@ class Graph:
         var.initial = arr.astype(dt).reshape(var.shape)
         return var
 
+    def add_late_constant(self, name: str, nbytes: int, tile: int, build, *,
+                          align: int = 8) -> Variable:
+        """A uint8 constant on ``tile`` whose bytes are computed at compile time, once every
+        tensor has its address: ``build(addr)`` returns ``nbytes`` bytes, where ``addr(t)``
+        is the byte address of Tensor ``t`` (a contiguous view on one tile). Used for
+        matrix-engine descriptor tables (docs/compiler.md, "Matrix engine").
+
+        Raises
+        ------
+        GraphError
+            As :meth:`add_variable`, or ``nbytes`` is not positive.
+        """
+        if not isinstance(nbytes, (int, np.integer)) or nbytes < 1:
+            raise GraphError(f"add_late_constant({name!r}): nbytes must be a positive int")
+        var = self.add_variable(name, (int(nbytes),), "uint8", tile)
+        var.align = max(var.align, int(align))
+        var.late = build
+        return var
+
     # -- codelets and vertices ---------------------------------------------------------
     def add_codelet(self, name: str, source, fields) -> Codelet:
         """Register a C codelet (a function ``name`` in file ``source``).

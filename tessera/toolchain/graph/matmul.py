@@ -9,6 +9,10 @@ Plan (output-row partitioning, operand broadcast):
    ``<name>.bt`` ([tiles, N, Kp], Kp = K rounded up to 4, zero padded).
 3. Compute set ``<name>.mm``: on each tile, one ``tsr_matmul8`` vertex over its rows of A,
    split across the tile's contexts (interleaved rows), dot4 inner loop when K % 4 == 0.
+
+With a matrix engine (``config.engine_macs > 0``, K % 8 == 0, N even) steps 2-3 are the
+kernel library's engine matmul (:func:`tessera.toolchain.kernels.matmul`, docs/architecture.md
+§12): the same copy and transpose, then one engine command per ≤ 256 rows × M channels.
 """
 
 from __future__ import annotations
@@ -60,6 +64,9 @@ def matmul(graph: Graph, a: Variable, b: Variable, name: str = "matmul"):
         if iv.start % k or iv.stop % k:
             raise GraphError(f"matmul: a {a.name!r} interval {iv.start}..{iv.stop} on tile "
                              f"{iv.tile} splits a row of {k} elements; map it with grain={k}")
+    if graph.config.engine_macs > 0 and k % 8 == 0 and n % 2 == 0:
+        from tessera.toolchain.kernels.matmul import matmul as engine_matmul
+        return engine_matmul(graph, a, b, b_layout="kn", name=name, engine=True)
     tiles = sorted({iv.tile for iv in a.intervals})
     nt, kp = len(tiles), -(-k // 4) * 4
     c = graph.add_variable(f"{name}.c", (m, n), "int32",

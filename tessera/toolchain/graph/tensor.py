@@ -162,10 +162,14 @@ class Variable:
     dtype : numpy.dtype (int8, uint8 or little-endian int32)
     intervals : list of Interval
         Sorted by start, covering ``0 .. size-1`` exactly once.
+    align : int
+        Byte alignment of each interval's address (default 4; the matrix-engine kernels
+        raise it to 8 for their operands, architecture §12: 8-byte aligned reads).
     """
 
     def __init__(self, name, shape, dtype, intervals):
         self.name, self.shape, self.dtype, self.intervals = name, shape, dtype, intervals
+        self.align = 4
         self.size = int(np.prod(shape, dtype=np.int64))
         starts = np.array([iv.start for iv in intervals], dtype=np.int64)
         self._starts = starts

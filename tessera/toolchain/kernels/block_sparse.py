@@ -16,6 +16,17 @@ blocks of 4, 8 or 16), bit-exact with :func:`tessera.golden_model.kernels.block_
   contexts are balanced too.
 * Inner loop (inline asm, generated per K and block size): per stored block, one load of its
   row offset, then BS/4 steps of 8 loads + 16 ``dot4``.
+* **Matrix engine** (default when ``config.engine_macs > 0`` and K, N are multiples of 8;
+  docs/architecture.md §12): blocks of 4 are regrouped into blocks of 8 (a block of 8 is
+  stored when any of its four blocks of 4 is). A command accumulates over its blocks only
+  when their rows form an arithmetic progression (the streamed address is affine in k1), so
+  each block column's stored block rows are covered by the shortest progression containing
+  them (the gaps become zero blocks in the packed stationary operand). Per tile, per group of
+  ≤ 256 rows, per stored block column and per M = P/8 of its channels one command; the
+  packed weights (per column, channel-major, only the progression's blocks) are a constant
+  replicated on each computing tile; the columns without stored blocks are never computed:
+  their output (the initial accumulators, or their requantization) is part of the output
+  variable's initial value. Optional fused TFLITE requantization (``requant``).
 """
 
 from __future__ import annotations
@@ -29,6 +40,7 @@ from tessera.toolchain.graph.program import Copy, Execute, Sequence
 
 from ._common import KernelError, check_init, check_var, codelet, unique_name
 from .matmul import _generated_source, _row_tiles
+from .engine import Command, add_engine_vertex, param_table, require_align, use_engine
 
 __all__ = ["block_sparse_matmul", "pack_blocks", "MAX_K"]
 
@@ -128,7 +140,7 @@ def _plan(nrows: int, bs: int, colptr, contexts: int, k: int, n: int) -> np.ndar
 
 
 def block_sparse_matmul(graph: Graph, a, w: BlockSparseMatrix, *, init=None,
-                        name: str = "bsmm"):
+                        name: str = "bsmm", engine=None, requant=None):
     """Build ``C = init + A . W`` computing only W's stored blocks.
 
     Parameters
@@ -143,12 +155,18 @@ def block_sparse_matmul(graph: Graph, a, w: BlockSparseMatrix, *, init=None,
         Initial accumulator per output column (bias, or a folded zero-point correction).
     name : str
         Prefix of the variables and compute sets.
+    engine : None or bool
+        Use the matrix engine (module docstring). None: when the array has one and K, N are
+        multiples of 8; False: ``dot4``.
+    requant : None or dict
+        Engine only: ``{"multiplier", "shift", "zero_point", "relu"}`` — fused TFLite
+        requantization in the engine's output stage; ``C`` is then int8 [M, N].
 
     Returns
     -------
     (Variable, Program)
-        ``C`` int32 [M, N] (rows on A's tiles) and the program (one exchange phase moving
-        the stored blocks, one compute set).
+        ``C`` int32 [M, N] (rows on A's tiles) and the program (``dot4``: one exchange phase
+        moving the stored blocks, one compute set; engine: one compute set).
 
     Raises
     ------
@@ -174,6 +192,14 @@ def block_sparse_matmul(graph: Graph, a, w: BlockSparseMatrix, *, init=None,
                           "12-bit load immediates)")
     iv_init = check_init(where, init, n)
     tiles = _row_tiles(where, a, k)
+    want = use_engine(graph, engine)
+    if want and k % 8 == 0 and n % 8 == 0:
+        return _block_sparse_engine(graph, a, w, iv_init, tiles, name, requant, where)
+    if engine:
+        raise KernelError(f"{where}: the matrix engine needs K and N multiples of 8 "
+                          f"(K = {k}, N = {n})")
+    if requant is not None:
+        raise KernelError(f"{where}: requant needs the matrix engine")
     nt, T = len(tiles), graph.config.contexts
     name = unique_name(graph, name)
     blk, rowoff, colptr = pack_blocks(w)
@@ -211,3 +237,101 @@ def block_sparse_matmul(graph: Graph, a, w: BlockSparseMatrix, *, init=None,
     if rep is None:
         return c, Execute(cs)
     return c, Sequence(Copy([src] * (nt - 1), [rep[i] for i in range(nt - 1)]), Execute(cs))
+
+
+def progression_cover(rows) -> tuple[int, int, int]:
+    """The shortest arithmetic progression ``r0, r0 + d, ..., r0 + (L-1)·d`` containing the
+    sorted block rows ``rows``: ``(r0, d, L)`` (d = the gcd of the gaps, 1 for one row)."""
+    import math
+    rows = sorted(int(r) for r in rows)
+    r0 = rows[0]
+    d = 0
+    for r in rows[1:]:
+        d = math.gcd(d, r - r0)
+    d = d or 1
+    return r0, d, (rows[-1] - r0) // d + 1
+
+
+def _block_sparse_engine(graph, a, w, iv_init, tiles, name, requant, where):
+    from tessera.golden_model.kernels import requantize as ref_requantize
+    from tessera.spec.engine import ACC_DEPTH, Mode
+    from .requantize import requant_params
+    m, k = a.shape
+    n = w.shape[1]
+    dense = w.to_dense()
+    if w.block_size % 8:       # blocks of 4 -> blocks of 8 holding any stored block of 4
+        mask = np.zeros((k // 8, n // 8), dtype=bool)
+        r4 = w.block_rows() * w.block_size // 8
+        c4 = np.asarray(w.indices) * w.block_size // 8
+        mask[r4, c4] = True
+        w = BlockSparseMatrix.from_dense(dense, 8, mask=mask)
+    bs = w.block_size
+    rows_of = w.block_rows()
+    cols = {}
+    for z in range(w.nnzb):
+        cols.setdefault(int(w.indices[z]), []).append(int(rows_of[z]))
+    name = unique_name(graph, name)
+    nt = len(tiles)
+    lanes = graph.config.engine_lanes
+    # packed stationary operand: per stored block column, channel-major over the progression
+    plan, chunks, off = {}, [], 0
+    for c in sorted(cols):
+        r0, d, L = progression_cover(cols[c])
+        blk = np.zeros((bs, L, bs), dtype=np.int8)         # [channel, block, row in block]
+        for l in range(L):
+            r = r0 + l * d
+            blk[:, l, :] = dense[r * bs:(r + 1) * bs, c * bs:(c + 1) * bs].T
+        plan[c] = (r0, d, L, off)
+        chunks.append(blk.reshape(-1))
+        off += blk.size
+    packed = np.concatenate(chunks) if chunks else np.zeros(8, np.int8)
+    wv = graph.add_constant(f"{name}.w", np.broadcast_to(packed, (nt, packed.size)),
+                            [(t, i * packed.size, (i + 1) * packed.size)
+                             for i, t in enumerate(tiles)], dtype="int8")
+    wv.align = 8
+    if requant is None:
+        mode, elem, dt = Mode.RAW, 4, "int32"
+        table = param_table(iv_init)
+        zp, qmin, qmax = 0, -128, 127
+        empty_value = iv_init
+    else:
+        mode, elem, dt = Mode.TFLITE, 1, "int8"
+        tb = np.broadcast_to(requant_params(requant["multiplier"], requant["shift"], iv_init,
+                                            n, where), (n, 3))
+        table = param_table(tb[:, 0], tb[:, 1], tb[:, 2])
+        zp = int(requant["zero_point"])
+        qmin, qmax = (zp if requant.get("relu") else -128), 127
+        empty_value = ref_requantize(np.zeros((1, n), np.int32), tb[:, 1], tb[:, 2], zp,
+                                     relu=bool(requant.get("relu")), bias=tb[:, 0])[0]
+    pv = graph.add_constant(f"{name}.params", np.broadcast_to(table, (nt, n, 4)),
+                            [(t, i * n * 4, (i + 1) * n * 4) for i, t in enumerate(tiles)],
+                            dtype="int32")
+    pv.align = 8
+    # columns that are never computed keep the output's initial value
+    c = graph.add_constant(f"{name}.c", np.broadcast_to(empty_value, (m, n)),
+                           [(iv.tile, iv.start // k * n, iv.stop // k * n) for iv in a.intervals],
+                           dtype=dt)
+    c.align = 8
+    require_align(a)
+    per_tile: dict = {}
+    for iv in a.intervals:
+        ra, rb = iv.start // k, iv.stop // k
+        i = tiles.index(iv.tile)
+        at, ct = a[ra:rb], c.flatten()[ra * n:rb * n]
+        for g0 in range(0, rb - ra, ACC_DEPTH):
+            nr = min(ACC_DEPTH, rb - ra - g0)
+            for col, (r0, d, L, woff) in plan.items():
+                for m0 in range(0, bs, lanes):
+                    nc = min(lanes, bs - m0)
+                    per_tile.setdefault(iv.tile, []).append(Command(
+                        a_base=(at, g0 * k + r0 * bs), a_s0=k, ak_s1=d * bs,
+                        w_base=(wv[i], woff + m0 * L * bs), w_sm=L * bs,
+                        c_base=(ct, (g0 * n + col * bs + m0) * elem), c_s0=n * elem,
+                        p_base=(pv[i], 16 * (col * bs + m0)), J0=nr, K0=bs // 8, K1=L,
+                        C=nc, mode=mode, zp=zp, qmin=qmin, qmax=qmax))
+    if not per_tile:                     # no stored block: the output is its initial value
+        return c, Sequence()
+    cs = graph.add_compute_set(f"{name}.mm")
+    for t, cmds in per_tile.items():
+        add_engine_vertex(graph, cs, t, cmds, f"{name}.desc{t}")
+    return c, Execute(cs)

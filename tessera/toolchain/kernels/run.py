@@ -5,8 +5,11 @@ docs/performance.md, "Kernels").
 Report keys (also written as JSON): ``match``, ``cycles``, ``phase_cycles`` {compute, sync,
 exchange} — for each phase the **maximum over tiles** of that tile's counter (the slowest
 tile; tiles run in lock-step between barriers, so this is the phase's share of the critical
-path) — ``macs`` (sum of the tiles' ``macs`` counters), ``mac_utilization`` = macs /
-(cycles · 4 · tiles), ``compute_utilization`` = macs / (phase_cycles.compute · 4 · tiles),
+path) — ``macs`` (sum of the tiles' ``macs`` counters), ``peak_macs_per_cycle_per_tile``
+(``config.peak_macs_per_cycle``: the matrix engine's P, or 4 for one dot4 per cycle without
+one), ``mac_utilization`` = macs / (cycles · peak · tiles), ``compute_utilization`` = macs /
+(phase_cycles.compute · peak · tiles), ``engine_cycles`` (max over tiles of the ``engine``
+counter), ``matrix_engine`` (whether the kernel ran on the engine),
 ``exchange_cycles`` (sum over the exchange phases of the scheduled program length),
 ``exchange_bound`` (sum of the scheduler's lower bounds, max over tiles of max(words sent,
 words received) + L + 1 per phase) and ``exchange_bound_met``.
@@ -27,7 +30,8 @@ from tessera.toolchain.graph.graph import Graph
 from tessera.toolchain.run import UsageError
 
 from .block_sparse import block_sparse_matmul
-from .conv2d import conv2d_block_sparse, conv2d_dense, conv_patches, depthwise_as_dense
+from .conv2d import (conv2d_block_sparse, conv2d_dense, conv2d_nhwc, conv_patches,
+                     depthwise_as_dense, pad_input)
 from .matmul import matmul
 from .pool import avgpool2d, global_avgpool, maxpool2d
 from .requantize import requantize
@@ -107,6 +111,20 @@ def _build(kernel, cfg, rng, p):
         return g, prog, {"x": X}, y, want, 0
     # convolutions
     depthwise = kernel == "conv2d" and p["depthwise"]
+    if kernel == "conv2d" and not depthwise and cfg.engine_macs > 0 and cout % 2 == 0:
+        # the matrix engine: padded NHWC input (host pad_input), no im2col (§12)
+        Wt = rng.integers(-128, 128, (ks, ks, cin, cout), dtype=np.int8)
+        try:
+            want = ref.conv2d(X, Wt, stride=st, padding=pad, input_zero_point=zp)
+            XP = pad_input(X, ks, st, pad, zp)
+        except (TypeError, ValueError) as e:
+            raise UsageError(str(e)) from None
+        xp = g.add_variable("xp", XP.shape, "int8",
+                            map_linearly(grain=int(np.prod(XP.shape[1:]))))
+        c, prog = conv2d_nhwc(g, xp, Wt, X.shape, stride=st, padding=pad, input_zero_point=zp,
+                              name="conv")
+        macs = want.shape[0] * want.shape[1] * want.shape[2] * ks * ks * XP.shape[3] * cout
+        return g, prog, {"xp": XP}, c, want, macs
     if kernel == "conv2d" and not depthwise:
         Wt = rng.integers(-128, 128, (ks, ks, cin, cout), dtype=np.int8)
         try:
@@ -159,7 +177,8 @@ def _report(result, compiled, macs_expected, got, want):
     ctr = [t.counters for t in result.tiles]
     phase = {k: max(int(c[k]) for c in ctr) for k in ("compute", "sync", "exchange")}
     macs = sum(int(c["macs"]) for c in ctr)
-    peak = MACS_PER_CYCLE * cfg.tiles
+    per_tile = cfg.peak_macs_per_cycle
+    peak = per_tile * cfg.tiles
     ex = compiled.exchanges
     status = str(getattr(result.status, "value", result.status))
     finished = status == "halted"
@@ -172,6 +191,10 @@ def _report(result, compiled, macs_expected, got, want):
         "phase_cycles": phase,
         "macs": macs,
         "macs_expected": int(macs_expected),
+        "peak_macs_per_cycle_per_tile": per_tile,
+        "engine_cycles": max(int(c.get("engine", 0)) for c in ctr),
+        "matrix_engine": any(getattr(v, "engine_commands", None) is not None
+                             for v, _ in compiled.tensors.values()),
         "mac_utilization": macs / (result.cycles * peak) if result.cycles else 0.0,
         "compute_utilization": macs / (phase["compute"] * peak) if phase["compute"] else 0.0,
         "exchange_cycles": int(sum(e["cycles"] for e in ex)),
@@ -317,7 +340,8 @@ def format_report(r: dict) -> str:
     if r["macs"] and status == "halted":
         macs = (f"macs {r['macs']}  utilisation {100 * r['mac_utilization']:.1f}% end-to-end, "
                 f"{100 * r['compute_utilization']:.1f}% of compute-phase cycles "
-                "(peak 4 MACs/cycle/tile)")
+                f"(peak {r['peak_macs_per_cycle_per_tile']} MACs/cycle/tile, "
+                f"{'matrix engine' if r.get('matrix_engine') else 'dot4'})")
     elif status != "halted":
         macs = (f"macs {r['macs']} counted before the run stopped"
                 + (f" (of {expected} expected)" if expected else ""))

@@ -13,9 +13,13 @@ Mapping (data parallel, weights sharded and all-gathered):
   (:func:`tessera.toolchain.kernels.matmul` with ``b_layout="nk"``: each word multicast once).
   This trades exchange cycles for SRAM (a tile holds a 1/N shard at rest) and is what makes
   the exchange share of the demo non-zero.
-- **layers**: :func:`tessera.toolchain.kernels.matmul_requantize` — register-blocked ``dot4`` matmul
-  with the folded bias as initial accumulators (``QuantizedLayer.bias_folded``), then the
-  ``tsr_requant`` codelet (per-channel multiplier/shift, fused ReLU on layer 1). Bit-exact with
+- **layers**: :func:`tessera.toolchain.kernels.matmul_requantize`. With a matrix engine
+  (``config.engine_macs > 0``, docs/architecture.md §12): one engine pass per layer, the
+  weights stationary in the lanes, the images streamed, the folded bias
+  (``QuantizedLayer.bias_folded``) as the accumulators' start and the per-channel
+  requantization + ReLU in the engine's output stage (int8 → int8, the logits padded to 16
+  bytes per image). Without one: register-blocked ``dot4`` matmul, then the ``tsr_requant``
+  codelet (per-channel multiplier/shift, fused ReLU on layer 1). Bit-exact with
   ``QuantizedMLP.forward_int8`` (which uses only ``tessera.golden_model.kernels``).
 - **profile**: an int32 buffer ``digits.profile`` ``[N, 1 + 2·R]`` (row t on tile t) given to
   ``compile_graph(profile=...)``; the runtime records the cycle CSR at every superstep
@@ -49,6 +53,10 @@ class DigitsGraph:
         Variable names for ``Engine.write_tensor`` / ``read_tensor``.
     macs_per_image : int
         Useful multiply-accumulates per image (``64·hidden + hidden·10``).
+    n_out : int
+        Logits per image (the logits variable may be wider: engine rows are padded to 8 bytes).
+    uses_engine : bool
+        Whether the layers run on the matrix engine.
     """
 
     compiled: object
@@ -57,6 +65,8 @@ class DigitsGraph:
     logits_name: str
     profile_name: str
     macs_per_image: int
+    n_out: int = 10
+    uses_engine: bool = False
 
     def engine(self, backend: str = "model"):
         """A new :class:`tessera.toolchain.graph.Engine` on ``backend`` for this program."""
@@ -92,7 +102,7 @@ class DigitsGraph:
                              f"got {images.dtype.name} {images.shape}")
         engine.write_tensor(self.input_name, images)
         result = engine.run(max_cycles)
-        return engine.read_tensor(self.logits_name), result
+        return engine.read_tensor(self.logits_name)[:, :self.n_out], result
 
 
 def _check_config(config) -> ArrayConfig:
@@ -122,8 +132,11 @@ def max_batch(config: ArrayConfig, hidden: int = 32) -> int:
     return per_tile * config.tiles
 
 
-def fit_batch(qmodel, config: ArrayConfig, cap_per_tile: int = 64) -> int:
+def fit_batch(qmodel, config: ArrayConfig, cap_per_tile: int | None = None) -> int:
     """The largest batch (a multiple of the tile count, ≤ ``cap_per_tile`` per tile) that fits.
+
+    ``cap_per_tile`` defaults to 64 for the dot4 layers and to the engine's accumulator depth
+    (256: one command streams all of a tile's images) with a matrix engine.
 
     Compiles the network once with one image per tile, then adds images while the per-image
     bytes (input, int32 accumulators and int8 outputs of both layers, 4-byte aligned) fit the
@@ -141,9 +154,16 @@ def fit_batch(qmodel, config: ArrayConfig, cap_per_tile: int = 64) -> int:
     config = _check_config(config)
     l1, l2 = qmodel.layers
     k1, h = l1.weight.shape
+    if cap_per_tile is None:
+        from tessera.spec.engine import ACC_DEPTH
+        cap_per_tile = ACC_DEPTH if config.engine_macs > 0 and k1 % 8 == 0 else 64
     n = l2.weight.shape[1]
     r4 = lambda x: -(-x // 4) * 4
-    per_image = r4(k1) + 4 * h + r4(h) + 4 * n + r4(n)
+    r8 = lambda x: -(-x // 8) * 8
+    if config.engine_macs > 0 and k1 % 8 == 0 and h % 8 == 0:
+        per_image = r8(k1) + r8(h) + r8(n)          # engine: int8 in, int8 out, no int32
+    else:
+        per_image = r4(k1) + 4 * h + r4(h) + 4 * n + r4(n)
     one = build_digits_graph(qmodel, config, config.tiles)
     free = min(m["free"] for m in one.compiled.memory)
     per_tile = 1 + max(0, free - 64) // per_image      # 64 B slack for alignment
@@ -208,4 +228,6 @@ def build_digits_graph(qmodel, config: ArrayConfig, batch: int, *,
                           [(t, t * width, (t + 1) * width) for t in range(N)])
     compiled = compile_graph(g, Sequence(p1, p2), profile=prof)
     return DigitsGraph(compiled, batch, x.name, y.name, prof.name,
-                       macs_per_image=k1 * hidden + k2 * n_out)
+                       macs_per_image=k1 * hidden + k2 * n_out, n_out=n_out,
+                       uses_engine=any(getattr(v, "engine_commands", None) is not None
+                                  for v in g.variables.values()))

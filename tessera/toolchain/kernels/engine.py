@@ -1,0 +1,143 @@
+"""Matrix-engine support of the kernel library (docs/compiler.md, "Matrix engine";
+docs/architecture.md §12).
+
+Kernels describe their work as engine commands whose address fields name graph tensors;
+:func:`add_engine_vertex` turns them into a descriptor table (a late constant of the graph:
+the bytes are packed by :meth:`tessera.spec.engine.Descriptor.pack` at compile time, once
+every tensor has its address) on the tile and one ``tsk_engine`` vertex
+(``tessera/toolchain/codelets/engine.c``: ``mrun`` per descriptor from one context, then
+``mwait``). Operands the engine reads or writes must be 8-byte aligned
+(:func:`require_align`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tessera.spec.engine import DESC_BYTES, PARAM_BYTES, ChannelParams, Descriptor, Mode
+from tessera.toolchain.graph.graph import ComputeSet, Graph
+from tessera.toolchain.graph.tensor import Tensor, Variable
+
+from ._common import KernelError, codelet
+
+__all__ = ["use_engine", "require_align", "Command", "add_engine_vertex", "param_table",
+           "ADDRESS_FIELDS", "engine_steps"]
+
+#: Descriptor fields that hold byte addresses (given as (tensor, byte offset) in a Command).
+ADDRESS_FIELDS = ("a_base", "w_base", "c_base", "p_base")
+
+
+def use_engine(graph: Graph, engine=None) -> bool:
+    """Whether a kernel should use the matrix engine: ``engine`` if given (True needs
+    ``engine_macs > 0``), else ``graph.config.engine_macs > 0``."""
+    has = graph.config.engine_macs > 0
+    if engine is None:
+        return has
+    if engine and not has:
+        raise KernelError("engine=True but the array has no matrix engine (engine_macs = 0)")
+    return bool(engine)
+
+
+def require_align(var, align: int = 8) -> None:
+    """Raise the address alignment of ``var``'s intervals (a Variable or a view of one)."""
+    v = var.variable if isinstance(var, Tensor) else var
+    if not isinstance(v, Variable):
+        raise KernelError(f"require_align: not a graph variable: {var!r}")
+    v.align = max(getattr(v, "align", 4), align)
+
+
+class Command:
+    """One engine command: :class:`~tessera.spec.engine.Descriptor` fields, with the address
+    fields (``a_base``, ``w_base``, ``c_base``, ``p_base``) given as ``(Tensor, byte offset)``
+    pairs resolved at compile time."""
+
+    def __init__(self, **fields):
+        self.fields = fields
+
+    def descriptor(self, addr) -> Descriptor:
+        f = dict(self.fields)
+        for k in ADDRESS_FIELDS:
+            if k in f and isinstance(f[k], tuple):
+                t, off = f[k]
+                f[k] = addr(t) + int(off)
+        return Descriptor(**f)
+
+    def steps(self) -> int:
+        """Engine steps of the command (:func:`tessera.spec.engine.command_steps`)."""
+        from tessera.spec.engine import command_steps
+        return command_steps(Descriptor(**{k: v for k, v in self.fields.items()
+                                           if k not in ADDRESS_FIELDS}))
+
+
+def engine_steps(commands) -> int:
+    """Total engine steps of a command list."""
+    return sum(c.steps() for c in commands)
+
+
+def param_table(bias, multiplier=None, shift=None, channels: int | None = None) -> np.ndarray:
+    """Channel parameter records as int32 ``[C, 4]`` (bias, multiplier, shift, 0) — 16 bytes
+    per channel as §12 wants; scalars broadcast to ``channels``."""
+    b = np.asarray(bias, dtype=np.int64)
+    n = channels if channels is not None else b.shape[0]
+    cols = [np.broadcast_to(np.asarray(x if x is not None else 0, dtype=np.int64), (n,))
+            for x in (bias, multiplier, shift)]
+    out = np.zeros((n, PARAM_BYTES // 4), dtype=np.int64)
+    for i, c in enumerate(cols):
+        out[:, i] = c
+    if out.min() < -2**31 or out.max() >= 2**31:
+        raise KernelError("engine parameter table: a value does not fit int32")
+    return out.astype(np.int32)
+
+
+def _engine_codelet(graph: Graph):
+    return codelet(graph, "tsk_engine", "engine.c", (("desc", "in", "uint8"),
+                                                      ("count", "scalar")))
+
+
+def add_engine_vertex(graph: Graph, cs: ComputeSet, tile: int, commands, name: str):
+    """Put the descriptor table of ``commands`` on ``tile`` (constant ``<name>``) and add one
+    ``tsk_engine`` vertex running it to ``cs``. Returns the table variable.
+
+    Raises
+    ------
+    KernelError
+        No commands, or the array has no engine.
+    """
+    commands = list(commands)
+    if not commands:
+        raise KernelError(f"{name}: no engine commands")
+    if graph.config.engine_macs <= 0:
+        raise KernelError(f"{name}: the array has no matrix engine (engine_macs = 0)")
+
+    def build(addr):
+        return b"".join(c.descriptor(addr).pack() for c in commands)
+
+    table = graph.add_late_constant(name, DESC_BYTES * len(commands), tile, build, align=8)
+    table.engine_commands = commands
+    graph.add_vertex(cs, _engine_codelet(graph), desc=table, count=len(commands))
+    return table
+
+
+def matmul_commands(*, a, a_off: int, rows: int, k: int, w, w_off: int, n0: int, cols: int,
+                    lanes: int, c, c_off: int, c_row: int, c_elem: int, p, p_off: int,
+                    mode: int, zp: int = 0, qmin: int = -128, qmax: int = 127,
+                    flags: int = 0, max_j: int = 256) -> list:
+    """Commands of ``out[r, n0:n0+cols] = rule(init + A[r] · Wt[n])`` for ``rows`` rows.
+
+    ``a`` + ``a_off``: row 0 of A (rows ``k`` bytes apart, K contiguous); ``w`` + ``w_off``:
+    Wᵀ row ``n0`` (``k`` bytes per output channel); ``c`` + ``c_off``: output of row 0,
+    channel ``n0`` (rows ``c_row`` bytes apart, ``c_elem`` bytes per channel: 4 RAW, 1
+    TFLITE); ``p`` + ``p_off``: parameter record of channel ``n0``. Rows in groups of
+    ``max_j`` (≤ ACC_DEPTH), channels in groups of ``lanes``.
+    """
+    out = []
+    for r0 in range(0, rows, max_j):
+        nr = min(max_j, rows - r0)
+        for m0 in range(0, cols, lanes):
+            nc = min(lanes, cols - m0)
+            out.append(Command(
+                a_base=(a, a_off + r0 * k), a_s0=k, w_base=(w, w_off + m0 * k), w_sm=k,
+                c_base=(c, c_off + r0 * c_row + m0 * c_elem), c_s0=c_row,
+                p_base=(p, p_off + PARAM_BYTES * m0), J0=nr, K0=k // 8, C=nc, mode=mode,
+                flags=flags, zp=zp, qmin=qmin, qmax=qmax))
+    return out
