@@ -28,12 +28,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tessera.golden_model.kernels import float32_multiplier, quantize_linear, dequantize_linear, qrange
+from tessera.golden_model.kernels.qlinear import (
+    fma_float32, ort_broadcast_kind, qlinear_add_fixed,
+)
 
 from .errors import UnsupportedError
 from .ir import IRGraph, Op, Value
 from .model import MS_DOMAIN, as_array, attributes, node_label, np_dtype, value_shape
 
-__all__ = ["convert", "SUPPORTED_OPS", "NotSeparable"]
+__all__ = ["convert", "SUPPORTED_OPS", "REFUSED_OPS", "NotSeparable"]
 
 #: Operators the importer maps, by domain ("" = ONNX).
 SUPPORTED_OPS = {
@@ -41,7 +44,19 @@ SUPPORTED_OPS = {
          "MatMulInteger", "Conv", "MatMul", "Gemm", "Relu", "Clip", "MaxPool", "AveragePool",
          "GlobalAveragePool", "Add", "Mul", "Reshape", "Flatten", "Transpose", "Concat",
          "Identity", "Constant"),
-    MS_DOMAIN: ("QLinearConv", "QGemm", "QLinearGlobalAveragePool"),
+    MS_DOMAIN: ("QLinearConv", "QGemm", "QLinearGlobalAveragePool", "QLinearAdd", "QLinearMul",
+                "QLinearAveragePool"),
+}
+
+#: Operators refused on purpose, with the reason (checked before the generic "not supported").
+REFUSED_OPS = {
+    "Softmax": (
+        "Softmax is float32 arithmetic with exp; onnxruntime computes it with MLAS's float32 "
+        "polynomial exp and vectorized max/sum reductions (and fuses DequantizeLinear -> "
+        "Softmax -> QuantizeLinear into com.microsoft QLinearSoftmax), which Tessera's "
+        "integer-only cores do not reproduce bit for bit, so Tessera does not run it: end the "
+        "imported graph before the Softmax and apply it on the host (argmax of the logits is "
+        "unchanged by Softmax)"),
 }
 
 
@@ -94,6 +109,22 @@ def _qparams_equal(consts, a: _Node, b: _Node) -> bool:
         return False
     return (np.float32(sa.reshape(-1)[0]) == np.float32(sb.reshape(-1)[0])
             and int(za.reshape(-1)[0]) == int(zb.reshape(-1)[0]))
+
+
+def _binary_qdq_ok(consts, dqs, q) -> bool:
+    """onnxruntime's QDQ selectors for QLinearAdd/QLinearMul/QLinearAveragePool: per-tensor
+    constant scales and zero points, all of one 8-bit type."""
+    def zp_dtype(n, i):
+        if len(n.inputs) > i and n.inputs[i]:
+            z = consts.get(n.inputs[i])
+            return None if z is None or z.size != 1 else z.dtype
+        return np.dtype(np.uint8)
+    for n in list(dqs) + [q]:
+        sc = consts.get(n.inputs[1]) if len(n.inputs) > 1 else None
+        if sc is None or sc.size != 1:
+            return False
+    types = {zp_dtype(n, 2) for n in list(dqs) + [q]}
+    return len(types) == 1 and types.pop() in (np.dtype(np.int8), np.dtype(np.uint8))
 
 
 def _fuse_qdq(nodes: list, consts: dict, graph_outputs: set) -> list:
@@ -153,6 +184,29 @@ def _fuse_qdq(nodes: list, consts: dict, graph_outputs: set) -> list:
                    q.inputs[1], q.inputs[2] if len(q.inputs) > 2 else ""]
             out.append(_Node("QLinearGlobalAveragePool", MS_DOMAIN, n.name, ins, [q.outputs[0]],
                              {}, ("DequantizeLinear", "GlobalAveragePool", "QuantizeLinear")))
+            q.op = "_fused"
+        elif n.domain == "" and n.op in ("Add", "Mul") and len(n.inputs) == 2 and \
+                all(dq_of(x) is not None for x in n.inputs) and single_q(n.outputs[0]) is not None \
+                and _binary_qdq_ok(consts, [dq_of(x) for x in n.inputs], single_q(n.outputs[0])):
+            # onnxruntime's QDQ transformer makes this com.microsoft QLinearAdd / QLinearMul
+            dqa, dqb = (dq_of(x) for x in n.inputs)
+            q = single_q(n.outputs[0])
+            ins = []
+            for d in (dqa, dqb):
+                ins += [d.inputs[0], d.inputs[1], d.inputs[2] if len(d.inputs) > 2 else ""]
+            ins += [q.inputs[1], q.inputs[2] if len(q.inputs) > 2 else ""]
+            out.append(_Node("QLinear" + n.op, MS_DOMAIN, n.name, ins, [q.outputs[0]], {},
+                             ("DequantizeLinear", n.op, "QuantizeLinear")))
+            q.op = "_fused"
+        elif n.domain == "" and n.op == "AveragePool" and dq_of(n.inputs[0]) is not None \
+                and single_q(n.outputs[0]) is not None \
+                and _binary_qdq_ok(consts, [dq_of(n.inputs[0])], single_q(n.outputs[0])):
+            # onnxruntime's QDQ transformer makes this com.microsoft QLinearAveragePool
+            dq, q = dq_of(n.inputs[0]), single_q(n.outputs[0])
+            ins = [dq.inputs[0], dq.inputs[1], dq.inputs[2] if len(dq.inputs) > 2 else "",
+                   q.inputs[1], q.inputs[2] if len(q.inputs) > 2 else ""]
+            out.append(_Node("QLinearAveragePool", MS_DOMAIN, n.name, ins, [q.outputs[0]],
+                             dict(n.attrs), ("DequantizeLinear", "AveragePool", "QuantizeLinear")))
             q.op = "_fused"
         elif n.domain == "" and n.op in _MOVE_OPS + ("Concat",):
             ins = [x for x in n.inputs]
@@ -338,6 +392,8 @@ class _Converter:
         for node in nodes:
             handler = getattr(self, f"op_{node.op}", None)
             supported = node.op in SUPPORTED_OPS.get(node.domain, ()) or node.op in ("QGemm",)
+            if node.domain == "" and node.op in REFUSED_OPS:
+                raise UnsupportedError(f"{node.where}: {REFUSED_OPS[node.op]}", node.name, node.op)
             if handler is None or not supported or (node.domain not in ("", MS_DOMAIN)):
                 dom = f" in domain {node.domain!r}" if node.domain else ""
                 raise UnsupportedError(
@@ -708,6 +764,174 @@ class _Converter:
                   planes=x.shape[0] * x.shape[1], hw=hw, bias=-int(xz[0]) * hw,
                   out=("rq", np.array([mult], np.float32), int(yz[0]), ydt.name))
 
+
+    # -- com.microsoft QLinearAdd / QLinearMul / QLinearAveragePool --------------------------
+    def _qoperand(self, node, name, what, out_shape, dtype):
+        """A QLinearAdd/QLinearMul operand against the per-sample output shape: ("const",
+        bytes expanded to the output) or ("act", value name, rep, per) with element index
+        ``(i // rep) % per`` (per = None: the whole tensor, any number of samples)."""
+        if self.is_const(name):
+            c = self.consts[name]
+            if c.dtype != np.dtype(dtype):
+                raise _err(node, f"{what} {name!r} is {c.dtype.name} but the other operand is "
+                                 f"{dtype}; QLinear{node.op[7:]} needs one 8-bit type")
+            full = np.ascontiguousarray(np.broadcast_to(c.reshape(c.shape[-len(out_shape):])
+                                                        if c.ndim > len(out_shape) else c,
+                                                        out_shape))
+            return ("const", full.view(np.uint8).reshape(-1))
+        v = self.act(node, name, what)
+        if v.dtype != dtype:
+            raise _err(node, f"{what} {name!r} is {v.dtype} but the other operand is {dtype}")
+        size, total = v.size, int(np.prod(out_shape, dtype=np.int64))
+        if tuple(v.shape) == tuple(out_shape):
+            return ("act", v.name, 1, None)
+        idx = np.broadcast_to(np.arange(size).reshape(v.shape), out_shape).reshape(-1)
+        runs = np.flatnonzero(np.diff(idx)) + 1
+        rep = int(runs[0]) if runs.size else total
+        j = np.arange(total)
+        if np.array_equal(idx, j // rep):
+            return ("act", v.name, rep, None)
+        if not self.batched and np.array_equal(idx, (j // rep) % size):
+            return ("act", v.name, rep, size)
+        raise _err(node, f"{what} {name!r} {list(v.shape)} broadcasts to {list(out_shape)} in a "
+                         "pattern Tessera does not index on the tiles (supported for computed "
+                         "operands: the output shape, one value per sample, or blocks such as "
+                         "[C, 1, 1]; constants broadcast freely)")
+
+    def _qlinear_binary(self, node):
+        op = node.op
+        ins = node.inputs + [""] * (8 - len(node.inputs))
+        names = (ins[0], ins[3])
+        types = set()
+        for nm in names:
+            if self.is_const(nm):
+                types.add(self.consts[nm].dtype.name)
+            else:
+                types.add(self.act(node, nm, "input").dtype)
+        if len(types) != 1 or not types <= {"int8", "uint8"}:
+            raise _err(node, f"inputs A and B are {sorted(types)}; {op} supports int8 or uint8 "
+                             "(both the same type)")
+        dt = types.pop()
+        sa = self.scale(node, ins[1], "A_scale", 1)[0]
+        za, _ = self.zero_point(node, ins[2], "A_zero_point", dt, 1)
+        sb = self.scale(node, ins[4], "B_scale", 1)[0]
+        zb, _ = self.zero_point(node, ins[5], "B_zero_point", dt, 1)
+        sc = self.scale(node, ins[6], "C_scale", 1)[0]
+        zc, zcdt = self.zero_point(node, ins[7], "C_zero_point", dt, 1)
+        for z, zn, zi in ((za, "A_zero_point", 2), (zb, "B_zero_point", 5), (zc, "C_zero_point", 7)):
+            if ins[zi] and self.consts[ins[zi]].dtype != np.dtype(dt):
+                raise _err(node, f"{zn} is {self.consts[ins[zi]].dtype.name}, the data are {dt}")
+        shapes = []
+        for nm in names:
+            if self.is_const(nm):
+                shapes.append(tuple(self.consts[nm].shape))
+            else:
+                v = self.values[nm]
+                shapes.append(((2,) + tuple(v.shape[1:])) if self.batched else tuple(v.shape))
+        try:
+            full = np.broadcast_shapes(*shapes)
+        except ValueError:
+            raise _err(node, f"input shapes {[list(x) for x in shapes]} do not broadcast") from None
+        if self.batched:
+            if not full or full[0] != 2:
+                raise NotSeparable(f"{node.where}: the output does not keep the batch axis")
+            out_shape = (1,) + tuple(full[1:])
+        else:
+            out_shape = tuple(full)
+        kind = ort_broadcast_kind(*shapes)
+        za, zb, zc = int(za[0]), int(zb[0]), int(zc[0])
+        # x: the operand of the last fused multiply-add (onnxruntime's kernel input A)
+        if op == "QLinearAdd" and kind == "scalar_a":
+            x = (names[1], "B", sb, zb)
+            u = (names[0], "A", sa, za)
+        else:
+            x = (names[0], "A", sa, za)
+            u = (names[1], "B", sb, zb)
+        xo = self._qoperand(node, x[0], x[1], out_shape, dt)
+        uo = self._qoperand(node, u[0], u[1], out_shape, dt)
+        qmin, qmax = qrange(dt)
+        codes = np.arange(256, dtype=np.uint8).view(dt).astype(np.float32)
+        if op == "QLinearAdd":
+            rx, ru = np.float32(x[2] / sc), np.float32(u[2] / sc)
+            f = qlinear_add_fixed(rx, x[3], ru, u[3], zc)
+            tab = fma_float32(codes, ru, f).view(np.int32)
+            r, zcf = rx, np.float32(0)
+        else:
+            r = np.float32(np.float32(sa * sb) / sc)
+            tab, zcf = None, np.float32(zc)
+        for what, v in (("the multiplier", r),):
+            if not np.isfinite(v) or v == 0:
+                raise _err(node, f"{what} of the scales is {float(v)}, not a finite nonzero float32")
+        inputs = [o[1] for o in (xo, uo) if o[0] == "act"]
+        self.emit("qlbin", node, inputs, node.outputs[0], out_shape, dt,
+                  op=0 if op == "QLinearAdd" else 1, x=xo, u=uo, tab=tab,
+                  r=int(np.float32(r).view(np.uint32)), zc=int(zcf.view(np.uint32)),
+                  zx=x[3], zu=u[3], lo=qmin, hi=qmax, is_signed=int(dt == "int8"))
+
+    def op_QLinearAdd(self, node):
+        self._qlinear_binary(node)
+
+    def op_QLinearMul(self, node):
+        self._qlinear_binary(node)
+
+    def op_QLinearAveragePool(self, node):
+        a = node.attrs
+        ins = node.inputs + [""] * (5 - len(node.inputs))
+        x = self.act(node, ins[0])
+        if int(a.get("channels_last", 0)):
+            raise _err(node, "channels_last=1 is not supported (NCHW only)")
+        if x.dtype not in ("int8", "uint8"):
+            raise _err(node, f"input is {x.dtype}; QLinearAveragePool needs int8 or uint8")
+        (n, c, h, w), one_d = _spatial(node, x.shape)
+        ks = _ints(a.get("kernel_shape"))
+        if ks is None:
+            raise _err(node, "kernel_shape is required")
+        if len(ks) != len(x.shape) - 2:
+            raise _err(node, f"kernel_shape {ks} does not match the input shape {list(x.shape)}")
+        if any(d != 1 for d in (_ints(a.get("dilations")) or [])):
+            raise _err(node, f"dilations {a.get('dilations')} are not supported (onnxruntime's "
+                             "QLinearAveragePool has none)")
+        xs = self.scale(node, ins[1], "x_scale", 1)[0]
+        xz, _ = self.zero_point(node, ins[2], "x_zero_point", x.dtype, 1)
+        ys = self.scale(node, ins[3], "y_scale", 1)[0]
+        yz, ydt = self.zero_point(node, ins[4], "y_zero_point", x.dtype, 1)
+        if ydt.name != x.dtype:
+            raise _err(node, f"y_zero_point is {ydt.name} but the input is {x.dtype}")
+        attrs = dict(a)
+        if one_d:
+            ks = [1] + ks
+            if "strides" in attrs:
+                attrs["strides"] = [1] + list(attrs["strides"])
+            if "pads" in attrs:
+                p = list(attrs["pads"])
+                attrs["pads"] = [0, p[0], 0, p[1]]
+        attrs.pop("dilations", None)
+        pb, pe, st, _, (oh, ow) = _conv_geometry(node, (h, w), ks, attrs, kind="pool")
+        shape = (n, c, oh, ow) if not one_d else (n, c, ow)
+        qmin, qmax = qrange(x.dtype)
+        if [ks[0], ks[1]] == [h, w] and not any(pb) and not any(pe):
+            # onnxruntime takes its global average pool path (int32 sums)
+            mult = (xs / (ys * np.float32(h * w))).astype(np.float32)
+            self.emit("gap", node, [x.name], node.outputs[0], shape, x.dtype,
+                      planes=n * c, hw=h * w, bias=-int(xz[0]) * h * w,
+                      out=("rq", np.array([mult], np.float32), int(yz[0]), x.dtype))
+            return
+        cip = int(a.get("count_include_pad", 0))
+        for o, size, k, s_, p0 in ((oh, h, ks[0], st[0], pb[0]), (ow, w, ks[1], st[1], pb[1])):
+            for i in range(o):
+                lo_, hi_ = max(i * s_ - p0, 0), min(i * s_ - p0 + k, size)
+                if hi_ <= lo_:
+                    raise _err(node, f"output position {i} has a window with no input element "
+                                     "(onnxruntime would divide by a zero or negative count); "
+                                     "not supported")
+        codes = np.arange(256, dtype=np.uint8).view(x.dtype).astype(np.int64)
+        dtab = (xs * (codes - int(xz[0])).astype(np.float32)).astype(np.float32)
+        self.emit("qlavgpool", node, [x.name], node.outputs[0], shape, x.dtype,
+                  geom=dict(planes=n * c, H=h, W=w, OH=oh, OW=ow, kh=ks[0], kw=ks[1],
+                            sh=st[0], sw=st[1], pt=pb[0], pl=pb[1]),
+                  dtab=dtab.view(np.int32), cip=cip, ysc=int(np.float32(ys).view(np.uint32)),
+                  yz=int(np.float32(int(yz[0])).view(np.uint32)), lo=qmin, hi=qmax)
+
     # -- element-wise -----------------------------------------------------------------------
     def _key_bounds(self, node, x: Value, lo, hi):
         """Clamp bounds as element keys (see tso_data.c)."""
@@ -769,33 +993,45 @@ class _Converter:
         self.emit("clamp", node, [x.name], node.outputs[0], x.shape, x.dtype, lo=lo, hi=hi)
 
     def _binop(self, node, op):
+        """Add / Mul (ONNX, opset 7+ multidirectional broadcasting): int8/uint8 wrapping (the low
+        8 bits, as numpy computes them) or float32 (one IEEE-754 single operation per element,
+        round half to even, as onnxruntime's CPU provider and numpy compute it)."""
         xa = node.inputs[0]
         xb = node.inputs[1]
         if self.is_const(xa) and not self.is_const(xb):
-            xa, xb = xb, xa
+            xa, xb = xb, xa                  # both operations are commutative, also in float32
         a = self.act(node, xa)
-        if a.dtype not in ("int8", "uint8"):
+        if a.dtype not in ("int8", "uint8", "float32"):
             raise _err(node, f"{node.op} on {a.dtype} is not supported (int8/uint8 wrapping "
-                             "arithmetic only; float32 needs the quantized form)")
+                             "arithmetic and float32)")
+        code = op + (2 if a.dtype == "float32" else 0)
         if self.is_const(xb):
             b = self.consts[xb]
             if b.dtype != np.dtype(a.dtype):
                 raise _err(node, f"operand types differ: {a.dtype} and {b.dtype.name}")
             try:
+                out = np.broadcast_shapes(a.shape, b.shape)
                 bb = np.broadcast_to(b, a.shape)
             except ValueError:
                 raise _err(node, f"constant of shape {list(b.shape)} does not broadcast to "
                                  f"{list(a.shape)}") from None
-            self.emit("binop", node, [a.name], node.outputs[0], a.shape, a.dtype, op=op,
+            if tuple(out) != tuple(a.shape):
+                raise _err(node, f"the constant {list(b.shape)} would broadcast the computed "
+                                 f"input {list(a.shape)} to {list(out)}; not supported")
+            self.emit("binop", node, [a.name], node.outputs[0], a.shape, a.dtype, op=code,
                       b=np.ascontiguousarray(bb).view(np.uint8).reshape(-1))
         else:
             b = self.act(node, xb)
-            if b.shape != a.shape or b.dtype != a.dtype:
+            if b.size > a.size:
+                a, b = b, a
+            if b.dtype != a.dtype or tuple(b.shape) != tuple(a.shape[len(a.shape) - len(b.shape):]) \
+                    or (self.batched and b.shape != a.shape):
                 raise _err(node, f"operands {list(a.shape)} {a.dtype} and {list(b.shape)} "
-                                 f"{b.dtype} must have the same shape and type (broadcasting "
-                                 "of two computed tensors is not supported)")
+                                 f"{b.dtype} must have the same type, and the smaller one the "
+                                 "trailing dimensions of the larger (other broadcasting of two "
+                                 "computed tensors is not supported)")
             self.emit("binop", node, [a.name, b.name], node.outputs[0], a.shape, a.dtype,
-                      op=op, b=None)
+                      op=code, b=None, bn=b.size)
 
     def op_Add(self, node):
         self._binop(node, 0)

@@ -323,6 +323,7 @@ class _Lowerer:
         return {}
 
     temps_quant = temps_dequant = temps_maxpool = temps_clamp = temps_binop = temps_copy = temps_alias
+    temps_qlbin = temps_qlavgpool = temps_alias
 
     def temps_gap(self, op):
         return {"sum": 4 * op.attrs["planes"]}
@@ -765,14 +766,58 @@ class _Lowerer:
         v = self.values[op.inputs[0]]
         a = op.attrs
         if a["b"] is not None:
-            bv = self.const(layer, "b", a["b"], "uint8")
+            b = a["b"]
+            bv = self.const(layer, "b", b.view(np.int32) if a["op"] >= 2 else b,
+                            "int32" if a["op"] >= 2 else "uint8")
             bn = v.size
+        else:
+            bn = self.S * v.size if a["bn"] == v.size else a["bn"]
         cset = self.cs(layer, "binop")
         for i in range(self.nt):
             b = bv[i] if a["b"] is not None else self.view(i, op.inputs[1])
             self.vertex(cset, "tso_binop", i, a=self.view(i, op.inputs[0]), b=b,
-                        y=self.view(i, op.output), n=self.S * v.size,
-                        bn=bn if a["b"] is not None else self.S * v.size, op=a["op"])
+                        y=self.view(i, op.output), n=self.S * v.size, bn=bn, op=a["op"])
+
+    def emit_qlbin(self, op, layer):
+        """com.microsoft QLinearAdd / QLinearMul (``tso_qlbin``)."""
+        a = op.attrs
+        yv = self.values[op.output]
+        n = self.S * yv.size
+        tab = a["tab"] if a["tab"] is not None else np.zeros(1, np.int32)
+        tv = self.const(layer, "tab", tab, "int32")
+        opnds = []
+        for key in ("x", "u"):
+            o = a[key]
+            if o[0] == "const":
+                cv = self.const(layer, key, o[1], "uint8")
+                opnds.append((lambda i, cv=cv: cv[i], 1, yv.size))
+            else:
+                _, name, rep, per = o
+                size = self.values[name].size
+                opnds.append((lambda i, name=name: self.view(i, name), rep,
+                              per if per is not None else self.S * size))
+        cset = self.cs(layer, "qlinear_add" if a["op"] == 0 else "qlinear_mul")
+        (xv, xrep, xper), (uv, urep, uper) = opnds
+        for i in range(self.nt):
+            self.vertex(cset, "tso_qlbin", i, x=xv(i), u=uv(i), y=self.view(i, op.output),
+                        tab=tv[i], n=n, xrep=xrep, xper=xper, urep=urep, uper=uper,
+                        op=a["op"], is_signed=a["is_signed"], r=a["r"], zc=a["zc"], zx=a["zx"],
+                        zu=a["zu"], lo=a["lo"], hi=a["hi"])
+
+    def emit_qlavgpool(self, op, layer):
+        """com.microsoft QLinearAveragePool (``tso_qlavgpool``), NCHW."""
+        a = op.attrs
+        gm = a["geom"]
+        tv = self.const(layer, "dtab", a["dtab"], "int32")
+        cset = self.cs(layer, "avgpool")
+        hw, ohw = gm["H"] * gm["W"], gm["OH"] * gm["OW"]
+        for i in range(self.nt):
+            self.vertex(cset, "tso_qlavgpool", i, x=self.view(i, op.inputs[0]),
+                        y=self.view(i, op.output), dtab=tv[i], S=self.S * gm["planes"],
+                        H=gm["H"], W=gm["W"], OH=gm["OH"], OW=gm["OW"], kh=gm["kh"],
+                        kw=gm["kw"], sh=gm["sh"], sw=gm["sw"], pt=gm["pt"], pl=gm["pl"],
+                        xs=hw, xh=gm["W"], xw=1, ys_=ohw, yh=gm["OW"], yw=1, cip=a["cip"],
+                        ysc=a["ysc"], yz=a["yz"], lo=a["lo"], hi=a["hi"])
 
     def _copy(self, cset, i, src, dst, esz, dims, sstr, dstr):
         dims, sstr, dstr = list(dims), list(sstr), list(dstr)
