@@ -48,11 +48,11 @@ _FIELDS = {
                   [(n, _S) for n in ("rows", "cols", "use_r", "use_c", "za")]),
     "tso_qlbin": (SOURCE_DIR / "tso_qlbin.c", [("x", "in"), ("u", "in"), ("y", "out"), ("tab", "in")] +
                   [(n, _S) for n in ("n", "xrep", "xper", "urep", "uper", "op", "is_signed", "r",
-                                     "zc", "zx", "zu", "lo", "hi")]),
+                                     "zc", "xorv", "zx", "zu", "lo", "hi")]),
     "tso_qlavgpool": (SOURCE_DIR / "tso_qlavgpool.c", [("x", "in"), ("y", "out"), ("dtab", "in")] +
                       [(n, _S) for n in ("S", "H", "W", "OH", "OW", "kh", "kw", "sh", "sw", "pt",
                                          "pl", "xs", "xh", "xw", "ys_", "yh", "yw", "cip", "ysc",
-                                         "yz", "lo", "hi")]),
+                                         "yz", "xorv", "lo", "hi")]),
     "tso_planesum": (SOURCE_DIR / "tso_planesum.c", [("x", "in"), ("s", "out")] +
                      [(n, _S) for n in ("planes", "hw", "is_signed", "bias")]),
 }

@@ -23,6 +23,7 @@ docs/ContribOperators.md.
 from __future__ import annotations
 
 import math
+import platform
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -111,6 +112,47 @@ def _qparams_equal(consts, a: _Node, b: _Node) -> bool:
             and int(za.reshape(-1)[0]) == int(zb.reshape(-1)[0]))
 
 
+#: onnxruntime's ``QDQIsInt8Allowed()``: true on ARM only. Elsewhere its CPU session runs
+#: ``QDQS8ToU8Transformer`` (int8 Q -> DQ activation pairs become uint8, zero point + 128) and
+#: fuses int8 convolutions and matmuls only where that made their activations uint8.
+QDQ_INT8_ALLOWED = platform.machine().lower() in ("arm64", "aarch64") or \
+    platform.machine().lower().startswith("arm")
+
+
+def _s8_to_u8_pairs(nodes, consts, graph_outputs) -> set:
+    """Tensors of the int8 Q -> DQ pairs onnxruntime's QDQS8ToU8Transformer turns into uint8
+    (``core/optimizer/qdq_transformer/qdq_s8_to_u8.cc``): the Q output has exactly one consumer,
+    a DequantizeLinear, both with an explicit constant scalar int8 zero point, the same on both;
+    the DQ output itself is used once (one consumer or a graph output: onnxruntime first
+    duplicates a DQ used several times, which leaves its Q with several consumers)."""
+    if QDQ_INT8_ALLOWED:
+        return set()
+    uses = {}
+    for n in nodes:
+        for x in n.inputs:
+            if x:
+                uses.setdefault(x, []).append(n)
+    out = set()
+    for q in nodes:
+        if q.op != "QuantizeLinear" or q.domain != "" or len(q.inputs) != 3:
+            continue
+        y = q.outputs[0]
+        cs = uses.get(y, [])
+        if y in graph_outputs or len(cs) != 1:
+            continue
+        dq = cs[0]
+        if dq.op != "DequantizeLinear" or dq.domain != "" or len(dq.inputs) != 3 or \
+                dq.inputs[0] != y or \
+                len(uses.get(dq.outputs[0], [])) + (dq.outputs[0] in graph_outputs) > 1:
+            continue
+        zq, zd = consts.get(q.inputs[2]), consts.get(dq.inputs[2])
+        if zq is None or zd is None or zq.size != 1 or zd.size != 1 or \
+                zq.dtype != np.int8 or zd.dtype != np.int8 or int(zq.reshape(-1)[0]) != int(zd.reshape(-1)[0]):
+            continue
+        out.add(y)
+    return out
+
+
 def _binary_qdq_ok(consts, dqs, q) -> bool:
     """onnxruntime's QDQ selectors for QLinearAdd/QLinearMul/QLinearAveragePool: per-tensor
     constant scales and zero points, all of one 8-bit type."""
@@ -146,12 +188,35 @@ def _fuse_qdq(nodes: list, consts: dict, graph_outputs: set) -> list:
             return cs[0]
         return None
 
+    u8 = _s8_to_u8_pairs(nodes, consts, graph_outputs)
+
+    def zp_type(n, i):
+        z = consts.get(n.inputs[i]) if len(n.inputs) > i and n.inputs[i] else None
+        return "uint8" if z is None else z.dtype.name
+
+    def dq_type(dq):        # the DQ's input type after onnxruntime's s8 -> u8 conversion
+        return "uint8" if dq.inputs[0] in u8 else zp_type(dq, 2)
+
+    def q_type(q):
+        return "uint8" if q.outputs[0] in u8 else zp_type(q, 2)
+
+    def u8_domain(dqs, q):  # int8 codes that onnxruntime computes on as uint8 (+128)
+        return zp_type(q, 2) == "int8" and q_type(q) == "uint8"
+
     out = []
     for n in nodes:
         if n.domain == "" and n.op in ("Conv", "MatMul", "Gemm"):
             dqs = [dq_of(x) if x else None for x in n.inputs]
             q = single_q(n.outputs[0])
             if q is None or dqs[0] is None or dqs[1] is None:
+                out.append(n)
+                continue
+            tin, tout = dq_type(dqs[0]), q_type(q)
+            if tin != tout or (tin == "int8" and not QDQ_INT8_ALLOWED):
+                n.attrs["_not_fused"] = (
+                    f"onnxruntime does not fuse this DequantizeLinear -> {n.op} -> "
+                    f"QuantizeLinear group (activations {tin} in, {tout} out after its int8 -> "
+                    "uint8 QDQ conversion on this platform) and runs the float32 " + n.op)
                 out.append(n)
                 continue
             def qin(dq, i):
@@ -177,7 +242,8 @@ def _fuse_qdq(nodes: list, consts: dict, graph_outputs: set) -> list:
             q.op = "_fused"
             out.append(m)
         elif n.domain == "" and n.op == "GlobalAveragePool" and dq_of(n.inputs[0]) is not None \
-                and single_q(n.outputs[0]) is not None:
+                and single_q(n.outputs[0]) is not None \
+                and dq_type(dq_of(n.inputs[0])) == q_type(single_q(n.outputs[0])):
             # onnxruntime fuses this into com.microsoft QLinearGlobalAveragePool
             dq, q = dq_of(n.inputs[0]), single_q(n.outputs[0])
             ins = [dq.inputs[0], dq.inputs[1], dq.inputs[2] if len(dq.inputs) > 2 else "",
@@ -187,7 +253,9 @@ def _fuse_qdq(nodes: list, consts: dict, graph_outputs: set) -> list:
             q.op = "_fused"
         elif n.domain == "" and n.op in ("Add", "Mul") and len(n.inputs) == 2 and \
                 all(dq_of(x) is not None for x in n.inputs) and single_q(n.outputs[0]) is not None \
-                and _binary_qdq_ok(consts, [dq_of(x) for x in n.inputs], single_q(n.outputs[0])):
+                and _binary_qdq_ok(consts, [dq_of(x) for x in n.inputs], single_q(n.outputs[0])) \
+                and dq_type(dq_of(n.inputs[0])) == dq_type(dq_of(n.inputs[1])) \
+                == q_type(single_q(n.outputs[0])):
             # onnxruntime's QDQ transformer makes this com.microsoft QLinearAdd / QLinearMul
             dqa, dqb = (dq_of(x) for x in n.inputs)
             q = single_q(n.outputs[0])
@@ -195,18 +263,21 @@ def _fuse_qdq(nodes: list, consts: dict, graph_outputs: set) -> list:
             for d in (dqa, dqb):
                 ins += [d.inputs[0], d.inputs[1], d.inputs[2] if len(d.inputs) > 2 else ""]
             ins += [q.inputs[1], q.inputs[2] if len(q.inputs) > 2 else ""]
-            out.append(_Node("QLinear" + n.op, MS_DOMAIN, n.name, ins, [q.outputs[0]], {},
+            out.append(_Node("QLinear" + n.op, MS_DOMAIN, n.name, ins, [q.outputs[0]],
+                             {"_u8_domain": u8_domain([dqa, dqb], q)},
                              ("DequantizeLinear", n.op, "QuantizeLinear")))
             q.op = "_fused"
         elif n.domain == "" and n.op == "AveragePool" and dq_of(n.inputs[0]) is not None \
                 and single_q(n.outputs[0]) is not None \
-                and _binary_qdq_ok(consts, [dq_of(n.inputs[0])], single_q(n.outputs[0])):
+                and _binary_qdq_ok(consts, [dq_of(n.inputs[0])], single_q(n.outputs[0])) \
+                and dq_type(dq_of(n.inputs[0])) == q_type(single_q(n.outputs[0])):
             # onnxruntime's QDQ transformer makes this com.microsoft QLinearAveragePool
             dq, q = dq_of(n.inputs[0]), single_q(n.outputs[0])
             ins = [dq.inputs[0], dq.inputs[1], dq.inputs[2] if len(dq.inputs) > 2 else "",
                    q.inputs[1], q.inputs[2] if len(q.inputs) > 2 else ""]
             out.append(_Node("QLinearAveragePool", MS_DOMAIN, n.name, ins, [q.outputs[0]],
-                             dict(n.attrs), ("DequantizeLinear", "AveragePool", "QuantizeLinear")))
+                             dict(n.attrs, _u8_domain=u8_domain([dq], q)),
+                             ("DequantizeLinear", "AveragePool", "QuantizeLinear")))
             q.op = "_fused"
         elif n.domain == "" and n.op in _MOVE_OPS + ("Concat",):
             ins = [x for x in n.inputs]
@@ -601,6 +672,9 @@ class _Converter:
         self._conv(node, ins[0], xz[0], ins[1], wz, None, ("int32",))
 
     def op_Conv(self, node):
+        if node.attrs.get("_not_fused"):
+            raise _err(node, node.attrs["_not_fused"] + "; Tessera does not emulate float32 "
+                             "Conv (it would not equal onnxruntime's result)")
         raise _err(node, "float32 Conv is not supported: Tessera runs Conv on int8/uint8 data, "
                          "as QLinearConv or ConvInteger, or between DequantizeLinear and "
                          "QuantizeLinear nodes (QDQ, e.g. from onnxruntime.quantization."
@@ -697,11 +771,17 @@ class _Converter:
                      trans_a=bool(int(a_.get("transA", 0))), gemm=True)
 
     def op_MatMul(self, node):
+        if node.attrs.get("_not_fused"):
+            raise _err(node, node.attrs["_not_fused"] + "; Tessera does not emulate float32 "
+                             "MatMul (it would not equal onnxruntime's result)")
         raise _err(node, "float32 MatMul is not supported: Tessera runs MatMul on int8/uint8 data "
                          "(QLinearMatMul, MatMulInteger, or between DequantizeLinear and "
                          "QuantizeLinear nodes)")
 
     def op_Gemm(self, node):
+        if node.attrs.get("_not_fused"):
+            raise _err(node, node.attrs["_not_fused"] + "; Tessera does not emulate float32 "
+                             "Gemm (it would not equal onnxruntime's result)")
         raise _err(node, "float32 Gemm is not supported: Tessera runs Gemm on int8/uint8 data "
                          "between DequantizeLinear and QuantizeLinear nodes (QDQ)")
 
@@ -849,8 +929,14 @@ class _Converter:
             u = (names[1], "B", sb, zb)
         xo = self._qoperand(node, x[0], x[1], out_shape, dt)
         uo = self._qoperand(node, u[0], u[1], out_shape, dt)
+        xorv = 0
+        if node.attrs.get("_u8_domain") and dt == "int8":
+            # onnxruntime converted these int8 Q/DQ pairs to uint8: codes and zero points + 128
+            xorv, dt = 0x80, "uint8"
+            x, u = (x[0], x[1], x[2], x[3] + 128), (u[0], u[1], u[2], u[3] + 128)
+            zc += 128
         qmin, qmax = qrange(dt)
-        codes = np.arange(256, dtype=np.uint8).view(dt).astype(np.float32)
+        codes = (np.arange(256, dtype=np.uint8) ^ xorv).astype(np.uint8).view(dt).astype(np.float32)
         if op == "QLinearAdd":
             rx, ru = np.float32(x[2] / sc), np.float32(u[2] / sc)
             f = qlinear_add_fixed(rx, x[3], ru, u[3], zc)
@@ -863,8 +949,10 @@ class _Converter:
             if not np.isfinite(v) or v == 0:
                 raise _err(node, f"{what} of the scales is {float(v)}, not a finite nonzero float32")
         inputs = [o[1] for o in (xo, uo) if o[0] == "act"]
-        self.emit("qlbin", node, inputs, node.outputs[0], out_shape, dt,
-                  op=0 if op == "QLinearAdd" else 1, x=xo, u=uo, tab=tab,
+        if op == "QLinearMul":
+            zcf = np.float32(zc)
+        self.emit("qlbin", node, inputs, node.outputs[0], out_shape, "int8" if xorv else dt,
+                  op=0 if op == "QLinearAdd" else 1, x=xo, u=uo, tab=tab, xorv=xorv,
                   r=int(np.float32(r).view(np.uint32)), zc=int(zcf.view(np.uint32)),
                   zx=x[3], zu=u[3], lo=qmin, hi=qmax, is_signed=int(dt == "int8"))
 
@@ -926,11 +1014,15 @@ class _Converter:
                                      "not supported")
         codes = np.arange(256, dtype=np.uint8).view(x.dtype).astype(np.int64)
         dtab = (xs * (codes - int(xz[0])).astype(np.float32)).astype(np.float32)
+        xorv, yzv = 0, int(yz[0])
+        if a.get("_u8_domain") and x.dtype == "int8":
+            # onnxruntime converted these int8 Q/DQ pairs to uint8: output zero point + 128
+            xorv, yzv, (qmin, qmax) = 0x80, yzv + 128, qrange("uint8")
         self.emit("qlavgpool", node, [x.name], node.outputs[0], shape, x.dtype,
                   geom=dict(planes=n * c, H=h, W=w, OH=oh, OW=ow, kh=ks[0], kw=ks[1],
                             sh=st[0], sw=st[1], pt=pb[0], pl=pb[1]),
                   dtab=dtab.view(np.int32), cip=cip, ysc=int(np.float32(ys).view(np.uint32)),
-                  yz=int(np.float32(int(yz[0])).view(np.uint32)), lo=qmin, hi=qmax)
+                  yz=int(np.float32(yzv).view(np.uint32)), lo=qmin, hi=qmax, xorv=xorv)
 
     # -- element-wise -----------------------------------------------------------------------
     def _key_bounds(self, node, x: Value, lo, hi):

@@ -802,7 +802,7 @@ class _Lowerer:
             self.vertex(cset, "tso_qlbin", i, x=xv(i), u=uv(i), y=self.view(i, op.output),
                         tab=tv[i], n=n, xrep=xrep, xper=xper, urep=urep, uper=uper,
                         op=a["op"], is_signed=a["is_signed"], r=a["r"], zc=a["zc"], zx=a["zx"],
-                        zu=a["zu"], lo=a["lo"], hi=a["hi"])
+                        zu=a["zu"], lo=a["lo"], hi=a["hi"], xorv=a["xorv"])
 
     def emit_qlavgpool(self, op, layer):
         """com.microsoft QLinearAveragePool (``tso_qlavgpool``), NCHW."""
@@ -817,7 +817,7 @@ class _Lowerer:
                         H=gm["H"], W=gm["W"], OH=gm["OH"], OW=gm["OW"], kh=gm["kh"],
                         kw=gm["kw"], sh=gm["sh"], sw=gm["sw"], pt=gm["pt"], pl=gm["pl"],
                         xs=hw, xh=gm["W"], xw=1, ys_=ohw, yh=gm["OW"], yw=1, cip=a["cip"],
-                        ysc=a["ysc"], yz=a["yz"], lo=a["lo"], hi=a["hi"])
+                        ysc=a["ysc"], yz=a["yz"], lo=a["lo"], hi=a["hi"], xorv=a["xorv"])
 
     def _copy(self, cset, i, src, dst, esz, dims, sstr, dstr):
         dims, sstr, dstr = list(dims), list(sstr), list(dstr)

@@ -12,14 +12,15 @@
  * y = clamp(cvt(fl32(fl32(acc / ys) + yz)), lo, hi). dtab = the 256 dequantized float32 values
  * fl32(x_scale * fl32(x - x_zp)) indexed by the input byte (computed on the host). S planes
  * (sample x channel) with element strides xs/xh/xw and ys_/yh/yw; work split over the planes'
- * output rows. */
+ * output rows. xorv (0 or 0x80) is XORed into the output bytes (int8 data computed in the uint8
+ * domain, as onnxruntime does after its QDQ s8->u8 conversion; lo/hi/yz are then uint8). */
 typedef struct {
     TSR_FIELD(const uint8_t, x);
     TSR_FIELD(uint8_t, y);
     TSR_FIELD(const int32_t, dtab);
     uint32_t S, H, W, OH, OW, kh, kw, sh, sw;
     int32_t pt, pl;
-    uint32_t xs, xh, xw, ys_, yh, yw, cip, ysc, yz;
+    uint32_t xs, xh, xw, ys_, yh, yw, cip, ysc, yz, xorv;
     int32_t lo, hi;
 } tso_qlavgpool_fields;
 
@@ -53,7 +54,7 @@ void tso_qlavgpool(const tso_qlavgpool_fields *f, uint32_t part, uint32_t nparts
             int32_t q = sf_cvt_rne(sf_add(sf_div(acc, ysc), yz));
             q = q < lo ? lo : q;
             q = q > hi ? hi : q;
-            Y[s * f->ys_ + oh * f->yh + ow * f->yw] = (uint8_t)q;
+            Y[s * f->ys_ + oh * f->yh + ow * f->yw] = (uint8_t)((uint32_t)q ^ f->xorv);
         }
         if (++oh == OH) {
             oh = 0;

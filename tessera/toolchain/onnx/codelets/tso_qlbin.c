@@ -14,13 +14,15 @@
  * with ix = (i / xrep) % xper and iu = (i / urep) % uper (broadcasting), x and u 8-bit codes
  * (signed: is_signed), r and zc float32 bits, tab the 256 float32 words indexed by u's byte
  * (op 0, computed on the host with the reference), cvt = cvtps2dq and sat = the saturating
- * packs to [lo, hi]. */
+ * packs to [lo, hi]. xorv (0 or 0x80) is XORed into every input and output byte: 0x80 computes
+ * int8 data in the uint8 domain (codes + 128), as onnxruntime does after its QDQ s8->u8
+ * conversion. */
 typedef struct {
     TSR_FIELD(const uint8_t, x);
     TSR_FIELD(const uint8_t, u);
     TSR_FIELD(uint8_t, y);
     TSR_FIELD(const int32_t, tab);
-    uint32_t n, xrep, xper, urep, uper, op, is_signed, r, zc;
+    uint32_t n, xrep, xper, urep, uper, op, is_signed, r, zc, xorv;
     int32_t zx, zu, lo, hi;
 } tso_qlbin_fields;
 
@@ -31,24 +33,25 @@ void tso_qlbin(const tso_qlbin_fields *f, uint32_t part, uint32_t nparts)
     uint8_t *const Y = f->y;
     const uint32_t *const T = (const uint32_t *)f->tab;
     const uint32_t xrep = f->xrep, xper = f->xper, urep = f->urep, uper = f->uper;
-    const uint32_t op = f->op, sgn = f->is_signed, r = f->r, zc = f->zc;
+    const uint32_t op = f->op, sgn = f->is_signed, r = f->r, zc = f->zc, xorv = f->xorv;
     const int32_t zx = f->zx, zu = f->zu, lo = f->lo, hi = f->hi;
     /* (quotient mod period, remainder) counters of i / rep */
     uint32_t xq = (i0 / xrep) % xper, xr = i0 % xrep, uq = (i0 / urep) % uper, ur = i0 % urep;
     for (uint32_t i = i0; i < i1; i++) {
-        const uint32_t xb = X[xq], ub = U[uq];
+        const uint32_t xb = X[xq] ^ xorv, ub = U[uq];
         const int32_t xv = sgn ? (int32_t)(int8_t)xb : (int32_t)xb;
         uint32_t v;
         if (op == 0) {
             v = sf_fma(sf_from_int(xv), r, T[ub]);
         } else {
-            const int32_t uv = sgn ? (int32_t)(int8_t)ub : (int32_t)ub;
+            const uint32_t uc = ub ^ xorv;
+            const int32_t uv = sgn ? (int32_t)(int8_t)uc : (int32_t)uc;
             v = sf_add(sf_mul(sf_from_int((xv - zx) * (uv - zu)), r), zc);
         }
         int32_t y = sf_cvt_rne(v);
         y = y < lo ? lo : y;
         y = y > hi ? hi : y;
-        Y[i] = (uint8_t)y;
+        Y[i] = (uint8_t)((uint32_t)y ^ xorv);
         if (++xr == xrep) {
             xr = 0;
             if (++xq == xper)
