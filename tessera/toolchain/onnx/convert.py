@@ -464,7 +464,9 @@ class _Converter:
             handler = getattr(self, f"op_{node.op}", None)
             supported = node.op in SUPPORTED_OPS.get(node.domain, ()) or node.op in ("QGemm",)
             if node.domain == "" and node.op in REFUSED_OPS:
-                raise UnsupportedError(f"{node.where}: {REFUSED_OPS[node.op]}", node.name, node.op)
+                raise UnsupportedError(
+                    f"{node.where}: operator {node.op} is not supported: {REFUSED_OPS[node.op]}; "
+                    f"supported operators: {_supported_text()}", node.name, node.op)
             if handler is None or not supported or (node.domain not in ("", MS_DOMAIN)):
                 dom = f" in domain {node.domain!r}" if node.domain else ""
                 raise UnsupportedError(
