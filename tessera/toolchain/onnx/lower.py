@@ -385,9 +385,11 @@ class _Lowerer:
         self.output_names = {}
         self.plan()
         arena_bytes = max(4, self.peak * S)
-        self.arena = self.g.add_variable("arena", (self.nt, arena_bytes), "int8",
-                                         [(t, i * arena_bytes, (i + 1) * arena_bytes)
-                                          for i, t in enumerate(self.tiles)])
+        self.arena = self._fit(
+            lambda: self.g.add_variable("arena", (self.nt, arena_bytes), "int8",
+                                        [(t, i * arena_bytes, (i + 1) * arena_bytes)
+                                         for i, t in enumerate(self.tiles)]),
+            f"activation arena (largest live tensor {self.peak_at[1]!r})", arena_bytes)
         self.io_in, self.io_out = {}, {}
         io_info_in, io_info_out = {}, {}
         for kind, names, store, info in (("in", ir.inputs, self.io_in, io_info_in),
@@ -396,9 +398,8 @@ class _Lowerer:
                 v = self.values[n]
                 dt = {"float32": "int32"}.get(v.dtype, v.dtype)
                 per = v.size
-                var = self.g.add_variable(f"{kind}.{len(store)}", (self.nt * S, per), dt,
-                                          [(t, i * S * per, (i + 1) * S * per)
-                                           for i, t in enumerate(self.tiles)])
+                var = self._io_variable(f"{kind}.{len(store)}", self.output_names.get(n, n),
+                                        kind, (self.nt * S, per), dt)
                 store[n] = var
                 info[self.output_names.get(n, n)] = (var.name, v.shape, v.dtype)
         for idx, op in enumerate(self.ops):
@@ -409,8 +410,9 @@ class _Lowerer:
         nsets = len(self.g.compute_sets)
         width = 1 + 2 * (2 * nsets + PROFILE_SLACK)
         N = self.cfg.tiles
-        prof = self.g.add_variable("profile", (N, width), "int32",
-                                   [(t, t * width, (t + 1) * width) for t in range(N)])
+        prof = self._fit(lambda: self.g.add_variable(
+            "profile", (N, width), "int32", [(t, t * width, (t + 1) * width) for t in range(N)]),
+            "superstep profile records", 4 * width)
         peak_label = self.ops[self.peak_at[0]].label if self.peak_at[1] is not None else ""
         big = self.peak_at[1]
         big_name = big if isinstance(big, str) else (
@@ -418,6 +420,43 @@ class _Lowerer:
         return Lowered(self.g, Sequence(*self.steps), self.tiles, S, io_info_in, io_info_out,
                        [l for l in self.layers if l.compute_sets], arena_bytes,
                        (self.peak, peak_label, big_name, self.peak_at[2]), prof)
+
+    def _fit(self, make, what, need):
+        """Run ``make`` (an add_variable); ModelMemoryError naming ``what`` if it does not fit."""
+        from tessera.toolchain.graph.errors import GraphError
+        from .errors import ModelMemoryError
+        try:
+            return make()
+        except GraphError as e:
+            if "out of memory" not in str(e):
+                raise
+            tile = self.tiles[0]
+            free = max(0, self.cfg.sram_bytes - self.g._tile_bytes.get(tile, 0))
+            raise ModelMemoryError(
+                f"the model does not fit tile {tile}: the {what} needs {need} bytes but only "
+                f"{free} of the tile's {self.cfg.sram_bytes} bytes are free for it", what, tile,
+                need, free) from None
+
+    def _io_variable(self, var_name, tensor, kind, shape, dt):
+        """A model input/output buffer; ModelMemoryError naming the tensor if it does not fit."""
+        from tessera.toolchain.graph.errors import GraphError
+        from .errors import ModelMemoryError
+        per = shape[1]
+        try:
+            return self.g.add_variable(var_name, shape, dt,
+                                       [(t, i * self.S * per, (i + 1) * self.S * per)
+                                        for i, t in enumerate(self.tiles)])
+        except GraphError as e:
+            if "out of memory" not in str(e):
+                raise
+            tile = self.tiles[0]
+            need = self.S * per * np.dtype(dt).itemsize
+            free = max(0, self.cfg.sram_bytes - self.g._tile_bytes.get(tile, 0))
+            raise ModelMemoryError(
+                f"the model does not fit tile {tile}: graph {kind}put {tensor!r} needs {need} "
+                f"bytes ({self.S} sample(s)) but only {free} of the tile's {self.cfg.sram_bytes} "
+                "bytes are free for it (after the activation arena and earlier inputs/outputs)",
+                tensor, tile, need, free) from None
 
     # quantize / dequantize
     def emit_quant(self, op, layer):
