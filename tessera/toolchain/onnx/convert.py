@@ -857,9 +857,14 @@ class _Converter:
             if c.dtype != np.dtype(dtype):
                 raise _err(node, f"{what} {name!r} is {c.dtype.name} but the other operand is "
                                  f"{dtype}; QLinear{node.op[7:]} needs one 8-bit type")
-            full = np.ascontiguousarray(np.broadcast_to(c.reshape(c.shape[-len(out_shape):])
-                                                        if c.ndim > len(out_shape) else c,
-                                                        out_shape))
+            if self.batched and c.ndim == len(out_shape) and c.shape[0] != 1:
+                raise NotSeparable(f"{node.where}: constant {name!r} {list(c.shape)} varies "
+                                   "along the batch axis")
+            try:
+                full = np.ascontiguousarray(np.broadcast_to(c, out_shape))
+            except ValueError:
+                raise _err(node, f"constant {what} {name!r} {list(c.shape)} does not broadcast "
+                                 f"to the output {list(out_shape)}") from None
             return ("const", full.view(np.uint8).reshape(-1))
         v = self.act(node, name, what)
         if v.dtype != dtype:
@@ -881,6 +886,17 @@ class _Converter:
                          "[C, 1, 1]; constants broadcast freely)")
 
     def _qlinear_binary(self, node):
+        """com.microsoft QLinearAdd / QLinearMul (onnxruntime docs/ContribOperators.md: inputs
+        A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale, C_zero_point; per-tensor
+        scales; numpy broadcasting) as onnxruntime's CPU kernels compute them
+        (:mod:`tessera.golden_model.kernels.qlinear`). Emits one ``qlbin`` op.
+
+        Raises
+        ------
+        UnsupportedError
+            Mixed or non-8-bit types, per-axis scales or zero points, shapes that do not
+            broadcast, or a broadcast of a computed operand the codelet cannot index.
+        """
         op = node.op
         ins = node.inputs + [""] * (8 - len(node.inputs))
         names = (ins[0], ins[3])
@@ -959,12 +975,27 @@ class _Converter:
                   zx=x[3], zu=u[3], lo=qmin, hi=qmax, is_signed=int(dt == "int8"))
 
     def op_QLinearAdd(self, node):
+        """com.microsoft QLinearAdd (see :meth:`_qlinear_binary`)."""
         self._qlinear_binary(node)
 
     def op_QLinearMul(self, node):
+        """com.microsoft QLinearMul (see :meth:`_qlinear_binary`)."""
         self._qlinear_binary(node)
 
     def op_QLinearAveragePool(self, node):
+        """com.microsoft QLinearAveragePool (onnxruntime docs/ContribOperators.md; kernel
+        ``contrib_ops/cpu/quantization/qlinear_pool.cc``): NCHW 1-D or 2-D average pooling of
+        int8/uint8 data with AveragePool's attributes (``auto_pad``, ``ceil_mode``,
+        ``count_include_pad``, ``kernel_shape``, ``pads``, ``strides``) and per-tensor
+        x/y scales and zero points. A kernel covering the whole image without padding takes
+        onnxruntime's global-average path (a ``gap`` op); else one ``qlavgpool`` op.
+
+        Raises
+        ------
+        UnsupportedError
+            ``channels_last=1``, dilations, 3-D pooling, other types, a window without input
+            elements.
+        """
         a = node.attrs
         ins = node.inputs + [""] * (5 - len(node.inputs))
         x = self.act(node, ins[0])
