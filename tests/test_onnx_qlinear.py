@@ -214,6 +214,9 @@ _POOLS = [
     ({"kernel_shape": [3, 2], "strides": [2, 1], "pads": [0, 1, 2, 0]}, [1, 2, 6, 5]),
     ({"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}, [1, 2, 6, 6]),
     ({"kernel_shape": [3, 3], "auto_pad": "SAME_UPPER"}, [1, 2, 5, 5]),
+    ({"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": 1,
+      "count_include_pad": 1}, [1, 2, 6, 6]),
+    ({"kernel_shape": [2, 3], "auto_pad": "SAME_LOWER", "strides": [2, 2]}, [1, 2, 5, 7]),
     ({"kernel_shape": [3], "strides": [2], "pads": [1, 1]}, [2, 3, 9]),
     ({"kernel_shape": [4, 4]}, [2, 3, 4, 4]),            # onnxruntime's global path
 ]
