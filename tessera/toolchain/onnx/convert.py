@@ -969,8 +969,9 @@ class _Converter:
         inputs = [o[1] for o in (xo, uo) if o[0] == "act"]
         if op == "QLinearMul":
             zcf = np.float32(zc)
+        fx = _qlbin_fast_table(op, codes, r, tab, zc)
         self.emit("qlbin", node, inputs, node.outputs[0], out_shape, "int8" if xorv else dt,
-                  op=0 if op == "QLinearAdd" else 1, x=xo, u=uo, tab=tab, xorv=xorv,
+                  op=0 if op == "QLinearAdd" else 1, x=xo, u=uo, tab=tab, xorv=xorv, fx=fx,
                   r=int(np.float32(r).view(np.uint32)), zc=int(zcf.view(np.uint32)),
                   zx=x[3], zu=u[3], lo=qmin, hi=qmax, is_signed=int(dt == "int8"))
 
@@ -1223,6 +1224,41 @@ class _Converter:
         out[axis] = sum(v.shape[axis] for v in xs)
         self.emit("copy", node, [v.name for v in xs], node.outputs[0], out, xs[0].dtype,
                   mode="concat", axis=axis, in_shapes=[v.shape for v in xs])
+
+
+def _fixed24(v) -> int:
+    """floor(v * 2^24) of a finite float, exactly."""
+    from fractions import Fraction
+    return math.floor(Fraction(float(v)) * (1 << 24))
+
+
+def _qlbin_fast_table(op, codes, r, tab, zc):
+    """``tso_qlbin``'s fast-path table (see the codelet), or None when the values are too large
+    for its 64-bit fixed point (then every element takes the soft-float path).
+
+    QLinearAdd: the 256 values ``floor(code · r · 2^24)`` by byte, then ``floor(tab · 2^24)``
+    (int64 little-endian, as int32 word pairs). QLinearMul: ``[mantissa of r, shift, zc · 2^24]``
+    with ``p · r · 2^24 = (p · mantissa) · 2^shift``."""
+    limit = 1 << 60
+    if op == "QLinearAdd":
+        from fractions import Fraction
+        rf = Fraction(float(np.float32(r)))
+        px = [math.floor(Fraction(float(c)) * rf * (1 << 24)) for c in codes]
+        tx = [_fixed24(t) for t in np.asarray(tab, np.int32).view(np.float32)]
+        vals = px + tx
+        if max(abs(v) for v in vals) >= limit:
+            return None
+        return np.array(vals, np.int64).view(np.int32)
+    bits = int(np.float32(r).view(np.uint32))
+    ex, man = (bits >> 23) & 0xFF, bits & 0x7FFFFF
+    if ex == 0 or ex == 0xFF:
+        return None
+    mant, sh = man | 0x800000, ex - 150 + 24
+    if not -62 <= sh <= 20:
+        return None
+    zc64 = int(zc) << 24
+    return np.concatenate([np.array([mant, sh], np.int64).astype(np.uint32).view(np.int32),
+                           np.array([zc64], np.int64).view(np.int32)])
 
 
 def _reshape_shape(node, in_shape, target, attrs):

@@ -824,6 +824,8 @@ class _Lowerer:
         n = self.S * yv.size
         tab = a["tab"] if a["tab"] is not None else np.zeros(1, np.int32)
         tv = self.const(layer, "tab", tab, "int32")
+        fx = a.get("fx")
+        fv = self.const(layer, "fx", fx if fx is not None else np.zeros(4, np.int32), "int32")
         opnds = []
         for key in ("x", "u"):
             o = a[key]
@@ -839,7 +841,8 @@ class _Lowerer:
         (xv, xrep, xper), (uv, urep, uper) = opnds
         for i in range(self.nt):
             self.vertex(cset, "tso_qlbin", i, x=xv(i), u=uv(i), y=self.view(i, op.output),
-                        tab=tv[i], n=n, xrep=xrep, xper=xper, urep=urep, uper=uper,
+                        tab=tv[i], fx=fv[i], fast=int(fx is not None), n=n, xrep=xrep,
+                        xper=xper, urep=urep, uper=uper,
                         op=a["op"], is_signed=a["is_signed"], r=a["r"], zc=a["zc"], zx=a["zx"],
                         zu=a["zu"], lo=a["lo"], hi=a["hi"], xorv=a["xorv"])
 
