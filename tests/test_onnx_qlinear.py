@@ -539,3 +539,79 @@ def test_qdq_int8_binary_runs_on_uint8_codes_like_onnxruntime(op, k):
               scales[1], zps[1] + 128, scales[2], zps[2] + 128).astype(np.int64) - 128
     deq = lambda q: ((q.astype(np.int64) - zps[2]).astype(np.float32) * np.float32(scales[2])).astype(np.float32)
     assert np.array_equal(deq(q_u8), ref) and not np.array_equal(deq(q_int8), ref)
+
+
+_SOFTMAX_CASES = [([4, 10], -1, 13), ([2, 3, 5], 1, 13), ([2, 3, 5], 0, 13), ([3, 4, 6], 1, 12),
+                  ([1, 300], -1, 13), ([5, 2, 2], 2, 12)]
+
+
+@pytest.mark.parametrize("dt, yz", [(np.uint8, 0), (np.int8, -128), (np.uint8, 9), (np.int8, -90)])
+@pytest.mark.parametrize("k", range(len(_SOFTMAX_CASES)))
+def test_qlinear_softmax_equals_onnxruntime(k, dt, yz):
+    """com.microsoft QLinearSoftmax (onnxruntime's exp table, float32 sum and division) for
+    axes, old and new opset semantics, row lengths up to 300, several scales."""
+    from tessera.golden_model.kernels.qlinear import qlinear_softmax
+    shape, axis, opset = _SOFTMAX_CASES[k]
+    rng = np.random.default_rng(k)
+    et = _ET[dt]
+    lo, hi = (-128, 128) if dt == np.int8 else (0, 256)
+    for xs, ys in ((0.1, 1 / 256), (0.0371, 1 / 255), (0.5, 0.01), (0.003, 1 / 256)):
+        inits = [numpy_helper.from_array(np.array(xs, np.float32), "xs"),
+                 numpy_helper.from_array(np.array(3, dt), "xz"),
+                 numpy_helper.from_array(np.array(ys, np.float32), "ys"),
+                 numpy_helper.from_array(np.array(yz, dt), "yz")]
+        node = helper.make_node("QLinearSoftmax", ["x", "xs", "xz", "ys", "yz"], ["y"],
+                                domain="com.microsoft", name="sm", opset=opset, axis=axis)
+        m = _model([node], [helper.make_tensor_value_info("x", et, shape)],
+                   [helper.make_tensor_value_info("y", et, shape)], inits)
+        m.opset_import[0].version = opset
+        x = rng.integers(lo, hi, shape).astype(dt)
+        got = import_model(m, batch_mode="single").run({"x": x}).outputs["y"]
+        ref = reference_outputs(m, {"x": x})["y"]
+        assert got.dtype == dt and np.array_equal(got, ref)
+        assert np.array_equal(qlinear_softmax(x, xs, ys, yz, axis, opset), ref)
+
+
+def test_qlinear_softmax_overflow_is_refused():
+    """One element per row and y_scale 1/256: onnxruntime's exp table times 256 overflows
+    float32 (its outputs are then meaningless); Tessera refuses, naming the node."""
+    inits = [numpy_helper.from_array(np.array(0.1, np.float32), "xs"),
+             numpy_helper.from_array(np.array(0, np.uint8), "xz"),
+             numpy_helper.from_array(np.array(1 / 256, np.float32), "ys"),
+             numpy_helper.from_array(np.array(0, np.uint8), "yz")]
+    node = helper.make_node("QLinearSoftmax", ["x", "xs", "xz", "ys", "yz"], ["y"],
+                            domain="com.microsoft", name="sm", opset=13, axis=-1)
+    m = _model([node], [helper.make_tensor_value_info("x", TensorProto.UINT8, [4, 1])],
+               [helper.make_tensor_value_info("y", TensorProto.UINT8, [4, 1])], inits)
+    with pytest.raises(UnsupportedError) as ei:
+        import_model(m, batch_mode="single")
+    assert "'sm' (QLinearSoftmax)" in str(ei.value) and "overflow" in str(ei.value)
+
+
+@pytest.mark.parametrize("fmt, act", [("QDQ", "uint8"), ("QDQ", "int8"), ("QOperator", "uint8")])
+def test_quantize_static_model_ending_in_softmax_equals_onnxruntime(fmt, act, tmp_path):
+    """Conv -> Relu -> Flatten -> Gemm -> Softmax quantized by onnxruntime: the Softmax between
+    DQ and Q (QDQ; onnxruntime fuses it into QLinearSoftmax) or QLinearSoftmax (QOperator)."""
+    from tessera.toolchain.models.digits_cnn import quantize_onnx
+    rng = np.random.default_rng(13)
+    init = [numpy_helper.from_array(rng.normal(0, .4, (4, 1, 3, 3)).astype(np.float32), "w1"),
+            numpy_helper.from_array(rng.normal(0, .1, 4).astype(np.float32), "b1"),
+            numpy_helper.from_array(rng.normal(0, .5, (144, 10)).astype(np.float32), "w2"),
+            numpy_helper.from_array(rng.normal(0, .1, 10).astype(np.float32), "b2")]
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Flatten", ["r"], ["f"]),
+             helper.make_node("Gemm", ["f", "w2", "b2"], ["g"]),
+             helper.make_node("Softmax", ["g"], ["y"], axis=-1)]
+    g = helper.make_graph(nodes, "sm", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                      ["N", 1, 6, 6])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])], init)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    calib = rng.uniform(0, 1, (32, 1, 6, 6)).astype(np.float32)
+    q = quantize_onnx(m, calib, quant_format=fmt, activation=act, workdir=tmp_path)
+    x = rng.uniform(0, 1, (6, 1, 6, 6)).astype(np.float32)
+    run = import_model(q, preset("small"), samples_per_tile=1).run({"x": x})
+    cmp = compare_outputs(run.outputs, reference_outputs(q, {"x": x}))
+    assert cmp["reference_mismatches"] == 0
+    assert any(l["kind"] == "qlsoftmax" for l in run.report["layers"])

@@ -38,6 +38,7 @@ import numpy as np
 from .float_quant import qrange, requantize_float32
 
 __all__ = ["fma_float32", "cvt_rne_int32", "ort_broadcast_kind", "qlinear_add_fixed",
+           "qlinear_softmax_table", "qlinear_softmax",
            "qlinear_add", "qlinear_mul", "qlinear_average_pool"]
 
 _INT32_MIN = -(1 << 31)
@@ -244,3 +245,76 @@ def qlinear_average_pool(x, x_scale, x_zero_point, y_scale, y_zero_point, kernel
             v = ((acc / ys).astype(np.float32) + np.float32(yz)).astype(np.float32)
             y[:, :, i, j] = np.clip(cvt_rne_int32(v), qmin, qmax).astype(dt)
     return y[:, :, 0, :] if nd == 1 else y
+
+
+def qlinear_softmax_table(x_scale, reduce_len: int, signed: bool) -> np.ndarray:
+    """onnxruntime's QLinearSoftmax lookup table (``QlinearBuildLookupTableUint32``): 256
+    float32 values ``fl32(exp((i - 255 + b) · x_scale))`` in double precision, with
+    ``b = max(0, log(fl32(FLT_MAX / D)) - 5) / x_scale``, stored at byte ``i`` (uint8) or
+    ``i - 128`` (int8). Python's ``math.exp``/``math.log`` are the C library's, as
+    onnxruntime's ``std::exp``/``log`` are on the same machine.
+
+    Returns
+    -------
+    ndarray of float32 [256], indexed by the byte
+    """
+    import math
+    xs = float(np.float32(x_scale))
+    fmax = np.float32(np.finfo(np.float32).max)
+    b = math.log(float(np.float32(fmax / np.float32(reduce_len))))
+    b = max(0.0, b - 5.0) / xs
+    t = np.zeros(256, np.float32)
+    for i in range(256):
+        t[(i - 128) & 0xFF if signed else i] = np.float32(math.exp((float(i) - 255 + b) * xs))
+    return t
+
+
+def qlinear_softmax(x, x_scale, y_scale, y_zero_point, axis=-1, opset=13):
+    """``com.microsoft`` QLinearSoftmax as onnxruntime's CPU kernel computes it
+    (``contrib_ops/cpu/quantization/qlinear_softmax.cc``; also what its QDQ transformer makes of
+    DequantizeLinear → Softmax → QuantizeLinear).
+
+    Per row (the ``axis`` dimension for opset ≥ 13, everything from ``axis`` on for older
+    opsets): ``e = table[x - max + 255]`` (the table of :func:`qlinear_softmax_table`; int8 rows
+    are shifted to put the maximum at 127), ``s = Σ e`` in float32 in order,
+    ``y = min(int(nearbyint(fl32(fl32(e · Y) / s))) + y_zp, qmax)`` with
+    ``Y = floor(fl32(1 / y_scale))``. ``x``'s zero point does not enter.
+
+    Parameters
+    ----------
+    x : ndarray of int8 or uint8
+    x_scale, y_scale : float32 scalars
+    y_zero_point : scalar of x's type
+    axis : int
+    opset : int
+        The ``opset`` attribute (the model's default-domain opset).
+
+    Returns
+    -------
+    ndarray of x's type, x's shape
+    """
+    x = np.asarray(x)
+    dt = x.dtype
+    signed = dt == np.int8
+    axis = axis % x.ndim
+    if opset < 13:
+        rows = x.reshape(int(np.prod(x.shape[:axis], dtype=np.int64)), -1)
+    else:
+        rows = np.moveaxis(x, axis, -1).reshape(-1, x.shape[axis])
+    d = rows.shape[1]
+    t = qlinear_softmax_table(x_scale, d, signed)
+    big_y = np.float32(np.floor(np.float32(np.float32(1.0) / np.float32(y_scale))))
+    r = rows.astype(np.int64)
+    mx = r.max(axis=1, keepdims=True)
+    idx = ((r + 127 - mx) & 0xFF) if signed else (r + 255 - mx)
+    e = t[idx]
+    s = np.zeros(len(rows), np.float32)
+    for j in range(d):
+        s = (s + e[:, j]).astype(np.float32)
+    q = ((e * big_y).astype(np.float32) / s[:, None]).astype(np.float32)
+    n = cvt_rne_int32(q) + int(y_zero_point)
+    out = np.minimum(n, qrange(dt)[1]).astype(dt)
+    if opset < 13:
+        return out.reshape(x.shape)
+    shp = list(np.moveaxis(x, axis, -1).shape)
+    return np.moveaxis(out.reshape(shp), -1, axis)

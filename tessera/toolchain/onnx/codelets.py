@@ -54,6 +54,8 @@ _FIELDS = {
                       [(n, _S) for n in ("S", "H", "W", "OH", "OW", "kh", "kw", "sh", "sw", "pt",
                                          "pl", "xs", "xh", "xw", "ys_", "yh", "yw", "cip", "ysc",
                                          "yz", "xorv", "lo", "hi")]),
+    "tso_qlsoftmax": (SOURCE_DIR / "tso_qlsoftmax.c", [("x", "in"), ("y", "out"), ("tab", "in")] +
+                      [(n, _S) for n in ("rows", "D", "inner", "is_signed", "ysc", "yz", "hi")]),
     "tso_planesum": (SOURCE_DIR / "tso_planesum.c", [("x", "in"), ("s", "out")] +
                      [(n, _S) for n in ("planes", "hw", "is_signed", "bias")]),
 }

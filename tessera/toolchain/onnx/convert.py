@@ -30,7 +30,7 @@ import numpy as np
 
 from tessera.golden_model.kernels import float32_multiplier, quantize_linear, dequantize_linear, qrange
 from tessera.golden_model.kernels.qlinear import (
-    fma_float32, ort_broadcast_kind, qlinear_add_fixed,
+    fma_float32, ort_broadcast_kind, qlinear_add_fixed, qlinear_softmax_table,
 )
 
 from .errors import UnsupportedError
@@ -46,16 +46,17 @@ SUPPORTED_OPS = {
          "GlobalAveragePool", "Add", "Mul", "Reshape", "Flatten", "Transpose", "Concat",
          "Identity", "Constant"),
     MS_DOMAIN: ("QLinearConv", "QGemm", "QLinearGlobalAveragePool", "QLinearAdd", "QLinearMul",
-                "QLinearAveragePool"),
+                "QLinearAveragePool", "QLinearSoftmax"),
 }
 
 #: Operators refused on purpose, with the reason (checked before the generic "not supported").
 REFUSED_OPS = {
     "Softmax": (
-        "Softmax is float32 arithmetic with exp; onnxruntime computes it with MLAS's float32 "
-        "polynomial exp and vectorized max/sum reductions (and fuses DequantizeLinear -> "
-        "Softmax -> QuantizeLinear into com.microsoft QLinearSoftmax), which Tessera's "
-        "integer-only cores do not reproduce bit for bit, so Tessera does not run it: end the "
+        "a float32 Softmax is float32 arithmetic with exp; onnxruntime computes it with MLAS's "
+        "float32 polynomial exp and vectorized max/sum reductions, which Tessera's "
+        "integer-only cores do not reproduce bit for bit, so Tessera does not run it (it runs "
+        "the quantized form: DequantizeLinear -> Softmax -> QuantizeLinear, which onnxruntime "
+        "fuses into com.microsoft QLinearSoftmax, or QLinearSoftmax itself); otherwise end the "
         "imported graph before the Softmax and apply it on the host (argmax of the logits is "
         "unchanged by Softmax)"),
 }
@@ -266,6 +267,19 @@ def _fuse_qdq(nodes: list, consts: dict, graph_outputs: set) -> list:
             out.append(_Node("QLinear" + n.op, MS_DOMAIN, n.name, ins, [q.outputs[0]],
                              {"_u8_domain": u8_domain([dqa, dqb], q)},
                              ("DequantizeLinear", n.op, "QuantizeLinear")))
+            q.op = "_fused"
+        elif n.domain == "" and n.op == "Softmax" and dq_of(n.inputs[0]) is not None \
+                and single_q(n.outputs[0]) is not None \
+                and _binary_qdq_ok(consts, [dq_of(n.inputs[0])], single_q(n.outputs[0])) \
+                and dq_type(dq_of(n.inputs[0])) == q_type(single_q(n.outputs[0])):
+            # onnxruntime's QDQ transformer makes this com.microsoft QLinearSoftmax (attribute
+            # opset = the model's, filled in by the converter)
+            dq, q = dq_of(n.inputs[0]), single_q(n.outputs[0])
+            ins = [dq.inputs[0], dq.inputs[1], dq.inputs[2] if len(dq.inputs) > 2 else "",
+                   q.inputs[1], q.inputs[2] if len(q.inputs) > 2 else ""]
+            out.append(_Node("QLinearSoftmax", MS_DOMAIN, n.name, ins, [q.outputs[0]],
+                             dict(n.attrs, _from_qdq=True),
+                             ("DequantizeLinear", "Softmax", "QuantizeLinear")))
             q.op = "_fused"
         elif n.domain == "" and n.op == "AveragePool" and dq_of(n.inputs[0]) is not None \
                 and single_q(n.outputs[0]) is not None \
@@ -1057,6 +1071,66 @@ class _Converter:
                             sh=st[0], sw=st[1], pt=pb[0], pl=pb[1]),
                   dtab=dtab.view(np.int32), cip=cip, ysc=int(np.float32(ys).view(np.uint32)),
                   yz=int(np.float32(yzv).view(np.uint32)), lo=qmin, hi=qmax, xorv=xorv)
+
+    def op_QLinearSoftmax(self, node):
+        """com.microsoft QLinearSoftmax (onnxruntime docs/ContribOperators.md; kernel
+        ``contrib_ops/cpu/quantization/qlinear_softmax.cc``; attributes ``opset`` (required)
+        and ``axis``), also the fused DequantizeLinear -> Softmax -> QuantizeLinear. One
+        ``qlsoftmax`` op: a host lookup table of onnxruntime's exp values
+        (:func:`~tessera.golden_model.kernels.qlinear.qlinear_softmax_table`) and float32
+        sums and divisions in soft float.
+
+        Raises
+        ------
+        UnsupportedError
+            Other types, a missing ``opset``, or scales for which onnxruntime's float32
+            intermediates overflow (its results are then not meaningful).
+        """
+        a = node.attrs
+        ins = node.inputs + [""] * (5 - len(node.inputs))
+        x = self.act(node, ins[0])
+        if x.dtype not in ("int8", "uint8"):
+            raise _err(node, f"input is {x.dtype}; QLinearSoftmax needs int8 or uint8")
+        if a.get("_from_qdq"):
+            opset = next((int(o.version) for o in self.model.opset_import
+                          if o.domain in ("", "ai.onnx")), 13)
+        elif "opset" in a:
+            opset = int(a["opset"])
+        else:
+            raise _err(node, "the opset attribute is required (onnxruntime's QLinearSoftmax)")
+        r = len(x.shape)
+        axis = int(a.get("axis", 1 if opset < 13 else -1))
+        if not -r <= axis < r:
+            raise _err(node, f"axis {axis} is out of range for rank {r}")
+        axis %= r
+        if self.batched and axis == 0:
+            raise NotSeparable(f"{node.where}: softmax over the batch axis")
+        xs = self.scale(node, ins[1], "x_scale", 1)[0]
+        ys = self.scale(node, ins[3], "y_scale", 1)[0]
+        yz, ydt = self.zero_point(node, ins[4], "y_zero_point", x.dtype, 1)
+        if ydt.name != x.dtype:
+            raise _err(node, f"y_zero_point is {ydt.name} but the input is {x.dtype}")
+        shape = x.shape
+        if opset < 13:
+            rows, d, inner = int(np.prod(shape[:axis], dtype=np.int64)), \
+                int(np.prod(shape[axis:], dtype=np.int64)), 1
+        else:
+            inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
+            d = int(shape[axis])
+            rows = int(np.prod(shape[:axis], dtype=np.int64)) * inner
+        tab = qlinear_softmax_table(xs, d, x.dtype == "int8")
+        big_y = np.float32(np.floor(np.float32(np.float32(1.0) / ys)))
+        fmax = float(np.finfo(np.float32).max)
+        overflow = not (float(tab.max()) * float(big_y) < fmax
+                        and float(tab.max()) * d * (1 + 2.0 ** -10) < fmax and big_y < 2.0 ** 30)
+        if overflow:
+            raise _err(node, f"with x_scale {float(xs)}, y_scale {float(ys)} and {d} elements "
+                             "per row onnxruntime's float32 intermediates (exp table · "
+                             "floor(1/y_scale), their sum) overflow; not supported")
+        self.emit("qlsoftmax", node, [x.name], node.outputs[0], x.shape, x.dtype,
+                  tab=tab.view(np.int32), rows=rows, D=d, inner=inner,
+                  is_signed=int(x.dtype == "int8"), ysc=int(big_y.view(np.uint32)),
+                  yz=int(yz[0]), hi=qrange(x.dtype)[1])
 
     # -- element-wise -----------------------------------------------------------------------
     def _key_bounds(self, node, x: Value, lo, hi):

@@ -323,7 +323,7 @@ class _Lowerer:
         return {}
 
     temps_quant = temps_dequant = temps_maxpool = temps_clamp = temps_binop = temps_copy = temps_alias
-    temps_qlbin = temps_qlavgpool = temps_alias
+    temps_qlbin = temps_qlavgpool = temps_qlsoftmax = temps_alias
 
     def temps_gap(self, op):
         return {"sum": 4 * op.attrs["planes"]}
@@ -845,6 +845,17 @@ class _Lowerer:
                         xper=xper, urep=urep, uper=uper,
                         op=a["op"], is_signed=a["is_signed"], r=a["r"], zc=a["zc"], zx=a["zx"],
                         zu=a["zu"], lo=a["lo"], hi=a["hi"], xorv=a["xorv"])
+
+    def emit_qlsoftmax(self, op, layer):
+        """com.microsoft QLinearSoftmax (``tso_qlsoftmax``)."""
+        a = op.attrs
+        tv = self.const(layer, "tab", a["tab"], "int32")
+        cset = self.cs(layer, "softmax")
+        for i in range(self.nt):
+            self.vertex(cset, "tso_qlsoftmax", i, x=self.view(i, op.inputs[0]),
+                        y=self.view(i, op.output), tab=tv[i], rows=self.S * a["rows"], D=a["D"],
+                        inner=a["inner"], is_signed=a["is_signed"], ysc=a["ysc"], yz=a["yz"],
+                        hi=a["hi"])
 
     def emit_qlavgpool(self, op, layer):
         """com.microsoft QLinearAveragePool (``tso_qlavgpool``), NCHW."""
