@@ -71,6 +71,6 @@ def test_qlinear_add_mul_avgpool_on_rtl_equal_onnxruntime():
                                             helper.make_opsetid("com.microsoft", 1)])
     m.ir_version = 8
     feed = {n: rng.integers(0, 256, (1, 2, 4, 4)).astype(dt) for n in "xy"}
-    run = import_model(m, preset("tiny"), batch_mode="single").run(feed, backend="both")
+    run = import_model(m, preset("small"), batch_mode="single").run(feed, backend="both")
     assert run.report["backends_agree"]
     assert np.array_equal(run.outputs["q"], reference_outputs(m, feed)["q"])
