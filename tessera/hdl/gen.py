@@ -107,7 +107,7 @@ def strip_zero_memory_init(verilog: str) -> str:
 
 
 def convert(component: wiring.Component, *, name: str = TOP,
-            zero_memory_init: bool = True) -> str:
+            zero_memory_init: bool = True, emit_src: bool = False) -> str:
     """Convert ``component`` to Verilog with top module ``name`` and :func:`top_ports`.
 
     Parameters
@@ -120,6 +120,10 @@ def convert(component: wiring.Component, *, name: str = TOP,
         Keep the ``initial`` blocks that set memory words to zero (``False``: remove them,
         :func:`strip_zero_memory_init`; only for simulators that zero-initialise, such as
         Verilator).
+    emit_src : bool
+        Annotate the Verilog with ``(* src = "file.py:line" *)`` attributes (the Amaranth
+        source of each signal and process); used by coverage builds to map Verilator
+        coverage points back to the Python source (``scripts/coverage.py``).
 
     Returns
     -------
@@ -127,7 +131,7 @@ def convert(component: wiring.Component, *, name: str = TOP,
         The Verilog source.
     """
     from amaranth.back import verilog
-    text = verilog.convert(component, name=name, ports=top_ports(component), emit_src=False)
+    text = verilog.convert(component, name=name, ports=top_ports(component), emit_src=emit_src)
     return text if zero_memory_init else strip_zero_memory_init(text)
 
 

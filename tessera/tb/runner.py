@@ -39,7 +39,8 @@ from . import verilator_env
 
 __all__ = ["REPO_ROOT", "cache_root", "source_digest", "RtlModel", "build_model", "build_array",
            "build_sync_controller", "RtlRunError", "CLOCK_PERIOD_NS", "VERILATOR_ARGS",
-           "public_ports_config", "array_build_cached"]
+           "public_ports_config", "array_build_cached", "COVERAGE_ENV", "COVERAGE_ARGS",
+           "coverage_dir"]
 
 #: The directory that holds the ``tessera`` package (a checkout's root, or site-packages).
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -52,6 +53,13 @@ TOPLEVEL = TOP
 VERILATOR_ARGS = ("-Wno-fatal", *(f"-Wno-{w}" for w in LINT_WAIVERS), "-O2")
 #: Clock period used by every testbench (ns). Only relative times matter.
 CLOCK_PERIOD_NS = 10
+#: Environment variable naming a directory: when set, every build is a coverage build
+#: (:data:`COVERAGE_ARGS`, Verilog with source attributes; cached under its own key) and every
+#: simulation writes its Verilator coverage data as a new ``*.dat`` file there
+#: (``scripts/coverage.py`` sets it and merges the files).
+COVERAGE_ENV = "TESSERA_RTL_COVERAGE"
+#: Verilator options of a coverage build: line (block) and toggle coverage.
+COVERAGE_ARGS = ("--coverage-line", "--coverage-toggle")
 
 # The simulator's embedded Python gets PYTHONPATH from this process's sys.path
 # (cocotb_tools.runner); make sure the `tessera` package resolves there.
@@ -63,6 +71,16 @@ _log = logging.getLogger("tessera.tb.runner")
 
 class RtlRunError(RuntimeError):
     """A Verilator build or simulation failed; the message carries the log tail."""
+
+
+def coverage_dir() -> Path | None:
+    """The directory of :data:`COVERAGE_ENV` (created), or None when coverage is off."""
+    env = os.environ.get(COVERAGE_ENV)
+    if not env:
+        return None
+    d = Path(env).expanduser().resolve()
+    d.mkdir(parents=True, exist_ok=True)
+    return d
 
 
 def cache_root() -> Path:
@@ -200,14 +218,23 @@ class RtlModel:
             pout.unlink()
         log = work / "sim.log"
         verilator_env.ensure()
+        plusargs = []
+        cov = coverage_dir()
+        if cov is not None and (self.build_dir / "coverage_build").exists():
+            dat = Path(tempfile.mkstemp(prefix=f"{self.build_dir.name}-", suffix=".dat",
+                                        dir=cov)[1])
+            plusargs.append(f"+verilator+coverage+file+{dat}")
         try:
             self._runner.test(
                 test_module=test_module, hdl_toplevel=TOPLEVEL, hdl_toplevel_lang="verilog",
                 build_dir=self.build_dir, test_dir=work, results_xml=str(work / "results.xml"),
                 extra_env={"TESSERA_TB_PAYLOAD": str(pin), "TESSERA_TB_RESULTS": str(pout)},
-                waves=waves, log_file=log)
+                waves=waves, log_file=log, plusargs=plusargs)
         except (SystemExit, RuntimeError) as e:
             raise RtlRunError(f"RTL simulation failed ({e!r}); log {log}:\n{_tail(log)}") from None
+        if plusargs:   # coverage build: add this run's points to the build's merged file
+            from .coverage import absorb
+            absorb(dat, cov, self.build_dir.name)
         if not pout.exists():
             raise RtlRunError(f"RTL simulation wrote no results; log {log}:\n{_tail(log)}")
         out = json.loads(pout.read_text())
@@ -315,6 +342,8 @@ def _build_key(design, config, sources, waves, extra_args, public_ports_only):
     """(build directory, key, key document, Verilator args) of a :func:`build_model` call."""
     inst = verilator_env.ensure()
     args = [*VERILATOR_ARGS, *extra_args]
+    if coverage_dir() is not None:
+        args += COVERAGE_ARGS
     if waves == "fst":
         args.append("--trace-fst")
     if public_ports_only:
@@ -400,7 +429,8 @@ def build_model(design: str, config: ArrayConfig, elaborate: Callable[[], object
                   file=sys.stderr, flush=True)
             build_dir.mkdir(parents=True, exist_ok=True)
             try:
-                text = convert(elaborate(), name=TOPLEVEL, zero_memory_init=False)
+                text = convert(elaborate(), name=TOPLEVEL, zero_memory_init=False,
+                               emit_src=coverage_dir() is not None)
             except Exception as e:  # elaboration errors of the design under test
                 raise RtlRunError(f"Verilog generation for {design} {config} failed: {e!r}") from e
             vfile.write_text(text)
@@ -420,6 +450,8 @@ def build_model(design: str, config: ArrayConfig, elaborate: Callable[[], object
             raise RtlRunError(f"Verilator build of {design} failed ({e!r}); log {log}:\n"
                               f"{_tail(log)}") from None
         if built:
+            if coverage_dir() is not None:
+                (build_dir / "coverage_build").write_text("1\n")
             stamp.write_text(json.dumps(key_doc, indent=1))
     secs = time.monotonic() - t0 if built else 0.0
     return RtlModel(config, build_dir, waves, secs, runner)

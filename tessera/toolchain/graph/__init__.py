@@ -18,6 +18,7 @@ from .codelet import Codelet, Field
 from .compile import CompiledGraph, compile_graph
 from .engine import Engine
 from .errors import EngineError, GraphError, GraphMemoryError
+from .checked import TensorBoundsError
 from .graph import ComputeSet, Graph, Vertex
 from .matmul import matmul
 from .program import Copy, Execute, Program, Repeat, Sequence
@@ -26,4 +27,4 @@ from .tensor import Tensor, Variable, map_linearly, map_to_tile
 __all__ = ["Graph", "ComputeSet", "Vertex", "Variable", "Tensor", "map_linearly", "map_to_tile",
            "Codelet", "Field", "Program", "Sequence", "Execute", "Copy", "Repeat",
            "compile_graph", "CompiledGraph", "Engine", "matmul",
-           "GraphError", "GraphMemoryError", "EngineError"]
+           "GraphError", "GraphMemoryError", "EngineError", "TensorBoundsError"]

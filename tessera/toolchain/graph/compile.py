@@ -44,6 +44,10 @@ class VertexEntry:
     context : int
     part, nparts : int
         The vertex runs as part ``part`` of ``nparts`` on this context.
+    writes : tuple of (str, int, int)
+        The tensors this vertex may write (its ``out`` and ``inout`` fields): ``(field:
+        tensor description, first byte address, end byte address)`` on ``tile``; checked by
+        :mod:`tessera.toolchain.graph.checked`.
     """
     compute_set: str
     vertex: int
@@ -52,6 +56,7 @@ class VertexEntry:
     context: int
     part: int
     nparts: int
+    writes: tuple = ()
 
     def __str__(self) -> str:
         split = f", part {self.part} of {self.nparts}" if self.nparts > 1 else ""
@@ -93,6 +98,9 @@ class CompiledGraph:
         was running (:class:`~tessera.toolchain.graph.EngineError`).
     xprograms : dict
         ``tile`` -> list of ``(start, end, phase name)`` of its exchange programs.
+    layout : list of list
+        ``layout[t]``: tile t's allocations ``(category, description, address, bytes)`` in
+        address order (code, control, tensors, vertex records, exchange programs).
     """
     config: ArrayConfig
     image: object
@@ -107,6 +115,7 @@ class CompiledGraph:
     current_offset: int = 0
     entries: dict = field(default_factory=dict)
     xprograms: dict = field(default_factory=dict)
+    layout: list = field(default_factory=list)
 
     def memory_report(self) -> str:
         """The per-tile memory table as text."""
@@ -266,6 +275,16 @@ def compile_graph(graph: Graph, program: Program, *, stack_bytes: int = 1024,
         iv, off = t.contiguous_interval("vertex field")
         return int(addrs[var.intervals.index(iv)]) + off * var.dtype.itemsize
 
+    def vertex_writes(v) -> tuple:
+        out = []
+        for f in v.codelet.fields:
+            x = v.fields[f.name]
+            if f.kind in ("out", "inout"):
+                lo = tensor_addr(x)
+                out.append((f"field {f.name!r} (tensor {x.variable.name!r})", lo,
+                            lo + x.size * x.dtype.itemsize))
+        return tuple(out)
+
     # vertex records and worklists, once per compute set
     worklist_addr: dict = {}
     entries: dict = {}
@@ -299,7 +318,8 @@ def compile_graph(graph: Graph, program: Program, *, stack_bytes: int = 1024,
                 for j, (vi, p, n) in enumerate(lst):
                     words += [rec_addr[vi], p, n]
                     entries[(t, pos + 4 + 12 * j)] = VertexEntry(
-                        cs.name, index[id(verts[vi])], verts[vi].codelet.name, t, ctx, p, n)
+                        cs.name, index[id(verts[vi])], verts[vi].codelet.name, t, ctx, p, n,
+                        vertex_writes(verts[vi]))
                 pos += 4 + 12 * len(lst)
             blobs[t][a] = struct.pack(f"<{len(words)}I", *words)
             wl[t] = a
@@ -358,5 +378,5 @@ def compile_graph(graph: Graph, program: Program, *, stack_bytes: int = 1024,
     summary = [(op[0], op[1].name) if op[0] != "repeat" else op for op in ops]
     return CompiledGraph(cfg, image, base, regions, tensors, memory, reports, summary,
                          stack_bytes, profile.name if profile is not None else None,
-                         current_offset, entries, xprograms)
+                         current_offset, entries, xprograms, [list(m.items) for m in mems])
 

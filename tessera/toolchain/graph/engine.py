@@ -8,6 +8,8 @@ regions back, so tensors keep their values from run to run.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from tessera.spec.result import RunResult, RunStatus
@@ -18,6 +20,9 @@ from .errors import EngineError, GraphError
 __all__ = ["Engine", "DEFAULT_MAX_CYCLES", "VertexEntry"]
 
 DEFAULT_MAX_CYCLES = 10_000_000
+#: Environment variable that turns checked runs on for ``Engine.run(checked=None)`` on the
+#: model backend (the test suite sets it: tests/conftest.py).
+CHECKED_ENV = "TESSERA_CHECKED"
 
 
 class Engine:
@@ -103,7 +108,8 @@ class Engine:
                 bytes(self._regions[iv.tile][off:off + iv.size * isz]), dtype=var.dtype)
         return out.reshape(var.shape)
 
-    def run(self, max_cycles: int = DEFAULT_MAX_CYCLES, check: bool = True) -> RunResult:
+    def run(self, max_cycles: int = DEFAULT_MAX_CYCLES, check: bool = True,
+            checked: bool | None = None) -> RunResult:
         """Run the program once.
 
         Parameters
@@ -113,6 +119,12 @@ class Engine:
         check : bool
             Raise :class:`EngineError` unless the run halts with every context's exit
             code 0 (a non-zero code means a corrupt control table).
+        checked : bool or None
+            Tensor-bounds check (:mod:`tessera.toolchain.graph.checked`): run on the golden
+            model with the retire trace and raise :class:`TensorBoundsError` if a vertex
+            stored outside the tensors it may write. None: on when the backend is
+            ``"model"`` and the environment variable ``TESSERA_CHECKED`` is ``1`` (the
+            test suite's default), off otherwise. Results are identical; only slower.
 
         Returns
         -------
@@ -122,6 +134,12 @@ class Engine:
 
         Raises
         ------
+        TensorBoundsError
+            In a checked run, a vertex wrote outside its tensors (raised after the tensors
+            are read back; the message names vertex, codelet, compute set, tile, context,
+            pc with ``file:line``, the address and the tensor or region it hit).
+        GraphError
+            ``checked=True`` with a backend other than ``"model"``.
         EngineError
             With ``check``: the run faulted, timed out or exited non-zero. For a fault the
             message names the tile, context, cause, the hex pc with its function and
@@ -134,11 +152,28 @@ class Engine:
         base = cg.base
         preload = [(t, base, bytes(r)) for t, r in enumerate(self._regions)]
         readback = [(t, base, len(r)) for t, r in enumerate(self._regions)]
-        result, data = run_program_io(self.backend, cg.config, cg.image, max_cycles,
-                                      preload=preload, readback=readback)
+        if checked is None:
+            checked = self.backend == "model" and os.environ.get(CHECKED_ENV) == "1"
+        violations = []
+        if checked:
+            if self.backend != "model":
+                raise GraphError(f"Engine.run(checked=True) needs the 'model' backend, not "
+                                 f"{self.backend!r} (the check replays the golden model's "
+                                 "retire trace)")
+            if not isinstance(max_cycles, int) or isinstance(max_cycles, bool) \
+                    or max_cycles < 1:
+                raise ValueError(f"max_cycles must be a positive int, not {max_cycles!r}")
+            from .checked import run_checked
+            result, data, violations = run_checked(cg, self._regions, max_cycles)
+        else:
+            result, data = run_program_io(self.backend, cg.config, cg.image, max_cycles,
+                                          preload=preload, readback=readback)
         for t, d in enumerate(data):
             self._regions[t][:] = d
         self.last_result = result
+        if violations:
+            from .checked import TensorBoundsError, violation_message
+            raise TensorBoundsError(violation_message(cg, violations), result, violations)
         if check:
             _check(result, max_cycles, cg, self._regions)
         return result
