@@ -46,6 +46,16 @@ _FIELDS = {
                   [(n, _S) for n in ("n", "bn", "op")]),
     "tso_zpfix": (SOURCE_DIR / "tso_zpfix.c", [("acc", "inout"), ("rsum", "in"), ("csum", "in"), ("zw", "in")] +
                   [(n, _S) for n in ("rows", "cols", "use_r", "use_c", "za")]),
+    "tso_qlbin": (SOURCE_DIR / "tso_qlbin.c", [("x", "in"), ("u", "in"), ("y", "out"), ("tab", "in"),
+                                               ("fx", "in")] +
+                  [(n, _S) for n in ("n", "xrep", "xper", "urep", "uper", "op", "is_signed", "r",
+                                     "zc", "xorv", "fast", "zx", "zu", "lo", "hi")]),
+    "tso_qlavgpool": (SOURCE_DIR / "tso_qlavgpool.c", [("x", "in"), ("y", "out"), ("dtab", "in")] +
+                      [(n, _S) for n in ("S", "H", "W", "OH", "OW", "kh", "kw", "sh", "sw", "pt",
+                                         "pl", "xs", "xh", "xw", "ys_", "yh", "yw", "cip", "ysc",
+                                         "yz", "xorv", "lo", "hi")]),
+    "tso_qlsoftmax": (SOURCE_DIR / "tso_qlsoftmax.c", [("x", "in"), ("y", "out"), ("tab", "in")] +
+                      [(n, _S) for n in ("rows", "D", "inner", "is_signed", "ysc", "yz", "hi")]),
     "tso_planesum": (SOURCE_DIR / "tso_planesum.c", [("x", "in"), ("s", "out")] +
                      [(n, _S) for n in ("planes", "hw", "is_signed", "bias")]),
 }

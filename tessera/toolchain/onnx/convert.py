@@ -23,17 +23,21 @@ docs/ContribOperators.md.
 from __future__ import annotations
 
 import math
+import platform
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from tessera.golden_model.kernels import float32_multiplier, quantize_linear, dequantize_linear, qrange
+from tessera.golden_model.kernels.qlinear import (
+    fma_float32, ort_broadcast_kind, qlinear_add_fixed, qlinear_softmax_table,
+)
 
 from .errors import UnsupportedError
 from .ir import IRGraph, Op, Value
 from .model import MS_DOMAIN, as_array, attributes, node_label, np_dtype, value_shape
 
-__all__ = ["convert", "SUPPORTED_OPS", "NotSeparable"]
+__all__ = ["convert", "SUPPORTED_OPS", "REFUSED_OPS", "NotSeparable"]
 
 #: Operators the importer maps, by domain ("" = ONNX).
 SUPPORTED_OPS = {
@@ -41,7 +45,20 @@ SUPPORTED_OPS = {
          "MatMulInteger", "Conv", "MatMul", "Gemm", "Relu", "Clip", "MaxPool", "AveragePool",
          "GlobalAveragePool", "Add", "Mul", "Reshape", "Flatten", "Transpose", "Concat",
          "Identity", "Constant"),
-    MS_DOMAIN: ("QLinearConv", "QGemm", "QLinearGlobalAveragePool"),
+    MS_DOMAIN: ("QLinearConv", "QGemm", "QLinearGlobalAveragePool", "QLinearAdd", "QLinearMul",
+                "QLinearAveragePool", "QLinearSoftmax"),
+}
+
+#: Operators refused on purpose, with the reason (checked before the generic "not supported").
+REFUSED_OPS = {
+    "Softmax": (
+        "a float32 Softmax is float32 arithmetic with exp; onnxruntime computes it with MLAS's "
+        "float32 polynomial exp and vectorized max/sum reductions, which Tessera's "
+        "integer-only cores do not reproduce bit for bit, so Tessera does not run it (it runs "
+        "the quantized form: DequantizeLinear -> Softmax -> QuantizeLinear, which onnxruntime "
+        "fuses into com.microsoft QLinearSoftmax, or QLinearSoftmax itself); otherwise end the "
+        "imported graph before the Softmax and apply it on the host (argmax of the logits is "
+        "unchanged by Softmax)"),
 }
 
 
@@ -96,6 +113,63 @@ def _qparams_equal(consts, a: _Node, b: _Node) -> bool:
             and int(za.reshape(-1)[0]) == int(zb.reshape(-1)[0]))
 
 
+#: onnxruntime's ``QDQIsInt8Allowed()``: true on ARM only. Elsewhere its CPU session runs
+#: ``QDQS8ToU8Transformer`` (int8 Q -> DQ activation pairs become uint8, zero point + 128) and
+#: fuses int8 convolutions and matmuls only where that made their activations uint8.
+QDQ_INT8_ALLOWED = platform.machine().lower() in ("arm64", "aarch64") or \
+    platform.machine().lower().startswith("arm")
+
+
+def _s8_to_u8_pairs(nodes, consts, graph_outputs) -> set:
+    """Tensors of the int8 Q -> DQ pairs onnxruntime's QDQS8ToU8Transformer turns into uint8
+    (``core/optimizer/qdq_transformer/qdq_s8_to_u8.cc``): the Q output has exactly one consumer,
+    a DequantizeLinear, both with an explicit constant scalar int8 zero point, the same on both;
+    the DQ output itself is used once (one consumer or a graph output: onnxruntime first
+    duplicates a DQ used several times, which leaves its Q with several consumers)."""
+    if QDQ_INT8_ALLOWED:
+        return set()
+    uses = {}
+    for n in nodes:
+        for x in n.inputs:
+            if x:
+                uses.setdefault(x, []).append(n)
+    out = set()
+    for q in nodes:
+        if q.op != "QuantizeLinear" or q.domain != "" or len(q.inputs) != 3:
+            continue
+        y = q.outputs[0]
+        cs = uses.get(y, [])
+        if y in graph_outputs or len(cs) != 1:
+            continue
+        dq = cs[0]
+        if dq.op != "DequantizeLinear" or dq.domain != "" or len(dq.inputs) != 3 or \
+                dq.inputs[0] != y or \
+                len(uses.get(dq.outputs[0], [])) + (dq.outputs[0] in graph_outputs) > 1:
+            continue
+        zq, zd = consts.get(q.inputs[2]), consts.get(dq.inputs[2])
+        if zq is None or zd is None or zq.size != 1 or zd.size != 1 or \
+                zq.dtype != np.int8 or zd.dtype != np.int8 or int(zq.reshape(-1)[0]) != int(zd.reshape(-1)[0]):
+            continue
+        out.add(y)
+    return out
+
+
+def _binary_qdq_ok(consts, dqs, q) -> bool:
+    """onnxruntime's QDQ selectors for QLinearAdd/QLinearMul/QLinearAveragePool: per-tensor
+    constant scales and zero points, all of one 8-bit type."""
+    def zp_dtype(n, i):
+        if len(n.inputs) > i and n.inputs[i]:
+            z = consts.get(n.inputs[i])
+            return None if z is None or z.size != 1 else z.dtype
+        return np.dtype(np.uint8)
+    for n in list(dqs) + [q]:
+        sc = consts.get(n.inputs[1]) if len(n.inputs) > 1 else None
+        if sc is None or sc.size != 1:
+            return False
+    types = {zp_dtype(n, 2) for n in list(dqs) + [q]}
+    return len(types) == 1 and types.pop() in (np.dtype(np.int8), np.dtype(np.uint8))
+
+
 def _fuse_qdq(nodes: list, consts: dict, graph_outputs: set) -> list:
     producer = {o: n for n in nodes for o in n.outputs}
 
@@ -115,12 +189,35 @@ def _fuse_qdq(nodes: list, consts: dict, graph_outputs: set) -> list:
             return cs[0]
         return None
 
+    u8 = _s8_to_u8_pairs(nodes, consts, graph_outputs)
+
+    def zp_type(n, i):
+        z = consts.get(n.inputs[i]) if len(n.inputs) > i and n.inputs[i] else None
+        return "uint8" if z is None else z.dtype.name
+
+    def dq_type(dq):        # the DQ's input type after onnxruntime's s8 -> u8 conversion
+        return "uint8" if dq.inputs[0] in u8 else zp_type(dq, 2)
+
+    def q_type(q):
+        return "uint8" if q.outputs[0] in u8 else zp_type(q, 2)
+
+    def u8_domain(dqs, q):  # int8 codes that onnxruntime computes on as uint8 (+128)
+        return zp_type(q, 2) == "int8" and q_type(q) == "uint8"
+
     out = []
     for n in nodes:
         if n.domain == "" and n.op in ("Conv", "MatMul", "Gemm"):
             dqs = [dq_of(x) if x else None for x in n.inputs]
             q = single_q(n.outputs[0])
             if q is None or dqs[0] is None or dqs[1] is None:
+                out.append(n)
+                continue
+            tin, tout = dq_type(dqs[0]), q_type(q)
+            if tin != tout or (tin == "int8" and not QDQ_INT8_ALLOWED):
+                n.attrs["_not_fused"] = (
+                    f"onnxruntime does not fuse this DequantizeLinear -> {n.op} -> "
+                    f"QuantizeLinear group (activations {tin} in, {tout} out after its int8 -> "
+                    "uint8 QDQ conversion on this platform) and runs the float32 " + n.op)
                 out.append(n)
                 continue
             def qin(dq, i):
@@ -146,13 +243,55 @@ def _fuse_qdq(nodes: list, consts: dict, graph_outputs: set) -> list:
             q.op = "_fused"
             out.append(m)
         elif n.domain == "" and n.op == "GlobalAveragePool" and dq_of(n.inputs[0]) is not None \
-                and single_q(n.outputs[0]) is not None:
+                and single_q(n.outputs[0]) is not None \
+                and dq_type(dq_of(n.inputs[0])) == q_type(single_q(n.outputs[0])):
             # onnxruntime fuses this into com.microsoft QLinearGlobalAveragePool
             dq, q = dq_of(n.inputs[0]), single_q(n.outputs[0])
             ins = [dq.inputs[0], dq.inputs[1], dq.inputs[2] if len(dq.inputs) > 2 else "",
                    q.inputs[1], q.inputs[2] if len(q.inputs) > 2 else ""]
             out.append(_Node("QLinearGlobalAveragePool", MS_DOMAIN, n.name, ins, [q.outputs[0]],
                              {}, ("DequantizeLinear", "GlobalAveragePool", "QuantizeLinear")))
+            q.op = "_fused"
+        elif n.domain == "" and n.op in ("Add", "Mul") and len(n.inputs) == 2 and \
+                all(dq_of(x) is not None for x in n.inputs) and single_q(n.outputs[0]) is not None \
+                and _binary_qdq_ok(consts, [dq_of(x) for x in n.inputs], single_q(n.outputs[0])) \
+                and dq_type(dq_of(n.inputs[0])) == dq_type(dq_of(n.inputs[1])) \
+                == q_type(single_q(n.outputs[0])):
+            # onnxruntime's QDQ transformer makes this com.microsoft QLinearAdd / QLinearMul
+            dqa, dqb = (dq_of(x) for x in n.inputs)
+            q = single_q(n.outputs[0])
+            ins = []
+            for d in (dqa, dqb):
+                ins += [d.inputs[0], d.inputs[1], d.inputs[2] if len(d.inputs) > 2 else ""]
+            ins += [q.inputs[1], q.inputs[2] if len(q.inputs) > 2 else ""]
+            out.append(_Node("QLinear" + n.op, MS_DOMAIN, n.name, ins, [q.outputs[0]],
+                             {"_u8_domain": u8_domain([dqa, dqb], q)},
+                             ("DequantizeLinear", n.op, "QuantizeLinear")))
+            q.op = "_fused"
+        elif n.domain == "" and n.op == "Softmax" and dq_of(n.inputs[0]) is not None \
+                and single_q(n.outputs[0]) is not None \
+                and _binary_qdq_ok(consts, [dq_of(n.inputs[0])], single_q(n.outputs[0])) \
+                and dq_type(dq_of(n.inputs[0])) == q_type(single_q(n.outputs[0])):
+            # onnxruntime's QDQ transformer makes this com.microsoft QLinearSoftmax (attribute
+            # opset = the model's, filled in by the converter)
+            dq, q = dq_of(n.inputs[0]), single_q(n.outputs[0])
+            ins = [dq.inputs[0], dq.inputs[1], dq.inputs[2] if len(dq.inputs) > 2 else "",
+                   q.inputs[1], q.inputs[2] if len(q.inputs) > 2 else ""]
+            out.append(_Node("QLinearSoftmax", MS_DOMAIN, n.name, ins, [q.outputs[0]],
+                             dict(n.attrs, _from_qdq=True),
+                             ("DequantizeLinear", "Softmax", "QuantizeLinear")))
+            q.op = "_fused"
+        elif n.domain == "" and n.op == "AveragePool" and dq_of(n.inputs[0]) is not None \
+                and single_q(n.outputs[0]) is not None \
+                and _binary_qdq_ok(consts, [dq_of(n.inputs[0])], single_q(n.outputs[0])) \
+                and dq_type(dq_of(n.inputs[0])) == q_type(single_q(n.outputs[0])):
+            # onnxruntime's QDQ transformer makes this com.microsoft QLinearAveragePool
+            dq, q = dq_of(n.inputs[0]), single_q(n.outputs[0])
+            ins = [dq.inputs[0], dq.inputs[1], dq.inputs[2] if len(dq.inputs) > 2 else "",
+                   q.inputs[1], q.inputs[2] if len(q.inputs) > 2 else ""]
+            out.append(_Node("QLinearAveragePool", MS_DOMAIN, n.name, ins, [q.outputs[0]],
+                             dict(n.attrs, _u8_domain=u8_domain([dq], q)),
+                             ("DequantizeLinear", "AveragePool", "QuantizeLinear")))
             q.op = "_fused"
         elif n.domain == "" and n.op in _MOVE_OPS + ("Concat",):
             ins = [x for x in n.inputs]
@@ -338,6 +477,10 @@ class _Converter:
         for node in nodes:
             handler = getattr(self, f"op_{node.op}", None)
             supported = node.op in SUPPORTED_OPS.get(node.domain, ()) or node.op in ("QGemm",)
+            if node.domain == "" and node.op in REFUSED_OPS:
+                raise UnsupportedError(
+                    f"{node.where}: operator {node.op} is not supported: {REFUSED_OPS[node.op]}; "
+                    f"supported operators: {_supported_text()}", node.name, node.op)
             if handler is None or not supported or (node.domain not in ("", MS_DOMAIN)):
                 dom = f" in domain {node.domain!r}" if node.domain else ""
                 raise UnsupportedError(
@@ -545,6 +688,9 @@ class _Converter:
         self._conv(node, ins[0], xz[0], ins[1], wz, None, ("int32",))
 
     def op_Conv(self, node):
+        if node.attrs.get("_not_fused"):
+            raise _err(node, node.attrs["_not_fused"] + "; Tessera does not emulate float32 "
+                             "Conv (it would not equal onnxruntime's result)")
         raise _err(node, "float32 Conv is not supported: Tessera runs Conv on int8/uint8 data, "
                          "as QLinearConv or ConvInteger, or between DequantizeLinear and "
                          "QuantizeLinear nodes (QDQ, e.g. from onnxruntime.quantization."
@@ -641,11 +787,17 @@ class _Converter:
                      trans_a=bool(int(a_.get("transA", 0))), gemm=True)
 
     def op_MatMul(self, node):
+        if node.attrs.get("_not_fused"):
+            raise _err(node, node.attrs["_not_fused"] + "; Tessera does not emulate float32 "
+                             "MatMul (it would not equal onnxruntime's result)")
         raise _err(node, "float32 MatMul is not supported: Tessera runs MatMul on int8/uint8 data "
                          "(QLinearMatMul, MatMulInteger, or between DequantizeLinear and "
                          "QuantizeLinear nodes)")
 
     def op_Gemm(self, node):
+        if node.attrs.get("_not_fused"):
+            raise _err(node, node.attrs["_not_fused"] + "; Tessera does not emulate float32 "
+                             "Gemm (it would not equal onnxruntime's result)")
         raise _err(node, "float32 Gemm is not supported: Tessera runs Gemm on int8/uint8 data "
                          "between DequantizeLinear and QuantizeLinear nodes (QDQ)")
 
@@ -708,6 +860,278 @@ class _Converter:
                   planes=x.shape[0] * x.shape[1], hw=hw, bias=-int(xz[0]) * hw,
                   out=("rq", np.array([mult], np.float32), int(yz[0]), ydt.name))
 
+
+    # -- com.microsoft QLinearAdd / QLinearMul / QLinearAveragePool --------------------------
+    def _qoperand(self, node, name, what, out_shape, dtype):
+        """A QLinearAdd/QLinearMul operand against the per-sample output shape: ("const",
+        bytes expanded to the output) or ("act", value name, rep, per) with element index
+        ``(i // rep) % per`` (per = None: the whole tensor, any number of samples)."""
+        if self.is_const(name):
+            c = self.consts[name]
+            if c.dtype != np.dtype(dtype):
+                raise _err(node, f"{what} {name!r} is {c.dtype.name} but the other operand is "
+                                 f"{dtype}; QLinear{node.op[7:]} needs one 8-bit type")
+            if self.batched and c.ndim == len(out_shape) and c.shape[0] != 1:
+                raise NotSeparable(f"{node.where}: constant {name!r} {list(c.shape)} varies "
+                                   "along the batch axis")
+            try:
+                full = np.ascontiguousarray(np.broadcast_to(c, out_shape))
+            except ValueError:
+                raise _err(node, f"constant {what} {name!r} {list(c.shape)} does not broadcast "
+                                 f"to the output {list(out_shape)}") from None
+            return ("const", full.view(np.uint8).reshape(-1))
+        v = self.act(node, name, what)
+        if v.dtype != dtype:
+            raise _err(node, f"{what} {name!r} is {v.dtype} but the other operand is {dtype}")
+        size, total = v.size, int(np.prod(out_shape, dtype=np.int64))
+        if tuple(v.shape) == tuple(out_shape):
+            return ("act", v.name, 1, None)
+        idx = np.broadcast_to(np.arange(size).reshape(v.shape), out_shape).reshape(-1)
+        runs = np.flatnonzero(np.diff(idx)) + 1
+        rep = int(runs[0]) if runs.size else total
+        j = np.arange(total)
+        if np.array_equal(idx, j // rep):
+            return ("act", v.name, rep, None)
+        if not self.batched and np.array_equal(idx, (j // rep) % size):
+            return ("act", v.name, rep, size)
+        raise _err(node, f"{what} {name!r} {list(v.shape)} broadcasts to {list(out_shape)} in a "
+                         "pattern Tessera does not index on the tiles (supported for computed "
+                         "operands: the output shape, one value per sample, or blocks such as "
+                         "[C, 1, 1]; constants broadcast freely)")
+
+    def _qlinear_binary(self, node):
+        """com.microsoft QLinearAdd / QLinearMul (onnxruntime docs/ContribOperators.md: inputs
+        A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale, C_zero_point; per-tensor
+        scales; numpy broadcasting) as onnxruntime's CPU kernels compute them
+        (:mod:`tessera.golden_model.kernels.qlinear`). Emits one ``qlbin`` op.
+
+        Raises
+        ------
+        UnsupportedError
+            Mixed or non-8-bit types, per-axis scales or zero points, shapes that do not
+            broadcast, or a broadcast of a computed operand the codelet cannot index.
+        """
+        op = node.op
+        ins = node.inputs + [""] * (8 - len(node.inputs))
+        names = (ins[0], ins[3])
+        types = set()
+        for nm in names:
+            if self.is_const(nm):
+                types.add(self.consts[nm].dtype.name)
+            else:
+                types.add(self.act(node, nm, "input").dtype)
+        if len(types) != 1 or not types <= {"int8", "uint8"}:
+            raise _err(node, f"inputs A and B are {sorted(types)}; {op} supports int8 or uint8 "
+                             "(both the same type)")
+        dt = types.pop()
+        sa = self.scale(node, ins[1], "A_scale", 1)[0]
+        za, _ = self.zero_point(node, ins[2], "A_zero_point", dt, 1)
+        sb = self.scale(node, ins[4], "B_scale", 1)[0]
+        zb, _ = self.zero_point(node, ins[5], "B_zero_point", dt, 1)
+        sc = self.scale(node, ins[6], "C_scale", 1)[0]
+        zc, zcdt = self.zero_point(node, ins[7], "C_zero_point", dt, 1)
+        for z, zn, zi in ((za, "A_zero_point", 2), (zb, "B_zero_point", 5), (zc, "C_zero_point", 7)):
+            if ins[zi] and self.consts[ins[zi]].dtype != np.dtype(dt):
+                raise _err(node, f"{zn} is {self.consts[ins[zi]].dtype.name}, the data are {dt}")
+        shapes = []
+        for nm in names:
+            if self.is_const(nm):
+                shapes.append(tuple(self.consts[nm].shape))
+            else:
+                v = self.values[nm]
+                shapes.append(((2,) + tuple(v.shape[1:])) if self.batched else tuple(v.shape))
+        try:
+            full = np.broadcast_shapes(*shapes)
+        except ValueError:
+            raise _err(node, f"input shapes {[list(x) for x in shapes]} do not broadcast") from None
+        if self.batched:
+            if not full or full[0] != 2:
+                raise NotSeparable(f"{node.where}: the output does not keep the batch axis")
+            out_shape = (1,) + tuple(full[1:])
+        else:
+            out_shape = tuple(full)
+        kind = ort_broadcast_kind(*shapes)
+        za, zb, zc = int(za[0]), int(zb[0]), int(zc[0])
+        # x: the operand of the last fused multiply-add (onnxruntime's kernel input A)
+        if op == "QLinearAdd" and kind == "scalar_a":
+            x = (names[1], "B", sb, zb)
+            u = (names[0], "A", sa, za)
+        else:
+            x = (names[0], "A", sa, za)
+            u = (names[1], "B", sb, zb)
+        xo = self._qoperand(node, x[0], x[1], out_shape, dt)
+        uo = self._qoperand(node, u[0], u[1], out_shape, dt)
+        xorv = 0
+        if node.attrs.get("_u8_domain") and dt == "int8":
+            # onnxruntime converted these int8 Q/DQ pairs to uint8: codes and zero points + 128
+            xorv, dt = 0x80, "uint8"
+            x, u = (x[0], x[1], x[2], x[3] + 128), (u[0], u[1], u[2], u[3] + 128)
+            zc += 128
+        qmin, qmax = qrange(dt)
+        codes = (np.arange(256, dtype=np.uint8) ^ xorv).astype(np.uint8).view(dt).astype(np.float32)
+        if op == "QLinearAdd":
+            rx, ru = np.float32(x[2] / sc), np.float32(u[2] / sc)
+            f = qlinear_add_fixed(rx, x[3], ru, u[3], zc)
+            tab = fma_float32(codes, ru, f).view(np.int32)
+            r, zcf = rx, np.float32(0)
+        else:
+            r = np.float32(np.float32(sa * sb) / sc)
+            tab, zcf = None, np.float32(zc)
+        for what, v in (("the multiplier", r),):
+            if not np.isfinite(v) or v == 0:
+                raise _err(node, f"{what} of the scales is {float(v)}, not a finite nonzero float32")
+        inputs = [o[1] for o in (xo, uo) if o[0] == "act"]
+        if op == "QLinearMul":
+            zcf = np.float32(zc)
+        fx = _qlbin_fast_table(op, codes, r, tab, zc)
+        self.emit("qlbin", node, inputs, node.outputs[0], out_shape, "int8" if xorv else dt,
+                  op=0 if op == "QLinearAdd" else 1, x=xo, u=uo, tab=tab, xorv=xorv, fx=fx,
+                  r=int(np.float32(r).view(np.uint32)), zc=int(zcf.view(np.uint32)),
+                  zx=x[3], zu=u[3], lo=qmin, hi=qmax, is_signed=int(dt == "int8"))
+
+    def op_QLinearAdd(self, node):
+        """com.microsoft QLinearAdd (see :meth:`_qlinear_binary`)."""
+        self._qlinear_binary(node)
+
+    def op_QLinearMul(self, node):
+        """com.microsoft QLinearMul (see :meth:`_qlinear_binary`)."""
+        self._qlinear_binary(node)
+
+    def op_QLinearAveragePool(self, node):
+        """com.microsoft QLinearAveragePool (onnxruntime docs/ContribOperators.md; kernel
+        ``contrib_ops/cpu/quantization/qlinear_pool.cc``): NCHW 1-D or 2-D average pooling of
+        int8/uint8 data with AveragePool's attributes (``auto_pad``, ``ceil_mode``,
+        ``count_include_pad``, ``kernel_shape``, ``pads``, ``strides``) and per-tensor
+        x/y scales and zero points. A kernel covering the whole image without padding takes
+        onnxruntime's global-average path (a ``gap`` op); else one ``qlavgpool`` op.
+
+        Raises
+        ------
+        UnsupportedError
+            ``channels_last=1``, dilations, 3-D pooling, other types, a window without input
+            elements.
+        """
+        a = node.attrs
+        ins = node.inputs + [""] * (5 - len(node.inputs))
+        x = self.act(node, ins[0])
+        if int(a.get("channels_last", 0)):
+            raise _err(node, "channels_last=1 is not supported (NCHW only)")
+        if x.dtype not in ("int8", "uint8"):
+            raise _err(node, f"input is {x.dtype}; QLinearAveragePool needs int8 or uint8")
+        (n, c, h, w), one_d = _spatial(node, x.shape)
+        ks = _ints(a.get("kernel_shape"))
+        if ks is None:
+            raise _err(node, "kernel_shape is required")
+        if len(ks) != len(x.shape) - 2:
+            raise _err(node, f"kernel_shape {ks} does not match the input shape {list(x.shape)}")
+        if any(d != 1 for d in (_ints(a.get("dilations")) or [])):
+            raise _err(node, f"dilations {a.get('dilations')} are not supported (onnxruntime's "
+                             "QLinearAveragePool has none)")
+        xs = self.scale(node, ins[1], "x_scale", 1)[0]
+        xz, _ = self.zero_point(node, ins[2], "x_zero_point", x.dtype, 1)
+        ys = self.scale(node, ins[3], "y_scale", 1)[0]
+        yz, ydt = self.zero_point(node, ins[4], "y_zero_point", x.dtype, 1)
+        if ydt.name != x.dtype:
+            raise _err(node, f"y_zero_point is {ydt.name} but the input is {x.dtype}")
+        attrs = dict(a)
+        if one_d:
+            ks = [1] + ks
+            if "strides" in attrs:
+                attrs["strides"] = [1] + list(attrs["strides"])
+            if "pads" in attrs:
+                p = list(attrs["pads"])
+                attrs["pads"] = [0, p[0], 0, p[1]]
+        attrs.pop("dilations", None)
+        pb, pe, st, _, (oh, ow) = _conv_geometry(node, (h, w), ks, attrs, kind="pool")
+        shape = (n, c, oh, ow) if not one_d else (n, c, ow)
+        qmin, qmax = qrange(x.dtype)
+        if [ks[0], ks[1]] == [h, w] and not any(pb) and not any(pe):
+            # onnxruntime takes its global average pool path (int32 sums)
+            mult = (xs / (ys * np.float32(h * w))).astype(np.float32)
+            self.emit("gap", node, [x.name], node.outputs[0], shape, x.dtype,
+                      planes=n * c, hw=h * w, bias=-int(xz[0]) * h * w,
+                      out=("rq", np.array([mult], np.float32), int(yz[0]), x.dtype))
+            return
+        cip = int(a.get("count_include_pad", 0))
+        for o, size, k, s_, p0 in ((oh, h, ks[0], st[0], pb[0]), (ow, w, ks[1], st[1], pb[1])):
+            for i in range(o):
+                lo_, hi_ = max(i * s_ - p0, 0), min(i * s_ - p0 + k, size)
+                if hi_ <= lo_:
+                    raise _err(node, f"output position {i} has a window with no input element "
+                                     "(onnxruntime would divide by a zero or negative count); "
+                                     "not supported")
+        codes = np.arange(256, dtype=np.uint8).view(x.dtype).astype(np.int64)
+        dtab = (xs * (codes - int(xz[0])).astype(np.float32)).astype(np.float32)
+        xorv, yzv = 0, int(yz[0])
+        if a.get("_u8_domain") and x.dtype == "int8":
+            # onnxruntime converted these int8 Q/DQ pairs to uint8: output zero point + 128
+            xorv, yzv, (qmin, qmax) = 0x80, yzv + 128, qrange("uint8")
+        self.emit("qlavgpool", node, [x.name], node.outputs[0], shape, x.dtype,
+                  geom=dict(planes=n * c, H=h, W=w, OH=oh, OW=ow, kh=ks[0], kw=ks[1],
+                            sh=st[0], sw=st[1], pt=pb[0], pl=pb[1]),
+                  dtab=dtab.view(np.int32), cip=cip, ysc=int(np.float32(ys).view(np.uint32)),
+                  yz=int(np.float32(yzv).view(np.uint32)), lo=qmin, hi=qmax, xorv=xorv)
+
+    def op_QLinearSoftmax(self, node):
+        """com.microsoft QLinearSoftmax (onnxruntime docs/ContribOperators.md; kernel
+        ``contrib_ops/cpu/quantization/qlinear_softmax.cc``; attributes ``opset`` (required)
+        and ``axis``), also the fused DequantizeLinear -> Softmax -> QuantizeLinear. One
+        ``qlsoftmax`` op: a host lookup table of onnxruntime's exp values
+        (:func:`~tessera.golden_model.kernels.qlinear.qlinear_softmax_table`) and float32
+        sums and divisions in soft float.
+
+        Raises
+        ------
+        UnsupportedError
+            Other types, a missing ``opset``, or scales for which onnxruntime's float32
+            intermediates overflow (its results are then not meaningful).
+        """
+        a = node.attrs
+        ins = node.inputs + [""] * (5 - len(node.inputs))
+        x = self.act(node, ins[0])
+        if x.dtype not in ("int8", "uint8"):
+            raise _err(node, f"input is {x.dtype}; QLinearSoftmax needs int8 or uint8")
+        if a.get("_from_qdq"):
+            opset = next((int(o.version) for o in self.model.opset_import
+                          if o.domain in ("", "ai.onnx")), 13)
+        elif "opset" in a:
+            opset = int(a["opset"])
+        else:
+            raise _err(node, "the opset attribute is required (onnxruntime's QLinearSoftmax)")
+        r = len(x.shape)
+        axis = int(a.get("axis", 1 if opset < 13 else -1))
+        if not -r <= axis < r:
+            raise _err(node, f"axis {axis} is out of range for rank {r}")
+        axis %= r
+        if self.batched and axis == 0:
+            raise NotSeparable(f"{node.where}: softmax over the batch axis")
+        xs = self.scale(node, ins[1], "x_scale", 1)[0]
+        ys = self.scale(node, ins[3], "y_scale", 1)[0]
+        yz, ydt = self.zero_point(node, ins[4], "y_zero_point", x.dtype, 1)
+        if ydt.name != x.dtype:
+            raise _err(node, f"y_zero_point is {ydt.name} but the input is {x.dtype}")
+        shape = x.shape
+        if opset < 13:
+            rows, d, inner = int(np.prod(shape[:axis], dtype=np.int64)), \
+                int(np.prod(shape[axis:], dtype=np.int64)), 1
+        else:
+            inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
+            d = int(shape[axis])
+            rows = int(np.prod(shape[:axis], dtype=np.int64)) * inner
+        tab = qlinear_softmax_table(xs, d, x.dtype == "int8")
+        big_y = np.float32(np.floor(np.float32(np.float32(1.0) / ys)))
+        fmax = float(np.finfo(np.float32).max)
+        overflow = not (float(tab.max()) * float(big_y) < fmax
+                        and float(tab.max()) * d * (1 + 2.0 ** -10) < fmax and big_y < 2.0 ** 30)
+        if overflow:
+            raise _err(node, f"with x_scale {float(xs)}, y_scale {float(ys)} and {d} elements "
+                             "per row onnxruntime's float32 intermediates (exp table · "
+                             "floor(1/y_scale), their sum) overflow; not supported")
+        self.emit("qlsoftmax", node, [x.name], node.outputs[0], x.shape, x.dtype,
+                  tab=tab.view(np.int32), rows=rows, D=d, inner=inner,
+                  is_signed=int(x.dtype == "int8"), ysc=int(big_y.view(np.uint32)),
+                  yz=int(yz[0]), hi=qrange(x.dtype)[1])
+
     # -- element-wise -----------------------------------------------------------------------
     def _key_bounds(self, node, x: Value, lo, hi):
         """Clamp bounds as element keys (see tso_data.c)."""
@@ -769,33 +1193,45 @@ class _Converter:
         self.emit("clamp", node, [x.name], node.outputs[0], x.shape, x.dtype, lo=lo, hi=hi)
 
     def _binop(self, node, op):
+        """Add / Mul (ONNX, opset 7+ multidirectional broadcasting): int8/uint8 wrapping (the low
+        8 bits, as numpy computes them) or float32 (one IEEE-754 single operation per element,
+        round half to even, as onnxruntime's CPU provider and numpy compute it)."""
         xa = node.inputs[0]
         xb = node.inputs[1]
         if self.is_const(xa) and not self.is_const(xb):
-            xa, xb = xb, xa
+            xa, xb = xb, xa                  # both operations are commutative, also in float32
         a = self.act(node, xa)
-        if a.dtype not in ("int8", "uint8"):
+        if a.dtype not in ("int8", "uint8", "float32"):
             raise _err(node, f"{node.op} on {a.dtype} is not supported (int8/uint8 wrapping "
-                             "arithmetic only; float32 needs the quantized form)")
+                             "arithmetic and float32)")
+        code = op + (2 if a.dtype == "float32" else 0)
         if self.is_const(xb):
             b = self.consts[xb]
             if b.dtype != np.dtype(a.dtype):
                 raise _err(node, f"operand types differ: {a.dtype} and {b.dtype.name}")
             try:
+                out = np.broadcast_shapes(a.shape, b.shape)
                 bb = np.broadcast_to(b, a.shape)
             except ValueError:
                 raise _err(node, f"constant of shape {list(b.shape)} does not broadcast to "
                                  f"{list(a.shape)}") from None
-            self.emit("binop", node, [a.name], node.outputs[0], a.shape, a.dtype, op=op,
+            if tuple(out) != tuple(a.shape):
+                raise _err(node, f"the constant {list(b.shape)} would broadcast the computed "
+                                 f"input {list(a.shape)} to {list(out)}; not supported")
+            self.emit("binop", node, [a.name], node.outputs[0], a.shape, a.dtype, op=code,
                       b=np.ascontiguousarray(bb).view(np.uint8).reshape(-1))
         else:
             b = self.act(node, xb)
-            if b.shape != a.shape or b.dtype != a.dtype:
+            if b.size > a.size:
+                a, b = b, a
+            if b.dtype != a.dtype or tuple(b.shape) != tuple(a.shape[len(a.shape) - len(b.shape):]) \
+                    or (self.batched and b.shape != a.shape):
                 raise _err(node, f"operands {list(a.shape)} {a.dtype} and {list(b.shape)} "
-                                 f"{b.dtype} must have the same shape and type (broadcasting "
-                                 "of two computed tensors is not supported)")
+                                 f"{b.dtype} must have the same type, and the smaller one the "
+                                 "trailing dimensions of the larger (other broadcasting of two "
+                                 "computed tensors is not supported)")
             self.emit("binop", node, [a.name, b.name], node.outputs[0], a.shape, a.dtype,
-                      op=op, b=None)
+                      op=code, b=None, bn=b.size)
 
     def op_Add(self, node):
         self._binop(node, 0)
@@ -862,6 +1298,41 @@ class _Converter:
         out[axis] = sum(v.shape[axis] for v in xs)
         self.emit("copy", node, [v.name for v in xs], node.outputs[0], out, xs[0].dtype,
                   mode="concat", axis=axis, in_shapes=[v.shape for v in xs])
+
+
+def _fixed24(v) -> int:
+    """floor(v * 2^24) of a finite float, exactly."""
+    from fractions import Fraction
+    return math.floor(Fraction(float(v)) * (1 << 24))
+
+
+def _qlbin_fast_table(op, codes, r, tab, zc):
+    """``tso_qlbin``'s fast-path table (see the codelet), or None when the values are too large
+    for its 64-bit fixed point (then every element takes the soft-float path).
+
+    QLinearAdd: the 256 values ``floor(code · r · 2^24)`` by byte, then ``floor(tab · 2^24)``
+    (int64 little-endian, as int32 word pairs). QLinearMul: ``[mantissa of r, shift, zc · 2^24]``
+    with ``p · r · 2^24 = (p · mantissa) · 2^shift``."""
+    limit = 1 << 60
+    if op == "QLinearAdd":
+        from fractions import Fraction
+        rf = Fraction(float(np.float32(r)))
+        px = [math.floor(Fraction(float(c)) * rf * (1 << 24)) for c in codes]
+        tx = [_fixed24(t) for t in np.asarray(tab, np.int32).view(np.float32)]
+        vals = px + tx
+        if max(abs(v) for v in vals) >= limit:
+            return None
+        return np.array(vals, np.int64).view(np.int32)
+    bits = int(np.float32(r).view(np.uint32))
+    ex, man = (bits >> 23) & 0xFF, bits & 0x7FFFFF
+    if ex == 0 or ex == 0xFF:
+        return None
+    mant, sh = man | 0x800000, ex - 150 + 24
+    if not -62 <= sh <= 20:
+        return None
+    zc64 = int(zc) << 24
+    return np.concatenate([np.array([mant, sh], np.int64).astype(np.uint32).view(np.int32),
+                           np.array([zc64], np.int64).view(np.int32)])
 
 
 def _reshape_shape(node, in_shape, target, attrs):

@@ -323,6 +323,7 @@ class _Lowerer:
         return {}
 
     temps_quant = temps_dequant = temps_maxpool = temps_clamp = temps_binop = temps_copy = temps_alias
+    temps_qlbin = temps_qlavgpool = temps_qlsoftmax = temps_alias
 
     def temps_gap(self, op):
         return {"sum": 4 * op.attrs["planes"]}
@@ -384,9 +385,11 @@ class _Lowerer:
         self.output_names = {}
         self.plan()
         arena_bytes = max(4, self.peak * S)
-        self.arena = self.g.add_variable("arena", (self.nt, arena_bytes), "int8",
-                                         [(t, i * arena_bytes, (i + 1) * arena_bytes)
-                                          for i, t in enumerate(self.tiles)])
+        self.arena = self._fit(
+            lambda: self.g.add_variable("arena", (self.nt, arena_bytes), "int8",
+                                        [(t, i * arena_bytes, (i + 1) * arena_bytes)
+                                         for i, t in enumerate(self.tiles)]),
+            f"activation arena (largest live tensor {self.peak_at[1]!r})", arena_bytes)
         self.io_in, self.io_out = {}, {}
         io_info_in, io_info_out = {}, {}
         for kind, names, store, info in (("in", ir.inputs, self.io_in, io_info_in),
@@ -395,9 +398,8 @@ class _Lowerer:
                 v = self.values[n]
                 dt = {"float32": "int32"}.get(v.dtype, v.dtype)
                 per = v.size
-                var = self.g.add_variable(f"{kind}.{len(store)}", (self.nt * S, per), dt,
-                                          [(t, i * S * per, (i + 1) * S * per)
-                                           for i, t in enumerate(self.tiles)])
+                var = self._io_variable(f"{kind}.{len(store)}", self.output_names.get(n, n),
+                                        kind, (self.nt * S, per), dt)
                 store[n] = var
                 info[self.output_names.get(n, n)] = (var.name, v.shape, v.dtype)
         for idx, op in enumerate(self.ops):
@@ -408,8 +410,9 @@ class _Lowerer:
         nsets = len(self.g.compute_sets)
         width = 1 + 2 * (2 * nsets + PROFILE_SLACK)
         N = self.cfg.tiles
-        prof = self.g.add_variable("profile", (N, width), "int32",
-                                   [(t, t * width, (t + 1) * width) for t in range(N)])
+        prof = self._fit(lambda: self.g.add_variable(
+            "profile", (N, width), "int32", [(t, t * width, (t + 1) * width) for t in range(N)]),
+            "superstep profile records", 4 * width)
         peak_label = self.ops[self.peak_at[0]].label if self.peak_at[1] is not None else ""
         big = self.peak_at[1]
         big_name = big if isinstance(big, str) else (
@@ -417,6 +420,43 @@ class _Lowerer:
         return Lowered(self.g, Sequence(*self.steps), self.tiles, S, io_info_in, io_info_out,
                        [l for l in self.layers if l.compute_sets], arena_bytes,
                        (self.peak, peak_label, big_name, self.peak_at[2]), prof)
+
+    def _fit(self, make, what, need):
+        """Run ``make`` (an add_variable); ModelMemoryError naming ``what`` if it does not fit."""
+        from tessera.toolchain.graph.errors import GraphError
+        from .errors import ModelMemoryError
+        try:
+            return make()
+        except GraphError as e:
+            if "out of memory" not in str(e):
+                raise
+            tile = self.tiles[0]
+            free = max(0, self.cfg.sram_bytes - self.g._tile_bytes.get(tile, 0))
+            raise ModelMemoryError(
+                f"the model does not fit tile {tile}: the {what} needs {need} bytes but only "
+                f"{free} of the tile's {self.cfg.sram_bytes} bytes are free for it", what, tile,
+                need, free) from None
+
+    def _io_variable(self, var_name, tensor, kind, shape, dt):
+        """A model input/output buffer; ModelMemoryError naming the tensor if it does not fit."""
+        from tessera.toolchain.graph.errors import GraphError
+        from .errors import ModelMemoryError
+        per = shape[1]
+        try:
+            return self.g.add_variable(var_name, shape, dt,
+                                       [(t, i * self.S * per, (i + 1) * self.S * per)
+                                        for i, t in enumerate(self.tiles)])
+        except GraphError as e:
+            if "out of memory" not in str(e):
+                raise
+            tile = self.tiles[0]
+            need = self.S * per * np.dtype(dt).itemsize
+            free = max(0, self.cfg.sram_bytes - self.g._tile_bytes.get(tile, 0))
+            raise ModelMemoryError(
+                f"the model does not fit tile {tile}: graph {kind}put {tensor!r} needs {need} "
+                f"bytes ({self.S} sample(s)) but only {free} of the tile's {self.cfg.sram_bytes} "
+                "bytes are free for it (after the activation arena and earlier inputs/outputs)",
+                tensor, tile, need, free) from None
 
     # quantize / dequantize
     def emit_quant(self, op, layer):
@@ -765,14 +805,72 @@ class _Lowerer:
         v = self.values[op.inputs[0]]
         a = op.attrs
         if a["b"] is not None:
-            bv = self.const(layer, "b", a["b"], "uint8")
+            b = a["b"]
+            bv = self.const(layer, "b", b.view(np.int32) if a["op"] >= 2 else b,
+                            "int32" if a["op"] >= 2 else "uint8")
             bn = v.size
+        else:
+            bn = self.S * v.size if a["bn"] == v.size else a["bn"]
         cset = self.cs(layer, "binop")
         for i in range(self.nt):
             b = bv[i] if a["b"] is not None else self.view(i, op.inputs[1])
             self.vertex(cset, "tso_binop", i, a=self.view(i, op.inputs[0]), b=b,
-                        y=self.view(i, op.output), n=self.S * v.size,
-                        bn=bn if a["b"] is not None else self.S * v.size, op=a["op"])
+                        y=self.view(i, op.output), n=self.S * v.size, bn=bn, op=a["op"])
+
+    def emit_qlbin(self, op, layer):
+        """com.microsoft QLinearAdd / QLinearMul (``tso_qlbin``)."""
+        a = op.attrs
+        yv = self.values[op.output]
+        n = self.S * yv.size
+        tab = a["tab"] if a["tab"] is not None else np.zeros(1, np.int32)
+        tv = self.const(layer, "tab", tab, "int32")
+        fx = a.get("fx")
+        fv = self.const(layer, "fx", fx if fx is not None else np.zeros(4, np.int32), "int32")
+        opnds = []
+        for key in ("x", "u"):
+            o = a[key]
+            if o[0] == "const":
+                cv = self.const(layer, key, o[1], "uint8")
+                opnds.append((lambda i, cv=cv: cv[i], 1, yv.size))
+            else:
+                _, name, rep, per = o
+                size = self.values[name].size
+                opnds.append((lambda i, name=name: self.view(i, name), rep,
+                              per if per is not None else self.S * size))
+        cset = self.cs(layer, "qlinear_add" if a["op"] == 0 else "qlinear_mul")
+        (xv, xrep, xper), (uv, urep, uper) = opnds
+        for i in range(self.nt):
+            self.vertex(cset, "tso_qlbin", i, x=xv(i), u=uv(i), y=self.view(i, op.output),
+                        tab=tv[i], fx=fv[i], fast=int(fx is not None), n=n, xrep=xrep,
+                        xper=xper, urep=urep, uper=uper,
+                        op=a["op"], is_signed=a["is_signed"], r=a["r"], zc=a["zc"], zx=a["zx"],
+                        zu=a["zu"], lo=a["lo"], hi=a["hi"], xorv=a["xorv"])
+
+    def emit_qlsoftmax(self, op, layer):
+        """com.microsoft QLinearSoftmax (``tso_qlsoftmax``)."""
+        a = op.attrs
+        tv = self.const(layer, "tab", a["tab"], "int32")
+        cset = self.cs(layer, "softmax")
+        for i in range(self.nt):
+            self.vertex(cset, "tso_qlsoftmax", i, x=self.view(i, op.inputs[0]),
+                        y=self.view(i, op.output), tab=tv[i], rows=self.S * a["rows"], D=a["D"],
+                        inner=a["inner"], is_signed=a["is_signed"], ysc=a["ysc"], yz=a["yz"],
+                        hi=a["hi"])
+
+    def emit_qlavgpool(self, op, layer):
+        """com.microsoft QLinearAveragePool (``tso_qlavgpool``), NCHW."""
+        a = op.attrs
+        gm = a["geom"]
+        tv = self.const(layer, "dtab", a["dtab"], "int32")
+        cset = self.cs(layer, "avgpool")
+        hw, ohw = gm["H"] * gm["W"], gm["OH"] * gm["OW"]
+        for i in range(self.nt):
+            self.vertex(cset, "tso_qlavgpool", i, x=self.view(i, op.inputs[0]),
+                        y=self.view(i, op.output), dtab=tv[i], S=self.S * gm["planes"],
+                        H=gm["H"], W=gm["W"], OH=gm["OH"], OW=gm["OW"], kh=gm["kh"],
+                        kw=gm["kw"], sh=gm["sh"], sw=gm["sw"], pt=gm["pt"], pl=gm["pl"],
+                        xs=hw, xh=gm["W"], xw=1, ys_=ohw, yh=gm["OW"], yw=1, cip=a["cip"],
+                        ysc=a["ysc"], yz=a["yz"], lo=a["lo"], hi=a["hi"], xorv=a["xorv"])
 
     def _copy(self, cset, i, src, dst, esz, dims, sstr, dstr):
         dims, sstr, dstr = list(dims), list(sstr), list(dstr)

@@ -20,7 +20,7 @@ __all__ = ["node_cases", "run_node_case", "DATA_INPUTS", "NODE_TEST_OPS"]
 NODE_TEST_OPS = ("QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul",
                  "ConvInteger", "MatMulInteger", "Conv", "MatMul", "Gemm", "Relu", "Clip",
                  "MaxPool", "AveragePool", "GlobalAveragePool", "Add", "Mul", "Reshape",
-                 "Flatten", "Transpose", "Concat")
+                 "Flatten", "Transpose", "Concat", "Identity", "Constant", "Softmax")
 
 #: Inputs that stay run-time data, by op type (default: input 0); "all" = every input.
 DATA_INPUTS = {"QLinearMatMul": (0, 3), "MatMulInteger": (0, 1), "Add": (0, 1), "Mul": (0, 1),
@@ -50,7 +50,7 @@ def split_inputs(tc):
     data = DATA_INPUTS.get(m.graph.node[0].op_type, (0,))
     if data == "all":
         data = range(len(names))
-    feed = {names[i]: np.asarray(ins[i]) for i in data}
+    feed = {names[i]: np.asarray(ins[i]) for i in data if i < len(names)}
     consts = {n: np.asarray(a) for i, (n, a) in enumerate(zip(names, ins)) if i not in data}
     return feed, consts
 
