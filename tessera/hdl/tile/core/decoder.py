@@ -161,7 +161,11 @@ class Decoder(wiring.Component):
         # Immediates (RISC-V Unprivileged spec, section 2.3): the format of the opcode's rows.
         fmt_of_opcode = {}
         for code, rows in rows_of_opcode.items():
-            (fmt,) = {row.fmt for row in rows}
+            # a row whose immediate is entirely fixed (mwait: I-type with imm = 0 among the
+            # R-type CUSTOM_0 rows) does not need its format's immediate
+            fmts = {row.fmt for row in rows
+                    if not any(fld is FORMAT_IMM[row.fmt] for fld, _ in row.fixed)}
+            (fmt,) = fmts or {row.fmt for row in rows}
             fmt_of_opcode[code] = fmt
         with m.Switch(opcode):
             for fmt in Format:
