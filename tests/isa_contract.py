@@ -10,8 +10,11 @@ CSRS = {0xC00, 0xC80, 0xC02, 0xC82, 0xCC0, 0xCC1, 0xCC2, 0xCC3, 0xCC4, 0x800}
 
 
 def legal(w: int, *, csr_rule: bool = True, engine: bool = True) -> bool:
-    """True if ``w`` is a legal encoding (§3.1; with ``csr_rule`` also §3.2's CSR check;
-    ``engine``: the configuration has a matrix engine, P > 0, so ``mrun``/``mwait`` exist)."""
+    """True if ``w`` is a legal encoding (§3.1; with ``csr_rule`` also §3.2's CSR check).
+
+    ``engine``: the configuration has a matrix engine (P = ``engine_macs`` > 0), which makes
+    ``mrun`` and ``mwait`` legal (§3.1 CUSTOM_0 row, §12).
+    """
     if w & 3 != 3:
         return False
     op, f3, f7 = w & 0x7F, (w >> 12) & 7, w >> 25
@@ -46,12 +49,12 @@ def legal(w: int, *, csr_rule: bool = True, engine: bool = True) -> bool:
         writes = f3 in (1, 5) or rs1 != 0
         return csr in CSRS and (not writes or csr == 0x800)
     if op == 0x0B:                        # CUSTOM-0
-        rd, rs2 = (w >> 7) & 0x1F, (w >> 20) & 0x1F
-        if engine and f3 == 2:            # mrun rs1: rd = rs2 = funct7 = 0
-            return rd == 0 and rs2 == 0 and f7 == 0
-        if engine and f3 == 3:            # mwait: exactly 0x0000300B
-            return w == 0x0000300B
-        return f7 == 0 and f3 in (0, 1)
+        if f7 == 0 and f3 in (0, 1):      # dot4, dot4su
+            return True
+        rd, rs2 = (w >> 7) & 31, (w >> 20) & 31
+        if engine and f3 == 2 and rd == 0 and rs2 == 0 and f7 == 0:   # mrun rs1 (any rs1)
+            return True
+        return engine and w == 0x0000300B                              # mwait
     if op == 0x2B:                        # CUSTOM-1
         return w in (0x0000002B, 0x0010002B)
     return False

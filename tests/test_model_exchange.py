@@ -206,4 +206,4 @@ def test_run_zero_cycles():
     res = arr.run(0)
     assert res.status == "timeout" and res.cycles == 0 and res.not_arrived == []
     assert all(t.counters == {"compute": 0, "sync": 0, "exchange": 0, "halted": 0,
-                              "retired": 0, "macs": 0} for t in res.tiles)
+                              "retired": 0, "macs": 0, "engine": 0} for t in res.tiles)

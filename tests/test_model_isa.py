@@ -223,7 +223,12 @@ def test_csr_illegal(word):
     0x00000000, 0xFFFFFFFF, 0x00000001, 0x0000100F, 0x00001067, 0x00002063, 0x00003003,
     0x00006003, 0x00003023, 0x02001013, 0x40001013, 0x60005013, 0x40001033, 0x40002033,
     0x80000033, 0x00200073, 0x00004073, 0x10500073, 0x0020002B, 0x0010202B, 0x0000102B,
-    0x0000200B, 0x0200000B, 0x0000007F, 0x00000057,
+    0x0200000B, 0x0000007F, 0x00000057,
+    # CUSTOM_0 words that stay illegal with a matrix engine (§3.1): mrun with rd/rs2/funct7
+    # set, mwait with another field set, funct3 4..7 (0x0000200B = mrun x0 is legal with an
+    # engine; it is illegal without one, tests/test_model_engine.py)
+    0x0000208B, 0x0010200B, 0x0200200B, 0x0000308B, 0x0008300B, 0x0010300B, 0x0000400B,
+    0x0000700B,
 ])
 def test_illegal_encodings(word):
     arr, res = run([word], cfg=ArrayConfig(tiles=1, contexts=4, sram_bytes=16384))

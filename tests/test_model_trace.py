@@ -43,7 +43,8 @@ def test_state_and_counters_views_shapes():
     assert arr.regs.shape == (2, 4, 32) and arr.regs.dtype == np.uint32
     assert arr.pc.shape == (2, 4) and arr.pc.dtype == np.uint32
     assert arr.state.shape == (2, 4)
-    assert set(arr.counters) == {"compute", "sync", "exchange", "halted", "retired", "macs"}
+    assert set(arr.counters) == {"compute", "sync", "exchange", "halted", "retired", "macs",
+                                 "engine"}
     assert all(v.dtype == np.uint64 and v.shape == (2,) for v in arr.counters.values())
 
 

@@ -17,7 +17,28 @@ the SRAM at t+1), so the word each tile overwrote in the previous cycle is remem
 substituted when that address is fetched. State changes (ecall,
 sync, fault) become *visible* at t+3: they are kept as per-context pending changes and applied
 at the start of cycle t+3, together with barrier decisions (§5) and counter bookkeeping (§8),
-which are event driven. Cycles in which no context can issue are skipped in bulk.
+which are event driven. Cycles in which no context can issue are skipped in bulk (unless a
+matrix engine is busy).
+
+Matrix engines (§12, :mod:`tessera.golden_model.engine`): the engine cycle k of every busy tile
+is stepped in loop iteration k, after the exchange of cycle k and before the issue of cycle k.
+Instructions take effect at issue, i.e. two cycles before their X cycle; the only ones that
+are applied too early relative to the engine step of cycle k are those issued at k − 1 (X at
+k + 1; one issued at k − 2 is in X at k, which is then not an engine cycle if it is a load or a
+store). So the engine's SRAM port undoes that instruction's store for the engine's reads,
+keeps the store's bytes over the engine's write, and re-reads that instruction's load when the
+engine writes its bytes. An engine fault of cycle k is recorded after the issue of cycle k, so
+that an instruction fault of the same tile and cycle wins (§12).
+
+Fast engine and the matrix engine: until the compiled loop implements §12
+(:data:`FAST_HAS_MATRIX_ENGINE`, or ``HAS_MATRIX_ENGINE = True`` in
+:mod:`tessera.golden_model.fast`), a :meth:`Array.run` call on the fast engine runs the
+vectorized engine instead when the configuration has an engine (``engine_macs > 0``) and
+the SRAM of some tile holds an ``mrun``/``mwait`` word (or an engine is busy). Programs
+without those words keep the fast engine. The fast engine decodes ``mrun``/``mwait`` as
+illegal; if such a word only appears at run time (written by a store or an exchange) and the
+fast engine faults on it, :meth:`Array.run` raises ``RuntimeError`` instead of returning a
+wrong result.
 """
 
 from __future__ import annotations
@@ -27,7 +48,7 @@ import numpy as np
 from tessera.spec.config import ArrayConfig
 from tessera.spec.csr import Csr
 from tessera.spec.faults import FaultCause
-from tessera.spec.instructions import FUNCT3_MEM_UNSIGNED_BIT, Kind, is_division
+from tessera.spec.instructions import BY_NAME, FUNCT3_MEM_UNSIGNED_BIT, Kind, is_division
 from tessera.spec.isa import DIV_TURNS, MACS_PER_DOT4
 from tessera.spec.timing import STATE_VISIBLE_DELAY
 from tessera.spec.result import not_arrived as result_not_arrived
@@ -37,10 +58,29 @@ from tessera.spec.result import (COUNTER_NAMES, ContextResult, ContextState, Fau
 from . import sync
 from .alu import ALU, branch_taken, dot4
 from .decode import ROW_OF, Op, decode
+from .engine import MatrixEngines
 from .exchange import ExchangeEngine
 from .memory import Sram
 
-__all__ = ["Array", "ENGINES"]
+__all__ = ["Array", "ENGINES", "FAST_HAS_MATRIX_ENGINE"]
+
+#: The compiled fast engine implements the matrix engine (§12). False until branch
+#: engine-fast lands (it may also set ``HAS_MATRIX_ENGINE = True`` in
+#: ``tessera/golden_model/fast/__init__.py``); see the module docstring.
+FAST_HAS_MATRIX_ENGINE = False
+
+
+def _fast_has_matrix_engine() -> bool:
+    from . import fast
+    return FAST_HAS_MATRIX_ENGINE or bool(getattr(fast, "HAS_MATRIX_ENGINE", False))
+
+
+_MRUN, _MWAIT = BY_NAME["mrun"], BY_NAME["mwait"]
+
+
+def _engine_words(words: np.ndarray) -> np.ndarray:
+    """Which of ``words`` (uint32 array) are ``mrun``/``mwait`` encodings, bool (same shape)."""
+    return ((words & _U32(_MRUN.mask)) == _U32(_MRUN.match)) | (words == _U32(_MWAIT.match))
 
 #: The engines of :class:`Array` (``engine=``).
 ENGINES = ("fast", "vector")
@@ -77,6 +117,7 @@ def _choose_engine(engine: str | None, trace: bool) -> str:
 
 _NEVER = np.iinfo(np.int64).max
 _U32 = np.uint32
+_LS_MASK, _LS_MATCH = _U32(0x5F), _U32(0x03)    # opcode LOAD (0x03) or STORE (0x23)
 _M32 = 0xFFFFFFFF
 RUNNING, WAIT_TILE, WAIT_ARRAY, HALTED, FAULT = (int(s) for s in ContextState)
 
@@ -146,6 +187,8 @@ class Array:
                             f"not {type(config).__name__}")
         self.config = config
         self.engine = _choose_engine(engine, bool(trace))
+        self._has_engine = config.engine_macs > 0
+        self.last_engine: str | None = None
         self.n = config.tiles
         self.t = config.contexts
         self.nbytes = config.sram_bytes
@@ -229,6 +272,18 @@ class Array:
         self._st_cycle = -1
         self._st_widx = np.full(n, -1, dtype=np.int64)
         self._st_old = np.zeros(n, dtype=_U32)
+        self._st_mask = np.zeros(n, dtype=np.uint8)
+        # Matrix engines (§12, start makes them idle) and what their steps need from the cores:
+        # per cycle parity the tiles that issued a LOAD/STORE (stamped with the cycle; kept only
+        # while an engine is busy), the loads of the latest cycle with loads (cycle, context,
+        # {tile: (rd, addr, size, signed)}) and the engine faults of the current cycle.
+        self._mx = MatrixEngines(n, self.config.engine_lanes, self.nbytes, self._macs)
+        self._ls = np.zeros((2, n), dtype=bool)
+        self._ls_cyc = [-1, -1]
+        self._ld_rec = None
+        self._mx_faults: list[tuple[int, int]] = []
+        self._mx_k = -1
+        self._port = _EnginePort(self)
 
     # ------------------------------------------------------------------ views
     @property
@@ -273,6 +328,7 @@ class Array:
         out = {name: acc[i].astype(np.uint64) for i, name in enumerate(COUNTER_NAMES[:4])}
         out["retired"] = self._retired.sum(axis=1, dtype=np.uint64)
         out["macs"] = self._macs.copy()
+        out["engine"] = self._mx.busy_cycles(self._cycle)
         return out
 
     @property
@@ -305,11 +361,15 @@ class Array:
             raise ValueError(f"run: max_cycles must be a non-negative int, not {max_cycles!r}")
         if self._status in (RunStatus.HALTED, RunStatus.FAULT):
             return self._result()
-        if self.engine == "fast":
+        if self.engine == "fast" and self._fast_can_run():
             from .fast.run import run_fast
+            self.last_engine = "fast"
             run_fast(self, max_cycles)
+            self._check_fast_engine_words()
             return self._finish()
+        self.last_engine = "vector"
         T = self.t
+        mx = self._mx
         x = self._x
         k = self._cycle
         while k < max_cycles:
@@ -317,18 +377,39 @@ class Array:
                 self._events(k)
             if x.next_cycle == k:
                 self._exchange(k)
+            if mx.nbusy:
+                self._engine_cycle(k)
             c = k % T
             if self._running_ctx[c]:
                 self._issue(k, c)
+            if self._mx_faults:
+                self._engine_faults(k)
             k += 1
             if self._stop:
                 break
-            if not self._running_ctx.any():  # nobody can issue: jump to the next event
+            if not self._running_ctx.any() and not mx.nbusy:  # jump to the next event
                 nxt = min(self._next_event, x.next_cycle, max_cycles)
                 if nxt > k:
                     k = int(nxt)
         self._cycle = k
         return self._finish()
+
+    def _fast_can_run(self) -> bool:
+        """The fast engine gives the contract's result for this run (see the module doc)."""
+        if not self._has_engine or _fast_has_matrix_engine():
+            return True
+        return not (self._mx.nbusy or _engine_words(self.sram.w32).any())
+
+    def _check_fast_engine_words(self) -> None:
+        if not self._has_engine or _fast_has_matrix_engine():
+            return
+        for t, f in enumerate(self._faults):
+            if f is not None and f.cause == FaultCause.ILLEGAL_INSTRUCTION \
+                    and _engine_words(np.array([f.addr], dtype=_U32))[0]:
+                raise RuntimeError(
+                    f"golden_model: the fast engine met an mrun/mwait word ({f.addr:#010x}) at "
+                    f"tile {t} pc {f.pc:#x} that was not in the SRAM when the run started; it "
+                    f"does not implement the matrix engine yet: run with engine='vector'")
 
     def _finish(self) -> RunResult:
         if self._stop:
@@ -403,6 +484,43 @@ class Array:
             self.xtrace.extend(events)
         self._end_exchange(k, ended)
 
+    # ------------------------------------------------------------------ matrix engines
+    def _engine_cycle(self, k: int) -> None:
+        """Step every busy engine for which k is an engine cycle (§12 "Engine cycles")."""
+        mx = self._mx
+        cand = mx.busy & (mx.accept < k) & ~self._xphase
+        if self._ls_cyc[k & 1] == k - 2:          # the words issued at k-2 are in X at k
+            cand &= ~self._ls[k & 1]
+        self._mx_k = k
+        for t in np.nonzero(cand)[0].tolist():
+            addr = mx.step(t, k, self._port)
+            if addr is not None:
+                self._mx_faults.append((t, addr))
+
+    def _engine_idle_at_x(self, k: int, tiles: np.ndarray) -> np.ndarray:
+        """Idle at k+2, the X cycle of ``mrun``/``mwait`` issued at k on ``tiles`` (bool)."""
+        if not self._mx.nbusy:
+            return np.ones(len(tiles), dtype=bool)
+        p = (k - 1) & 1
+        ls_prev = self._ls[p, tiles] if self._ls_cyc[p] == k - 1 else np.zeros(len(tiles), bool)
+        return self._mx.idle_at_next_x(tiles, k, ~ls_prev)
+
+    def _engine_faults(self, k: int) -> None:
+        """Record the engine faults of cycle k, after its issue: an instruction fault of the
+        same tile in the same cycle keeps its record (§12 "Engine faults")."""
+        mx = self._mx
+        for t, addr in self._mx_faults:
+            if self._faults[t] is not None:
+                continue
+            ce, pce = int(mx.issuer[t]), int(mx.issuer_pc[t])
+            self._faults[t] = Fault(ce, FaultCause.ENGINE_FAULT, pce, addr & _M32)
+            self._pc[t, ce] = pce
+            m = np.zeros((self.n, self.t), dtype=bool)
+            m[t, ce] = True
+            self._schedule(k + STATE_VISIBLE_DELAY, m, FAULT)
+        self._mx_faults = []
+        self._stop = True
+
     # ------------------------------------------------------------------ issue
     def _issue(self, k: int, c: int) -> None:
         run = self._vis[:, c] == RUNNING
@@ -426,15 +544,21 @@ class Array:
             if hit.any():
                 words = words.copy()
                 words[hit] = self._st_old[tiles[hit]]
+        if self._mx.nbusy:               # §12: a LOAD/STORE in X at k+2 takes the SRAM ports
+            slot = k & 1
+            self._ls[slot] = False
+            self._ls[slot, tiles] = (words & _LS_MASK) == _LS_MATCH
+            self._ls_cyc[slot] = k
         if self._trace_on:
             self._tr = {}
+        eng = self._has_engine
         w0 = int(words[0])
         if (words == w0).all():
-            d = decode(w0)
+            d = decode(w0, eng)
             self._exec(d.op, k, c, tiles, pcs, d.rd, d.rs1, d.rs2, d.imm, words)
         else:
             uniq, inv = np.unique(words, return_inverse=True)
-            decs = [decode(int(w)) for w in uniq]
+            decs = [decode(int(w), eng) for w in uniq]
             ops_u = np.array([d.op for d in decs], dtype=np.int64)
             f_u = np.array([(d.rd, d.rs1, d.rs2, d.imm) for d in decs], dtype=np.int64)
             ops = ops_u[inv]
@@ -488,6 +612,15 @@ class Array:
             self._wr(tiles, c, rd, val)
             self._macs[tiles] += MACS_PER_DOT4
             self._pc[tiles, c] = pcs + _U32(4)
+        elif op == Op.MRUN:
+            ok = self._engine_idle_at_x(k, tiles)
+            acc = tiles[ok]
+            d = self._regs[tiles, c, rs1][ok]
+            self._mx.accept_cmd(acc, k + 2, d, c, pcs[ok])
+            self._pc[acc, c] = pcs[ok] + _U32(4)
+        elif op == Op.MWAIT:
+            ok = self._engine_idle_at_x(k, tiles)
+            self._pc[tiles[ok], c] = pcs[ok] + _U32(4)
         elif op in _CSR_OPS:
             self._csr(op, k, c, tiles, pcs, rd, rs1, imm)
         elif op == Op.FENCE:
@@ -615,6 +748,12 @@ class Array:
             val = self.sram.w32[t, a >> 2]
         self._wr(t, c, rd, val)
         self._pc[t, c] = pcs[ok] + _U32(4)
+        if self._mx.nbusy:          # an engine write at k+1 may have to reach this load (§12)
+            if self._ld_rec is None or self._ld_rec[0] != k:
+                self._ld_rec = (k, c, {})
+            rec = self._ld_rec[2]
+            for tt, r, aa in zip(t.tolist(), np.broadcast_to(rd, t.shape).tolist(), a.tolist()):
+                rec[tt] = (r, aa, size, signed)
         return ok
 
     def _store(self, op, k, c, tiles, pcs, rs1, rs2, imm):
@@ -630,6 +769,7 @@ class Array:
             self._st_widx[:] = -1
         self._st_widx[t] = a >> 2
         self._st_old[t] = self.sram.w32[t, a >> 2]
+        self._st_mask[t] = (((1 << size) - 1) << (a & _U32(3))).astype(np.uint8)
         if size == 1:
             self.sram.w8[t, a] = v.astype(np.uint8)
         elif size == 2:
@@ -735,3 +875,68 @@ class Array:
         return RunResult(config=self.config, status=status, cycles=self._cycle, tiles=tiles,
                          not_arrived=self.not_arrived() if status == RunStatus.TIMEOUT else [],
                          backend="model")
+
+
+class _EnginePort:
+    """The SRAM as seen by a matrix-engine step of cycle ``arr._mx_k`` (§12 "Memory order").
+
+    The instruction issued at k − 1 is in X at k + 1, after the engine step of cycle k, but
+    the model has applied it already: its store is hidden from the engine's reads and kept over
+    the engine's write, and its load is re-read when the engine writes bytes it reads.
+    """
+
+    def __init__(self, arr: Array):
+        self.arr = arr
+
+    def _store(self, t: int):
+        a = self.arr
+        if a._st_cycle == a._mx_k - 1 and a._st_widx[t] >= 0:
+            return int(a._st_widx[t]), int(a._st_mask[t])
+        return None
+
+    def read8(self, t: int, addr: int) -> np.ndarray:
+        """The 8 bytes at ``addr`` (8-byte aligned) as after all writes of cycles < k, uint8 [8]."""
+        a = self.arr
+        wi = addr >> 2
+        words = a.sram.w32[t, wi:wi + 2].copy()
+        st = self._store(t)
+        if st is not None and wi <= st[0] <= wi + 1:
+            words[st[0] - wi] = a._st_old[t]
+        return words.view(np.uint8)
+
+    def write(self, t: int, addr: int, data: bytes) -> None:
+        """Write ``data`` at ``addr`` (inside one aligned 8-byte word) in cycle k."""
+        a = self.arr
+        k = a._mx_k
+        buf = np.frombuffer(data, dtype=np.uint8)
+        n = len(buf)
+        st = self._store(t)
+        if st is None or not addr >> 2 <= st[0] <= (addr + n - 1) >> 2:
+            a.sram.w8[t, addr:addr + n] = buf
+        else:
+            sw, smask = st
+            old = a._st_old[t:t + 1].view(np.uint8)     # the word the k-1 store overwrote
+            for i in range(n):
+                p = addr + i
+                if p >> 2 == sw:
+                    old[p & 3] = buf[i]                 # fetches at k see the engine's byte
+                    if smask >> (p & 3) & 1:
+                        continue                        # the later store's byte stays
+                a.sram.w8[t, p] = buf[i]
+        rec = a._ld_rec
+        if rec is None or rec[0] != k - 1 or t not in rec[2]:
+            return
+        rd, la, size, signed = rec[2][t]
+        if la + size <= addr or la >= addr + n:
+            return
+        raw = int.from_bytes(a.sram.w8[t, la:la + size].tobytes(), "little")
+        if signed and raw >> (8 * size - 1) & 1:
+            raw -= 1 << (8 * size)
+        val = raw & _M32
+        if rd:
+            a._regs[t, rec[1], rd] = val
+            if a._trace_on:
+                for r in reversed(a.trace):
+                    if r["cycle"] == k - 1 and r["tile"] == t:
+                        r["value"] = val
+                        break

@@ -4,8 +4,11 @@ Derived from the instruction table (:mod:`tessera.spec.instructions`): ``Op`` ha
 per row (plus ``ILLEGAL``), a word decodes to the row that matches it, and each operand fills
 the slot its table entry names. Legality follows docs/architecture.md §3.1 (legal-encoding
 table) and §3.2 (an unlisted CSR or a write to a read-only CSR is ``illegal_instruction``;
-both are properties of the word alone, so they are decided here). Decoding is a pure function
-of the 32-bit word, so the cache stays correct for self-modifying code and exchange writes
+both are properties of the word alone, so they are decided here). One property of the
+configuration takes part: without a matrix engine (``engine_macs`` = 0, §12) ``mrun`` and
+``mwait`` are ``illegal_instruction`` (the ``engine`` argument; rows with
+``needs_engine``). Decoding is a pure function of the 32-bit word and that flag, so the cache
+stays correct for self-modifying code and exchange writes
 into code: the model fetches the word from SRAM every cycle and only the word → fields
 mapping is cached.
 """
@@ -45,9 +48,9 @@ class Decoded(NamedTuple):
 _M32 = 0xFFFFFFFF
 
 
-def _decode(w: int) -> Decoded:
+def _decode(w: int, engine: bool) -> Decoded:
     row = lookup(w)
-    if row is None or not csr_access_legal(row, w):
+    if row is None or not csr_access_legal(row, w) or (row.needs_engine and not engine):
         return Decoded(Op.ILLEGAL, 0, 0, 0, w)
     slots = {"rd": 0, "rs1": 0, "rs2": 0, "imm": 0}
     for operand in row.operands:
@@ -56,16 +59,20 @@ def _decode(w: int) -> Decoded:
     return Decoded(OP_OF[row], slots["rd"], slots["rs1"], slots["rs2"], slots["imm"])
 
 
-_CACHE: dict[int, Decoded] = {}
+#: One cache per value of ``engine`` (index 0: no matrix engine, 1: with one).
+_CACHES: tuple[dict[int, Decoded], dict[int, Decoded]] = ({}, {})
 
 
-def decode(word: int) -> Decoded:
+def decode(word: int, engine: bool = True) -> Decoded:
     """Decode one 32-bit instruction word (cached).
 
     Parameters
     ----------
     word : int
         Instruction word, 0..2^32-1.
+    engine : bool
+        The configuration has a matrix engine (``ArrayConfig.engine_macs > 0``, §12); without
+        one, ``mrun``/``mwait`` decode as :attr:`Op.ILLEGAL`.
 
     Returns
     -------
@@ -73,10 +80,11 @@ def decode(word: int) -> Decoded:
         ``op`` is :attr:`Op.ILLEGAL` for every encoding outside the legal table of
         docs/architecture.md §3.1/§3.2; then ``imm`` holds the word (the fault's addr).
     """
-    d = _CACHE.get(word)
+    cache = _CACHES[bool(engine)]
+    d = cache.get(word)
     if d is None:
-        d = _decode(int(word))
-        if len(_CACHE) > 1 << 16:
-            _CACHE.clear()
-        _CACHE[int(word)] = d
+        d = _decode(int(word), bool(engine))
+        if len(cache) > 1 << 16:
+            cache.clear()
+        cache[int(word)] = d
     return d

@@ -1,0 +1,405 @@
+"""The tiles' matrix engines in the golden model (docs/architecture.md §12).
+
+One :class:`MatrixEngines` object holds the engine state of every tile of an array (numpy
+arrays indexed by tile) and executes engine **steps**: :meth:`MatrixEngines.step` runs step s of
+one tile's command in the engine cycle given by the caller. Which cycles are engine cycles
+(exchange phase, a LOAD/STORE in X), the ``mrun``/``mwait`` issue rules and the ordering against
+the cores' loads and stores are the cycle loop's business (:mod:`tessera.golden_model.array`);
+this module only knows the command: descriptor, parameters, lanes, accumulators, the step
+schedule, the output rules and the engine-fault checks, in the order §12 lists them.
+
+Memory is reached through a small port object given to :meth:`MatrixEngines.step` (``read8``
+and ``write``), so the caller can apply the §12 memory-order rule against instructions whose
+effects the model applied early.
+
+The step schedule of a command with C channels, J = J0·J1 elements, KB = K0·K1 blocks and OW
+output words per element (1 in ``TFLITE``, ⌈C/2⌉ in ``RAW``)::
+
+    0..7                     descriptor word i (fields checked in step 7)
+    8 + 2m, 9 + 2m           (bias, multiplier), (shift, -) of channel m (shift checked in 9+2m)
+    block b < KB-1           C lane loads W(0..C-1, b), then J stream steps X(0..J-1, b)
+    block KB-1               C lane loads, then per element one stream step + OW-1 silent steps
+    writes                   word w of element j in step s_j + 2 + w (s_j: its last stream step)
+
+Per tile the engine is busy from the accept cycle through the cycle of the last step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+
+import numpy as np
+
+from tessera.spec.engine import (ACC_DEPTH, DESC_CHECK_STEP, DESC_FIELDS, DESC_FORMAT,
+                                 DESC_WORDS, MAX_SHIFT, MIN_SHIFT, PARAM_BYTES, VECTOR_BYTES,
+                                 WRITE_DELAY, Flag, Mode, output_words)
+
+__all__ = ["MatrixEngines", "Command", "mbqm", "NOT_YET"]
+
+_M32 = 0xFFFFFFFF
+#: ``total`` of a command whose descriptor is not read yet (more steps than any command has).
+NOT_YET = 1 << 40
+_RESERVED_FLAGS = 0xFF & ~int(Flag.A_UNSIGNED | Flag.OUT_UNSIGNED)
+_I32_MIN = -(1 << 31)
+
+
+def _s32(v: int) -> int:
+    v &= _M32
+    return v - (1 << 32) if v >> 31 else v
+
+
+def mbqm(x: int, multiplier: int, shift: int) -> int:
+    """TFLite ``MultiplyByQuantizedMultiplier`` (architecture §11 rule 1), on Python ints.
+
+    Written here from the TFLite / gemmlowp definition (not imported from
+    :mod:`tessera.golden_model.kernels`, which the tests use as the independent reference).
+
+    Parameters
+    ----------
+    x, multiplier : int
+        int32 values (accumulator and quantized multiplier).
+    shift : int
+        -31..30: positive = left shift of ``x`` (wrapping mod 2^32) before the doubling high
+        multiply, negative = rounding right shift after it.
+
+    Returns
+    -------
+    int
+        The int32 result: ``RDBPOT(SRDHM(wrap32(x << left), multiplier), right)``.
+    """
+    left, right = max(shift, 0), max(-shift, 0)
+    a = _s32(x << left)
+    if a == _I32_MIN and multiplier == _I32_MIN:       # SRDHM's only saturating case
+        high = (1 << 31) - 1
+    else:
+        high = (a * multiplier + (1 << 30)) >> 31      # round to nearest, ties toward +inf
+    mask = (1 << right) - 1
+    threshold = (mask >> 1) + (1 if high < 0 else 0)
+    return (high >> right) + (1 if (high & mask) > threshold else 0)   # ties away from zero
+
+
+@dataclasses.dataclass
+class Command:
+    """The decoded descriptor of one tile's running command, with its step-schedule offsets.
+
+    Fields are the descriptor's (§12 table; u32 fields as unsigned ints) plus the derived
+    counts: ``J``, ``KB``, ``OW``; ``block`` = C + J (steps of a block b < KB−1); ``last`` =
+    first step of block KB−1; ``total`` = steps of the command (``command_steps``).
+    """
+    a_base: int
+    a_s0: int
+    a_s1: int
+    ak_s1: int
+    w_base: int
+    w_sm: int
+    c_base: int
+    c_s0: int
+    c_s1: int
+    p_base: int
+    J0: int
+    J1: int
+    K0: int
+    K1: int
+    C: int
+    mode: int
+    flags: int
+    zp: int
+    qmin: int
+    qmax: int
+    J: int = 0
+    KB: int = 0
+    OW: int = 0
+    block: int = 0
+    last: int = 0
+    total: int = 0
+
+    def __post_init__(self):
+        self.J, self.KB = self.J0 * self.J1, self.K0 * self.K1
+        self.OW = output_words(self.mode, self.C)
+        self.block = self.C + self.J
+        self.last = DESC_WORDS + 2 * self.C + (self.KB - 1) * self.block
+        self.total = self.last + self.C + self.J * self.OW + WRITE_DELAY
+
+    def x_addr(self, j: int, b: int) -> int:
+        """Byte address of the streamed vector X(j, b)."""
+        j1, j0 = divmod(j, self.J0)
+        k1, k0 = divmod(b, self.K0)
+        return (self.a_base + j1 * self.a_s1 + j0 * self.a_s0 + k1 * self.ak_s1
+                + VECTOR_BYTES * k0) & _M32
+
+    def w_addr(self, m: int, b: int) -> int:
+        """Byte address of the stationary vector W(m, b)."""
+        return (self.w_base + m * self.w_sm + VECTOR_BYTES * b) & _M32
+
+    def c_addr(self, j: int) -> int:
+        """Output byte address C(j) of element j."""
+        j1, j0 = divmod(j, self.J0)
+        return (self.c_base + j1 * self.c_s1 + j0 * self.c_s0) & _M32
+
+    def check(self, lanes: int) -> bool:
+        """The step-7 field check of §12 "Engine faults" item 2 (True: the fields are valid)."""
+        if not 1 <= self.C <= lanes or 0 in (self.J0, self.J1, self.K0, self.K1):
+            return False
+        if self.J > ACC_DEPTH or self.mode not in (Mode.RAW, Mode.TFLITE):
+            return False
+        if self.flags & _RESERVED_FLAGS:
+            return False
+        if self.mode == Mode.TFLITE:
+            lo, hi = (0, 255) if self.flags & Flag.OUT_UNSIGNED else (-128, 127)
+            if self.qmin > self.qmax or not all(lo <= v <= hi
+                                                for v in (self.zp, self.qmin, self.qmax)):
+                return False
+        return True
+
+
+class MatrixEngines:
+    """Matrix-engine state of every tile of one array (architecture §12 "Architectural state").
+
+    Parameters
+    ----------
+    tiles : int
+        N.
+    lanes : int
+        M = ``engine_macs / 8`` (0: the configuration has no engine; nothing is ever busy).
+    sram_bytes : int
+        Bytes per tile SRAM (the range check of engine faults).
+    macs : numpy.ndarray, uint64 [N]
+        The array's ``macs`` counters (§8); every stream step adds 8·C in place.
+
+    Members
+    -------
+    busy : numpy.ndarray, bool [N]
+        The engine is running a command (from its accept cycle through its last step).
+    accept : numpy.ndarray, int64 [N]
+        Accept cycle x of the running command.
+    desc_addr, issuer, issuer_pc : numpy.ndarray, int64 [N]
+        d, c_e and pc_e of the running command.
+    step_no : numpy.ndarray, int64 [N]
+        The next step s to execute (0 after the accept).
+    total : numpy.ndarray, int64 [N]
+        Steps of the running command (:data:`NOT_YET` until step 7 decoded the descriptor).
+    desc : numpy.ndarray, uint8 [N, 64]
+        Descriptor bytes as read in steps 0..7.
+    bias, multiplier, shift : numpy.ndarray, int64 [N, M]
+        Channel parameters as read in steps 8..8+2C−1.
+    lanes_w : numpy.ndarray, int64 [N, M, 8]
+        Stationary vectors S[m] (int8 values).
+    acc : numpy.ndarray, uint32 [N, ACC_DEPTH, M]
+        Accumulators acc[j][m] (two's complement int32, wrapping), allocated at the first accept.
+    busy_done : numpy.ndarray, int64 [N]
+        Busy cycles of the commands already finished (the ``engine`` counter, §8).
+    nbusy : int
+        Number of busy tiles (the cycle loop's cheap "anything to do" test).
+    """
+
+    def __init__(self, tiles: int, lanes: int, sram_bytes: int, macs: np.ndarray):
+        self.n, self.lanes, self.nbytes = tiles, lanes, sram_bytes
+        self.macs = macs
+        n, m = tiles, max(lanes, 1)
+        self.busy = np.zeros(n, dtype=bool)
+        self.accept = np.zeros(n, dtype=np.int64)
+        self.desc_addr = np.zeros(n, dtype=np.int64)
+        self.issuer = np.zeros(n, dtype=np.int64)
+        self.issuer_pc = np.zeros(n, dtype=np.int64)
+        self.step_no = np.zeros(n, dtype=np.int64)
+        self.total = np.full(n, NOT_YET, dtype=np.int64)
+        self.desc = np.zeros((n, DESC_WORDS * 8), dtype=np.uint8)
+        self.bias = np.zeros((n, m), dtype=np.int64)
+        self.multiplier = np.zeros((n, m), dtype=np.int64)
+        self.shift = np.zeros((n, m), dtype=np.int64)
+        self.lanes_w = np.zeros((n, m, VECTOR_BYTES), dtype=np.int64)
+        self.acc: np.ndarray | None = None
+        self.busy_done = np.zeros(n, dtype=np.int64)
+        self.cmd: list[Command | None] = [None] * n
+        self.nbusy = 0
+
+    # ------------------------------------------------------------------ issue side
+    def idle_at_next_x(self, tiles: np.ndarray, k: int, engine_cycle_next: np.ndarray) -> np.ndarray:
+        """Is each tile's engine idle at cycle k + 2 (the X cycle of an instruction issued at k)?
+
+        Called while the engine cycles ≤ k have been stepped. The engine is idle at k + 2 if it
+        is not busy, or if its one remaining step falls in cycle k + 1.
+
+        Parameters
+        ----------
+        tiles : numpy.ndarray of int
+            Tiles to ask.
+        k : int
+            Issue cycle.
+        engine_cycle_next : numpy.ndarray of bool, aligned with ``tiles``
+            Cycle k + 1 is not excluded as an engine cycle (no LOAD/STORE issued at k − 1;
+            a tile that issues at k is never in its exchange phase at k + 1).
+
+        Returns
+        -------
+        numpy.ndarray of bool, aligned with ``tiles``
+        """
+        busy = self.busy[tiles]
+        last_one = ((self.total[tiles] - self.step_no[tiles]) == 1) \
+            & (self.accept[tiles] < k + 1) & engine_cycle_next
+        return ~busy | last_one
+
+    def accept_cmd(self, tiles: np.ndarray, x: int, d: np.ndarray, context: int,
+                   pcs: np.ndarray) -> None:
+        """Accept a command on ``tiles`` at cycle ``x`` (descriptor byte addresses ``d``,
+        issuing context and the ``mrun`` pcs), §12 "Instructions"."""
+        if len(tiles) == 0:
+            return
+        if self.acc is None:
+            self.acc = np.zeros((self.n, ACC_DEPTH, max(self.lanes, 1)), dtype=np.uint32)
+        self.busy[tiles] = True
+        self.accept[tiles] = x
+        self.desc_addr[tiles] = np.asarray(d, dtype=np.int64) & _M32
+        self.issuer[tiles] = context
+        self.issuer_pc[tiles] = np.asarray(pcs, dtype=np.int64)
+        self.step_no[tiles] = 0
+        self.total[tiles] = NOT_YET
+        for t in np.asarray(tiles).tolist():
+            self.cmd[t] = None
+        self.nbusy = int(self.busy.sum())
+
+    def busy_cycles(self, cycles: int) -> np.ndarray:
+        """The ``engine`` counter (§8) for cycles 0..``cycles``−1, uint64 [N]."""
+        open_ = np.where(self.busy, np.maximum(cycles - self.accept, 0), 0)
+        return (self.busy_done + open_).astype(np.uint64)
+
+    # ------------------------------------------------------------------ steps
+    def step(self, t: int, k: int, port) -> int | None:
+        """Execute the next step of tile ``t``'s command in engine cycle ``k``.
+
+        Parameters
+        ----------
+        t : int
+            Tile (its engine is busy and k is one of its engine cycles).
+        k : int
+            The cycle.
+        port : object
+            ``read8(t, addr) -> numpy.ndarray uint8 [8]`` (addr 8-byte aligned, in the SRAM;
+            the SRAM as after all writes of cycles < k) and ``write(t, addr, data: bytes)``
+            (within one aligned 8-byte word).
+
+        Returns
+        -------
+        int or None
+            None, or the engine-fault address (the step then had no effect, §12).
+
+        Raises
+        ------
+        AssertionError
+            If the tile's engine is not busy.
+        """
+        assert self.busy[t], f"matrix engine of tile {t} stepped while idle"
+        s = int(self.step_no[t])
+        cmd = self.cmd[t]
+        d = int(self.desc_addr[t])
+        if s < DESC_WORDS:                                    # descriptor word s
+            a = (d + 8 * s) & _M32
+            if self._bad_read(a):
+                return a
+            data = port.read8(t, a)
+            if s == DESC_CHECK_STEP:
+                raw = self.desc[t].copy()
+                raw[8 * s:8 * s + 8] = data
+                vals = struct.unpack(DESC_FORMAT, raw.tobytes())
+                cmd = Command(**{name: v for (name, _, _), v in zip(DESC_FIELDS, vals)})
+                if not cmd.check(self.lanes):
+                    return d
+                self.cmd[t] = cmd
+                self.total[t] = cmd.total
+            self.desc[t, 8 * s:8 * s + 8] = data
+            return self._advance(t, k, s)
+        C = cmd.C
+        if s < DESC_WORDS + 2 * C:                           # channel parameters
+            m, half = divmod(s - DESC_WORDS, 2)
+            a = (cmd.p_base + PARAM_BYTES * m + 8 * half) & _M32
+            if self._bad_read(a):
+                return a
+            lo, hi = struct.unpack("<ii", port.read8(t, a).tobytes())
+            if half == 0:
+                self.bias[t, m], self.multiplier[t, m] = lo, hi
+            else:
+                if cmd.mode == Mode.TFLITE and not MIN_SHIFT <= lo <= MAX_SHIFT:
+                    return a
+                self.shift[t, m] = lo
+            return self._advance(t, k, s)
+        # streaming part: at most one read (lane load or stream step), then at most one write
+        read = self._read_of(cmd, s)
+        if read is not None:
+            kind, i, b = read
+            a = cmd.w_addr(i, b) if kind == "w" else cmd.x_addr(i, b)
+            if self._bad_read(a):
+                return a
+        write = self._write_of(cmd, s)
+        if write is not None:
+            j, w = write
+            cj = cmd.c_addr(j)
+            if cmd.mode == Mode.TFLITE:
+                if cj % 8 + C > 8 or cj >= self.nbytes:
+                    return cj
+                wa = cj
+            else:
+                wa = (cj + 8 * w) & _M32
+                if cj % 8 or wa >= self.nbytes:
+                    return wa
+        if read is not None:                                  # the read sees cycles < k
+            data = port.read8(t, a)
+            if kind == "w":
+                self.lanes_w[t, i] = data.view(np.int8)
+            else:
+                xv = data if cmd.flags & Flag.A_UNSIGNED else data.view(np.int8)
+                prod = self.lanes_w[t, :C] @ xv.astype(np.int64)          # [C]
+                start = self.bias[t, :C] if b == 0 else self.acc[t, i, :C].view(np.int32)
+                self.acc[t, i, :C] = (start.astype(np.int64) + prod).astype(np.uint32)
+                self._macs_add(t, 8 * C)
+        if write is not None:
+            port.write(t, wa, self._output(t, cmd, j, w))
+        return self._advance(t, k, s)
+
+    def _macs_add(self, t: int, n: int) -> None:
+        self.macs[t] += np.uint64(n)
+
+    def _bad_read(self, a: int) -> bool:
+        return a % VECTOR_BYTES != 0 or a >= self.nbytes
+
+    @staticmethod
+    def _read_of(cmd: Command, s: int):
+        """("w", m, b), ("x", j, b) or None: the read of streaming step s (s ≥ 8 + 2C)."""
+        C = cmd.C
+        if s < cmd.last:
+            b, q = divmod(s - DESC_WORDS - 2 * C, cmd.block)
+            return ("w", q, b) if q < C else ("x", q - C, b)
+        q = s - cmd.last
+        if q < C:
+            return ("w", q, cmd.KB - 1)
+        j, sub = divmod(q - C, cmd.OW)
+        if j < cmd.J and sub == 0:
+            return ("x", j, cmd.KB - 1)
+        return None
+
+    @staticmethod
+    def _write_of(cmd: Command, s: int):
+        """(j, w) of the output word written in step s, or None."""
+        q = s - (cmd.last + cmd.C + WRITE_DELAY)
+        if 0 <= q < cmd.J * cmd.OW:
+            return divmod(q, cmd.OW)
+        return None
+
+    def _output(self, t: int, cmd: Command, j: int, w: int) -> bytes:
+        """Bytes of output word w of element j (RAW: int32 pairs; TFLITE: C bytes)."""
+        acc = self.acc[t, j, :cmd.C].view(np.int32)
+        if cmd.mode == Mode.RAW:
+            return acc[2 * w:2 * w + 2].astype("<i4").tobytes()
+        out = bytearray()
+        for m in range(cmd.C):
+            v = mbqm(int(acc[m]), int(self.multiplier[t, m]), int(self.shift[t, m])) + cmd.zp
+            out.append(min(max(v, cmd.qmin), cmd.qmax) & 0xFF)
+        return bytes(out)
+
+    def _advance(self, t: int, k: int, s: int) -> None:
+        self.step_no[t] = s + 1
+        if s + 1 >= self.total[t]:                          # last step: idle from k + 1
+            self.busy[t] = False
+            self.busy_done[t] += k - self.accept[t] + 1
+            self.nbusy -= 1
+        return None
