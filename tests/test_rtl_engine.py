@@ -223,6 +223,13 @@ def jobs():
                          asm.mrun(10), asm.csrrs(11, Csr.CYCLE, 0), asm.mwait(), asm.ecall()]},
             RAW_DATA + [(DESC2, Descriptor(**{**RAW_D.__dict__, "c_base": OUT + 160}).pack()),
                         (OUT + 160, b"\xee" * 160)], [(OUT, 320)]),
+        # context 3's mrun is retried until it is accepted in the cycle right after the first
+        # command's last step (back to back: busy without a gap)
+        Job("busy_b2b", {0: main_prog(),
+                         3: [asm.lui(10, DESC2 >> 12), asm.addi(10, 10, DESC2 & 0xFFF),
+                             asm.mrun(10), asm.mwait(), asm.csrrs(11, Csr.CYCLE, 0), asm.ecall()]},
+            RAW_DATA + [(DESC2, Descriptor(**{**RAW_D.__dict__, "c_base": OUT + 160}).pack()),
+                        (OUT + 160, b"\xee" * 160)], [(OUT, 320)]),
     ]
     bad = []
     bad.append(("f_misaligned", MIS, RAW_DATA))
@@ -348,6 +355,28 @@ def test_mrun_while_busy_retries(results):
     while t_w2 + 2 < x2 + n2 + 1:
         t_w2 += 4
     assert res.cycles == t_w2 + 4 + 1
+    assert out == raw_expected_out(RAW_ACC) * 2
+
+
+def test_back_to_back_commands(results):
+    res, (out,) = results["busy_b2b"]
+    n = steps_by_hand(RAW_D)
+    # first command: busy 18 .. 18 + n = 76. Context 3: lui 15, addi 19, mrun 23, 27, ...;
+    # the issue at 75 has X = 77, the first idle cycle: accepted at x2 = 77 (no gap), busy
+    # 77 .. 77 + n = 135; its mwait (79, 83, ...) retires at the first t ≡ 3 with t + 2 ≥ 136
+    x2 = 77
+    t_w = 79
+    while t_w + 2 < x2 + n + 1:
+        t_w += 4
+    assert t_w == 135
+    t0 = res.tiles[0]
+    assert res.status == RunStatus.HALTED
+    assert t0.contexts[3].regs[11] == t_w + 4
+    # context 0's mwait (20, 24, ...): at 76 its X (78) finds the second command busy, so it
+    # also waits for it: t = 136 (X 138 ≥ 136), csrr at 140, ecall at 144, the last one
+    assert t0.contexts[0].regs[11] == 140 and res.cycles == 145
+    assert t0.counters["engine"] == 2 * (n + 1)          # cycles 18 .. 135, every one busy
+    assert t0.counters["macs"] == 2 * 8 * 3 * 6 * 4
     assert out == raw_expected_out(RAW_ACC) * 2
 
 
