@@ -20,6 +20,7 @@ import pytest
 from tessera.golden_model.kernels import matmul, multiply_by_quantized_multiplier
 from tessera.spec.config import PRESETS
 from tessera.spec.csr import Csr
+from tessera.spec.exchange import Step, encode_program
 from tessera.spec.engine import ChannelParams, Descriptor, Flag, Mode, command_steps
 from tessera.spec.faults import FaultCause
 from tessera.spec.result import ContextState as CS
@@ -39,6 +40,7 @@ PAR = 0x1100            # channel parameters
 A = 0x1400              # streamed operand
 W = 0x2000              # stationary operand
 OUT = 0x3000            # outputs
+XP = 0x700              # exchange program
 MIS = 0x7FC             # a misaligned descriptor address (one addi)
 X0 = 18                 # accept cycle of context 0's mrun (issued at 16)
 
@@ -231,6 +233,11 @@ def jobs():
             RAW_DATA + [(DESC2, Descriptor(**{**RAW_D.__dict__, "c_base": OUT + 160}).pack()),
                         (OUT + 160, b"\xee" * 160)], [(OUT, 320)]),
     ]
+    # the engine pauses in the tile's exchange phase: sync ARRAY with an IDLE 5 program
+    js.append(Job("exchange", {0: [set_a0(DESC), asm.mrun(10), asm.addi(6, 0, XP),
+                                   asm.csrrw(0, Csr.XPROG, 6), asm.sync_array(), asm.mwait(),
+                                   asm.csrrs(11, Csr.CYCLE, 0), asm.ecall()]},
+                  RAW_DATA + [(XP, encode_program([Step.idle(5)]))], [(OUT, 160)]))
     bad = []
     bad.append(("f_misaligned", MIS, RAW_DATA))
     d0 = Descriptor(**{**RAW_D.__dict__, "C": 0})
@@ -378,6 +385,23 @@ def test_back_to_back_commands(results):
     assert t0.counters["engine"] == 2 * (n + 1)          # cycles 18 .. 135, every one busy
     assert t0.counters["macs"] == 2 * 8 * 3 * 6 * 4
     assert out == raw_expected_out(RAW_ACC) * 2
+
+
+def test_engine_pauses_in_the_exchange_phase(results):
+    res, (out,) = results["exchange"]
+    n = steps_by_hand(RAW_D)
+    # context 0: a0 (12), mrun (16, x = 18), addi (20), csrrw xprog (24), sync ARRAY (28,
+    # visible 31 = k*); S = 2 (N = 1): r = 33; IDLE 5 at 33..37, END at e = 38. The steps
+    # skip 33..38: the last one is at 18 + 58 + 6 = 82. RUNNING from 39: mwait 40, 44, ...
+    # retires at 84 (X 86 ≥ 83), csrr at 88, ecall at 92
+    last = step_cycles(X0, n, set(range(33, 39)))[-1]
+    assert last == 82
+    t0 = res.tiles[0]
+    assert res.status == RunStatus.HALTED and res.cycles == 93
+    assert t0.contexts[0].regs[11] == 88
+    assert t0.counters["engine"] == last - X0 + 1
+    assert t0.counters["exchange"] == 6 and t0.counters["sync"] == 2
+    assert out == raw_expected_out(RAW_ACC)
 
 
 FAULTS = {
