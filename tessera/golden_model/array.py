@@ -398,7 +398,11 @@ class Array:
         """The fast engine gives the contract's result for this run (see the module doc)."""
         if not self._has_engine or _fast_has_matrix_engine():
             return True
-        return not (self._mx.nbusy or _engine_words(self.sram.w32).any())
+        if self._mx.nbusy:
+            return False
+        w32 = self.sram.w32
+        step = max(1, (1 << 22) // w32.shape[1])          # about 16 MiB of SRAM per scan
+        return not any(_engine_words(w32[i:i + step]).any() for i in range(0, self.n, step))
 
     def _check_fast_engine_words(self) -> None:
         if not self._has_engine or _fast_has_matrix_engine():
@@ -492,10 +496,17 @@ class Array:
         if self._ls_cyc[k & 1] == k - 2:          # the words issued at k-2 are in X at k
             cand &= ~self._ls[k & 1]
         self._mx_k = k
-        for t in np.nonzero(cand)[0].tolist():
-            addr = mx.step(t, k, self._port)
-            if addr is not None:
-                self._mx_faults.append((t, addr))
+        tiles = np.nonzero(cand)[0]
+        if len(tiles) == 0:
+            return
+        # tiles whose instruction issued at k-1 is a store or a load take the corrected path
+        solo = np.zeros(len(tiles), dtype=bool)
+        if self._st_cycle == k - 1:
+            solo |= self._st_widx[tiles] >= 0
+        rec = self._ld_rec
+        if rec is not None and rec[0] == k - 1:
+            solo |= np.isin(tiles, np.fromiter(rec[2], dtype=np.int64, count=len(rec[2])))
+        self._mx_faults += mx.step_tiles(tiles, solo, k, self._port)
 
     def _engine_idle_at_x(self, k: int, tiles: np.ndarray) -> np.ndarray:
         """Idle at k+2, the X cycle of ``mrun``/``mwait`` issued at k on ``tiles`` (bool)."""
@@ -887,6 +898,7 @@ class _EnginePort:
 
     def __init__(self, arr: Array):
         self.arr = arr
+        self.sram = arr.sram
 
     def _store(self, t: int):
         a = self.arr

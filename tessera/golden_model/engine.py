@@ -35,7 +35,7 @@ from tessera.spec.engine import (ACC_DEPTH, DESC_CHECK_STEP, DESC_FIELDS, DESC_F
                                  DESC_WORDS, MAX_SHIFT, MIN_SHIFT, PARAM_BYTES, VECTOR_BYTES,
                                  WRITE_DELAY, Flag, Mode, output_words)
 
-__all__ = ["MatrixEngines", "Command", "mbqm", "NOT_YET"]
+__all__ = ["MatrixEngines", "Command", "mbqm", "mbqm_array", "NOT_YET"]
 
 _M32 = 0xFFFFFFFF
 #: ``total`` of a command whose descriptor is not read yet (more steps than any command has).
@@ -77,6 +77,19 @@ def mbqm(x: int, multiplier: int, shift: int) -> int:
     mask = (1 << right) - 1
     threshold = (mask >> 1) + (1 if high < 0 else 0)
     return (high >> right) + (1 if (high & mask) > threshold else 0)   # ties away from zero
+
+
+def mbqm_array(x: np.ndarray, multiplier: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """:func:`mbqm` elementwise on int64 arrays (int32 values, broadcastable); int64 result."""
+    x, m, sh = (np.asarray(v, dtype=np.int64) for v in (x, multiplier, shift))
+    left, right = np.maximum(sh, 0), np.maximum(-sh, 0)
+    a = x << left                                      # |x| <= 2^31, left <= 30: fits int64
+    a = ((a + (1 << 31)) & _M32) - (1 << 31)           # wrap to int32
+    high = (a * m + (1 << 30)) >> 31                   # |a m| <= 2^62
+    high = np.where((a == _I32_MIN) & (m == _I32_MIN), (1 << 31) - 1, high)
+    mask = (np.int64(1) << right) - 1
+    threshold = (mask >> 1) + (high < 0)
+    return (high >> right) + ((high & mask) > threshold)
 
 
 @dataclasses.dataclass
@@ -189,6 +202,9 @@ class MatrixEngines:
         Accumulators acc[j][m] (two's complement int32, wrapping), allocated at the first accept.
     busy_done : numpy.ndarray, int64 [N]
         Busy cycles of the commands already finished (the ``engine`` counter, §8).
+    queued : dict
+        tile → (x, d, c_e, pc_e) of a command accepted at x while the previous command's
+        last step (cycle x − 1) is not stepped yet; it starts right after that step.
     nbusy : int
         Number of busy tiles (the cycle loop's cheap "anything to do" test).
     """
@@ -212,7 +228,14 @@ class MatrixEngines:
         self.acc: np.ndarray | None = None
         self.busy_done = np.zeros(n, dtype=np.int64)
         self.cmd: list[Command | None] = [None] * n
+        self.queued: dict[int, tuple[int, int, int, int]] = {}
         self.nbusy = 0
+        # Commands interned by their descriptor bytes (cmd_id, -1 before step 7): tiles at the
+        # same streaming step of the same command are stepped together (:meth:`step_tiles`).
+        self.cmd_id = np.full(n, -1, dtype=np.int64)
+        self._ids: dict[bytes, int] = {}
+        self._next_id = 0
+        self.group = True
 
     # ------------------------------------------------------------------ issue side
     def idle_at_next_x(self, tiles: np.ndarray, k: int, engine_cycle_next: np.ndarray) -> np.ndarray:
@@ -248,15 +271,28 @@ class MatrixEngines:
             return
         if self.acc is None:
             self.acc = np.zeros((self.n, ACC_DEPTH, max(self.lanes, 1)), dtype=np.uint32)
+        tiles = np.asarray(tiles)
+        d = np.broadcast_to(np.asarray(d, dtype=np.int64) & _M32, tiles.shape)
+        pcs = np.broadcast_to(np.asarray(pcs, dtype=np.int64), tiles.shape)
+        # A tile whose last step is still to come (in cycle x - 1, see idle_at_next_x) starts
+        # the new command when that step is done.
+        q = self.busy[tiles]
+        for t, dd, pp in zip(tiles[q].tolist(), d[q].tolist(), pcs[q].tolist()):
+            self.queued[t] = (x, dd, context, pp)
+        tiles, d, pcs = tiles[~q], d[~q], pcs[~q]
+        self._start(tiles, x, d, context, pcs)
+
+    def _start(self, tiles, x, d, context, pcs) -> None:
         self.busy[tiles] = True
         self.accept[tiles] = x
-        self.desc_addr[tiles] = np.asarray(d, dtype=np.int64) & _M32
+        self.desc_addr[tiles] = d
         self.issuer[tiles] = context
-        self.issuer_pc[tiles] = np.asarray(pcs, dtype=np.int64)
+        self.issuer_pc[tiles] = pcs
         self.step_no[tiles] = 0
         self.total[tiles] = NOT_YET
         for t in np.asarray(tiles).tolist():
             self.cmd[t] = None
+        self.cmd_id[tiles] = -1
         self.nbusy = int(self.busy.sum())
 
     def busy_cycles(self, cycles: int) -> np.ndarray:
@@ -306,6 +342,7 @@ class MatrixEngines:
                 if not cmd.check(self.lanes):
                     return d
                 self.cmd[t] = cmd
+                self.cmd_id[t] = self._intern(bytes(raw))
                 self.total[t] = cmd.total
             self.desc[t, 8 * s:8 * s + 8] = data
             return self._advance(t, k, s)
@@ -324,25 +361,11 @@ class MatrixEngines:
                 self.shift[t, m] = lo
             return self._advance(t, k, s)
         # streaming part: at most one read (lane load or stream step), then at most one write
-        read = self._read_of(cmd, s)
+        bad, read, a, write, wa = self._streaming_access(cmd, s)
+        if bad is not None:
+            return bad
         if read is not None:
-            kind, i, b = read
-            a = cmd.w_addr(i, b) if kind == "w" else cmd.x_addr(i, b)
-            if self._bad_read(a):
-                return a
-        write = self._write_of(cmd, s)
-        if write is not None:
-            j, w = write
-            cj = cmd.c_addr(j)
-            if cmd.mode == Mode.TFLITE:
-                if cj % 8 + C > 8 or cj >= self.nbytes:
-                    return cj
-                wa = cj
-            else:
-                wa = (cj + 8 * w) & _M32
-                if cj % 8 or wa >= self.nbytes:
-                    return wa
-        if read is not None:                                  # the read sees cycles < k
+            kind, i, b = read                                  # the read sees cycles < k
             data = port.read8(t, a)
             if kind == "w":
                 self.lanes_w[t, i] = data.view(np.int8)
@@ -353,8 +376,113 @@ class MatrixEngines:
                 self.acc[t, i, :C] = (start.astype(np.int64) + prod).astype(np.uint32)
                 self._macs_add(t, 8 * C)
         if write is not None:
-            port.write(t, wa, self._output(t, cmd, j, w))
+            port.write(t, wa, self._output(t, cmd, *write))
         return self._advance(t, k, s)
+
+    def step_tiles(self, tiles: np.ndarray, solo: np.ndarray, k: int, port) -> list:
+        """Step every tile of ``tiles`` in engine cycle ``k``; returns [(tile, fault addr)].
+
+        Tiles at the same streaming step of the same command (the SPMD case) are stepped in
+        one vectorized group when none of them is flagged in ``solo`` (bool, aligned with
+        ``tiles``: tiles whose SRAM access needs ``port``'s memory-order corrections); the
+        others one by one with :meth:`step`. Both give the same result (tested).
+        """
+        faults = []
+        rest = tiles
+        grp = tiles[~solo]
+        if self.group and len(grp) > 1:
+            s, ids = self.step_no[grp], self.cmd_id[grp]
+            s0 = int(s[0])
+            cmd = self.cmd[int(grp[0])]
+            if ids[0] >= 0 and (s == s0).all() and (ids == ids[0]).all() \
+                    and s0 >= DESC_WORDS + 2 * cmd.C:
+                addr = self._step_group(grp, k, s0, cmd, port.sram)
+                if addr is not None:
+                    faults += [(t, addr) for t in grp.tolist()]
+                rest = tiles[solo]
+        for t in rest.tolist():
+            addr = self.step(t, k, port)
+            if addr is not None:
+                faults.append((t, addr))
+        return faults
+
+    def _step_group(self, g: np.ndarray, k: int, s: int, cmd: Command, sram) -> int | None:
+        """One streaming step s of ``cmd`` on the tiles ``g`` (no memory-order corrections):
+        the addresses, hence the fault checks, are the same for all of them."""
+        C = cmd.C
+        bad, read, a, write, wa = self._streaming_access(cmd, s)
+        if bad is not None:
+            return bad
+        w8 = sram.w8
+        if read is not None:
+            kind, i, b = read
+            data = w8[g, a:a + VECTOR_BYTES]                                  # [G, 8]
+            if kind == "w":
+                self.lanes_w[g, i] = data.view(np.int8)
+            else:
+                xv = (data if cmd.flags & Flag.A_UNSIGNED else data.view(np.int8)).astype(np.int64)
+                prod = np.einsum("gmi,gi->gm", self.lanes_w[g, :C], xv)      # [G, C]
+                start = self.bias[g, :C] if b == 0 else \
+                    self.acc[g, i, :C].view(np.int32).astype(np.int64)
+                self.acc[g, i, :C] = (start + prod).astype(np.uint32)
+                self.macs[g] += np.uint64(8 * C)
+        if write is not None:
+            j, w = write
+            acc = self.acc[g, j, :C].view(np.int32).astype(np.int64)          # [G, C]
+            if cmd.mode == Mode.RAW:
+                vals = acc[:, 2 * w:2 * w + 2].astype("<i4")
+                w8[g, wa:wa + 4 * vals.shape[1]] = vals.view(np.uint8).reshape(len(g), -1)
+            else:
+                y = mbqm_array(acc, self.multiplier[g, :C], self.shift[g, :C]) + cmd.zp
+                w8[g, wa:wa + C] = (np.clip(y, cmd.qmin, cmd.qmax) & 0xFF).astype(np.uint8)
+        self.step_no[g] = s + 1
+        if s + 1 >= cmd.total:
+            for t in g.tolist():
+                self.step_no[t] = s
+                self._advance(t, k, s)
+        return None
+
+    def _intern(self, key: bytes) -> int:
+        """A command id for descriptor bytes ``key`` (never reused, so clearing is safe)."""
+        i = self._ids.get(key)
+        if i is None:
+            if len(self._ids) >= 1 << 16:
+                self._ids.clear()
+            i = self._ids[key] = self._next_id
+            self._next_id += 1
+        return i
+
+    def _streaming_access(self, cmd: Command, s: int):
+        """The SRAM accesses of streaming step s (s ≥ 8 + 2C) and their fault checks.
+
+        Returns
+        -------
+        (fault, read, read_addr, write, write_addr)
+            ``fault``: None or the engine-fault address (check 1 for the read first, then check
+            4 for the write, §12); ``read``: None, ("w", m, b) or ("x", j, b); ``write``: None
+            or (j, w), the output word w of element j.
+        """
+        read = self._read_of(cmd, s)
+        a = None
+        if read is not None:
+            kind, i, b = read
+            a = cmd.w_addr(i, b) if kind == "w" else cmd.x_addr(i, b)
+            if self._bad_read(a):
+                return a, None, None, None, None
+        write = self._write_of(cmd, s)
+        wa = None
+        if write is not None:
+            j, w = write
+            cj = cmd.c_addr(j)
+            if cmd.mode == Mode.TFLITE:
+                if cj % 8 + cmd.C > 8 or cj >= self.nbytes:
+                    return cj, None, None, None, None
+                wa = cj
+            else:
+                wa = (cj + 8 * w) & _M32
+                if cj % 8 or wa >= self.nbytes:
+                    return wa, None, None, None, None
+        return None, read, a, write, wa
 
     def _macs_add(self, t: int, n: int) -> None:
         self.macs[t] += np.uint64(n)
@@ -402,4 +530,8 @@ class MatrixEngines:
             self.busy[t] = False
             self.busy_done[t] += k - self.accept[t] + 1
             self.nbusy -= 1
+            nxt = self.queued.pop(t, None)
+            if nxt is not None:                             # accepted at x = k + 1
+                x, d, c, pc = nxt
+                self._start(np.array([t]), x, np.array([d]), c, np.array([pc]))
         return None

@@ -1,0 +1,828 @@
+"""Golden model: the tiles' matrix engines (docs/architecture.md §12, with §4, §7, §8).
+
+Every expected cycle, counter and value below is derived by hand from the contract text (the
+derivation is in the comments); output values are compared with formulas written here or with
+the independent numpy references of ``tessera.golden_model.kernels`` (``matmul``, ``conv2d``,
+``multiply_by_quantized_multiplier``, ``requantize``), never with recorded model output.
+
+Program layout used throughout (:func:`image`): a 3-word dispatch at 0 (``csrr x6,
+context_id``; ``slli x7, x6, 7``; ``jalr x0, 0x80(x7)``) sends context c to its own code at
+0x80·(c+1). With T contexts and no retries, instruction j of context c's code issues at
+t = (3 + j)·T + c (§4: instruction i of context c issues at i·T + c). Descriptors live at
+0x400.. (so ``li`` is one ``addi``), data at 0x800 and above.
+
+Engine timing (§12): an ``mrun`` issued at t is accepted at x = t + 2; step s is the s-th
+engine cycle after x (cycles x+1, x+2, … minus those where a LOAD/STORE issued two cycles
+earlier is in X, or the tile is in its exchange phase); the engine is busy from x through its
+last step; ``mwait``/``mrun`` whose X (issue + 2) is a busy cycle retry in the next slot.
+"""
+
+import numpy as np
+import pytest
+
+from tessera.golden_model import Array
+from tessera.golden_model.decode import Op, decode
+from tessera.golden_model.kernels import (conv2d, matmul, multiply_by_quantized_multiplier,
+                                          requantize)
+from tessera.spec.config import ArrayConfig
+from tessera.spec.csr import Csr
+from tessera.spec.engine import ChannelParams, Descriptor, Flag, Mode, command_steps
+from tessera.spec.exchange import Step, encode_program
+from tessera.spec.faults import FaultCause
+from tessera.spec.result import ContextState
+from tessera.toolchain import asm
+
+from isa_contract import legal as contract_legal
+
+SRAM = 16 * 1024
+CFG = ArrayConfig(tiles=1, contexts=4, sram_bytes=SRAM)      # engine_macs 32: M = 4 lanes
+D0, D1 = 0x400, 0x440            # descriptor addresses
+XP = 0x780                        # exchange program
+A, W, P, OUT = 0x800, 0x1800, 0x2800, 0x3000   # streamed, stationary, parameters, output
+CODE = 0x80                       # context c's code at CODE * (c + 1)
+
+
+def image(codes: dict, T: int = 4) -> bytes:
+    """Dispatch + per-context code blocks (default: ``ecall``)."""
+    img = bytearray(asm.program([asm.csrr(6, Csr.CONTEXT_ID), asm.slli(7, 6, 7),
+                                 asm.jalr(0, 7, CODE)]))
+    img += bytes(CODE - len(img))
+    for c in range(T):
+        blk = asm.program(codes.get(c, [asm.ecall()]))
+        assert len(blk) <= CODE
+        img += blk + bytes(CODE - len(blk))
+    return bytes(img)
+
+
+def issue(j: int, c: int, T: int = 4) -> int:
+    """Issue cycle of instruction j of context c's code block, no retries before it."""
+    return (3 + j) * T + c
+
+
+def params(bias, mult=None, shift=None) -> bytes:
+    n = len(bias)
+    mult = [0] * n if mult is None else mult
+    shift = [0] * n if shift is None else shift
+    return b"".join(ChannelParams(int(b), int(m), int(s)).pack()
+                    for b, m, s in zip(bias, mult, shift))
+
+
+def make(codes, mem, cfg=CFG, engine=None, tile=None):
+    """An Array with the program and ``mem`` ({addr: bytes}) written to every tile."""
+    arr = Array(cfg, engine=engine)
+    arr.write_mem(None, 0, image(codes, cfg.contexts))
+    for addr, data in mem.items():
+        arr.write_mem(tile, addr, bytes(data))
+    return arr
+
+
+def i32(arr, addr, n, tile=0):
+    return np.frombuffer(arr.read_mem(tile, addr, 4 * n), dtype="<i4").astype(np.int64)
+
+
+def fault(res, tile=0):
+    f = res.tiles[tile].fault
+    return None if f is None else (f.context, f.cause, f.pc, f.addr)
+
+
+def wrap32(v):
+    v = np.asarray(v, dtype=np.int64) & 0xFFFFFFFF
+    return np.where(v >= 1 << 31, v - (1 << 32), v)
+
+
+# Context 0: the standard command issuer. j0 li x5 (one addi, t = 12), j1 mrun (t = 16, so
+# x = 18 and step s at 19 + s with no stall), j2 mwait (t = 20 + 4r), then csrr x10, cycle
+# and ecall. mrun's pc = 0x80 + 4.
+def issuer(d=D0, extra_before_mwait=()):
+    return [*asm.li(5, d), asm.mrun(5), *extra_before_mwait, asm.mwait(),
+            asm.csrr(10, Csr.CYCLE), asm.ecall()]
+
+
+PC_MRUN = CODE + 4
+
+# A small RAW command: C = 1, K = 8 (KB = 1), J elements X(j) at SA + 8j, output at SOUT + 8j
+# (all below 2048, so that loads and stores reach them with an x0-relative offset).
+SA, SW, SP, SOUT, SOUT2 = 0x500, 0x540, 0x560, 0x600, 0x700
+X_ROWS = np.array([[1, 2, 3, 4, 5, 6, 7, 8], [-1, -2, -3, -4, -5, -6, -7, -8],
+                   [127] * 8], dtype=np.int8)
+W_ROW = np.array([1, 2, 3, 4, 5, 6, 7, 8], dtype=np.int8)
+# acc(j) = 1000 + sum_i X(j)[i] * W[i]: sum i^2 (1..8) = 204, 127 * 36 = 4572
+RAW_ACC = [1204, 796, 5572]
+
+
+def raw_small(J):
+    desc = Descriptor(a_base=SA, a_s0=8, w_base=SW, w_sm=8, c_base=SOUT, c_s0=8, p_base=SP,
+                      J0=J, C=1, mode=Mode.RAW)
+    return {D0: desc.pack(), SA: X_ROWS[:J].tobytes(), SW: W_ROW.tobytes(),
+            SP: params([1000])}
+
+
+# ------------------------------------------------------------------------------ timing
+@pytest.mark.parametrize("J,last,mwait_at,cycles", [
+    # S = 8 + 2C + KB*C + (KB-1)*J + J*OW + 2 = 8 + 2 + 1 + 0 + J + 2 = 13 + J.
+    # J = 2: S = 15, steps at 19..33, busy 18..33. mwait X = 22 + 4r: r = 3 gives X = 34 = last
+    # step + 1: retires at issue 32. csrr at 36 -> x10 = 36, ecall at 40 -> cycles 41.
+    (2, 33, 32, 41),
+    # J = 3: S = 16, last step at 34: the mwait with X = 34 (issue 32) is still busy; issue 36
+    # (X = 38) retires; csrr at 40, ecall at 44 -> cycles 45.
+    (3, 34, 36, 45),
+])
+def test_step_timing_and_mwait_retire_cycle(J, last, mwait_at, cycles):
+    assert command_steps(Descriptor.unpack(raw_small(J)[D0])) == 13 + J
+    arr = make({0: issuer()}, raw_small(J))
+    res = arr.run(1000)
+    assert res.status == "halted" and res.cycles == cycles
+    assert arr.last_engine == "vector"           # the fast engine falls back for mrun/mwait
+    assert int(arr.regs[0, 0, 10]) == mwait_at + 4
+    c = res.tiles[0].counters
+    assert c["engine"] == last - 18 + 1          # busy from x = 18 through the last step
+    assert c["macs"] == 8 * 1 * J                # one stream step per element, 8 C MACs each
+    # retired: context 0 = 3 dispatch + li, mrun, mwait (once), csrr, ecall = 8; others 3 + 1
+    assert c["retired"] == 8 + 3 * 4
+    assert c["compute"] == cycles
+    assert list(i32(arr, SOUT, 2 * J)[::2]) == RAW_ACC[:J]
+
+
+def test_mwait_with_idle_engine_retires_at_once():
+    # no command: mwait (j0, t = 12) retires, csrr (t = 16) reads 16
+    arr = make({0: [asm.mwait(), asm.csrr(10, Csr.CYCLE), asm.ecall()]}, {})
+    res = arr.run(1000)
+    assert res.status == "halted" and int(arr.regs[0, 0, 10]) == 16
+    assert res.tiles[0].counters["engine"] == 0
+
+
+def test_loads_and_stores_in_x_stall_the_engine():
+    # J = 2 (S = 15). Context 1 runs lw, sw, lw, sw, lw, sw from j0: issued at 13 + 4j, in X at
+    # 15, 19, 23, 27, 31, 35. Engine cycles after x = 18 without those: 20 21 22 24 25 26 28 29
+    # 30 32 33 34 36 37 38 -> the 15th (last) step at 38, busy 18..38 = 21 cycles.
+    # mwait X = 22 + 4r >= 39: r = 5 (issue 40); csrr at 44; ecall at 48 -> cycles 49.
+    mem_ops = [asm.lw(7, 0x7F0, 0), asm.sw(0, 0x7F8, 0)] * 3
+    arr = make({0: issuer(), 1: [*mem_ops, asm.ecall()]}, raw_small(2))
+    res = arr.run(1000)
+    assert res.status == "halted" and res.cycles == 49
+    assert int(arr.regs[0, 0, 10]) == 44
+    assert res.tiles[0].counters["engine"] == 21
+    assert list(i32(arr, SOUT, 4)[::2]) == RAW_ACC[:2]
+
+
+def test_exchange_phase_stalls_the_engine():
+    # Context 0: j0 li x5 (12), j1 li x8 = XP (16), j2 csrw xprog (20), j3 mrun (24: x = 26),
+    # j4 sync ARRAY (28): WAIT_ARRAY visible at 31 = k* (contexts 1..3 halted by 18), release
+    # r = k* + S = 31 + 2 = 33 (N = 1). Program IDLE 3 (33, 34, 35), END at 36 = e. Context 0
+    # RUNNING from 37; its next slot 40: j5 mwait (X = 42).
+    # Engine (J = 2, S = 15): steps 0..5 at 27..32 (the barrier wait is no exchange phase),
+    # none at 33..36, steps 6..14 at 37..45. mwait X = 42 busy; issue 44 (X = 46) retires;
+    # csrr at 48; ecall at 52 -> cycles 53. engine = 26..45 = 20 cycles, exchange = 4.
+    code = [*asm.li(5, D0), *asm.li(8, XP), asm.csrw(Csr.XPROG, 8), asm.mrun(5),
+            asm.sync("ARRAY"), asm.mwait(), asm.csrr(10, Csr.CYCLE), asm.ecall()]
+    mem = raw_small(2)
+    mem[XP] = encode_program([Step.idle(3), Step.end()])
+    arr = make({0: code}, mem)
+    res = arr.run(1000)
+    assert res.status == "halted" and res.cycles == 53
+    assert int(arr.regs[0, 0, 10]) == 48
+    c = res.tiles[0].counters
+    assert (c["engine"], c["exchange"]) == (20, 4)
+    assert list(i32(arr, SOUT, 4)[::2]) == RAW_ACC[:2]
+
+
+def test_back_to_back_commands_from_two_contexts():
+    # Context 0: command J = 3 (S = 16) issued at 16: x = 18, steps 19..34.
+    # Context 1: li (13), mrun at 17 + 4r, X = 19 + 4r: busy at 19, 23, 27, 31; X = 35 = last
+    # step + 1 is idle: accepted at x = 35 (issue 33). Its command J = 2 (S = 15): steps
+    # 36..50. Context 0's mwait X = 22 + 4r: 34 (= last step of its own command) busy, then
+    # busy with context 1's command until 50: X = 54 (issue 52) retires; csrr 56; ecall 60.
+    # Context 1: mwait from 37 (X = 39 + 4r): X = 51 retires (issue 49); csrr 53; ecall 57.
+    # cycles = 61; engine = (34 - 18 + 1) + (50 - 35 + 1) = 17 + 16; macs = (3 + 2) * 8.
+    mem = raw_small(3)
+    d1 = Descriptor(a_base=SA + 8, a_s0=8, w_base=SW, w_sm=8, c_base=SOUT2, c_s0=8,
+                    p_base=SP, J0=2, C=1, mode=Mode.RAW)
+    mem[D1] = d1.pack()
+    arr = make({0: issuer(D0), 1: issuer(D1)}, mem)
+    res = arr.run(1000)
+    assert res.status == "halted" and res.cycles == 61
+    assert (int(arr.regs[0, 0, 10]), int(arr.regs[0, 1, 10])) == (56, 53)
+    c = res.tiles[0].counters
+    assert (c["engine"], c["macs"]) == (33, 40)
+    assert c["retired"] == 2 * 8 + 2 * 4          # the retried mrun/mwait issues do not count
+    assert list(i32(arr, SOUT, 6)[::2]) == RAW_ACC
+    assert list(i32(arr, SOUT2, 4)[::2]) == RAW_ACC[1:3]
+
+
+def test_timeout_continue_and_start_reset_the_engine():
+    # J = 3 as above (cycles 45, csrr 40, engine 17). Stop at 25: busy 18..24 = 7 cycles.
+    arr = make({0: issuer()}, raw_small(3))
+    res = arr.run(25)
+    assert res.status == "timeout" and res.tiles[0].counters["engine"] == 7
+    res = arr.run(1000)
+    assert res.status == "halted" and res.cycles == 45 and int(arr.regs[0, 0, 10]) == 40
+    assert res.tiles[0].counters["engine"] == 17
+    # Stop in the middle again, then start: the engine is idle, the rerun is a fresh run.
+    arr.write_mem(0, SOUT, bytes(24))
+    arr.start(0)
+    arr.run(30)
+    arr.start(0)
+    assert arr.counters["engine"][0] == 0
+    res = arr.run(1000)
+    assert res.status == "halted" and res.cycles == 45 and int(arr.regs[0, 0, 10]) == 40
+    assert res.tiles[0].counters["engine"] == 17
+    assert list(i32(arr, SOUT, 6)[::2]) == RAW_ACC
+
+
+# ------------------------------------------------------------------------------ memory order
+def test_engine_read_does_not_see_a_store_in_x_one_cycle_later():
+    # J = 2, no stall before: X(1) is read in step 12 at cycle 31. Context 2 stores to X(1)'s
+    # first word at issue 30 (j4: (3+4)*4+2), X = 32: the engine read at 31 sees the old bytes.
+    # Cycle 32 is then no engine cycle: steps 13, 14 at 33, 34.
+    new = int.from_bytes(np.array([100, 0, 0, 0], np.int8).tobytes(), "little")
+    code2 = [*asm.li(9, new), asm.nop(), asm.nop(), asm.nop(), asm.sw(9, SA + 8, 0), asm.ecall()]
+    arr = make({0: issuer(), 2: code2}, raw_small(2))
+    res = arr.run(1000)
+    assert res.status == "halted"
+    assert list(i32(arr, SOUT, 4)[::2]) == RAW_ACC[:2]
+    assert res.tiles[0].counters["engine"] == 34 - 18 + 1
+
+
+def test_engine_read_sees_an_earlier_store():
+    # li of this word is lui + addi (j0, j1), nop (j2), the sw is j3 of context 2: issued at
+    # (3 + 3) * 4 + 2 = 26, X = 28. Steps 0..8 at 19..27, none at 28, step 12 (X(1)) at 32:
+    # after the store. X(1) = [100, -2, -3, -4, -5, -6, -7, -8]:
+    # acc(1) = 1000 + 100 * 1 - (2*2 + 3*3 + ... + 8*8) = 1000 + 100 - (204 - 1) = 897.
+    new = int.from_bytes(np.array([100, -2, -3, -4], np.int8).tobytes(), "little")
+    assert len(asm.li(9, new)) == 2
+    code2 = [*asm.li(9, new), asm.nop(), asm.sw(9, SA + 8, 0), asm.ecall()]
+    arr = make({0: issuer(), 2: code2}, raw_small(2))
+    res = arr.run(1000)
+    assert list(i32(arr, SOUT, 4)[::2]) == [1204, 897]
+
+
+def test_load_in_x_after_the_engine_write_sees_it():
+    # Context 3 issues j at (3 + j) * 4 + 3. Run 1: lw x8 (j3, issued 27, X = 29) and lw x7
+    # (j4, issued 31, X = 33): no engine step at 29 and 33, so steps 0..9 at 19..28, 10..12 at
+    # 30..32, 13 (the write of element 0) at 34: both loads are before it and read the old
+    # word. Run 2: only the lw at 31 (X = 33): step 13 is at 32, the load (X = 33) sees it.
+    code3 = [asm.nop(), asm.nop(), asm.nop(), asm.lw(8, SOUT, 0), asm.lw(7, SOUT, 0), asm.ecall()]
+    mem = raw_small(2)
+    mem[SOUT] = (0x11111111).to_bytes(4, "little")
+    arr = make({0: issuer(), 3: code3}, mem)
+    res = arr.run(1000)
+    assert res.status == "halted"
+    assert (int(arr.regs[0, 3, 8]), int(arr.regs[0, 3, 7])) == (0x11111111, 0x11111111)
+
+    code3 = [asm.nop(), asm.nop(), asm.nop(), asm.nop(), asm.lw(7, SOUT, 0), asm.ecall()]
+    arr = make({0: issuer(), 3: code3}, mem)
+    res = arr.run(1000)
+    assert res.status == "halted" and int(arr.regs[0, 3, 7]) == 1204
+
+
+def test_store_in_x_after_the_engine_write_keeps_its_byte():
+    # Element 0's write at cycle 32 (4 bytes at OUT); context 3's sb issued at 31 (X = 33) of
+    # 0xAB to OUT + 1 comes later: the word is 1204 = 0x4B4 with byte 1 replaced: 0x0000AB B4.
+    code3 = [*asm.li(9, 0xAB), asm.nop(), asm.nop(), asm.nop(), asm.sb(9, SOUT + 1, 0),
+             asm.ecall()]
+    arr = make({0: issuer(), 3: code3}, raw_small(2))
+    res = arr.run(1000)
+    assert res.status == "halted"
+    assert arr.read_mem(0, SOUT, 4) == bytes([0xB4, 0xAB, 0, 0])
+
+
+def test_fetch_sees_the_engine_write_of_its_cycle():
+    # Context 0: j0 nop (12), j1 li x5 (16), j2 mrun (20: x = 22), j3..j5 nop, j6 at 0x98 issued
+    # at 36. Command RAW, C = 1, J = 1 (S = 14: steps 23..36), element 0 written in step 13 =
+    # cycle 36 at C(0) = 0x98 with acc = bias = the word of `addi x9, x0, 77` (X = 0). A fetch
+    # at 36 sees an engine write of cycle 36 (§12 "Memory order"), so x9 = 77 (not 1).
+    placeholder = asm.addi(9, 0, 1)
+    code0 = [asm.nop(), *asm.li(5, D0), asm.mrun(5), asm.nop(), asm.nop(), asm.nop(),
+             placeholder, asm.mwait(), asm.ecall()]
+    assert CODE + 4 * 6 == 0x98
+    desc = Descriptor(a_base=A, w_base=W, c_base=0x98, p_base=P, C=1, mode=Mode.RAW)
+    mem = {D0: desc.pack(), A: bytes(8), W: W_ROW.tobytes(), P: params([asm.addi(9, 0, 77)])}
+    arr = make({0: code0}, mem)
+    res = arr.run(1000)
+    assert res.status == "halted" and int(arr.regs[0, 0, 9]) == 77
+
+
+# ------------------------------------------------------------------------------ arithmetic
+def run_cmd(desc: Descriptor, mem: dict, cfg=CFG, code=None):
+    mem = dict(mem)
+    mem[D0] = desc.pack()
+    arr = make({0: code or issuer()}, mem, cfg=cfg)
+    res = arr.run(200_000)
+    assert res.status == "halted", fault(res)
+    return arr, res
+
+
+@pytest.mark.parametrize("flags", [0, Flag.A_UNSIGNED])
+def test_raw_matmul_against_kernels(flags):
+    rng = np.random.default_rng(5)
+    J, K, C = 12, 32, 4
+    if flags & Flag.A_UNSIGNED:
+        a = rng.integers(0, 256, (J, K)).astype(np.uint8)
+    else:
+        a = rng.integers(-128, 128, (J, K)).astype(np.int8)
+    w = rng.integers(-128, 128, (C, K)).astype(np.int8)
+    bias = rng.integers(-5000, 5000, C)
+    if flags & Flag.A_UNSIGNED:       # uint8 a = int8 (a - 128) + 128: a_zero_point -128
+        ref = matmul((a.astype(np.int64) - 128).astype(np.int8), w.T.copy(), a_zero_point=-128)
+    else:
+        ref = matmul(a, w.T.copy())
+    ref = wrap32(ref.astype(np.int64) + bias)
+    desc = Descriptor(a_base=A, a_s0=K, K0=K // 8, J0=J, w_base=W, w_sm=K, c_base=OUT,
+                      c_s0=16, p_base=P, C=C, mode=Mode.RAW, flags=flags)
+    arr, res = run_cmd(desc, {A: a.tobytes(), W: w.tobytes(), P: params(bias)})
+    assert (i32(arr, OUT, 4 * J).reshape(J, 4) == ref).all()
+    assert res.tiles[0].counters["macs"] == J * K * C          # 8 C per stream step, J·KB steps
+
+
+@pytest.mark.parametrize("out_unsigned", [False, True])
+def test_tflite_matmul_against_kernels(out_unsigned):
+    rng = np.random.default_rng(6)
+    J, K, C = 20, 48, 3                 # K0 = 2, K1 = 3 (ak_s1 = 16): b = k1 * 2 + k0
+    a = rng.integers(-128, 128, (J, K)).astype(np.int8)
+    w = rng.integers(-128, 128, (C, K)).astype(np.int8)
+    bias = rng.integers(-20000, 20000, C)
+    mult = rng.integers(1 << 30, (1 << 31) - 1, C)
+    shift = np.array([-9, -8, -10])
+    zp, qmin, qmax = (128, 128, 255) if out_unsigned else (-5, -5, 100)
+    desc = Descriptor(a_base=A, a_s0=K, ak_s1=16, K0=2, K1=3, J0=J, w_base=W, w_sm=K,
+                      c_base=OUT, c_s0=8, p_base=P, C=C, mode=Mode.TFLITE,
+                      flags=Flag.OUT_UNSIGNED if out_unsigned else 0, zp=zp, qmin=qmin,
+                      qmax=qmax)
+    arr, _ = run_cmd(desc, {A: a.tobytes(), W: w.tobytes(), P: params(bias, mult, shift)})
+    acc = wrap32(matmul(a, w.T.copy()).astype(np.int64) + bias)
+    y = multiply_by_quantized_multiplier(acc, mult, shift).astype(np.int64)
+    exp = np.clip(y + zp, qmin, qmax)
+    got = np.frombuffer(arr.read_mem(0, OUT, 8 * J), np.uint8).reshape(J, 8)[:, :C]
+    got = got.astype(np.int64) if out_unsigned else got.view(np.int8).astype(np.int64)
+    assert (got == exp).all()
+    if not out_unsigned:     # the same through kernels.requantize (zp -5, ReLU = qmin = zp)
+        ref = requantize(matmul(a, w.T.copy()), mult, shift, zp, relu=True, bias=bias)
+        assert (np.minimum(ref, 100) == got).all()
+    # bytes C..7 of each output word are not written
+    assert not np.frombuffer(arr.read_mem(0, OUT, 8 * J), np.uint8).reshape(J, 8)[:, C:].any()
+
+
+def test_all_minus_128_operands_and_unsigned_128():
+    # X all -128, W all -128, K = 16 (KB = 2): acc = bias + 16 * 16384 = bias + 262144.
+    # With A_UNSIGNED the byte 0x80 is 128: acc = bias - 262144.
+    J, C = 3, 4
+    x = np.full((J, 16), -128, np.int8)
+    w = np.full((C, 16), -128, np.int8)
+    bias = [0, 1, -1, 7]
+    for flags, delta in ((0, 262144), (Flag.A_UNSIGNED, -262144)):
+        desc = Descriptor(a_base=A, a_s0=16, K0=2, J0=J, w_base=W, w_sm=16, c_base=OUT,
+                          c_s0=16, p_base=P, C=C, mode=Mode.RAW, flags=flags)
+        arr, _ = run_cmd(desc, {A: x.tobytes(), W: w.tobytes(), P: params(bias)})
+        assert (i32(arr, OUT, 4 * J).reshape(J, C) == np.array(bias) + delta).all()
+
+
+def test_accumulator_wraps_mod_2_32():
+    # One block of -128 * -128 * 8 = 131072 per element.
+    # channel 0: bias 0x7FFF0000 = 2147418112: + 131072 = 2147549184 -> -2147418112 (mod 2^32)
+    # channel 1 (A_UNSIGNED, 128 * -128 * 8 = -131072): bias -2^31 -> -2147614720 -> 2147352576
+    x = np.full((1, 8), -128, np.int8)
+    w = np.full((2, 8), -128, np.int8)
+    desc = Descriptor(a_base=A, w_base=W, w_sm=8, c_base=OUT, p_base=P, C=2, mode=Mode.RAW)
+    arr, _ = run_cmd(desc, {A: x.tobytes(), W: w.tobytes(), P: params([0x7FFF0000, 0])})
+    assert list(i32(arr, OUT, 2)) == [-2147418112, 131072 + 0 - 0]
+    desc = Descriptor(a_base=A, w_base=W, w_sm=8, c_base=OUT, p_base=P, C=2, mode=Mode.RAW,
+                      flags=Flag.A_UNSIGNED)
+    arr, _ = run_cmd(desc, {A: x.tobytes(), W: w.tobytes(), P: params([0, -(1 << 31)])})
+    assert list(i32(arr, OUT, 2)) == [-131072, 2147352576]
+
+
+def test_requantize_ties_and_saturation():
+    # C = 4 channels, J = 256 (the largest J), x_j = j - 128 in lane byte 0, W(m) = [1, 0..0]:
+    # acc(j, m) = wrap32(bias[m] + x_j).
+    J = 256
+    xs = np.arange(J) - 128
+    x = np.zeros((J, 8), np.int8)
+    x[:, 0] = xs
+    w = np.zeros((4, 8), np.int8)
+    w[:, 0] = 1
+    bias = [0, 0, 5, -(1 << 31)]
+    mult = [1 << 30, 1 << 30, 1518500250, -(1 << 31)]
+    shift = [0, -1, -3, 0]
+    desc = Descriptor(a_base=A, a_s0=8, J0=16, J1=16, a_s1=128, w_base=W, w_sm=8,
+                      c_base=OUT, c_s0=8, c_s1=128, p_base=P, C=4, mode=Mode.TFLITE, zp=0,
+                      qmin=-128, qmax=127)
+    arr, res = run_cmd(desc, {A: x.tobytes(), W: w.tobytes(), P: params(bias, mult, shift)})
+    got = np.frombuffer(arr.read_mem(0, OUT, 8 * J), np.int8).reshape(J, 8)[:, :4]
+    acc = wrap32(np.array(bias)[None, :] + xs[:, None])
+    ref = np.clip(multiply_by_quantized_multiplier(acc, mult, shift), -128, 127)
+    assert (got == ref).all()
+    at = {int(v): j for j, v in enumerate(xs)}
+    # channel 0: SRDHM(x, 2^30) = round(x / 2), ties toward +inf: 3 -> 2, -3 -> -1, -1 -> 0
+    assert [int(got[at[v], 0]) for v in (3, -3, -1, 1)] == [2, -1, 0, 1]
+    # channel 1: then RDBPOT(., 1), ties away from zero: 3 -> 2 -> 1; -6 -> -3 -> -2; 6 -> 2
+    assert [int(got[at[v], 1]) for v in (3, -6, 6)] == [1, -2, 2]
+    # channel 3: x = 0 gives acc = -2^31 and multiplier -2^31: SRDHM saturates to 2^31 - 1,
+    # clamped to 127; x = 1: acc = -2^31 + 1, (-2^31 + 1)(-2^31) / 2^31 = 2^31 - 1 -> 127;
+    # x = -1 wraps to 2^31 - 1: product / 2^31 = -(2^31 - 1) -> clamp -128
+    assert [int(got[at[v], 3]) for v in (0, 1, -1)] == [127, 127, -128]
+    # steps: 8 + 8 + 4 + 0 + 256 + 2 = 278 (busy from x through the last step, and the mwait
+    # retries until then: the run takes more than 18 + 278 cycles)
+    assert res.tiles[0].counters["engine"] == 279
+    assert command_steps(desc) == 278
+
+
+def test_conv2d_3x3_zero_point_padding_against_kernels():
+    # NHWC 1x5x5x8 input, 3x3 kernel, 4 output channels, 'same' padding with input zero point
+    # izp = 3: software stores the 7x7x8 padded tensor filled with izp. j0 = output column
+    # (a_s0 = 8 bytes = one pixel), j1 = output row (a_s1 = 7 * 8), k0 = kw (3 contiguous
+    # blocks of 8 channels), k1 = kh (ak_s1 = 7 * 8). W row m = w[:, :, :, m] in (kh, kw, cin)
+    # order (w_sm = 72). The zero point is folded into the bias: bias' = bias - izp * sum(w).
+    rng = np.random.default_rng(9)
+    izp = 3
+    xin = rng.integers(-128, 128, (1, 5, 5, 8)).astype(np.int8)
+    wk = rng.integers(-128, 128, (3, 3, 8, 4)).astype(np.int8)
+    bias = rng.integers(-3000, 3000, 4)
+    mult = np.array([1 << 30, 1300000000, 1700000000, 2000000000])
+    shift = np.array([-8, -9, -7, -10])
+    zp = -20
+    pad = np.full((7, 7, 8), izp, np.int8)
+    pad[1:6, 1:6] = xin[0]
+    wrows = np.ascontiguousarray(wk.transpose(3, 0, 1, 2).reshape(4, 72))
+    bias_e = bias - izp * wk.astype(np.int64).sum(axis=(0, 1, 2))
+    desc = Descriptor(a_base=A, a_s0=8, a_s1=56, ak_s1=56, K0=3, K1=3, J0=5, J1=5,
+                      w_base=W, w_sm=72, c_base=OUT, c_s0=8, c_s1=40, p_base=P, C=4,
+                      mode=Mode.TFLITE, zp=zp, qmin=zp, qmax=127)
+    arr, _ = run_cmd(desc, {A: pad.tobytes(), W: wrows.tobytes(),
+                            P: params(bias_e, mult, shift)})
+    acc = conv2d(xin, wk, padding=1, input_zero_point=izp)            # [1, 5, 5, 4]
+    ref = requantize(acc, mult, shift, zp, relu=True, bias=bias)
+    got = np.frombuffer(arr.read_mem(0, OUT, 8 * 25), np.int8).reshape(5, 5, 8)[:, :, :4]
+    assert (got == ref[0]).all()
+
+
+def test_raw_output_odd_channel_count():
+    # RAW, C = 3: OW = 2 words per element; word 1 holds only acc(j, 2) (4 bytes): the bytes
+    # after 12 stay as they were (0xEE).
+    rng = np.random.default_rng(2)
+    J, C = 4, 3
+    a = rng.integers(-128, 128, (J, 8)).astype(np.int8)
+    w = rng.integers(-128, 128, (C, 8)).astype(np.int8)
+    desc = Descriptor(a_base=A, a_s0=8, J0=J, w_base=W, w_sm=8, c_base=OUT, c_s0=16,
+                      p_base=P, C=C, mode=Mode.RAW)
+    arr, res = run_cmd(desc, {A: a.tobytes(), W: w.tobytes(), P: params([1, 2, 3]),
+                              OUT: b"\xee" * 16 * J})
+    got = i32(arr, OUT, 4 * J).reshape(J, 4)
+    assert (got[:, :3] == matmul(a, w.T.copy()).astype(np.int64) + [1, 2, 3]).all()
+    assert arr.read_mem(0, OUT + 12, 4) == b"\xee" * 4
+    # steps 8 + 6 + 3 + 0 + 4 * 2 + 2 = 27
+    assert res.tiles[0].counters["engine"] == 28
+
+
+@pytest.mark.parametrize("macs,C", [(16, 2), (64, 8)])
+def test_lane_counts_of_other_configurations(macs, C):
+    cfg = CFG.replace(engine_macs=macs)
+    rng = np.random.default_rng(macs)
+    a = rng.integers(-128, 128, (5, 8)).astype(np.int8)
+    w = rng.integers(-128, 128, (C, 8)).astype(np.int8)
+    desc = Descriptor(a_base=A, a_s0=8, J0=5, w_base=W, w_sm=8, c_base=OUT, c_s0=4 * C,
+                      p_base=P, C=C, mode=Mode.RAW)
+    arr, _ = run_cmd(desc, {A: a.tobytes(), W: w.tobytes(), P: params([0] * C)}, cfg=cfg)
+    assert (i32(arr, OUT, 5 * C).reshape(5, C) == matmul(a, w.T.copy())).all()
+    bad = Descriptor(a_base=A, a_s0=8, J0=5, w_base=W, w_sm=8, c_base=OUT, c_s0=4 * C,
+                     p_base=P, C=C + 1, mode=Mode.RAW)       # C > M: step-7 fault
+    arr = make({0: issuer()}, {D0: bad.pack()}, cfg=cfg)
+    res = arr.run(1000)
+    assert fault(res) == (0, FaultCause.ENGINE_FAULT, PC_MRUN, D0) and res.cycles == 19 + 7 + 1
+
+
+def test_several_tiles_run_their_own_commands():
+    cfg = ArrayConfig(tiles=3, contexts=4, sram_bytes=SRAM)
+    arr = make({0: issuer()}, raw_small(3), cfg=cfg)
+    # tile 1: a longer command (J = 3 but with a second block: KB = 2 reads X(j, 1) at +8):
+    # S = 8 + 2 + 2 + 3 + 3 + 2 = 20, steps 19..38; mwait X = 22 + 4r >= 39: issue 40.
+    d1 = Descriptor(a_base=SA, a_s0=8, K0=2, J0=3, w_base=SW, w_sm=8, c_base=SOUT, c_s0=8,
+                    p_base=SP, C=1, mode=Mode.RAW)
+    arr.write_mem(1, D0, d1.pack())
+    arr.write_mem(1, SW, np.tile(W_ROW, 2).tobytes())
+    res = arr.run(1000)
+    assert res.status == "halted"
+    assert int(arr.regs[0, 0, 10]) == 40 and int(arr.regs[1, 0, 10]) == 44
+    assert int(arr.regs[2, 0, 10]) == 40
+    # tile 1: acc(j) = 1000 + X(j)·W + X(j+1)·W for j = 0, 1 (X(3) = zeros beyond the rows)
+    assert list(i32(arr, SOUT, 6, tile=1)[::2]) == [1204 + 796 - 1000, 796 + 5572 - 1000, 5572]
+    assert [t.counters["engine"] for t in res.tiles] == [17, 21, 17]
+
+
+# ------------------------------------------------------------------------------ faults
+def fault_case(desc=None, mem=None, cfg=CFG, d=D0, codes=None):
+    mem = dict(mem or {})
+    if desc is not None:
+        mem[d] = desc.pack()
+    arr = make(codes or {0: issuer(d)}, mem, cfg=cfg)
+    return arr, arr.run(2000)
+
+
+def good(**kw):
+    base = dict(a_base=A, a_s0=8, J0=2, w_base=W, w_sm=8, c_base=OUT, c_s0=8, p_base=P, C=1,
+                mode=Mode.TFLITE)
+    base.update(kw)
+    return Descriptor(**base)
+
+
+STD_MEM = {A: X_ROWS.tobytes(), W: np.tile(W_ROW, 8).tobytes(),
+           P: params([0] * 8, [1 << 30] * 8, [0] * 8)}
+
+
+def check_fault(res, arr, step, addr, mrun_pc=PC_MRUN, x=18):
+    """Engine fault in step ``step``: cycle x + 1 + step (no stalls) = t_f; cycles t_f + 1."""
+    assert res.status == "fault"
+    assert fault(res) == (0, FaultCause.ENGINE_FAULT, mrun_pc, addr)
+    assert res.cycles == x + 1 + step + 1
+    assert res.tiles[0].contexts[0].state == ContextState.FAULT
+    assert res.tiles[0].contexts[0].pc == mrun_pc
+    assert res.tiles[0].counters["engine"] == step + 2       # busy x .. t_f
+
+
+@pytest.mark.parametrize("d,step,addr", [
+    (0x404, 0, 0x404),             # descriptor not a multiple of 8: step 0
+    (SRAM, 0, SRAM),               # descriptor outside the SRAM
+    (SRAM - 32, 4, SRAM),          # word 4 is the first outside
+    (SRAM - 56, 7, SRAM),          # word 7 outside: check 1 precedes the step-7 field check
+])
+def test_fault_descriptor_read(d, step, addr):
+    li = asm.li(5, d)
+    # li is len(li) words: mrun at 12 + 4 len(li), x = mrun + 2
+    t_mrun = 12 + 4 * len(li)
+    mem = {} if d >= SRAM else {d: bytes(min(64, SRAM - d))}    # zero fields: C = 0 etc.
+    arr = make({0: issuer(d)}, mem)
+    res = arr.run(2000)
+    check_fault(res, arr, step, addr, mrun_pc=CODE + 4 * len(li), x=t_mrun + 2)
+
+
+@pytest.mark.parametrize("change", [
+    dict(C=0), dict(C=5), dict(J0=0), dict(J1=0), dict(K0=0), dict(K1=0),
+    dict(J0=17, J1=16),                                     # J = 272 > 256
+    dict(mode=2), dict(mode=255), dict(flags=4), dict(flags=0x80),
+    dict(qmin=10, qmax=5), dict(zp=128), dict(qmin=-129), dict(qmax=128),
+    dict(flags=Flag.OUT_UNSIGNED, qmin=-1, qmax=255), dict(flags=Flag.OUT_UNSIGNED, qmin=0,
+                                                           qmax=256),
+    dict(flags=Flag.OUT_UNSIGNED, zp=-1, qmin=0, qmax=255),
+])
+def test_fault_descriptor_fields(change):
+    # all checked in step 7 (cycle 26): addr = d
+    arr, res = fault_case(good(**change), STD_MEM)
+    check_fault(res, arr, 7, D0)
+
+
+@pytest.mark.parametrize("change", [
+    dict(C=4), dict(J0=16, J1=16), dict(flags=3, zp=0, qmin=0, qmax=255),
+    dict(mode=Mode.RAW, zp=1000, qmin=5, qmax=-5, flags=Flag.OUT_UNSIGNED, c_s0=16),
+    dict(qmin=-128, qmax=-128), dict(zp=127, qmin=127, qmax=127),
+])
+def test_valid_descriptor_fields_do_not_fault(change):
+    mem = dict(STD_MEM)
+    mem[A] = bytes(8 * 256)
+    arr, res = fault_case(good(**change), mem)
+    assert res.status == "halted", fault(res)
+
+
+@pytest.mark.parametrize("desc,step,addr", [
+    (good(p_base=P + 4), 8, P + 4),                           # parameter word misaligned
+    (good(C=2, p_base=SRAM - 16), 10, SRAM),                  # channel 1's first word outside
+    (good(C=2, p_base=P + 0x40), 11, P + 0x40 + 16 + 8),      # shift 31 of channel 1
+    (good(C=2, p_base=P + 0x80), 9, P + 0x80 + 8),            # shift -32 of channel 0
+    (good(w_base=W + 4), 10, W + 4),                          # W(0, 0) misaligned (C = 1)
+    (good(C=2, w_sm=SRAM - W), 13, SRAM),                     # W(1, 0) outside: step 8+4+1
+    (good(a_base=A + 4), 11, A + 4),                          # X(0, 0) misaligned
+])
+def test_fault_parameter_and_operand_reads(desc, step, addr):
+    mem = dict(STD_MEM)
+    mem[P + 0x40] = params([0, 0], [1 << 30] * 2, [0, 31])
+    mem[P + 0x80] = params([0, 0], [1 << 30] * 2, [-32, 0])
+    arr, res = fault_case(desc, mem)
+    check_fault(res, arr, step, addr)
+
+
+def test_shift_is_not_checked_in_raw_mode():
+    mem = dict(STD_MEM)
+    mem[P] = params([0, 0], [0, 0], [31, -32])
+    arr, res = fault_case(good(C=2, mode=Mode.RAW, c_s0=8), mem)
+    assert res.status == "halted", fault(res)
+
+
+def test_fault_in_the_middle_of_a_stream():
+    # TFLITE, C = 1, J = 5, KB = 1, X(j) at SRAM - 24 + 8j: X(3) = SRAM is outside.
+    # Steps: 0..7 descriptor, 8, 9 parameters, 10 lane W(0), stream X(j) in step 11 + j, the
+    # write of element j in step 13 + j. X(3) in step 14 faults (cycle 33, cycles = 34); the
+    # write of element 1 is the same step and does not happen; element 0 (step 13) is written.
+    # macs: stream steps 11, 12, 13 = 3 * 8.
+    mem = dict(STD_MEM)
+    mem[SRAM - 24] = X_ROWS.tobytes()
+    mem[OUT] = b"\xee" * 40
+    arr, res = fault_case(good(J0=5, a_base=SRAM - 24, c_s0=8), mem)
+    check_fault(res, arr, 14, SRAM)
+    # element 0: acc = 204, multiplier 2^30 shift 0: round(204 / 2) = 102
+    assert arr.read_mem(0, OUT, 16) == bytes([102]) + b"\xee" * 15
+    assert res.tiles[0].counters["macs"] == 24
+
+
+def test_read_check_precedes_write_check_in_one_step():
+    # C = 1, J = 3: X(2) (step 13) is outside and element 0's write (step 13) too (C(0) =
+    # SRAM + 8): the record is the read's address.
+    mem = dict(STD_MEM)
+    mem[SRAM - 16] = X_ROWS[:2].tobytes()
+    arr, res = fault_case(good(J0=3, a_base=SRAM - 16, c_base=SRAM + 8), mem)
+    check_fault(res, arr, 13, SRAM)
+
+
+@pytest.mark.parametrize("desc,step,addr", [
+    # J = 1, C = 4: steps 0..7, 8..15 parameters, lanes 16..19, stream 20, write(s) 22 (, 23)
+    (good(C=4, J0=1, c_base=OUT + 5), 22, OUT + 5),           # TFLITE: 5 + 4 > 8
+    (good(C=4, J0=1, c_base=SRAM), 22, SRAM),                 # TFLITE: C(j) outside
+    (good(C=4, J0=1, c_base=OUT + 4, mode=Mode.RAW), 22, OUT + 4),   # RAW: not a multiple of 8
+    (good(C=4, J0=1, c_base=SRAM - 8, mode=Mode.RAW), 23, SRAM),     # RAW: word 1 outside
+])
+def test_fault_writes(desc, step, addr):
+    arr, res = fault_case(desc, STD_MEM)
+    check_fault(res, arr, step, addr)
+    if desc.mode == Mode.RAW and step == 23:    # word 0 was written in step 22: acc = 204
+        assert list(i32(arr, SRAM - 8, 2)) == [204] * 2
+
+
+def test_tflite_write_that_ends_the_word_does_not_fault():
+    arr, res = fault_case(good(C=3, J0=1, c_base=OUT + 5), STD_MEM)     # 5 + 3 = 8
+    assert res.status == "halted"
+    assert arr.read_mem(0, OUT + 5, 3) == bytes([102] * 3)
+
+
+def test_instruction_fault_in_the_same_cycle_wins():
+    # Misaligned descriptor: engine fault in step 0 = cycle 19. Context 3's j1 is issued at
+    # (3 + 1) * 4 + 3 = 19: an ebreak there faults in the same cycle on the same tile: the
+    # record is the breakpoint's, and context 0 does not enter FAULT (pc = its mwait).
+    codes = {0: issuer(0x404), 3: [asm.nop(), asm.ebreak()]}
+    arr, res = fault_case(codes=codes)
+    assert res.status == "fault" and res.cycles == 20
+    assert fault(res) == (3, FaultCause.BREAKPOINT, 4 * CODE + 4, 4 * CODE + 4)
+    assert res.tiles[0].contexts[0].state == ContextState.RUNNING
+    assert res.tiles[0].contexts[0].pc == PC_MRUN + 4
+
+
+def test_engine_fault_and_instruction_fault_on_other_tiles_keep_both_records():
+    # Tile 0: engine fault in cycle 19 (as above), instruction at 19 on tile 0 is an addi that
+    # completes (§7: everything issued at <= t_f completes). Tile 1: ebreak at 19.
+    cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=SRAM)
+    arr = Array(cfg)
+    arr.write_mem(0, 0, image({0: issuer(0x404), 3: [asm.nop(), asm.addi(9, 0, 5)]}))
+    arr.write_mem(1, 0, image({0: issuer(0x404), 3: [asm.nop(), asm.ebreak()]}))
+    res = arr.run(2000)
+    assert res.status == "fault" and res.cycles == 20
+    assert fault(res, 0) == (0, FaultCause.ENGINE_FAULT, PC_MRUN, 0x404)
+    assert fault(res, 1) == (3, FaultCause.BREAKPOINT, 4 * CODE + 4, 4 * CODE + 4)
+    assert int(arr.regs[0, 3, 9]) == 5
+    # tile 1's engine fault was dropped: its context 0 is RUNNING at its mwait
+    assert res.tiles[1].contexts[0].state == ContextState.RUNNING
+
+
+def test_engine_fault_of_a_context_that_moved_on():
+    # Context 0 issues mrun and then runs nops until the fault in step 14 of the stream case
+    # (cycle 33); its pc is pc_e afterwards, not the nop's.
+    mem = dict(STD_MEM)
+    mem[SRAM - 24] = X_ROWS.tobytes()
+    code = [*asm.li(5, D0), asm.mrun(5)] + [asm.nop()] * 10 + [asm.mwait(), asm.ecall()]
+    arr, res = fault_case(good(J0=5, a_base=SRAM - 24, c_s0=8), mem, codes={0: code})
+    check_fault(res, arr, 14, SRAM)
+
+
+# ------------------------------------------------------------------------------ legality
+@pytest.mark.parametrize("word", [asm.mrun(5), asm.mrun(0), asm.mwait()])
+def test_mrun_mwait_illegal_without_engine(word):
+    cfg = CFG.replace(engine_macs=0)
+    assert word in (0x0000200B, 0x0002A00B, 0x0000300B)
+    assert not contract_legal(word, engine=False) and contract_legal(word, engine=True)
+    assert decode(word, engine=False).op == Op.ILLEGAL
+    assert decode(word, engine=True).op in (Op.MRUN, Op.MWAIT)
+    for engine in ("vector", "fast"):
+        arr = make({0: [word, asm.ecall()]}, {}, cfg=cfg, engine=engine)
+        res = arr.run(1000)
+        # j0 of context 0 at 12: illegal_instruction, addr = the word; cycles 13
+        assert res.status == "fault" and res.cycles == 13
+        assert fault(res) == (0, FaultCause.ILLEGAL_INSTRUCTION, CODE, word)
+        assert res.tiles[0].counters["engine"] == 0
+
+
+def test_fast_engine_used_for_programs_without_engine_words():
+    arr = make({0: [asm.addi(10, 0, 1), asm.ecall()]}, {}, engine="fast")
+    res = arr.run(1000)
+    assert res.status == "halted" and arr.last_engine == "fast"
+    assert res.tiles[0].counters["engine"] == 0
+
+
+def test_fast_engine_refuses_an_engine_word_written_at_run_time():
+    # No mrun word in the SRAM at the start (the constant is built by lui + addi); context 0
+    # stores it over its own j4 (issued at 28; the sw at 20 writes at X = 22) and would run it.
+    # The fast engine (no matrix engine yet) would fault on it: Array.run raises instead.
+    code = [*asm.li(9, asm.mrun(5)), asm.sw(9, CODE + 16, 0), asm.nop(), asm.nop(),
+            asm.ecall()]
+    assert len(asm.li(9, asm.mrun(5))) == 2
+    arr = make({0: code}, {}, engine="fast")
+    with pytest.raises(RuntimeError, match="engine='vector'"):
+        arr.run(1000)
+    arr = make({0: code}, {}, engine="vector")          # the vector engine runs it (x5 = 0:
+    res = arr.run(1000)                                  # descriptor at 0 = the dispatch code)
+    assert arr.last_engine == "vector" and res.tiles[0].counters["engine"] > 0
+
+
+def test_trace_records_retired_engine_instructions_once():
+    # J = 2 command: mrun retires at 16, mwait retries at 20..28 (no records) and retires at
+    # 32 (test_step_timing_and_mwait_retire_cycle).
+    arr = Array(CFG, trace=True)
+    arr.write_mem(None, 0, image({0: issuer()}))
+    for addr, data in raw_small(2).items():
+        arr.write_mem(None, addr, data)
+    res = arr.run(1000)
+    assert res.status == "halted"
+    recs = [(r["cycle"], r["insn"], r["rd"]) for r in arr.trace if r["context"] == 0]
+    assert (16, asm.mrun(5), None) in recs and (32, asm.mwait(), None) in recs
+    assert sum(r[1] in (asm.mrun(5), asm.mwait()) for r in recs) == 2
+
+
+def test_engine_counter_in_the_run_result_json():
+    arr = make({0: issuer()}, raw_small(2))
+    res = arr.run(1000)
+    data = res.to_json()                      # a dict (tessera.spec.result)
+    assert data["tiles"][0]["counters"]["engine"] == 16
+    assert list(data["tiles"][0]["counters"]) == ["compute", "sync", "exchange", "halted",
+                                                  "retired", "macs", "engine"]
+
+
+# ------------------------------------------------------------------------------ tile groups
+def _spmd(group: bool, out_unsigned: bool):
+    """4 tiles, one TFLITE command each (same descriptor, different data per tile); tile 2's
+    context 3 stores into X(0, 1) while it streams and tile 3's context 2 loads an output."""
+    cfg = ArrayConfig(tiles=4, contexts=4, sram_bytes=SRAM)
+    rng = np.random.default_rng(11)
+    J, K, C = 9, 16, 4
+    desc = Descriptor(a_base=SA, a_s0=K, K0=2, J0=J, w_base=W, w_sm=K, c_base=SOUT, c_s0=8,
+                      p_base=P, C=C, mode=Mode.TFLITE,
+                      flags=(Flag.OUT_UNSIGNED | Flag.A_UNSIGNED) if out_unsigned else 0,
+                      zp=3, qmin=0 if out_unsigned else -100, qmax=200 if out_unsigned else 90)
+    arr = Array(cfg, engine="vector")
+    arr._mx.group = group
+    arr.write_mem(None, 0, image({0: issuer()}))
+    arr.write_mem(2, 0, image({0: issuer(), 3: [*asm.li(9, 0x7F7F7F7F)] + [asm.nop()] * 5
+                               + [asm.sw(9, SA + 8, 0), asm.ecall()]}))
+    arr.write_mem(3, 0, image({0: issuer(), 2: [asm.nop()] * 8 + [asm.lw(7, SOUT, 0),
+                                                                    asm.ecall()]}))
+    data = []
+    for t in range(4):
+        a = rng.integers(0 if out_unsigned else -128, 256 if out_unsigned else 128, (J, K))
+        a = a.astype(np.uint8 if out_unsigned else np.int8)
+        w = rng.integers(-128, 128, (C, K)).astype(np.int8)
+        bias = rng.integers(-3000, 3000, C)
+        mult = rng.integers(1 << 30, (1 << 31) - 1, C)
+        shift = rng.integers(-9, -5, C)
+        for addr, b in ((D0, desc.pack()), (SA, a.tobytes()), (W, w.tobytes()),
+                        (P, params(bias, mult, shift))):
+            arr.write_mem(t, addr, b)
+        data.append((a, w, bias, mult, shift))
+    res = arr.run(5000)
+    assert res.status == "halted", [t.fault for t in res.tiles]
+    return arr, res, data, desc
+
+
+@pytest.mark.parametrize("out_unsigned", [False, True])
+def test_tiles_in_step_are_grouped_with_the_same_result(out_unsigned):
+    arr_g, res_g, data, desc = _spmd(True, out_unsigned)
+    arr_s, res_s, _, _ = _spmd(False, out_unsigned)
+    assert res_g.to_json() == res_s.to_json()
+    assert (arr_g.sram.w32 == arr_s.sram.w32).all()
+    for t, (a, w, bias, mult, shift) in enumerate(data):
+        if t == 2:
+            # context 3's sw (j6, issued at (3 + 6) * 4 + 3 = 39, X = 41) rewrites X(0, 1)'s
+            # first 4 bytes; X(0, 1) is read in block 1 (stream steps from 8 + 8 + 4 + 9 + 4 = 33
+            # on, cycle >= 19 + 33): after the store, so the engine sees 0x7F bytes
+            a = a.copy()
+            a[0, 8:12] = np.frombuffer(b"\x7f" * 4, a.dtype)
+        acc = wrap32(a.astype(np.int64) @ w.astype(np.int64).T + bias)
+        exp = np.clip(multiply_by_quantized_multiplier(acc, mult, shift).astype(np.int64)
+                      + desc.zp, desc.qmin, desc.qmax)
+        got = np.frombuffer(arr_g.read_mem(t, SOUT, 8 * len(a)), np.uint8).reshape(-1, 8)[:, :4]
+        got = got.astype(np.int64) if out_unsigned else got.view(np.int8).astype(np.int64)
+        assert (got == exp).all(), t
+
+
+@pytest.mark.parametrize("group", [True, False])
+def test_fault_in_a_stream_on_two_tiles_at_once(group):
+    # test_fault_in_the_middle_of_a_stream on both tiles of a 2-tile array (tiles in step:
+    # grouped or not): both records, same cycle (33, cycles = 34), element 0 written on both.
+    cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=SRAM)
+    arr = Array(cfg, engine="vector")
+    arr._mx.group = group
+    arr.write_mem(None, 0, image({0: issuer()}))
+    mem = dict(STD_MEM)
+    mem[SRAM - 24] = X_ROWS.tobytes()
+    mem[OUT] = b"\xee" * 40
+    mem[D0] = good(J0=5, a_base=SRAM - 24, c_s0=8).pack()
+    for addr, data in mem.items():
+        arr.write_mem(None, addr, data)
+    res = arr.run(2000)
+    assert res.status == "fault" and res.cycles == 34
+    for t in range(2):
+        assert fault(res, t) == (0, FaultCause.ENGINE_FAULT, PC_MRUN, SRAM)
+        assert arr.read_mem(t, OUT, 9) == bytes([102]) + b"\xee" * 8
+        assert res.tiles[t].counters["macs"] == 24
