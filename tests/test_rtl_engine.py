@@ -83,11 +83,12 @@ class Job:
     data: list = field(default_factory=list)      # (addr, bytes)
     readback: list = field(default_factory=list)  # (addr, n)
     max_cycles: int = 20000
+    ops: list = field(default_factory=lambda: ["load", "start", "wait", "collect"])
 
 
 def job_dict(j):
     segs = [[0, 0, code_of(j.progs).hex()]] + [[0, a, bytes(d).hex()] for a, d in j.data]
-    ops = ["load", "start", "wait", "collect"]
+    ops = list(j.ops)
     if j.readback:
         ops.append({"op": "readback", "regions": [[0, a, n] for a, n in j.readback]})
     return {"name": j.name, "segments": segs, "entry": 0, "max_cycles": j.max_cycles,
@@ -260,6 +261,14 @@ def jobs():
     js.append(Job("f_same_cycle", {0: main_prog(MIS), 3: [nop, asm.ebreak()]}))
     js.append(Job("f_engine_first", {0: main_prog(MIS), 3: [nop, nop, asm.ebreak()]}))
     js.append(Job("f_insn_first", {0: main_prog(MIS), 2: [nop, asm.ebreak()]}))
+    # start resets the engine: a first run ends by a fault at 19 while the engine is busy
+    # (context 3's ebreak); the host then patches the ebreak into an ecall and starts again
+    from tessera.spec.hostmap import sram_addr
+    js.append(Job("restart", {0: main_prog(), 3: [nop, asm.ebreak(), asm.ecall()]}, RAW_DATA,
+                  [(OUT, 160)],
+                  ops=["load", "start", "wait",
+                       {"op": "write", "addr": sram_addr(0, pc_of(3, 1)), "data": asm.ecall()},
+                       "start", "wait", "collect"]))
     # without mwait: the run halts (last ecall) while the engine is busy
     js.append(Job("halt_busy", {0: [set_a0(DESC), asm.mrun(10), asm.ecall()]},
                   RAW_DATA, [(OUT, 160)]))
@@ -465,6 +474,14 @@ def test_instruction_fault_before_engine_fault(results):
     assert (f.context, f.cause, f.pc) == (2, FaultCause.BREAKPOINT, pc_of(2, 1))
     assert t0.contexts[0].state == CS.RUNNING
     assert t0.counters["engine"] == 1                     # the accept cycle 18
+
+
+def test_start_resets_the_engine(results):
+    res, (out,) = results["restart"]
+    # the second run is the "raw" run (context 3 now: nop 15, ecall 19): the engine is idle at
+    # the start, so context 0's mrun at 16 is accepted at 18 as before
+    check_halted_run(res, RAW_D)
+    assert out == raw_expected_out(RAW_ACC)
 
 
 def test_halt_while_busy_leaves_later_steps_undone(results):
