@@ -269,6 +269,9 @@ def jobs():
                   ops=["load", "start", "wait",
                        {"op": "write", "addr": sram_addr(0, pc_of(3, 1)), "data": asm.ecall()},
                        "start", "wait", "collect"]))
+    # the engine faults (step 1 reads 0x4000 = sram_bytes) in the cycle of the run's last ecall
+    js.append(Job("fault_at_halt", {0: [asm.lui(10, 4), asm.addi(10, 10, -8), asm.mrun(10),
+                                        asm.ecall()]}, [(0x3FF8, bytes(8))]))
     # without mwait: the run halts (last ecall) while the engine is busy
     js.append(Job("halt_busy", {0: [set_a0(DESC), asm.mrun(10), asm.ecall()]},
                   RAW_DATA, [(OUT, 160)]))
@@ -482,6 +485,21 @@ def test_start_resets_the_engine(results):
     # the start, so context 0's mrun at 16 is accepted at 18 as before
     check_halted_run(res, RAW_D)
     assert out == raw_expected_out(RAW_ACC)
+
+
+def test_engine_fault_in_the_cycle_of_the_last_ecall(results):
+    res, _ = results["fault_at_halt"]
+    # context 0: lui 12, addi 16, mrun 20 (x = 22), ecall 24 (the last one: halt at 24);
+    # step 0 (23) reads d = 0x3FF8, step 1 (24) reads 0x4000: engine fault at t_f = 24. Both end
+    # the run after cycle 24; the fault wins (reading of §7/§12: the fault record exists and
+    # c_e enters FAULT; the ecall, issued at t_f, completes and retires), pc = pc_e
+    t0 = res.tiles[0]
+    assert res.status == RunStatus.FAULT and res.cycles == 25
+    f = t0.fault
+    assert (f.context, f.cause, f.pc, f.addr) == (0, FaultCause.ENGINE_FAULT, pc_of(0, 2), 0x4000)
+    assert t0.contexts[0].state == CS.FAULT and t0.contexts[0].pc == pc_of(0, 2)
+    assert t0.contexts[0].retired == 3 + 4               # prologue, lui, addi, mrun, ecall
+    assert t0.counters["engine"] == 3                    # 22, 23, 24
 
 
 def test_halt_while_busy_leaves_later_steps_undone(results):
