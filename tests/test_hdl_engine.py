@@ -128,3 +128,34 @@ def test_decoder_without_engine_equals_golden_decoder():
             assert mw == (d1.op == Op.MWAIT) and l0 == 0 and d0.op == Op.ILLEGAL, hex(w)
         else:
             assert l0 == l1 and (d0.op == Op.ILLEGAL) == (d1.op == Op.ILLEGAL), hex(w)
+
+
+def test_randprog_engine_streams():
+    """randprog(engine=True) emits mrun / mwait and loads of the output area; the default
+    streams stay engine-free (so the existing parity seeds are unchanged)."""
+    from tessera.spec.config import ArrayConfig
+    from tessera.spec.instructions import lookup
+    from tessera.tb.randprog import engine_region, generate
+    cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=32768)
+
+    def names(p):
+        seen = {}
+        for _t, a, d in p.segments:
+            if a == 0:
+                for i in range(0, len(d), 4):
+                    row = lookup(int.from_bytes(d[i:i + 4], "little"))
+                    if row is not None:
+                        seen[row.name] = seen.get(row.name, 0) + 1
+        return seen
+
+    e = names(generate(cfg, 1, engine=True))
+    assert e.get("mrun", 0) > 10 and e.get("mwait", 0) > 5
+    plain = names(generate(cfg, 1))
+    assert "mrun" not in plain and "mwait" not in plain
+    base, n = engine_region(cfg)
+    p = generate(cfg, 2, engine=True, fault="engine")
+    assert any(a == base + n - 2048 for _t, a, _d in p.segments)     # output area image
+    with pytest.raises(ValueError, match="engine"):
+        generate(cfg.replace(engine_macs=0), 1, engine=True)
+    with pytest.raises(ValueError, match="engine=True"):
+        generate(cfg, 1, fault="engine")
