@@ -139,6 +139,6 @@ def test_result_json_round_trip():
     ctxs = [ContextResult(c, ContextState.HALTED if c else ContextState.FAULT, 4 * c,
                           7 if c else None, c, list(range(32))) for c in range(4)]
     tile = TileResult(0, {"compute": 1, "sync": 2, "exchange": 3, "halted": 4, "retired": 5,
-                          "macs": 6}, Fault(0, FaultCause.BREAKPOINT, 8, 8), ctxs)
+                          "macs": 6, "engine": 7}, Fault(0, FaultCause.BREAKPOINT, 8, 8), ctxs)
     r = RunResult(cfg, RunStatus.FAULT, 10, [tile])
     assert result_from_json(r.to_json()).to_json() == r.to_json()
