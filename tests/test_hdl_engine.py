@@ -159,3 +159,29 @@ def test_randprog_engine_streams():
         generate(cfg.replace(engine_macs=0), 1, engine=True)
     with pytest.raises(ValueError, match="engine=True"):
         generate(cfg, 1, fault="engine")
+
+
+def test_dedupe_modules_defines_each_block_once():
+    """gen.dedupe_modules (testbench builds): the per-tile copies of tile-independent blocks
+    (matrix engine, SRAM, ALU, …) become one module; every instantiated module is defined; the
+    top ports and the instance names are unchanged; tile-specific modules stay apart."""
+    import re
+
+    from tessera.hdl.array import Array
+    from tessera.hdl.gen import convert
+    from tessera.spec.config import ArrayConfig
+    cfg = ArrayConfig(tiles=3, contexts=4, sram_bytes=16384)
+    plain = convert(Array(cfg), zero_memory_init=False)
+    dd = convert(Array(cfg), zero_memory_init=False, dedupe=True)
+    mods = lambda v: re.findall(r"^module (\S+)", v, re.M)          # noqa: E731
+    insts = lambda v: re.findall(r"^  (\\\S+) +(\\\S+|\w+) +\(\n", v, re.M)   # noqa: E731
+    assert len(mods(dd)) < len(mods(plain))
+    assert {t for t, _ in insts(dd)} <= set(mods(dd))
+    assert sorted(i for _, i in insts(dd)) == sorted(i for _, i in insts(plain))
+    for block in ("matrix", "sram", "core.alu", "core.regs", "fault"):
+        assert sum(m.endswith(f".{block}") for m in mods(dd)) == 1, block
+        assert sum(m.endswith(f".{block}") for m in mods(plain)) == 3, block
+    # csr (tile_id) and exchange engine (relative sources) differ per tile
+    assert sum(".core.csr" in m for m in mods(dd)) == 3
+    top = lambda v: re.search(r"^module tessera_array\((.*?)\);", v, re.M | re.S).group(1)  # noqa: E731
+    assert top(dd) == top(plain)
