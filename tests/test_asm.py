@@ -19,7 +19,8 @@ def _names(kind=None, fmt=None, shift=None):
             and (shift is None or any(o.name == "shamt" for o in r.operands) == shift)]
 
 
-R_TYPE = _names(fmt=Format.R)
+R_TYPE = [r.py_name for r in INSTRUCTIONS if r.fmt is Format.R
+          and [o.name for o in r.operands] == ["rd", "rs1", "rs2"]]
 I_ALU = _names(kind=(Kind.OP_IMM,), shift=False)
 SHIFTS = _names(kind=(Kind.OP_IMM,), shift=True)
 LOADS, STORES, BRANCHES = _names(kind=(Kind.LOAD,)), _names(kind=(Kind.STORE,)), \
@@ -165,6 +166,8 @@ def test_all_instruction_fields_roundtrip():
         joff = rng.randrange(-(1 << 19), 1 << 19) * 2
         assert disasm(asm.jal(rd, joff), pc=1 << 21) == f"jal {regs[rd]},{(1 << 21) + joff:#x}"
         assert disasm(asm.jalr(rd, r1, imm)) == f"jalr {regs[rd]},{imm}({regs[r1]})"
+        assert disasm(asm.mrun(r1)) == f"mrun {regs[r1]}"          # §3.3, §12
+        assert disasm(asm.mwait()) == "mwait"
         u = rng.randrange(1 << 20)
         assert disasm(asm.lui(rd, u)) == f"lui {regs[rd]},{u:#x}"
         assert disasm(asm.auipc(rd, u)) == f"auipc {regs[rd]},{u:#x}"
@@ -191,7 +194,9 @@ def test_all_instruction_fields_roundtrip():
     0x0010202B,             # sync with funct3 != 0
     0x0020002B,             # sync zone 2 (reserved)
     0x0000102B,             # custom_1 funct3=1
-    0x0000200B,             # custom_0 funct3=2
+    0x0000208B,             # custom_0 funct3=2 with rd != 0 (mrun needs rd = rs2 = 0)
+    0x0010300B,             # custom_0 funct3=3 with rs2 != 0 (mwait is exactly 0x0000300B)
+    0x0000400B,             # custom_0 funct3=4
     0x0200000B,             # custom_0 funct7=1
     0x00200073,             # system funct3=0, not ecall/ebreak
     0x00004073,             # system funct3=4

@@ -273,6 +273,14 @@ def test_load_in_x_after_the_engine_write_sees_it():
     arr = make({0: issuer(), 3: code3}, mem)
     res = arr.run(1000)
     assert res.status == "halted" and int(arr.regs[0, 3, 7]) == 1204
+    # the same with the retire trace: the lw's record carries the value it loaded
+    arr = Array(CFG, trace=True)
+    arr.write_mem(None, 0, image({0: issuer(), 3: code3}))
+    for addr, data in mem.items():
+        arr.write_mem(None, addr, data)
+    assert arr.run(1000).status == "halted"
+    (rec,) = [r for r in arr.trace if r["cycle"] == 31]
+    assert (rec["context"], rec["rd"], rec["value"]) == (3, 7, 1204)
 
 
 def test_store_in_x_after_the_engine_write_keeps_its_byte():
@@ -826,3 +834,166 @@ def test_fault_in_a_stream_on_two_tiles_at_once(group):
         assert fault(res, t) == (0, FaultCause.ENGINE_FAULT, PC_MRUN, SRAM)
         assert arr.read_mem(t, OUT, 9) == bytes([102]) + b"\xee" * 8
         assert res.tiles[t].counters["macs"] == 24
+
+
+# ------------------------------------------------------------------------------ random
+def _reference_sram(mem: np.ndarray, d: Descriptor) -> np.ndarray:
+    """The SRAM after command ``d`` per the §12 "Semantics" formulas (no step machinery):
+    acc(j, m) = bias[m] + sum_b sum_i X(j, b)[i] W(m, b)[i] mod 2^32, outputs written in
+    element order."""
+    out = mem.copy()
+    prm = np.frombuffer(mem[d.p_base:d.p_base + 16 * d.C].tobytes(), "<i4").reshape(d.C, 4)
+    sx = np.uint8 if d.flags & Flag.A_UNSIGNED else np.int8
+    for j in range(d.J0 * d.J1):
+        j1, j0 = divmod(j, d.J0)
+        acc = prm[:, 0].astype(np.int64)
+        for b in range(d.K0 * d.K1):
+            k1, k0 = divmod(b, d.K0)
+            xa = (d.a_base + j1 * d.a_s1 + j0 * d.a_s0 + k1 * d.ak_s1 + 8 * k0) % (1 << 32)
+            x = mem[xa:xa + 8].view(sx).astype(np.int64)
+            for m in range(d.C):
+                wa = d.w_base + m * d.w_sm + 8 * b
+                acc[m] += int(mem[wa:wa + 8].view(np.int8).astype(np.int64) @ x)
+        acc = wrap32(acc)
+        ca = d.c_base + j1 * d.c_s1 + j0 * d.c_s0
+        if d.mode == Mode.RAW:
+            out[ca:ca + 4 * d.C] = acc.astype("<i4").view(np.uint8)
+        else:
+            y = multiply_by_quantized_multiplier(acc, prm[:, 1], prm[:, 2]).astype(np.int64)
+            out[ca:ca + d.C] = (np.clip(y + d.zp, d.qmin, d.qmax) & 0xFF).astype(np.uint8)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_commands_against_the_semantics_formulas(seed):
+    rng = np.random.default_rng(1000 + seed)
+    r = lambda lo, hi: int(rng.integers(lo, hi + 1))        # noqa: E731
+    C = r(1, 4)
+    J0, J1, K0, K1 = r(1, 5), r(1, 4), r(1, 3), r(1, 3)
+    mode = Mode.RAW if seed % 2 else Mode.TFLITE
+    flags = r(0, 3)
+    lo, hi = (0, 255) if flags & Flag.OUT_UNSIGNED else (-128, 127)
+    qmin, qmax = sorted((r(lo, hi), r(lo, hi)))
+    # streamed operand in 0x800..0x1800 (strides multiples of 8, possibly negative for j0),
+    # stationary in 0x1800..0x2400, parameters at 0x2800, outputs from 0x3000 (disjoint)
+    a_s0 = 8 * r(-2, 3)
+    a_base = 0x800 + 8 * r(10, 20) + (0 if a_s0 >= 0 else -a_s0 * J0)
+    desc = Descriptor(
+        a_base=a_base, a_s0=a_s0, a_s1=8 * r(0, 12), ak_s1=8 * r(0, 6), w_base=W,
+        w_sm=8 * K0 * K1 + 8 * r(0, 2), c_base=OUT + 8 * r(0, 4),
+        c_s0=8 * (2 if mode == Mode.RAW else 1) + 8 * r(0, 1),
+        c_s1=8 * (2 if mode == Mode.RAW else 1) * J0 + 8 * r(0, 2), p_base=P,
+        J0=J0, J1=J1, K0=K0, K1=K1, C=C, mode=mode, flags=flags, zp=r(qmin, qmax),
+        qmin=qmin, qmax=qmax)
+    if mode == Mode.TFLITE:
+        desc = Descriptor(**{**desc.__dict__, "c_base": OUT + 8 * r(0, 4) + r(0, 8 - C)})
+    mem = {A: rng.integers(0, 256, 0x1000).astype(np.uint8).tobytes(),
+           W: rng.integers(0, 256, 0xC00).astype(np.uint8).tobytes(),
+           P: params(rng.integers(-(1 << 31), 1 << 31, C), rng.integers(1 << 29, 1 << 31, C),
+                     rng.integers(-12, 3, C))}
+    arr = make({0: issuer()}, {**mem, D0: desc.pack()})
+    before = arr.sram.w8[0].copy()
+    res = arr.run(20_000)
+    assert res.status == "halted", fault(res)
+    exp = _reference_sram(before, desc)
+    diff = np.nonzero(arr.sram.w8[0] != exp)[0]
+    assert len(diff) == 0, (hex(int(diff[0])), desc)
+    # no stalls (only context 0 runs after cycle 15): busy from x = 18 for command_steps + 1
+    # cycles; the mwait (X = 22 + 4r) retires at the first X after the last step 18 + S
+    S = command_steps(desc)
+    assert res.tiles[0].counters["engine"] == S + 1
+    first_x = 22 + 4 * -(-(S + 1 - 4) // 4)          # smallest 22 + 4r >= 19 + S
+    assert int(arr.regs[0, 0, 10]) == first_x - 2 + 4
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_loads_and_stores_around_a_command(seed):
+    """Contexts 1..3 run random loads of the outputs and stores into the streamed operand
+    while context 0's command runs; every stall, value and cycle derived from the §12 rules:
+
+    * context c's op j issues at (3 + j)·4 + c and is in X two cycles later; those X cycles
+      (loads and stores) are not engine cycles; step s is the s-th remaining cycle after x = 18;
+    * command RAW, C = 1, KB = 1, J = 6 (S = 19): step 11 + j reads X(j), step 13 + j writes
+      C(j); an engine read at k sees stores whose X < k, a load whose X > k sees a write at k.
+    """
+    rng = np.random.default_rng(seed)
+    J = 6
+    x_init = rng.integers(-128, 128, (J, 8)).astype(np.int8)
+    desc = Descriptor(a_base=SA, a_s0=8, w_base=SW, w_sm=8, c_base=SOUT, c_s0=8, p_base=SP,
+                      J0=J, C=1, mode=Mode.RAW)
+    sentinel = 0x5A5A5A5A
+    mem = {D0: desc.pack(), SA: x_init.tobytes(), SW: W_ROW.tobytes(), SP: params([1000]),
+           SOUT: sentinel.to_bytes(4, "little") * (2 * J)}
+    codes, ls = {0: issuer()}, []          # ls: (X cycle, context, kind, j, rd or value)
+    for c in (1, 2, 3):
+        value = int(rng.integers(-100, 100)) & 0xFFFFFFFF
+        code = [asm.addi(9, 0, value - (1 << 32) if value >> 31 else value)]
+        for j in range(1, 13):
+            kind, e = rng.choice(["nop", "lw", "sw"]), int(rng.integers(J))
+            y = issue(j, c) + 2
+            if kind == "lw":
+                code.append(asm.lw(10 + j, SOUT + 8 * e, 0))
+                ls.append((y, c, "lw", e, 10 + j))
+            elif kind == "sw":
+                code.append(asm.sw(9, SA + 8 * e, 0))
+                ls.append((y, c, "sw", e, value))
+            else:
+                code.append(asm.nop())
+        codes[c] = code + [asm.ecall()]
+    arr = make(codes, mem)
+    res = arr.run(5000)
+    assert res.status == "halted"
+    # step cycles
+    busy_x = {y for y, *_ in ls}
+    cyc, k = [], 18
+    while len(cyc) < 13 + J:
+        k += 1
+        if k not in busy_x:
+            cyc.append(k)
+    last = cyc[-1]
+    assert res.tiles[0].counters["engine"] == last - 18 + 1
+    mw = 22 + 4 * -(-(last + 1 - 22) // 4)              # first mwait X after the last step
+    assert int(arr.regs[0, 0, 10]) == mw - 2 + 4
+    # values: the streamed words as the engine read them, then acc(j)
+    acc = []
+    for j in range(J):
+        word0 = int.from_bytes(x_init[j, :4].tobytes(), "little")
+        for y, c, kind, e, v in sorted(ls):
+            if kind == "sw" and e == j and y < cyc[11 + j]:
+                word0 = v
+        xj = np.concatenate([np.frombuffer(word0.to_bytes(4, "little"), np.int8), x_init[j, 4:]])
+        acc.append(1000 + int(xj.astype(np.int64) @ W_ROW.astype(np.int64)))
+    assert list(i32(arr, SOUT, 2 * J)[::2]) == acc
+    for y, c, kind, e, rd in ls:
+        if kind == "lw":
+            exp = acc[e] & 0xFFFFFFFF if y > cyc[13 + e] else sentinel
+            assert int(arr.regs[0, c, rd]) == exp, (y, c, e)
+
+
+def test_exchange_phases_of_different_length_on_two_tiles():
+    # As test_exchange_phase_stalls_the_engine on N = 2 (S = ceil(log2 2) + 2 = 3): k* = 31,
+    # r = 34. Tile 0: IDLE 3 (34..36), END at 37; context 0 RUNNING from 38, mwait at 40
+    # (X = 42). Engine: steps 0..6 at 27..33, none at 34..37, 7..14 at 38..45: X = 42 busy,
+    # issue 44 (X = 46) retires; csrr 48; engine 26..45 = 20; exchange 4.
+    # Tile 1: xprog = 0, phase = the cycle 34 only; RUNNING from 35, mwait at 36 (X = 38).
+    # Engine: steps 0..6 at 27..33, 7..14 at 35..42: X = 38 and 42 (= last step) busy, issue
+    # 44 (X = 46) retires; csrr 48; engine 26..42 = 17; exchange 1. ecall at 52: cycles 53.
+    cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=SRAM)
+
+    def code(xp):
+        return [*asm.li(5, D0), *asm.li(8, xp), asm.csrw(Csr.XPROG, 8), asm.mrun(5),
+                asm.sync("ARRAY"), asm.mwait(), asm.csrr(10, Csr.CYCLE), asm.ecall()]
+    arr = Array(cfg)
+    arr.write_mem(0, 0, image({0: code(XP)}))
+    arr.write_mem(1, 0, image({0: code(0)}))
+    mem = raw_small(2)
+    mem[XP] = encode_program([Step.idle(3), Step.end()])
+    for addr, data in mem.items():
+        arr.write_mem(None, addr, data)
+    res = arr.run(1000)
+    assert res.status == "halted" and res.cycles == 53
+    assert [int(arr.regs[t, 0, 10]) for t in range(2)] == [48, 48]
+    assert [(t.counters["engine"], t.counters["exchange"]) for t in res.tiles] == \
+        [(20, 4), (17, 1)]
+    for t in range(2):
+        assert list(i32(arr, SOUT, 4, tile=t)[::2]) == RAW_ACC[:2]

@@ -147,7 +147,8 @@ class Array:
     Parameters
     ----------
     config : tessera.spec.config.ArrayConfig
-        Geometry (N tiles, T contexts, SRAM bytes, exchange latency L).
+        Geometry (N tiles, T contexts, SRAM bytes, exchange latency L) and the matrix
+        engine's MACs per cycle P (``engine_macs``; 0: ``mrun``/``mwait`` are illegal).
     trace : bool
         Record one retire record per retired instruction in :attr:`trace` (slow: a Python
         dict per instruction; use for small runs). Tracing runs the vectorized engine.
@@ -164,6 +165,9 @@ class Array:
     config : ArrayConfig
     engine : str
         ``"fast"`` or ``"vector"``, the engine chosen at construction.
+    last_engine : str or None
+        The engine that ran the latest :meth:`run` call: ``"vector"`` also when ``engine`` is
+        ``"fast"`` but the run needed the matrix engine (module docstring); None before.
     trace : list of dict or None
         Retire records in retire order (cycle, then tile), keys ``cycle`` (issue cycle),
         ``tile``, ``context``, ``pc``, ``insn``, ``rd`` (None when no register is written or
@@ -223,7 +227,7 @@ class Array:
 
     def start(self, entry: int = 0) -> None:
         """Host start (§9): reset registers, pcs (= ``entry``), states, counters, cycle
-        counter, xprog and fault records. SRAM keeps its content.
+        counter, xprog, matrix engines (idle) and fault records. SRAM keeps its content.
 
         Raises
         ------
@@ -780,7 +784,8 @@ class Array:
             self._st_widx[:] = -1
         self._st_widx[t] = a >> 2
         self._st_old[t] = self.sram.w32[t, a >> 2]
-        self._st_mask[t] = (((1 << size) - 1) << (a & _U32(3))).astype(np.uint8)
+        if self._mx.nbusy:      # byte enables, for an engine step of cycle k+1 (§12 port)
+            self._st_mask[t] = (((1 << size) - 1) << (a & _U32(3))).astype(np.uint8)
         if size == 1:
             self.sram.w8[t, a] = v.astype(np.uint8)
         elif size == 2:

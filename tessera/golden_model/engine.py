@@ -238,7 +238,8 @@ class MatrixEngines:
         self.group = True
 
     # ------------------------------------------------------------------ issue side
-    def idle_at_next_x(self, tiles: np.ndarray, k: int, engine_cycle_next: np.ndarray) -> np.ndarray:
+    def idle_at_next_x(self, tiles: np.ndarray, k: int,
+                       engine_cycle_next: np.ndarray) -> np.ndarray:
         """Is each tile's engine idle at cycle k + 2 (the X cycle of an instruction issued at k)?
 
         Called while the engine cycles ≤ k have been stepped. The engine is idle at k + 2 if it
