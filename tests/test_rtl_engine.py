@@ -261,6 +261,18 @@ def jobs():
     js.append(Job("f_same_cycle", {0: main_prog(MIS), 3: [nop, asm.ebreak()]}))
     js.append(Job("f_engine_first", {0: main_prog(MIS), 3: [nop, nop, asm.ebreak()]}))
     js.append(Job("f_insn_first", {0: main_prog(MIS), 2: [nop, asm.ebreak()]}))
+    # an engine write is seen by a fetch in its own cycle, not one cycle earlier: a RAW
+    # command (C = J = 1, KB = 3, zero operands) writes bias = `addi a2, x0, 77` over the
+    # `addi a2, x0, 5` at 0x118 in step 17 (cycle 36); context 0 fetches 0x118 at 36, context 3
+    # (jumping there) at 35
+    old, new = asm.addi(12, 0, 5), asm.addi(12, 0, 77)
+    dfe = Descriptor(a_base=A, w_base=W, c_base=0x118, p_base=PAR, J0=1, J1=1, K0=3, K1=1, C=1,
+                     mode=Mode.RAW)
+    js.append(Job("fetch_order", {
+        0: [set_a0(DESC), asm.mrun(10), nop, nop, nop, nop, old, asm.mwait(), asm.ecall()],
+        3: [nop, nop, nop, nop, asm.jal(0, 0x118 - pc_of(3, 4))]},
+        [(DESC, dfe.pack()), (PAR, ChannelParams(bias=new - (1 << 32) if new >> 31 else new).pack()),
+         (A, bytes(24)), (W, bytes(24))]))
     # start resets the engine: a first run ends by a fault at 19 while the engine is busy
     # (context 3's ebreak); the host then patches the ebreak into an ecall and starts again
     from tessera.spec.hostmap import sram_addr
@@ -477,6 +489,17 @@ def test_instruction_fault_before_engine_fault(results):
     assert (f.context, f.cause, f.pc) == (2, FaultCause.BREAKPOINT, pc_of(2, 1))
     assert t0.contexts[0].state == CS.RUNNING
     assert t0.counters["engine"] == 1                     # the accept cycle 18
+
+
+def test_engine_write_seen_by_the_fetch_of_its_cycle(results):
+    res, _ = results["fetch_order"]
+    d = Descriptor(J0=1, J1=1, K0=3, K1=1, C=1, mode=Mode.RAW)
+    # steps: 0..7, 8..9, blocks b = 0..2: W at 10 + 2b, X at 11 + 2b; X(0, 2) = 15, write 17
+    assert steps_by_hand(d) == 18
+    t0 = res.tiles[0]
+    assert res.status == RunStatus.HALTED
+    assert t0.contexts[0].regs[12] == 77          # fetched at 36 = the write's cycle
+    assert t0.contexts[3].regs[12] == 5           # fetched at 35
 
 
 def test_start_resets_the_engine(results):
