@@ -273,6 +273,16 @@ def jobs():
         3: [nop, nop, nop, nop, asm.jal(0, 0x118 - pc_of(3, 4))]},
         [(DESC, dfe.pack()), (PAR, ChannelParams(bias=new - (1 << 32) if new >> 31 else new).pack()),
          (A, bytes(24)), (W, bytes(24))]))
+    # a store in X in the cycle after an engine write (so the write waits) to a byte of the same
+    # word: the store is later, its byte wins; a load in the cycle after sees both
+    dst = Descriptor(a_base=A, w_base=W, c_base=0x7F0, p_base=PAR, J0=1, J1=1, K0=3, K1=1, C=1,
+                     mode=Mode.RAW)
+    js.append(Job("store_after_write", {
+        0: [set_a0(DESC), asm.mrun(10), nop, nop, nop, nop, asm.lw(12, 0x7F0, 0), asm.mwait(),
+            asm.lw(13, 0x7F0, 0), asm.lw(14, 0x7F4, 0), asm.ecall()],
+        3: [asm.addi(6, 0, 0xAB), nop, nop, nop, nop, asm.sb(6, 0x7F1, 0), asm.ecall()]},
+        [(DESC, dst.pack()), (PAR, ChannelParams(bias=0x11223344).pack()),
+         (A, bytes(24)), (W, bytes(24)), (0x7F0, bytes.fromhex("eeeeeeeeddccbbaa"))]))
     # start resets the engine: a first run ends by a fault at 19 while the engine is busy
     # (context 3's ebreak); the host then patches the ebreak into an ecall and starts again
     from tessera.spec.hostmap import sram_addr
@@ -500,6 +510,16 @@ def test_engine_write_seen_by_the_fetch_of_its_cycle(results):
     assert res.status == RunStatus.HALTED
     assert t0.contexts[0].regs[12] == 77          # fetched at 36 = the write's cycle
     assert t0.contexts[3].regs[12] == 5           # fetched at 35
+
+
+def test_store_after_engine_write_wins(results):
+    res, _ = results["store_after_write"]
+    # the engine writes 0x11223344 to 0x7F0 in step 17 = cycle 36 (no stall before); context
+    # 3's sb (issued 35, X 37) writes byte 0x7F1 = 0xAB; context 0's lw (issued 36, X 38) and
+    # the lw after mwait read 0x1122AB44; the word at 0x7F4 (RAW, C = 1: 4 bytes) is untouched
+    c0 = res.tiles[0].contexts[0]
+    assert res.status == RunStatus.HALTED
+    assert (c0.regs[12], c0.regs[13], c0.regs[14]) == (0x1122AB44, 0x1122AB44, 0xAABBCCDD)
 
 
 def test_start_resets_the_engine(results):
