@@ -87,10 +87,11 @@ def rtl_run(cfg, images, max_cycles, mem_ranges):
         res["cycles"] = await ax.read_ok(Ctrl.CYCLES_LO)
         tiles = []
         for i in range(cfg.tiles):
-            w = [await ax.read_ok(tile_reg_addr(i, 4 * k)) for k in range(12)]
+            w = [await ax.read_ok(tile_reg_addr(i, 4 * k)) for k in range(14)]
             c64 = lambda k: w[k] | w[k + 1] << 32  # noqa: E731
             counters = {"compute": c64(0), "sync": c64(2), "exchange": c64(4),
-                        "retired": c64(6), "macs": c64(8), "halted": c64(10)}
+                        "retired": c64(6), "macs": c64(8), "halted": c64(10),
+                        "engine": c64(12)}
             f = [await ax.read_ok(tile_reg_addr(i, r)) for r in
                  (TileReg.FAULT_VALID, TileReg.FAULT_CONTEXT, TileReg.FAULT_CAUSE,
                   TileReg.FAULT_PC, TileReg.FAULT_ADDR)]

@@ -57,7 +57,8 @@ def test_host_port_map():
         # tile registers
         for t in range(2):
             for k, lo in enumerate((TileReg.COMPUTE_LO, TileReg.SYNC_LO, TileReg.EXCHANGE_LO,
-                                    TileReg.HALTED_LO, TileReg.RETIRED_LO, TileReg.MACS_LO)):
+                                    TileReg.HALTED_LO, TileReg.RETIRED_LO, TileReg.MACS_LO,
+                                    TileReg.ENGINE_LO)):
                 assert await ax.read_ok(tile_reg_addr(t, lo)) == k + 7
                 assert await ax.read_ok(tile_reg_addr(t, lo + 4)) == ((t + 1) << 8) | k
             assert await ax.read_ok(tile_reg_addr(t, TileReg.XPROG)) == 0x200 + 8 * t
@@ -75,7 +76,7 @@ def test_host_port_map():
                         (t << 24) | (c << 8) | r
         assert (await ax.read(context_reg_addr(0, 4, ContextReg.STATE)))[1] == DECERR  # T = 4
         assert (await ax.read(context_reg_addr(0, 0, 0x10)))[1] == DECERR
-        assert (await ax.read(tile_reg_addr(0, 0x30)))[1] == DECERR
+        assert (await ax.read(tile_reg_addr(0, 0x38)))[1] == DECERR   # after ENGINE_HI (0x34)
         assert (await ax.read(tile_reg_addr(2, 0)))[1] == DECERR
         assert await ax.write(tile_reg_addr(0, TileReg.XPROG), 0) == SLVERR
         # while running: SRAM access refused, nothing changed

@@ -68,12 +68,21 @@ def test_signature_members_by_hand():
         "dbg.ctx": ("Out", 3), "dbg.reg": ("Out", 5), "dbg.state": ("In", 3),
         "dbg.pc": ("In", 32), "dbg.retired": ("In", 64), "dbg.x": ("In", 32),
         **{f"dbg.counters.{n}": ("In", 64)
-           for n in ("compute", "sync", "exchange", "halted", "retired", "macs")},
+           for n in ("compute", "sync", "exchange", "halted", "retired", "macs", "engine")},
         "fault.valid": ("In", 1), "fault.xchg": ("In", 1), "fault.context": ("In", 3),
         "fault.cause": ("In", 5), "fault.pc": ("In", 32), "fault.addr": ("In", 32),
         "xprog": ("In", 32)}
     assert _members(itf.ExchangeLinkSignature(SMALL)) == {
         "send": ("Out", 32), "src": ("Out", 2), "data": ("In", 32)}
+    assert _members(itf.MatrixEngineSignature(SMALL)) == {
+        "x_mem": ("Out", 1), "accept": ("Out", 1), "desc": ("Out", 32), "ctx": ("Out", 3),
+        "pc": ("Out", 32), "busy": ("In", 1), "active": ("In", 1), "macs": ("In", 8),
+        "fault.valid": ("In", 1), "fault.xchg": ("In", 1), "fault.context": ("In", 3),
+        "fault.cause": ("In", 5), "fault.pc": ("In", 32), "fault.addr": ("In", 32)}
+    assert _members(itf.EngineSramSignature(SMALL)) == {   # 64 KiB: 13-bit word index
+        "rd_en": ("Out", 1), "rd_addr": ("Out", 13), "rd_data": ("In", 64),
+        "wr_en": ("Out", 1), "wr_addr": ("Out", 13), "wr_data": ("Out", 64),
+        "wr_mask": ("Out", 8)}
 
 
 def test_enum_members_have_the_enum_as_shape():

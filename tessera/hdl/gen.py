@@ -38,7 +38,7 @@ from tessera.spec import hostmap
 from .variant import CONTRACT, Variant
 
 __all__ = ["TOP", "MAX_RTL_TILES", "LINT_WAIVERS", "GenError", "top_ports", "convert",
-           "strip_zero_memory_init", "verilog_text", "generate"]
+           "strip_zero_memory_init", "dedupe_modules", "verilog_text", "generate"]
 
 #: Name of the top module, for every design converted by :func:`convert`.
 TOP = "tessera_array"
@@ -106,8 +106,72 @@ def strip_zero_memory_init(verilog: str) -> str:
     return _ZERO_INIT.sub("", verilog)
 
 
+_MODULE = re.compile(r'(\(\* generator = "Amaranth" \*\)\n)?module (\\\S+|\w+) ?\((.*?)\);\n(.*?)^endmodule\n',
+                     re.S | re.M)
+#: Names the backend numbers globally (so two instances of one block differ only in them).
+_AUTO_NAME = re.compile(r'\\(?:\$auto\$[^\s]*?\$\d+|port\$\d+\$\d+|\$\d+)(?= )')
+_INSTANCE = re.compile(r'^  (\\\S+) +((?:\\\S+|\w+) +\(\n.*?\n  \);\n)', re.S | re.M)
+_CONNECTION = re.compile(r'\.(\\\S+|\w+)(\s*)\(')
+
+
+def _canonical(header: str, body: str) -> str:
+    seen: dict = {}
+
+    def sub(mo):
+        return seen.setdefault(mo.group(0), f"\\$c{len(seen)}")
+    return _AUTO_NAME.sub(sub, header + "\0" + body)
+
+
+def dedupe_modules(verilog: str, top: str = TOP) -> str:
+    """Define identical modules once: every tile instantiates one ``matrix``, ``sram``, ``alu`` ….
+
+    Amaranth writes one module per instance, named by its hierarchy path; the instances of a
+    block that does not depend on the tile (everything but the parts holding ``tile_id``, and
+    their parents) differ only in names the backend numbers globally (``\\$auto$…$n``,
+    ``\\port$n$m``). Modules equal up to those names are merged into the first one, the
+    instantiations renamed (type, and the named port connections by position), repeated until
+    nothing merges (a parent merges once its children have). Instance names, and so the
+    signal hierarchy of waves, are unchanged; Verilator compiles each block once.
+    """
+    while True:
+        mods = [(mo.start(), mo.end(), mo.group(2), mo.group(3), mo.group(4))
+                for mo in _MODULE.finditer(verilog)]
+        groups: dict = {}
+        for _st, _en, name, header, body in mods:
+            if name != top:
+                groups.setdefault(_canonical(header, body), []).append((name, header))
+        merges = {}
+        for members in groups.values():
+            kname, kheader = members[0]
+            kports = [p.strip() for p in kheader.split(",")]
+            for dname, dheader in members[1:]:
+                dports = [p.strip() for p in dheader.split(",")]
+                merges[dname] = (kname, {d: k for d, k in zip(dports, kports) if d != k})
+        if not merges:
+            return verilog
+        out, pos = [], 0
+        for st, en, name, _header, _body in mods:
+            if name in merges:
+                out.append(verilog[pos:st])
+                pos = en
+        out.append(verilog[pos:])
+        verilog = "".join(out)
+
+        def instance(mo):
+            if mo.group(1) not in merges:
+                return mo.group(0)
+            kname, pmap = merges[mo.group(1)]
+            rest = mo.group(2)
+            if pmap:
+                rest = _CONNECTION.sub(
+                    lambda c: "." + pmap.get(c.group(1), c.group(1)) + c.group(2) + "(", rest)
+            return "  " + kname + "  " + rest
+        verilog = _INSTANCE.sub(instance, verilog)
+
+
 def convert(component: wiring.Component, *, name: str = TOP,
-            zero_memory_init: bool = True, emit_src: bool = False) -> str:
+            zero_memory_init: bool = True, emit_src: bool = False,
+            dedupe: bool = False) -> str:
     """Convert ``component`` to Verilog with top module ``name`` and :func:`top_ports`.
 
     Parameters
@@ -124,6 +188,8 @@ def convert(component: wiring.Component, *, name: str = TOP,
         Annotate the Verilog with ``(* src = "file.py:line" *)`` attributes (the Amaranth
         source of each signal and process); used by coverage builds to map Verilator
         coverage points back to the Python source (``scripts/coverage.py``).
+    dedupe : bool
+        Define identical modules once (:func:`dedupe_modules`; the testbench builds).
 
     Returns
     -------
@@ -132,7 +198,8 @@ def convert(component: wiring.Component, *, name: str = TOP,
     """
     from amaranth.back import verilog
     text = verilog.convert(component, name=name, ports=top_ports(component), emit_src=emit_src)
-    return text if zero_memory_init else strip_zero_memory_init(text)
+    text = text if zero_memory_init else strip_zero_memory_init(text)
+    return dedupe_modules(text, name) if dedupe else text
 
 
 def verilog_text(config: ArrayConfig, *, variant: Variant = CONTRACT) -> str:

@@ -19,6 +19,8 @@ signature                  initiator (``Out``)         target (``In``)
 :class:`HostTileSignature` host port ``tiles[i]``      tile ``host``
 :class:`ExchangeLinkSignature` tile ``exchange``       fabric ``tiles[i]``
 :class:`ExchangeSramSignature` engine ``sram``         tile SRAM ``xchg`` (ports A, B, W)
+:class:`MatrixEngineSignature` core ``eng``          matrix engine ``core``
+:class:`EngineSramSignature` matrix engine ``sram``  tile SRAM ``eng`` (port B, write port)
 :class:`AXI4LiteSignature` host (outside the array)    array and host port ``s_axil``
 =========================  ==========================  =====================================
 
@@ -40,7 +42,8 @@ from tessera.spec.trace import TRACE_FIELDS, VALID_PORT
 
 __all__ = ["FetchSignature", "MemorySignature", "FaultSignature", "TraceSignature",
            "TRACE_MEMBERS", "check_config", "CounterSignature", "DebugSignature", "HostTileSignature",
-           "ExchangeLinkSignature", "ExchangeSramSignature", "AXI4LiteSignature", "AxiResp"]
+           "ExchangeLinkSignature", "ExchangeSramSignature", "MatrixEngineSignature",
+           "EngineSramSignature", "AXI4LiteSignature", "AxiResp"]
 
 
 def check_config(who: str, config) -> ArrayConfig:
@@ -415,6 +418,99 @@ class ExchangeSramSignature(wiring.Signature):
 
     def __repr__(self):
         return f"ExchangeSramSignature(sram_addr_bits={self.config.sram_addr_bits})"
+
+
+class MatrixEngineSignature(wiring.Signature):
+    """The core's link to the tile's matrix engine (architecture §12, docs/rtl.md).
+
+    Parameters
+    ----------
+    config : ArrayConfig
+        Gives the width of ``ctx``.
+
+    Members
+    -------
+    x_mem : Out(1)
+        The word in X this cycle (issued two cycles ago) has opcode LOAD or STORE: not an
+        engine cycle (the core owns the SRAM's data ports).
+    accept : Out(1)
+        An ``mrun`` retires in X this cycle (the engine was idle): the engine accepts it.
+    desc : Out(32)
+        Its descriptor address (rs1 as read in D).
+    ctx : Out(context_bits)
+    pc : Out(32)
+        Its context c_e and pc pc_e.
+    busy : In(1)
+        The engine is busy in this cycle (``mrun`` / ``mwait`` in X retry).
+    active : In(1)
+        The engine is busy in this cycle, counting the accept cycle (the ``engine`` counter).
+    macs : In(8)
+        MACs of this cycle's stream step (8·C, or 0).
+    fault : In(FaultSignature(config))
+        An engine fault of the step two cycles ago, presented like a fault of an instruction
+        issued then (context c_e, cause ENGINE_FAULT, pc pc_e): the core reports it unless its
+        own instruction in X faults (that one wins, §12).
+
+    Raises
+    ------
+    TypeError
+        ``config`` is not an :class:`~tessera.spec.config.ArrayConfig`.
+    """
+
+    def __init__(self, config: ArrayConfig):
+        self.config = check_config("MatrixEngineSignature", config)
+        super().__init__({
+            "x_mem": Out(1), "accept": Out(1), "desc": Out(32),
+            "ctx": Out(config.context_bits), "pc": Out(32),
+            "busy": In(1), "active": In(1), "macs": In(8),
+            "fault": In(FaultSignature(config)),
+        })
+
+    def __eq__(self, other):
+        return (type(other) is type(self)
+                and other.config.context_bits == self.config.context_bits)
+
+    def __repr__(self):
+        return f"MatrixEngineSignature(context_bits={self.config.context_bits})"
+
+
+class EngineSramSignature(wiring.Signature):
+    """The matrix engine's SRAM access (architecture §12 "Memory order"), one step per cycle.
+
+    Members (``aw`` = ``sram_addr_bits`` − 3, the 8-byte word index)
+    -------
+    rd_en : Out(1)
+        Read the word ``rd_addr`` in this step (port B; the SRAM as after all writes of
+        earlier cycles); the word is on ``rd_data`` in the next cycle.
+    rd_addr : Out(aw)
+    rd_data : In(64)
+    wr_en : Out(1)
+        This step writes ``wr_data`` under the byte mask ``wr_mask`` into word ``wr_addr``
+        (like a store whose X is this cycle; the SRAM commits it one cycle later).
+    wr_addr : Out(aw)
+    wr_data : Out(64)
+    wr_mask : Out(8)
+
+    Raises
+    ------
+    TypeError
+        ``config`` is not an :class:`~tessera.spec.config.ArrayConfig`.
+    """
+
+    def __init__(self, config: ArrayConfig):
+        self.config = check_config("EngineSramSignature", config)
+        aw = config.sram_addr_bits - 3
+        super().__init__({
+            "rd_en": Out(1), "rd_addr": Out(aw), "rd_data": In(64),
+            "wr_en": Out(1), "wr_addr": Out(aw), "wr_data": Out(64), "wr_mask": Out(8),
+        })
+
+    def __eq__(self, other):
+        return (type(other) is type(self)
+                and other.config.sram_addr_bits == self.config.sram_addr_bits)
+
+    def __repr__(self):
+        return f"EngineSramSignature(sram_addr_bits={self.config.sram_addr_bits})"
 
 
 class AxiResp(enum.IntEnum):

@@ -205,10 +205,11 @@ class TesseraHost:
         cycles = await self.read64(Ctrl.CYCLES_LO)
         tiles = []
         for t in range(cfg.tiles):
-            cw = await self.read_words(tile_reg_addr(t, TileReg.COMPUTE_LO), 12)
+            cw = await self.read_words(tile_reg_addr(t, TileReg.COMPUTE_LO), 14)
             c64 = lambda i: cw[i] | cw[i + 1] << 32  # noqa: E731
             counters = {"compute": c64(0), "sync": c64(2), "exchange": c64(4),
-                        "retired": c64(6), "macs": c64(8), "halted": c64(10)}
+                        "retired": c64(6), "macs": c64(8), "halted": c64(10),
+                        "engine": c64(12)}
             fw = await self.read_words(tile_reg_addr(t, TileReg.FAULT_VALID), 5)
             fault = None
             if fw[0] & 1:

@@ -18,6 +18,14 @@ body. Every memory location a program reads is part of its image, so a program's
 does not depend on what an earlier program left in SRAM.
 
 Tiles get different streams (a different seed per tile) unless ``spmd=True``.
+
+With ``engine=True`` (configurations with a matrix engine, architecture §12) the top
+``ENGINE_BYTES`` of each tile hold a pool of valid random engine commands (descriptors of
+every mode and flag, random strides of either sign, C ≤ M, short loop nests; their parameter
+records, streamed and stationary operands) and an output area they write; the bodies then also
+issue ``mrun`` of a random pool descriptor, ``mwait`` and loads from the output area (so the
+engine's results reach the trace). ``fault="engine"`` ends one context with the ``mrun`` of a
+bad descriptor (one of the checks of §12 "Engine faults") and an ``mwait``.
 """
 
 from __future__ import annotations
@@ -32,9 +40,11 @@ from tessera.spec.csr import Csr
 from tessera.spec.faults import FaultCause
 from tessera.spec.instructions import (FUNCT3_MEM_UNSIGNED_BIT, INSTRUCTIONS, Instruction, Kind,
                                        is_division)
+from tessera.spec.engine import ChannelParams, Descriptor, Flag, Mode, command_steps
 from tessera.spec.isa import DIV_TURNS
 
-__all__ = ["RandomProgram", "generate", "CORNERS", "FAULT_KINDS", "WINDOW_BYTES"]
+__all__ = ["RandomProgram", "generate", "CORNERS", "FAULT_KINDS", "WINDOW_BYTES",
+           "ENGINE_BYTES", "engine_region"]
 
 WINDOW_BYTES = 256
 CORNERS = (0, 1, 0xFFFFFFFF, 0x80000000, 0x7FFFFFFF, 0x80000001, 0xFFFFFFFE, 0x00008000,
@@ -51,6 +61,101 @@ FAULT_KINDS = {
     "access_fault_fetch": FaultCause.ACCESS_FAULT_FETCH,
 }
 _LOOP, _BASE = 30, 31
+#: Bytes of the engine area at the top of each tile's SRAM (``engine=True``).
+ENGINE_BYTES = 8192
+_E_DESCS = 12              # pool descriptors (64 bytes each) + 1 bad one
+_E_A, _E_W, _E_PAR, _E_DESC, _E_OUT = 0, 3072, 4608, 5120, 6144   # offsets in the area
+_E_A_BYTES, _E_W_BYTES, _E_OUT_BYTES = 3072, 1536, 2048
+#: With ``engine=True`` the bodies do not write these: x29 = the output area's base, x28 = a
+#: pool descriptor address (only ever set by ``addi x28, x29, -1024 + 64k``), so a forward
+#: branch into the middle of an engine sequence still runs a valid command.
+_E_OUTREG, _E_DREG = 29, 28
+
+
+def engine_region(config: ArrayConfig) -> tuple[int, int]:
+    """(base, bytes) of the engine area (``engine=True``): operands, parameters, descriptors,
+    the output area at base + 6144."""
+    return config.sram_bytes - ENGINE_BYTES, ENGINE_BYTES
+
+
+def _nest_span(base, strides_counts):
+    """(lowest, highest) address of base + Σ i·s over i < n for (s, n) pairs."""
+    lo = hi = base
+    for s, n in strides_counts:
+        d = s * (n - 1)
+        lo, hi = lo + min(d, 0), hi + max(d, 0)
+    return lo, hi
+
+
+def _engine_desc(rng: random.Random, cfg: ArrayConfig, base: int, k: int) -> Descriptor:
+    """A random valid descriptor whose reads stay in the operand areas and whose writes stay
+    in the output area; its parameter records at the k-th parameter slot."""
+    M = cfg.engine_lanes
+    while True:
+        c = rng.randint(1, M)
+        mode = rng.choice((Mode.RAW, Mode.TFLITE))
+        flags = rng.randrange(4)
+        j0, j1 = rng.choice(((1, 1), (rng.randint(1, 6), rng.randint(1, 3)),
+                             (rng.randint(1, 12), 1)))
+        k0, k1 = rng.randint(1, 3), rng.randint(1, 2)
+        a_s0, a_s1 = 8 * rng.randint(-12, 12), 8 * rng.randint(-40, 40)
+        ak_s1 = 8 * rng.randint(-8, 8)
+        w_sm = 8 * rng.randint(-8, 8)
+        ow = (c + 1) // 2 if mode == Mode.RAW else 1
+        if mode == Mode.RAW:
+            c_s0, c_s1 = 8 * rng.choice((ow, ow, -ow, rng.randint(-6, 6))), 8 * rng.randint(-30, 30)
+            c_off = 0
+        else:
+            c_s0, c_s1 = 8 * rng.randint(-3, 3), 8 * rng.randint(-20, 20)
+            c_off = rng.randint(0, 8 - c)
+        # operand placement: pick bases so that every address is inside its area
+        a_lo, a_hi = _nest_span(0, [(a_s0, j0), (a_s1, j1), (ak_s1, k1), (8, k0)])
+        w_lo, w_hi = _nest_span(0, [(w_sm, c), (8, k0 * k1)])
+        o_lo, o_hi = _nest_span(0, [(c_s0, j0), (c_s1, j1)])
+        o_hi += 8 * ow
+        if (a_hi - a_lo + 8 > _E_A_BYTES or w_hi - w_lo + 8 > _E_W_BYTES
+                or o_hi - o_lo + 8 > _E_OUT_BYTES):
+            continue
+        a_base = base + _E_A - a_lo + 8 * rng.randrange((_E_A_BYTES - (a_hi - a_lo) - 8) // 8 + 1)
+        w_base = base + _E_W - w_lo + 8 * rng.randrange((_E_W_BYTES - (w_hi - w_lo) - 8) // 8 + 1)
+        c_base = (base + _E_OUT - o_lo
+                  + 8 * rng.randrange((_E_OUT_BYTES - (o_hi - o_lo) - 8) // 8 + 1) + c_off)
+        outu = bool(flags & Flag.OUT_UNSIGNED)
+        lo, hi = (0, 255) if outu else (-128, 127)
+        qa, qb = sorted((rng.randint(lo, hi), rng.randint(lo, hi)))
+        if rng.random() < 0.2:
+            qa, qb = lo, hi
+        return Descriptor(a_base=a_base, a_s0=a_s0, a_s1=a_s1, ak_s1=ak_s1, w_base=w_base,
+                          w_sm=w_sm, c_base=c_base, c_s0=c_s0, c_s1=c_s1,
+                          p_base=base + _E_PAR + 16 * M * (k % 2), J0=j0, J1=j1, K0=k0, K1=k1,
+                          C=c, mode=mode, flags=flags, zp=rng.randint(lo, hi), qmin=qa, qmax=qb)
+
+
+def _engine_bad(rng: random.Random, cfg: ArrayConfig, good: Descriptor, base: int):
+    """(descriptor bytes, extra (addr, bytes) writes) of a command that faults (§12 checks)."""
+    kind = rng.choice(("C", "J", "mode", "flags", "qrange", "shift", "write", "read"))
+    d = dict(good.__dict__)
+    extra = []
+    if kind == "C":
+        d["C"] = rng.choice((0, cfg.engine_lanes + 1))
+    elif kind == "J":
+        d.update(J0=rng.choice((0, 17, 300)), J1=rng.choice((0, 16, 20)))
+    elif kind == "mode":
+        d["mode"] = rng.choice((2, 3, 255))
+    elif kind == "flags":
+        d["flags"] = d["flags"] | 4 << rng.randrange(6)
+    elif kind == "qrange":
+        d.update(mode=Mode.TFLITE, qmin=100, qmax=rng.choice((-5, 300)))
+    elif kind == "shift":
+        d.update(mode=Mode.TFLITE, p_base=base + _E_PAR + 16 * cfg.engine_lanes * 2)
+        recs = [ChannelParams(bias=1, multiplier=1 << 30, shift=0) for _ in range(d["C"])]
+        recs[-1] = ChannelParams(bias=1, multiplier=1 << 30, shift=rng.choice((31, -32, 1000)))
+        extra.append((d["p_base"], b"".join(r.pack() for r in recs)))
+    elif kind == "write":
+        d["c_base"] = rng.choice((cfg.sram_bytes, 0xFFFF_FFF8))
+    else:
+        d["a_base"] = rng.choice((cfg.sram_bytes, d["a_base"] + 4, 0x8000_0000))
+    return Descriptor(**d).pack(), extra
 _DEST = [r for r in range(1, 30)]
 
 
@@ -121,9 +226,10 @@ class RandomProgram:
                 "entry": self.entry, "max_cycles": self.max_cycles, "trace": trace}
 
 
-def _body(rng: random.Random, n: int, cfg: ArrayConfig) -> list[int]:
+def _body(rng: random.Random, n: int, cfg: ArrayConfig, engine_base: int | None = None) -> list[int]:
     """``n`` random words; forward branches / jal never jump past word ``n``."""
     out: list[int] = []
+    dests = _DEST if engine_base is None else [r for r in _DEST if r not in (_E_OUTREG, _E_DREG)]
 
     def room() -> int:
         return n - len(out)
@@ -133,9 +239,20 @@ def _body(rng: random.Random, n: int, cfg: ArrayConfig) -> list[int]:
 
     while room() > 0:
         k = rng.random()
-        rd = rng.choice(_DEST)
+        rd = rng.choice(dests)
+        if engine_base is not None and rng.random() < 0.05 and room() >= 2:
+            e = rng.random()
+            if e < 0.45:                       # mrun of a pool descriptor
+                out += [asm.addi(_E_DREG, _E_OUTREG, _E_DESC - _E_OUT + 64 * rng.randrange(_E_DESCS)),
+                        asm.mrun(_E_DREG)]
+            elif e < 0.7:
+                out.append(asm.mwait())
+            else:                              # load from the engine's output area
+                op, size = rng.choice(_LOADS)
+                out.append(op(rd, rng.randrange(0, min(_E_OUT_BYTES, 2048), size), _E_OUTREG))
+            continue
         if k < 0.12 and room() >= 3:          # corner operand refresh
-            r = rng.choice(_DEST)
+            r = rng.choice(dests)
             words = asm.li(r, rng.choice(CORNERS))
             if len(words) <= room():
                 out += words
@@ -162,12 +279,12 @@ def _body(rng: random.Random, n: int, cfg: ArrayConfig) -> list[int]:
             out.append(rng.choice(_BRANCHES)(src(), src(), 4 * (skip + 1)))
         elif k < 0.86 and room() >= 2:         # forward jal with link
             skip = rng.randint(0, min(6, room() - 1))
-            out.append(asm.jal(rng.choice(_DEST + [0]), 4 * (skip + 1)))
+            out.append(asm.jal(rng.choice(dests + [0]), 4 * (skip + 1)))
         elif k < 0.91:
             csr = rng.choice(_READ_CSRS)
             out.append(asm.csrrs(rd, csr, 0) if rng.random() < 0.8 else asm.csrrsi(rd, csr, 0))
         elif k < 0.92:
-            out.append(asm.csrrw(rng.choice(_DEST + [0]), Csr.XPROG, src()))
+            out.append(asm.csrrw(rng.choice(dests + [0]), Csr.XPROG, src()))
         elif k < 0.99:
             out.append(_DOT4[int(rng.random() * len(_DOT4))](rd, src(), src()))
         else:
@@ -197,7 +314,8 @@ def _fault_words(rng: random.Random, kind: str, cfg: ArrayConfig) -> list[int]:
 
 
 def generate(config: ArrayConfig, seed: int, *, total: int = 10_000, body_len: int | None = None,
-             fault: str | bool | None = None, spmd: bool = False) -> RandomProgram:
+             fault: str | bool | None = None, spmd: bool = False,
+             engine: bool = False) -> RandomProgram:
     """Generate a random program for every (tile, context) of ``config``.
 
     Parameters
@@ -215,6 +333,9 @@ def generate(config: ArrayConfig, seed: int, *, total: int = 10_000, body_len: i
         :data:`FAULT_KINDS`, or ``True`` for a random kind.
     spmd : bool
         Same streams on every tile (default: a different stream per tile).
+    engine : bool
+        Mix matrix-engine commands into the bodies (needs ``engine_macs`` > 0; see the module
+        docstring); ``fault="engine"`` plants a faulting command.
 
     Returns
     -------
@@ -228,14 +349,20 @@ def generate(config: ArrayConfig, seed: int, *, total: int = 10_000, body_len: i
     cfg, T = config, config.contexts
     rng = random.Random(f"tessera-randprog-{seed}")
     fault_at = None
+    if engine and not cfg.engine_macs:
+        raise ValueError("engine=True needs a configuration with engine_macs > 0")
+    if fault == "engine" and not engine:
+        raise ValueError("fault='engine' needs engine=True")
     if fault:
         kind = rng.choice(sorted(FAULT_KINDS)) if fault is True else fault
-        if kind not in FAULT_KINDS:
+        if kind not in FAULT_KINDS and kind != "engine":
             raise ValueError(f"unknown fault kind {kind!r}; choose one of {', '.join(FAULT_KINDS)}")
         fault_at = (rng.randrange(cfg.tiles), rng.randrange(T), kind)
     overhead = 8 + T + T * 40                       # dispatch, table, per-context init/tail
     windows = T * WINDOW_BYTES
-    fit = (cfg.sram_bytes - windows) // 4 - overhead
+    e_base = engine_region(cfg)[0] if engine else None
+    usable = e_base if engine else cfg.sram_bytes
+    fit = (usable - windows) // 4 - overhead
     if body_len is None:
         body_len = min(400, fit // T)
     if body_len < 8 or body_len * T > fit:
@@ -244,6 +371,8 @@ def generate(config: ArrayConfig, seed: int, *, total: int = 10_000, body_len: i
     iterations = max(1, math.ceil(total / (T * body_len * 0.85)))
     prog = RandomProgram(cfg, seed, fault=fault_at)
     max_div = 0
+    max_eng = 0
+    max_steps = 0
     for tile in range(cfg.tiles):
         trng = random.Random(f"tessera-randprog-{seed}-{0 if spmd else tile}")
         # dispatch: t0 = context_id * 4; t1 = table[t0]; jump
@@ -253,16 +382,44 @@ def generate(config: ArrayConfig, seed: int, *, total: int = 10_000, body_len: i
         assert len(dispatch) * 4 == table_at
         words: list[int] = dispatch + [0] * T
         # first pass to know sizes: build blocks with placeholder window base, then patch
-        bodies = [_body(trng, body_len, cfg) for _ in range(T)]
+        bodies = [_body(trng, body_len, cfg, e_base) for _ in range(T)]
+        max_eng = max([max_eng] + [sum(w in (asm.mwait(),) or w & 0x707F == 0x200B for w in b)
+                                   for b in bodies])
         max_div = max([max_div] + [sum(map(is_division, b)) for b in bodies])
         corners = [[trng.choice(CORNERS) for _ in range(6)] for _ in range(T)]
         exit_codes = [trng.randrange(1 << 32) for _ in range(T)]
         fault_words = {}
+        e_segs = []
+        if engine:
+            descs = [_engine_desc(trng, cfg, e_base, k) for k in range(_E_DESCS)]
+            max_steps = max([max_steps] + [command_steps(d) for d in descs])
+            dbytes = b"".join(d.pack() for d in descs)
+            M = cfg.engine_lanes
+            params = b"".join(ChannelParams(
+                bias=trng.choice((0, 1, -1, trng.randint(-(1 << 31), (1 << 31) - 1),
+                                  trng.randint(-5000, 5000))),
+                multiplier=trng.choice((trng.randint(1 << 30, (1 << 31) - 1),
+                                        trng.randint(-(1 << 31), (1 << 31) - 1), -(1 << 31))),
+                shift=trng.randint(-31, 30)).pack() for _ in range(4 * M))
+            e_segs = [(e_base + _E_DESC, dbytes), (e_base + _E_PAR, params),
+                      (e_base + _E_A, bytes(trng.randrange(256) for _ in range(_E_A_BYTES))),
+                      (e_base + _E_W, bytes(trng.randrange(256) for _ in range(_E_W_BYTES))),
+                      (e_base + _E_OUT, bytes(trng.randrange(256) for _ in range(_E_OUT_BYTES)))]
         if fault_at and fault_at[0] == tile:
-            fault_words[fault_at[1]] = _fault_words(trng, fault_at[2], cfg)
+            if fault_at[2] == "engine":
+                bad, extra = _engine_bad(trng, cfg, descs[0], e_base)
+                at = e_base + _E_DESC + 64 * _E_DESCS
+                e_segs += [(at, bad)] + extra
+                fault_words[fault_at[1]] = asm.li(5, at) + [asm.mrun(5), asm.mwait(),
+                                                            asm.ecall()]
+            else:
+                fault_words[fault_at[1]] = _fault_words(trng, fault_at[2], cfg)
 
         def block(c: int, base: int) -> list[int]:
             init = asm.li(_BASE, base) + asm.li(_LOOP, iterations)
+            if engine:
+                init += asm.li(_E_OUTREG, e_base + _E_OUT) + [
+                    asm.addi(_E_DREG, _E_OUTREG, _E_DESC - _E_OUT)]
             for i, v in enumerate(corners[c]):
                 init += asm.li(10 + i, v)
             body = bodies[c]
@@ -274,7 +431,7 @@ def generate(config: ArrayConfig, seed: int, *, total: int = 10_000, body_len: i
         # sizes do not depend on the base value's magnitude beyond li length: use a fixed-size li
         code_words = len(words) + sum(len(block(c, 0x12345678)) for c in range(T))
         data_base = (code_words * 4 + WINDOW_BYTES - 1) // WINDOW_BYTES * WINDOW_BYTES
-        if data_base + windows > cfg.sram_bytes:
+        if data_base + windows > usable:
             raise ValueError(f"random program needs {data_base + windows} bytes, SRAM has "
                              f"{cfg.sram_bytes}")
         for c in range(T):
@@ -289,9 +446,14 @@ def generate(config: ArrayConfig, seed: int, *, total: int = 10_000, body_len: i
         data = bytes(trng.randrange(256) for _ in range(windows))
         prog.segments.append((tile, 0, code))
         prog.segments.append((tile, data_base, data))
+        prog.segments += [(tile, a, d) for a, d in e_segs]
         prog.static_instructions += T * body_len * iterations
     # every context issues at most (init + iterations*body + tail) instructions, one per T
     # cycles; a division takes DIV_TURNS slots (architecture §4)
     per_ctx = 60 + iterations * (body_len + 2 + (DIV_TURNS - 1) * max_div)
     prog.max_cycles = T * per_ctx + 1000
+    if engine:
+        # an mrun / mwait may wait for the commands of every context; the engine advances at
+        # least once per T cycles while a context retries (a retry is not a LOAD/STORE)
+        prog.max_cycles += iterations * max_eng * T * (max_steps + 8) * T * T
     return prog

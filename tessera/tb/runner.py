@@ -355,7 +355,7 @@ def _build_key(design, config, sources, waves, extra_args, public_ports_only):
     # the preset name does not change the hardware: `--tiles 4` reuses the `small` build
     hw = {k: v for k, v in config.to_dict().items() if k != "name"}
     key_doc = {"design": design, "config": hw, "waves": waves, "args": args,
-               "public": "ports" if public_ports_only else "all", "zero_init": "stripped",
+               "public": "ports" if public_ports_only else "all", "zero_init": "stripped", "dedupe": True,
                "verilator": inst.version, "src": source_digest(sources)}
     key = hashlib.sha256(json.dumps(key_doc, sort_keys=True).encode()).hexdigest()[:16]
     return cache_root() / f"{design}-{config.tiles}t{config.contexts}c-{key}", key, key_doc, args
@@ -429,7 +429,7 @@ def build_model(design: str, config: ArrayConfig, elaborate: Callable[[], object
                   file=sys.stderr, flush=True)
             build_dir.mkdir(parents=True, exist_ok=True)
             try:
-                text = convert(elaborate(), name=TOPLEVEL, zero_memory_init=False,
+                text = convert(elaborate(), name=TOPLEVEL, zero_memory_init=False, dedupe=True,
                                emit_src=coverage_dir() is not None)
             except Exception as e:  # elaboration errors of the design under test
                 raise RtlRunError(f"Verilog generation for {design} {config} failed: {e!r}") from e

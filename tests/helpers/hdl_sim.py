@@ -136,7 +136,7 @@ class DbgStubCore(StubCore):
             dbg.x.eq((tid << 24) | (dbg.ctx << 8) | dbg.reg),
         ]
         for k, name in enumerate(("compute", "sync", "exchange", "halted", "retired",
-                                  "macs")):
+                                  "macs", "engine")):
             m.d.comb += getattr(dbg.counters, name).eq(((tid + 1) << 40) | (k << 32) | (k + 7))
         m.d.comb += self.xprog.eq(0x200 + tid * 8)
         return m

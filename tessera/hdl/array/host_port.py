@@ -121,7 +121,7 @@ class HostPort(wiring.Component):
         is_ctx = (reg >= TileReg.CONTEXT_BASE) & (ctx_off[8:] < T)
         creg = ctx_off[:8]
         ctx_ok = is_ctx & ((creg <= ContextReg.RETIRED_HI) | (creg >= ContextReg.REGS))
-        tile_ok = ctx_ok | (reg <= TileReg.HALTED_HI) | (
+        tile_ok = ctx_ok | (reg <= TileReg.ENGINE_HI) | (
             (reg >= TileReg.FAULT_VALID) & (reg <= TileReg.XPROG))
         ctrl_ok = is_ctrl & (addr[2:20] <= (Ctrl.FAULT_TILES >> 2))   # low two bits ignored
 
@@ -137,7 +137,8 @@ class HostPort(wiring.Component):
             c = t.dbg.counters
             ctr = {TileReg.COMPUTE_LO: c.compute, TileReg.SYNC_LO: c.sync,
                    TileReg.EXCHANGE_LO: c.exchange, TileReg.RETIRED_LO: c.retired,
-                   TileReg.MACS_LO: c.macs, TileReg.HALTED_LO: c.halted}
+                   TileReg.MACS_LO: c.macs, TileReg.HALTED_LO: c.halted,
+                   TileReg.ENGINE_LO: c.engine}
             with m.If(ctx_ok):
                 with m.Switch(creg):
                     with m.Case(ContextReg.STATE):

@@ -17,6 +17,15 @@ memory effects in issue order). Port B is not transparent so that a send at cycl
 SRAM as after the writes of cycles < c (architecture §6) even when a receive writes the same
 word at c.
 
+Matrix engine (architecture §12): its step reads use port B (after the load, before the
+host: in an engine cycle there is no load, store or send), its writes the write port. A write
+of the engine step of cycle k is held in the **pending write** P and written in k + 1 if that
+step belongs to the run (``xcommit`` in k + 1, as for the deferred receive), or later if a store
+owns the write port in k + 1 (the store is architecturally later: its bytes are removed from
+P). While P waits, every read that must see it is patched with its bytes: port B reads (loads,
+engine reads) in the cycle after the read, and port A (fetch) also with the write of the engine
+step of the fetch's own cycle (a fetch at k sees the engine write of k, §12 "Memory order").
+
 Deferred receive write: the word received by the exchange step of cycle k is written in
 k + 1, and only if that step belongs to the run (``xcommit``), since a core fault issued at
 k − 1 is only seen at k + 1. Reads of cycle k + 1 that must see it (a send on port B, the
@@ -32,8 +41,8 @@ from amaranth.lib.wiring import In, Out
 
 from tessera.spec.config import ArrayConfig
 
-from ..interfaces import ExchangeSramSignature, FetchSignature, MemorySignature
-from ..interfaces import check_config
+from ..interfaces import (EngineSramSignature, ExchangeSramSignature, FetchSignature,
+                          MemorySignature, check_config)
 
 __all__ = ["TileSram"]
 
@@ -60,6 +69,8 @@ class TileSram(wiring.Component):
         The host port's SRAM window (port B, write port).
     xchg : In(ExchangeSramSignature(config))
         The exchange engine: step reads, send reads and receives.
+    eng : In(EngineSramSignature(config))
+        The matrix engine's step reads and writes (only with ``engine_macs`` > 0).
     x_data : In(32)
         The fabric's word for a receive in this cycle.
     x_send : Out(32)
@@ -84,6 +95,7 @@ class TileSram(wiring.Component):
             "fetch": In(FetchSignature()), "data": In(MemorySignature()),
             "host": In(MemorySignature(addr_width=config.sram_addr_bits)),
             "xchg": In(ExchangeSramSignature(config)),
+            "eng": In(EngineSramSignature(config)),
             "x_data": In(32), "x_send": Out(32),
         })
 
@@ -106,6 +118,39 @@ class TileSram(wiring.Component):
             m.d.sync += [pw_valid.eq(xchg.recv), pw_addr.eq(xchg.recv_addr),
                          pw_data.eq(self.x_data)]
 
+        # -- the engine's pending write P (see the module docstring)
+        eng = self.eng
+        p_valid = Signal()
+        p_ok = Signal()            # committed (its step belongs to the run)
+        p_addr = Signal(ab - 3)
+        p_data = Signal(64)
+        p_mask = Signal(8)
+        p_live = Signal()          # P holds a write that will be written
+        m.d.comb += p_live.eq(p_valid & (p_ok | self.xcommit))
+        recv_w = pw_valid & self.xcommit
+        store_w = data.we != 0
+        p_write = Signal()
+        m.d.comb += p_write.eq(p_live & ~recv_w & ~store_w)
+        st_mask8 = Signal(8)       # bytes a store of this cycle writes in P's word
+        m.d.comb += st_mask8.eq(Mux(store_w & (data.addr[3:ab] == p_addr),
+                                    Mux(data.addr[2], data.we << 4, data.we), 0))
+        p_mask_eff = Signal(8)
+        m.d.comb += p_mask_eff.eq(p_mask & ~st_mask8)
+        with m.If(self.clear):
+            m.d.sync += p_valid.eq(0)
+        with m.Elif(eng.wr_en):
+            m.d.sync += [p_valid.eq(1), p_ok.eq(0), p_addr.eq(eng.wr_addr),
+                         p_data.eq(eng.wr_data), p_mask.eq(eng.wr_mask)]
+        with m.Elif(p_write | ~p_live):
+            m.d.sync += p_valid.eq(0)
+        with m.Else():
+            m.d.sync += [p_ok.eq(1), p_mask.eq(p_mask_eff)]
+
+        def patch(word, addr, dat, mask):
+            """``word`` with the bytes of ``mask`` replaced by ``dat``'s."""
+            return Cat(*(Mux(mask[i], dat[8 * i:8 * i + 8], word[8 * i:8 * i + 8])
+                         for i in range(8)))
+
         # -- port A: exchange step words, else core fetch (transparent: sees this cycle's write)
         fa_lane = Signal()
         pa_addr_q = Signal(ab - 3)
@@ -123,7 +168,21 @@ class TileSram(wiring.Component):
                 m.d.comb += pa_data[32:].eq(pw_data)
             with m.Else():
                 m.d.comb += pa_data[:32].eq(pw_data)
-        m.d.comb += [fetch.data.eq(Mux(fa_lane, pa_data[32:], pa_data[:32])),
+        # a fetch in cycle k sees the engine write of k and a pending P (not yet written)
+        fp_valid = Signal()
+        fp_addr = Signal(ab - 3)
+        fp_data = Signal(64)
+        fp_mask = Signal(8)
+        with m.If(eng.wr_en):
+            m.d.sync += [fp_valid.eq(1), fp_addr.eq(eng.wr_addr), fp_data.eq(eng.wr_data),
+                         fp_mask.eq(eng.wr_mask)]
+        with m.Else():
+            m.d.sync += [fp_valid.eq(p_live & ~self.clear), fp_addr.eq(p_addr),
+                         fp_data.eq(p_data), fp_mask.eq(p_mask_eff)]
+        fa_data = Signal(64)
+        m.d.comb += fa_data.eq(Mux(fp_valid & (fp_addr == pa_addr_q),
+                                   patch(pa_data, fp_addr, fp_data, fp_mask), pa_data))
+        m.d.comb += [fetch.data.eq(Mux(fa_lane, fa_data[32:], fa_data[:32])),
                      xchg.step_data.eq(pa_data)]
 
         # -- port B: send, else load, else host read
@@ -136,6 +195,8 @@ class TileSram(wiring.Component):
         with m.Elif(data.re):
             m.d.comb += pb.addr.eq(data.addr[3:ab])
             m.d.sync += b_lane.eq(data.addr[2])
+        with m.Elif(eng.rd_en):
+            m.d.comb += pb.addr.eq(eng.rd_addr)
         with m.Else():
             m.d.comb += pb.addr.eq(host.addr[3:ab])
             m.d.sync += b_lane.eq(host.addr[2])
@@ -148,8 +209,17 @@ class TileSram(wiring.Component):
         fwd_data = Signal(32)
         m.d.sync += [fwd_q.eq(xchg.send & pw_valid & (pw_addr == xchg.send_addr)),
                      fwd_data.eq(pw_data)]
+        # a port B read in cycle k misses P if P is written in k or later: patch it
+        bp_hit = Signal()
+        bp_data = Signal(64)
+        bp_mask = Signal(8)
+        m.d.sync += [bp_hit.eq(p_live & (pb.addr == p_addr) & ~self.clear),
+                     bp_data.eq(p_data), bp_mask.eq(p_mask)]
+        pb_data = Signal(64)
+        m.d.comb += pb_data.eq(Mux(bp_hit, patch(pb.data, None, bp_data, bp_mask), pb.data))
+        m.d.comb += eng.rd_data.eq(pb_data)
         b_word = Signal(32)
-        m.d.comb += b_word.eq(Mux(fwd_q, fwd_data, Mux(b_lane, pb.data[32:], pb.data[:32])))
+        m.d.comb += b_word.eq(Mux(fwd_q, fwd_data, Mux(b_lane, pb_data[32:], pb_data[:32])))
         m.d.comb += [data.rdata.eq(b_word), host.rdata.eq(b_word),
                      self.x_send.eq(Mux(send_q, b_word, 0))]
 
@@ -162,6 +232,8 @@ class TileSram(wiring.Component):
             write(pw_addr[0], pw_addr[1:], pw_data, 0xF)
         with m.Elif(data.we != 0):
             write(data.addr[2], data.addr[3:ab], data.wdata, data.we)
+        with m.Elif(p_write):
+            m.d.comb += [wp.addr.eq(p_addr), wp.data.eq(p_data), wp.en.eq(p_mask)]
         with m.Elif(host.we != 0):
             write(host.addr[2], host.addr[3:ab], host.wdata, host.we)
         return m

@@ -9,7 +9,12 @@ Wiring (every link is a signature of :mod:`tessera.hdl.interfaces`):
   the SRAM drives the tile's ``exchange.send``, the engine its ``exchange.src``;
 * core ``fault`` and engine ``fault`` → :class:`.fault_record.FaultRecord` → ``host.fault``
   (the tile's one fault record);
-* ``host.dbg`` → core ``dbg``; core ``trace`` → tile ``trace``.
+* ``host.dbg`` → core ``dbg``; core ``trace`` → tile ``trace``;
+* with ``engine_macs`` > 0 the matrix engine (:mod:`.matrix_engine`): core ``eng`` → engine
+  ``core`` (``mrun`` accept, busy, counters; the engine fault goes through the core's
+  ``fault``), engine ``sram`` → SRAM ``eng``; it steps in the cycles where the array runs
+  (``xen``) and the tile is not exchanging (the core's LOAD/STORE in X is the engine's own
+  check), and commits under ``xcommit``.
 
 The tile is arrived (``arrive``) when its core is, except during its exchange phase.
 """
@@ -27,6 +32,7 @@ from ..variant import CONTRACT, Variant
 from .core import Core
 from .exchange_engine import ExchangeEngine
 from .fault_record import FaultRecord
+from .matrix_engine import MatrixEngine
 from .sram import TileSram
 
 __all__ = ["Tile"]
@@ -77,6 +83,8 @@ class Tile(wiring.Component):
     ----------
     core, engine, sram, fault
         The tile's parts (``sram.mem`` is the storage).
+    matrix : MatrixEngine or None
+        The matrix engine (None when ``engine_macs`` = 0).
 
     Raises
     ------
@@ -101,6 +109,7 @@ class Tile(wiring.Component):
         self.engine = ExchangeEngine(config, tile_id)
         self.sram = TileSram(config)
         self.fault = FaultRecord(config)
+        self.matrix = MatrixEngine(config) if config.engine_macs else None
         super().__init__({
             "start": In(1), "entry": In(32), "run": In(1), "kill": In(1), "cycle": In(64),
             "count_commit": In(1), "xen": In(1), "xcommit": In(1),
@@ -152,6 +161,14 @@ class Tile(wiring.Component):
         connect(m, rec.record, flipped(self.host.fault))
         m.d.comb += [rec.clear.eq(self.start), rec.xcommit.eq(self.xcommit),
                      self.host.xprog.eq(core.xprog)]
+        # -- matrix engine
+        if self.matrix is not None:
+            m.submodules.matrix = mx = self.matrix
+            connect(m, core.eng, mx.core)
+            connect(m, mx.sram, sram.eng)
+            m.d.comb += [mx.clear.eq(self.start), mx.commit.eq(self.xcommit),
+                         mx.run.eq(self.xen & ~eng.in_exchange)]
+
         connect(m, flipped(self.host.dbg), core.dbg)
         connect(m, core.trace, flipped(self.trace))
         return m

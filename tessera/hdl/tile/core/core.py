@@ -37,13 +37,13 @@ from amaranth.lib.wiring import In, Out
 
 from tessera.spec.config import ArrayConfig
 from tessera.spec.faults import FaultCause
-from tessera.spec.instructions import CSR, FUNCT3_DIV_BIT, RD, RS1, RS2
+from tessera.spec.instructions import CSR, FUNCT3_DIV_BIT, OPCODE, RD, RS1, RS2, Opcode
 from tessera.spec.isa import MACS_PER_DOT4
 from tessera.spec.result import ContextState
 from tessera.spec.timing import COMMIT_DELAY
 
-from ...interfaces import (DebugSignature, FaultSignature, FetchSignature, MemorySignature,
-                           TraceSignature)
+from ...interfaces import (DebugSignature, FaultSignature, FetchSignature, MatrixEngineSignature,
+                           MemorySignature, TraceSignature)
 from ...variant import CONTRACT, Variant
 from .alu import Alu, BranchCmp
 from .csr import CsrUnit
@@ -76,7 +76,9 @@ class CoreSignature(wiring.Signature):
     arrive, all_halted, halting, xprog : Out ; resume, in_exchange : In
         Barriers and exchange.
     fault : Out(FaultSignature(config))
-        The fault of the instruction in X (``xchg`` = 0).
+        The fault of the instruction in X (``xchg`` = 0), else the matrix engine's.
+    eng : Out(MatrixEngineSignature(config))
+        The matrix engine (``mrun`` accept, busy, counters, engine fault).
     dbg : In(DebugSignature(config))
         Host read-back.
     trace : Out(TraceSignature(config))
@@ -101,6 +103,7 @@ class CoreSignature(wiring.Signature):
             "all_halted": Out(1), "halting": Out(1),
             # fault in X this cycle; host read-back; retire trace (W stage)
             "fault": Out(FaultSignature(config)),
+            "eng": Out(MatrixEngineSignature(config)),
             "dbg": In(DebugSignature(config)),
             "trace": Out(TraceSignature(config)),
         })
@@ -219,7 +222,7 @@ class Core(wiring.Component):
 
         m.submodules.sched = sched = Scheduler(cfg)
         m.submodules.regs = regs = RegFile(cfg)
-        m.submodules.dec = dec = Decoder()
+        m.submodules.dec = dec = Decoder(engine=cfg.engine_macs > 0)
         m.submodules.alu = alu = Alu()
         m.submodules.bcmp = bcmp = BranchCmp()
         m.submodules.mul = mul = Multiplier()
@@ -369,17 +372,27 @@ class Core(wiring.Component):
             div.is_div.eq(is_div),
         ]
 
+        # mrun / mwait retry while the matrix engine is busy (§12), like a division turn.
+        eng = self.eng
+        eng_wait = dec.engine & eng.busy
+
         x_fault = Signal()
         x_retire = Signal()
+        e_fault = Signal()     # the engine's fault is taken (no instruction fault on the tile)
         m.d.comb += [
             x_fault.eq(x_valid & fault),
-            x_retire.eq(x_valid & ~fault & ~div_wait),
-            self.fault.valid.eq(x_fault),
+            x_retire.eq(x_valid & ~fault & ~div_wait & ~eng_wait),
+            e_fault.eq(eng.fault.valid & ~x_fault & ~start),
+            self.fault.valid.eq(x_fault | e_fault),
             self.fault.xchg.eq(0),
-            self.fault.context.eq(x.ctx),
-            self.fault.cause.eq(cause),
-            self.fault.pc.eq(x.pc),
-            self.fault.addr.eq(faddr),
+            self.fault.context.eq(Mux(x_fault, x.ctx, eng.fault.context)),
+            self.fault.cause.eq(Mux(x_fault, cause, eng.fault.cause)),
+            self.fault.pc.eq(Mux(x_fault, x.pc, eng.fault.pc)),
+            self.fault.addr.eq(Mux(x_fault, faddr, eng.fault.addr)),
+            eng.x_mem.eq(x_valid & ((x_insn[OPCODE.slice] == Opcode.LOAD)
+                                    | (x_insn[OPCODE.slice] == Opcode.STORE))),
+            eng.accept.eq(x_retire & dec.engine & ~dec.mwait & ~start),
+            eng.desc.eq(rs1v), eng.ctx.eq(x.ctx), eng.pc.eq(x.pc),
         ]
 
         # Memory request.
@@ -406,29 +419,51 @@ class Core(wiring.Component):
             sched.x_set.eq(x_valid & ~start & (fault | dec.ecall | dec.sync)),
             sched.x_ctx.eq(x.ctx),
             sched.x_state.eq(new_state),
+            sched.e_set.eq(e_fault), sched.e_ctx.eq(eng.fault.context),
         ]
 
         # pc, CSR, per-context and tile retire counters.
         next_pc = Mux(jump, target, pc_plus4)
         retired = Signal(64)
         macs = Signal(64)
+        eng_macs = Signal(8)
         m.d.comb += [counters.retired.eq(retired), counters.macs.eq(macs)]
         with m.If(start):
             for i in range(T):
                 m.d.sync += [pcs[i].eq(self.entry), ctx_retired[i].eq(0), slimits[i].eq(0)]
             m.d.sync += [xprog.eq(0), retired.eq(0), macs.eq(0)]
-        with m.Elif(x_retire):
-            m.d.sync += [
-                pcs[x.ctx].eq(next_pc),
-                ctx_retired[x.ctx].eq(ctx_retired[x.ctx] + 1),
-                retired.eq(retired + 1),
-            ]
-            with m.If(dec.dot4):
-                m.d.sync += macs.eq(macs + MACS_PER_DOT4)
-            with m.If(dec.csr & csr.xprog_we):
-                m.d.sync += xprog.eq(csr.wdata)
-            with m.If(dec.csr & csr.slimit_we):
-                m.d.sync += slimits[x.ctx].eq(csr.wdata)
+        with m.Else():
+            with m.If(x_retire):
+                m.d.sync += [
+                    pcs[x.ctx].eq(next_pc),
+                    ctx_retired[x.ctx].eq(ctx_retired[x.ctx] + 1),
+                    retired.eq(retired + 1),
+                ]
+                with m.If(dec.csr & csr.xprog_we):
+                    m.d.sync += xprog.eq(csr.wdata)
+                with m.If(dec.csr & csr.slimit_we):
+                    m.d.sync += slimits[x.ctx].eq(csr.wdata)
+            with m.If(e_fault):          # the engine's context c_e ends at the mrun's pc
+                m.d.sync += pcs[eng.fault.context].eq(eng.fault.pc)
+            m.d.sync += macs.eq(macs + Mux(x_retire & dec.dot4, MACS_PER_DOT4, 0) + eng_macs)
+
+        # Engine counters (§8, §12): the busy cycle k and the MACs of its stream step are
+        # added in k+3 if count_commit (k belongs to the run), like the cycle classes.
+        busy_pipe = [eng.active]
+        emacs_pipe = [eng.macs]
+        for n in range(COMMIT_DELAY):
+            bq = Signal(name=f"eng_busy_q{n + 1}")
+            mq = Signal(8, name=f"eng_macs_q{n + 1}")
+            m.d.sync += [bq.eq(busy_pipe[-1] & ~start), mq.eq(Mux(start, 0, emacs_pipe[-1]))]
+            busy_pipe.append(bq)
+            emacs_pipe.append(mq)
+        m.d.comb += eng_macs.eq(Mux(self.count_commit, emacs_pipe[COMMIT_DELAY], 0))
+        eng_cnt = Signal(64)
+        m.d.comb += counters.engine.eq(eng_cnt)
+        with m.If(start):
+            m.d.sync += eng_cnt.eq(0)
+        with m.Elif(self.count_commit & busy_pipe[COMMIT_DELAY]):
+            m.d.sync += eng_cnt.eq(eng_cnt + 1)
 
         # Cycle-class counters (§8): class of cycle k, added in cycle k+3 if count_commit.
         cls_pipe = [sched.cls]

@@ -59,18 +59,30 @@ class Decoder(wiring.Component):
     imm : Out(32)
         The sign-extended immediate of the instruction's format (I, S, B, U or J;
         0 for R-type).
-    lui, auipc, jal, jalr, branch, load, store, op_imm, op, muldiv, fence, ecall, ebreak, csr, dot4, sync : Out(1)
+    lui, auipc, jal, jalr, branch, load, store, op_imm, op, muldiv, fence, ecall, ebreak, csr, dot4, sync, engine : Out(1)
         One-hot instruction class (only meaningful when ``legal``); ``op`` is a non-M
-        register-register ALU op, ``muldiv`` an M-extension op.
+        register-register ALU op, ``muldiv`` an M-extension op, ``engine`` ``mrun``/``mwait``.
     alu_alt : Out(1)
         SUB (OP) or SRA/SRAI (bit 30) for the ALU.
     dot4_su : Out(1)
         ``dot4su`` (rs2 bytes unsigned) rather than ``dot4``.
+    mwait : Out(1)
+        ``mwait`` rather than ``mrun`` (engine class).
     sync_array : Out(1)
         ``sync ARRAY`` rather than ``sync TILE``.
     writes_rd : Out(1)
         The class writes rd (the write is dropped at W when rd = x0).
+
+    Parameters
+    ----------
+    engine : bool, keyword-only
+        The configuration has a matrix engine (``engine_macs`` > 0, default True); without
+        one the rows with ``needs_engine`` (``mrun``, ``mwait``) are illegal (§3.1).
     """
+
+    def __init__(self, *, engine: bool = True):
+        self.engine_present = bool(engine)
+        super().__init__()
 
     insn: In(32)
     legal: Out(1)
@@ -95,8 +107,10 @@ class Decoder(wiring.Component):
     csr: Out(1)
     dot4: Out(1)
     sync: Out(1)
+    engine: Out(1)
     alu_alt: Out(1)
     dot4_su: Out(1)
+    mwait: Out(1)
     sync_array: Out(1)
     writes_rd: Out(1)
 
@@ -135,6 +149,7 @@ class Decoder(wiring.Component):
         assert (SyncZone.TILE, SyncZone.ARRAY) == (0, 1)   # the zone's bit 0 tells them apart
         m.d.comb += [
             self.dot4_su.eq(f3 == Funct3.DOT4SU),
+            self.mwait.eq(f3 == Funct3.MWAIT),
             self.sync_array.eq(i[IMM_I.slice][0]),
             self.alu_alt.eq(i[FUNCT7_ALT_BIT] & (is_op(Opcode.OP)
                                                  | (is_op(Opcode.OP_IMM) & (f3 == Funct3.SRAI)))),
@@ -146,7 +161,11 @@ class Decoder(wiring.Component):
         # Immediates (RISC-V Unprivileged spec, section 2.3): the format of the opcode's rows.
         fmt_of_opcode = {}
         for code, rows in rows_of_opcode.items():
-            (fmt,) = {row.fmt for row in rows}
+            # a row whose immediate is entirely fixed (mwait: I-type with imm = 0 among the
+            # R-type CUSTOM_0 rows) does not need its format's immediate
+            fmts = {row.fmt for row in rows
+                    if not any(fld is FORMAT_IMM[row.fmt] for fld, _ in row.fixed)}
+            (fmt,) = fmts or {row.fmt for row in rows}
             fmt_of_opcode[code] = fmt
         with m.Switch(opcode):
             for fmt in Format:
@@ -164,8 +183,9 @@ class Decoder(wiring.Component):
             for code, rows in rows_of_opcode.items():
                 with m.Case(code):
                     rest = ~OPCODE.word_mask & 0xFFFFFFFF
-                    terms = [(i & (row.mask & rest)) == (row.match & rest) for row in rows]
-                    m.d.comb += self.legal.eq(Cat(*terms).any())
+                    terms = [(i & (row.mask & rest)) == (row.match & rest) for row in rows
+                             if self.engine_present or not row.needs_engine]
+                    m.d.comb += self.legal.eq(Cat(*terms).any() if terms else 0)
             with m.Default():
                 m.d.comb += self.legal.eq(0)
         return m

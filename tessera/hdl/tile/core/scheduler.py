@@ -60,6 +60,10 @@ class Scheduler(wiring.Component):
     x_ctx : In(context_bits)
     x_state : In(ContextState)
         The new state.
+    e_set : In(1)
+    e_ctx : In(context_bits)
+        A matrix-engine fault puts context ``e_ctx`` into FAULT (visible next cycle; wins over
+        ``x_set`` for the same context).
     slot : Out(context_bits)
         Context owning the issue slot this cycle.
     issue : Out(1)
@@ -87,6 +91,7 @@ class Scheduler(wiring.Component):
             "start": In(1), "run": In(1), "kill": In(1), "resume": In(1),
             "in_exchange": In(1),
             "x_set": In(1), "x_ctx": In(cb), "x_state": In(ContextState),
+            "e_set": In(1), "e_ctx": In(cb),
             "slot": Out(cb), "issue": Out(1),
             "states": Out(data.ArrayLayout(ContextState, config.contexts)),
             "arrive": Out(1), "all_halted": Out(1), "halting": Out(1), "cls": Out(CycleClass),
@@ -133,8 +138,9 @@ class Scheduler(wiring.Component):
                 (all_of(lambda i: halted[i] | (st[i] == int(S.WAIT_ARRAY)))
                  & any_of(lambda i: st[i] == int(S.WAIT_ARRAY)))
                 | self.all_halted),
-            self.halting.eq(all_of(lambda i: halted[i] | (
-                self.x_set & (self.x_ctx == i) & (self.x_state == int(S.HALTED))))),
+            self.halting.eq(all_of(lambda i: (halted[i] | (
+                self.x_set & (self.x_ctx == i) & (self.x_state == int(S.HALTED))))
+                & ~(self.e_set & (self.e_ctx == i)))),
         ]
 
         # Counter class of this cycle.
@@ -171,7 +177,9 @@ class Scheduler(wiring.Component):
                 m.d.sync += st[i].eq(int(S.RUNNING))
         with m.Else():
             for i in range(T):
-                with m.If(self.x_set & (self.x_ctx == i)):
+                with m.If(self.e_set & (self.e_ctx == i)):
+                    m.d.sync += st[i].eq(int(S.FAULT))
+                with m.Elif(self.x_set & (self.x_ctx == i)):
                     m.d.sync += st[i].eq(self.x_state)
                 with m.Elif(self.kill & prev_rel[i]):
                     m.d.sync += st[i].eq(prev_st[i])

@@ -1,0 +1,475 @@
+"""The tile's matrix engine (docs/architecture.md §12): M = P/8 lanes of 8 int8 MACs.
+
+Architectural step schedule (§12 "Step schedule"): step s is the s-th engine cycle after the
+accept cycle x; the engine advances only in engine cycles (``run`` high and no LOAD/STORE word in
+the core's X stage: the tile computes that), so the whole pipeline below has one enable, ``adv``
+= busy and an engine cycle.
+
+Internally a step goes through three stages, each advancing with ``adv``:
+
+* **stage 0** (the step itself): the address generator (descriptor words, parameter words,
+  W(m, b), X(j, b): the j0/j1/k0/k1 nest with 32-bit strides) issues the step's SRAM read on
+  port B and the accumulator read acc[j]; read-address faults (check 1) are decided here.
+* **stage 1** (the next step): the read word (captured in the cycle after the read even if that
+  is not an engine cycle) goes into the descriptor fields, the channel parameters, the lane's
+  stationary vector, or, for a stream step, through the M·8 multipliers into acc[j]
+  (b = 0 starts from bias) — in the last block into the output register instead.
+* **stage 2** (the writes): output word w of element j in step s_j + 2 + w: RAW int32 pairs,
+  or the TFLITE bytes (MultiplyByQuantizedMultiplier, + zp, clamp) requantized from the output
+  register in the write step; write faults (check 4) are decided here.
+
+Data checks (check 2 in step 7, check 3 in step 9 + 2m) need the word read in that step, so they
+are decided in the cycle after the step. Every engine fault is then delayed to the cycle two
+after its step and presented to the core like the fault of an instruction issued in the step's
+cycle (the core lets its own instruction fault win, §12; the array ends the run with
+C = step cycle + 1 through the usual ``kill``). A fault of step k is dropped if ``commit`` is low
+in k + 1 (a core fault or the last ``ecall`` issued at k − 1 ended the run before k).
+
+SRAM writes are handed to the tile SRAM (:mod:`.sram`), which commits them one cycle later under
+``xcommit`` and forwards them to reads meanwhile.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from tessera.spec.config import ArrayConfig
+from tessera.spec.engine import (ACC_DEPTH, DESC_CHECK_STEP, DESC_FIELDS, DESC_WORDS, MAX_SHIFT,
+                                 MIN_SHIFT, VECTOR_BYTES, WRITE_DELAY, Flag, Mode)
+from tessera.spec.faults import FaultCause
+
+from ..interfaces import EngineSramSignature, MatrixEngineSignature, check_config
+
+__all__ = ["MatrixEngine", "Phase", "mbqm"]
+
+assert WRITE_DELAY == 2, "the pipeline below has stage 1 and stage 2 one step apart each"
+assert VECTOR_BYTES == 8 and DESC_CHECK_STEP == DESC_WORDS - 1
+
+
+class Phase(enum.IntEnum):
+    """Address-generator phase."""
+    IDLE = 0
+    DESC = 1      # steps 0..7: descriptor words
+    PARAM = 2     # steps 8..8+2C-1: channel parameter words
+    WLOAD = 3     # C steps: W(0, b) .. W(C-1, b)
+    STREAM = 4    # one step per element (+ OW-1 steps without a read in the last block)
+    TAIL = 5      # the last 2 steps (writes only)
+
+
+class Kind(enum.IntEnum):
+    """What the word read in a step is (stage 1's tag)."""
+    NONE = 0
+    DESC = 1
+    PARAM = 2
+    W = 3
+    X = 4
+
+
+_FIELD_BITS = {"I": (32, False), "H": (16, False), "B": (8, False), "h": (16, True)}
+
+
+def _fields():
+    """name -> (word index, bit offset in the 64-bit word, width, signed) from DESC_FIELDS."""
+    out = {}
+    for name, code, off in DESC_FIELDS:
+        width, signed = _FIELD_BITS[code]
+        out[name] = (off // 8, 8 * (off % 8), width, signed)
+    return out
+
+
+FIELDS = _fields()
+
+
+def mbqm(m, x, mult, shift):
+    """Amaranth value of TFLite MultiplyByQuantizedMultiplier(x, mult, shift) (signed 32).
+
+    ``x``, ``mult`` 32-bit, ``shift`` signed in MIN_SHIFT..MAX_SHIFT (checked by the engine):
+    ``x · 2^left`` wraps mod 2^32; SRDHM rounds ties toward +∞ and saturates only at
+    (-2^31)·(-2^31); the rounding divide by 2^right rounds ties away from zero.
+    """
+    neg = shift[-1]
+    left = Mux(neg, 0, shift[:5])
+    right = Signal(6)
+    m.d.comb += right.eq(Mux(neg, -shift, 0)[:6])
+    xs = Signal(32)
+    m.d.comb += xs.eq((x.as_unsigned() << left)[:32])
+    prod = Signal(64)
+    m.d.comb += prod.eq(xs.as_signed() * mult.as_signed())
+    sat = (xs == 0x8000_0000) & (mult.as_unsigned() == 0x8000_0000)
+    hi = Signal(32)
+    m.d.comb += hi.eq(Mux(sat, 0x7FFF_FFFF, ((prod.as_signed() + (1 << 30)) >> 31)[:32]))
+    his = hi.as_signed()
+    mask = Signal(32)
+    m.d.comb += mask.eq((Const(1, 33) << right)[:33] - 1)
+    rem = hi & mask
+    thr = (mask >> 1) + his[-1]
+    res = Signal(32)
+    m.d.comb += res.eq(((his >> right) + (rem > thr))[:32])
+    return res.as_signed()
+
+
+class MatrixEngine(wiring.Component):
+    """One tile's matrix engine (architecture §12).
+
+    Parameters
+    ----------
+    config : ArrayConfig
+        Gives P = ``engine_macs`` (> 0: M = P/8 lanes), ``sram_bytes``, ``context_bits``.
+
+    Members
+    -------
+    clear : In(1)
+        The start pulse: the engine becomes idle.
+    run : In(1)
+        This cycle may be an engine cycle: the array runs (no stop) and the tile is not in its
+        exchange phase. The engine adds the core's ``x_mem`` (a LOAD/STORE word in X).
+    commit : In(1)
+        The tile's ``xcommit``: the step of the previous cycle belongs to the run.
+    core : In(MatrixEngineSignature(config))
+        ``mrun`` accept from the core's X stage; busy, counters and the engine fault back.
+    sram : Out(EngineSramSignature(config))
+        Port B reads and the writes (committed by the SRAM).
+
+    Raises
+    ------
+    TypeError
+        ``config`` is not an :class:`~tessera.spec.config.ArrayConfig`.
+    ValueError
+        ``config.engine_macs`` is 0 (a configuration without an engine builds none).
+    """
+
+    def __init__(self, config: ArrayConfig):
+        self.config = check_config("MatrixEngine", config)
+        if config.engine_lanes == 0:
+            self._MustUse__silence = True
+            raise ValueError("MatrixEngine needs engine_macs > 0")
+        self.acc = Memory(shape=32 * config.engine_lanes, depth=ACC_DEPTH, init=[])
+        super().__init__({
+            "clear": In(1), "run": In(1), "commit": In(1),
+            "core": In(MatrixEngineSignature(config)),
+            "sram": Out(EngineSramSignature(config)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.config
+        M = cfg.engine_lanes
+        sb = cfg.sram_bytes
+        core, sram = self.core, self.sram
+        clear = self.clear
+
+        # ---- command state ------------------------------------------------------------
+        busy = Signal()
+        phase = Signal(Phase)
+        c_e = Signal(cfg.context_bits)
+        pc_e = Signal(32)
+        adv = Signal()
+        m.d.comb += [
+            adv.eq(busy & self.run & ~core.x_mem),
+            core.busy.eq(busy),
+            core.active.eq(busy | core.accept),
+        ]
+
+        # descriptor fields (written by stage 1 as the words arrive)
+        f = {name: Signal(w, name=f"d_{name}") for name, (_, _, w, _) in FIELDS.items()}
+
+        def fv(name):
+            sig = f[name]
+            return sig.as_signed() if FIELDS[name][3] else sig
+
+        n_c = f["C"]
+        raw = f["mode"] == Mode.RAW
+        ow = Signal(3)                    # OW: output words per element
+        m.d.comb += ow.eq(Mux(raw, (n_c[:4] + 1) >> 1, 1))
+
+        # per channel parameters and stationary vectors
+        bias = Array(Signal(32, name=f"bias{i}") for i in range(M))
+        mult = Array(Signal(32, name=f"mult{i}") for i in range(M))
+        shift = Array(Signal(6, name=f"shift{i}") for i in range(M))
+        stat = Array(Signal(64, name=f"stat{i}") for i in range(M))
+
+        # ---- stage 0: address generator -----------------------------------------------
+        cnt = Signal(8)
+        ptr = Signal(32)                  # descriptor / parameter read pointer
+        k0 = Signal(16)
+        k1 = Signal(16)
+        j0 = Signal(16)
+        j1 = Signal(16)
+        j = Signal(8)
+        sub = Signal(3)                   # step within an element of the last block
+        x_kblk = Signal(32)               # a_base + k1·ak_s1
+        x_blk = Signal(32)                # ... + 8·k0
+        x_row = Signal(32)                # ... + j1·a_s1
+        x_ptr = Signal(32)                # ... + j0·a_s0
+        w_blk = Signal(32)                # w_base + 8b
+        w_ptr = Signal(32)                # ... + m·w_sm
+        c_row = Signal(32)
+        c_ptr = Signal(32)
+
+        last_blk = (k0 == f["K0"] - 1) & (k1 == f["K1"] - 1)
+        first_blk = (k0 == 0) & (k1 == 0)
+
+        rd = Signal()
+        raddr = Signal(32)
+        kind = Signal(Kind)
+        with m.Switch(phase):
+            with m.Case(Phase.DESC, Phase.PARAM):
+                m.d.comb += [rd.eq(1), raddr.eq(ptr),
+                             kind.eq(Mux(phase == Phase.DESC, Kind.DESC, Kind.PARAM))]
+            with m.Case(Phase.WLOAD):
+                m.d.comb += [rd.eq(1), raddr.eq(w_ptr), kind.eq(Kind.W)]
+            with m.Case(Phase.STREAM):
+                m.d.comb += [rd.eq(sub == 0), raddr.eq(x_ptr),
+                             kind.eq(Mux(sub == 0, Kind.X, Kind.NONE))]
+        rfault = Signal()                 # check 1
+        m.d.comb += rfault.eq(rd & ((raddr[:3] != 0) | (raddr >= sb)))
+
+        with m.If(clear):
+            m.d.sync += [busy.eq(0), phase.eq(Phase.IDLE)]
+        with m.Elif(core.accept):
+            m.d.sync += [busy.eq(1), phase.eq(Phase.DESC), cnt.eq(0), ptr.eq(core.desc),
+                         c_e.eq(core.ctx), pc_e.eq(core.pc)]
+        with m.Elif(adv):
+            with m.Switch(phase):
+                with m.Case(Phase.DESC):
+                    m.d.sync += [ptr.eq(ptr + 8), cnt.eq(cnt + 1)]
+                    with m.If(cnt == DESC_WORDS - 1):
+                        m.d.sync += [phase.eq(Phase.PARAM), cnt.eq(0), ptr.eq(f["p_base"])]
+                with m.Case(Phase.PARAM):
+                    m.d.sync += [ptr.eq(ptr + 8), cnt.eq(cnt + 1)]
+                    with m.If(cnt == (Cat(0, n_c) - 1)[:8]):
+                        m.d.sync += [phase.eq(Phase.WLOAD), cnt.eq(0),
+                                     w_blk.eq(f["w_base"]), w_ptr.eq(f["w_base"]),
+                                     x_kblk.eq(f["a_base"]), x_blk.eq(f["a_base"]),
+                                     k0.eq(0), k1.eq(0)]
+                with m.Case(Phase.WLOAD):
+                    m.d.sync += [w_ptr.eq(w_ptr + f["w_sm"]), cnt.eq(cnt + 1)]
+                    with m.If(cnt == n_c - 1):
+                        m.d.sync += [phase.eq(Phase.STREAM), sub.eq(0), j.eq(0), j0.eq(0),
+                                     j1.eq(0), x_row.eq(x_blk), x_ptr.eq(x_blk),
+                                     c_row.eq(f["c_base"]), c_ptr.eq(f["c_base"])]
+                with m.Case(Phase.STREAM):
+                    with m.If(last_blk & (sub != ow - 1)):
+                        m.d.sync += sub.eq(sub + 1)
+                    with m.Else():
+                        m.d.sync += [sub.eq(0), j.eq(j + 1)]
+                        with m.If(j0 != f["J0"] - 1):
+                            m.d.sync += [j0.eq(j0 + 1), x_ptr.eq(x_ptr + f["a_s0"]),
+                                         c_ptr.eq(c_ptr + f["c_s0"])]
+                        with m.Elif(j1 != f["J1"] - 1):
+                            nx = x_row + f["a_s1"]
+                            nc = c_row + f["c_s1"]
+                            m.d.sync += [j0.eq(0), j1.eq(j1 + 1), x_row.eq(nx), x_ptr.eq(nx),
+                                         c_row.eq(nc), c_ptr.eq(nc)]
+                        with m.Elif(last_blk):
+                            m.d.sync += [phase.eq(Phase.TAIL), cnt.eq(0)]
+                        with m.Else():
+                            nw = w_blk + 8
+                            m.d.sync += [phase.eq(Phase.WLOAD), cnt.eq(0),
+                                         w_blk.eq(nw), w_ptr.eq(nw)]
+                            with m.If(k0 != f["K0"] - 1):
+                                m.d.sync += [k0.eq(k0 + 1), x_blk.eq(x_blk + 8)]
+                            with m.Else():
+                                nk = x_kblk + f["ak_s1"]
+                                m.d.sync += [k0.eq(0), k1.eq(k1 + 1), x_kblk.eq(nk),
+                                             x_blk.eq(nk)]
+                with m.Case(Phase.TAIL):
+                    m.d.sync += cnt.eq(cnt + 1)
+                    with m.If(cnt == WRITE_DELAY - 1):
+                        m.d.sync += [busy.eq(0), phase.eq(Phase.IDLE)]
+
+        # SRAM read of this step; accumulator read acc[j]
+        m.submodules.acc = acc = self.acc
+        acc_rp = acc.read_port()
+        acc_wp = acc.write_port()
+        m.d.comb += [sram.rd_en.eq(adv & rd & ~rfault), sram.rd_addr.eq(raddr[3:cfg.sram_addr_bits]),
+                     acc_rp.en.eq(adv), acc_rp.addr.eq(j)]
+
+        # stage-1 tag
+        s1_kind = Signal(Kind)
+        s1_idx = Signal(8)
+        s1_j = Signal(8)
+        s1_first = Signal()
+        s1_last = Signal()
+        s1_caddr = Signal(32)
+        s1_raddr = Signal(32)
+        with m.If(clear):
+            m.d.sync += s1_kind.eq(Kind.NONE)
+        with m.Elif(adv):
+            m.d.sync += [s1_kind.eq(Mux(rfault, Kind.NONE, kind)), s1_idx.eq(cnt), s1_j.eq(j),
+                         s1_first.eq(first_blk), s1_last.eq(last_blk), s1_caddr.eq(c_ptr),
+                         s1_raddr.eq(raddr)]
+        with m.Elif(core.accept):
+            m.d.sync += s1_kind.eq(Kind.NONE)
+
+        # the read word: on port B in the cycle after the read, held until stage 1 takes it
+        fresh = Signal()
+        held = Signal(64)
+        m.d.sync += fresh.eq(sram.rd_en & ~clear)
+        with m.If(fresh):
+            m.d.sync += held.eq(sram.rd_data)
+        word = Signal(64)
+        m.d.comb += word.eq(Mux(fresh, sram.rd_data, held))
+
+        # ---- data checks in the cycle after the read (checks 2 and 3) -------------------
+        def now(name):
+            """Field value as of the end of step 7 (word 7's fields come from ``word``)."""
+            wi, bit, width, signed = FIELDS[name]
+            if wi == DESC_WORDS - 1:
+                v = word[bit:bit + width]
+                return v.as_signed() if signed else v
+            return fv(name)
+
+        tfl = now("mode") == Mode.TFLITE
+        outu = (now("flags") & Flag.OUT_UNSIGNED) != 0
+        lo = Mux(outu, 0, -128)
+        hi = Mux(outu, 255, 127)
+
+        def out_of_type(v):
+            return (v < lo) | (v > hi)
+
+        jprod = Signal(18)
+        m.d.comb += jprod.eq(now("J0")[:9] * now("J1")[:9])
+        big_j = (now("J0") > ACC_DEPTH) | (now("J1") > ACC_DEPTH) | (jprod > ACC_DEPTH)
+        desc_bad = ((now("C") == 0) | (now("C") > M)
+                    | (now("J0") == 0) | (now("J1") == 0) | (now("K0") == 0) | (now("K1") == 0)
+                    | big_j | (now("mode") > max(Mode))
+                    | ((now("flags") & ~int(Flag.A_UNSIGNED | Flag.OUT_UNSIGNED) & 0xFF) != 0)
+                    | (tfl & ((now("qmin") > now("qmax")) | out_of_type(now("zp"))
+                              | out_of_type(now("qmin")) | out_of_type(now("qmax")))))
+        shv = word[:32].as_signed()
+        shift_bad = (f["mode"] == Mode.TFLITE) & ((shv < MIN_SHIFT) | (shv > MAX_SHIFT))
+        dfault = Signal()
+        dfault_addr = Signal(32)
+        d_addr = Signal(32)               # d = the address of word 7 − 56
+        m.d.comb += d_addr.eq(s1_raddr - 8 * DESC_CHECK_STEP)
+        with m.If(fresh & (s1_kind == Kind.DESC) & (s1_idx == DESC_CHECK_STEP) & desc_bad):
+            m.d.comb += [dfault.eq(1), dfault_addr.eq(d_addr)]
+        with m.Elif(fresh & (s1_kind == Kind.PARAM) & s1_idx[0] & shift_bad):
+            m.d.comb += [dfault.eq(1), dfault_addr.eq(s1_raddr)]
+
+        # ---- stage 1 ------------------------------------------------------------------
+        xs = [word[8 * i:8 * i + 8] for i in range(8)]
+        a_uns = (f["flags"] & Flag.A_UNSIGNED) != 0
+        sums = []
+        for lane in range(M):
+            w8 = [stat[lane][8 * i:8 * i + 8].as_signed() for i in range(8)]
+            prods = [Mux(a_uns, xs[i].as_unsigned(), xs[i].as_signed()) * w8[i]
+                     for i in range(8)]
+            dot = Signal(signed(20), name=f"dot{lane}")
+            total = prods[0]
+            for p in prods[1:]:
+                total = total + p
+            m.d.comb += dot.eq(total)
+            base = Mux(s1_first, bias[lane], acc_rp.data[32 * lane:32 * lane + 32])
+            s = Signal(32, name=f"sum{lane}")
+            m.d.comb += s.eq(base + dot)          # mod 2^32
+            sums.append(s)
+
+        out = [Signal(32, name=f"out{i}") for i in range(M)]
+        out_caddr = Signal(32)
+        wcnt = Signal(3)                   # output words of the element still to write
+        m.d.comb += [acc_wp.addr.eq(s1_j), acc_wp.data.eq(Cat(*sums)),
+                     acc_wp.en.eq(adv & (s1_kind == Kind.X) & ~s1_last)]
+
+        with m.If(adv):
+            with m.Switch(s1_kind):
+                with m.Case(Kind.DESC):
+                    for name, (wi, bit, width, _) in FIELDS.items():
+                        with m.If(s1_idx == wi):
+                            m.d.sync += f[name].eq(word[bit:bit + width])
+                with m.Case(Kind.PARAM):
+                    lane = s1_idx[1:]
+                    with m.If(s1_idx[0]):
+                        m.d.sync += shift[lane].eq(word[:6])
+                    with m.Else():
+                        m.d.sync += [bias[lane].eq(word[:32]), mult[lane].eq(word[32:])]
+                with m.Case(Kind.W):
+                    m.d.sync += stat[s1_idx].eq(word)
+                with m.Case(Kind.X):
+                    with m.If(s1_last):
+                        m.d.sync += [o.eq(s) for o, s in zip(out, sums)]
+                        m.d.sync += out_caddr.eq(s1_caddr)
+
+        # ---- stage 2: output words -----------------------------------------------------
+        wi = Signal(3)                     # w = OW - wcnt
+        m.d.comb += wi.eq(ow - wcnt)
+        wbyte = Signal(32)                 # C(j) + 8w
+        m.d.comb += wbyte.eq(out_caddr + (wi << 3))
+        writing = wcnt != 0
+        wdata = Signal(64)
+        wmask = Signal(8)
+        wfault = Signal()
+        wf_addr = Signal(32)
+        n_pairs = (M + 1) // 2
+        pair_data = Array(Cat(out[2 * p], out[2 * p + 1] if 2 * p + 1 < M else Const(0, 32))
+                          for p in range(n_pairs))
+        q = []
+        for lane in range(M):
+            y = mbqm(m, out[lane], mult[lane], shift[lane].as_signed())
+            yz = Signal(signed(34), name=f"yz{lane}")
+            m.d.comb += yz.eq(y + fv("zp"))
+            c = Signal(8, name=f"q{lane}")
+            m.d.comb += c.eq(Mux(yz < fv("qmin"), fv("qmin"),
+                                 Mux(yz > fv("qmax"), fv("qmax"), yz))[:8])
+            q.append(c)
+        off = out_caddr[:3]
+        cmask = Signal(8)
+        m.d.comb += cmask.eq((Const(1, 9) << n_c[:4])[:9] - 1)
+        with m.If(raw):
+            m.d.comb += [
+                wdata.eq(pair_data[wi[:max(1, (n_pairs - 1).bit_length())]]),
+                wmask.eq(Mux((wi << 1) + 1 < n_c, 0xFF, 0x0F)),
+                wfault.eq((out_caddr[:3] != 0) | (wbyte >= sb)),
+                wf_addr.eq(wbyte),
+            ]
+        with m.Else():
+            m.d.comb += [
+                wdata.eq(Cat(*q) << (off << 3)),
+                wmask.eq(cmask << off),
+                wfault.eq((off + n_c > 8) | (out_caddr >= sb)),
+                wf_addr.eq(out_caddr),
+            ]
+        wfault_now = adv & writing & wfault
+        m.d.comb += [
+            sram.wr_en.eq(adv & writing & ~wfault & ~rfault),
+            sram.wr_addr.eq(Mux(raw, wbyte, out_caddr)[3:cfg.sram_addr_bits]),
+            sram.wr_data.eq(wdata), sram.wr_mask.eq(wmask),
+        ]
+        # stream steps count 8·C MACs (the faulting step has no effect)
+        m.d.comb += core.macs.eq(Mux(adv & (kind == Kind.X) & ~rfault & ~wfault_now,
+                                     n_c << 3, 0))
+        with m.If(clear | core.accept):
+            m.d.sync += wcnt.eq(0)
+        with m.Elif(adv):
+            with m.If((s1_kind == Kind.X) & s1_last):
+                m.d.sync += wcnt.eq(ow)
+            with m.Elif(writing):
+                m.d.sync += wcnt.eq(wcnt - 1)
+
+        # ---- faults: step k -> decided by k+1 -> presented in k+2 -----------------------
+        af_q = Signal()
+        af_addr = Signal(32)
+        with m.If(clear):
+            m.d.sync += af_q.eq(0)
+        with m.Else():
+            m.d.sync += [af_q.eq(adv & (rfault | wfault_now)),
+                         af_addr.eq(Mux(rfault, raddr, wf_addr))]
+        ef2 = Signal()
+        ef2_addr = Signal(32)
+        with m.If(clear):
+            m.d.sync += ef2.eq(0)
+        with m.Else():
+            m.d.sync += [ef2.eq((af_q | dfault) & self.commit),
+                         ef2_addr.eq(Mux(af_q, af_addr, dfault_addr))]
+        m.d.comb += [
+            core.fault.valid.eq(ef2), core.fault.xchg.eq(0), core.fault.context.eq(c_e),
+            core.fault.cause.eq(FaultCause.ENGINE_FAULT), core.fault.pc.eq(pc_e),
+            core.fault.addr.eq(ef2_addr),
+        ]
+        return m

@@ -1,0 +1,187 @@
+"""Amaranth-simulator unit tests of the matrix engine's parts (tessera/hdl/tile/matrix_engine.py).
+
+* The output stage's MultiplyByQuantizedMultiplier against the numpy reference
+  ``tessera.golden_model.kernels.multiply_by_quantized_multiplier`` (architecture §11 rule 1:
+  SRDHM ties toward +∞ saturating only at (−2^31)·(−2^31), rounding divide ties away from
+  zero, ``x · 2^left`` wrapping mod 2^32), on the edge cases and random values.
+* Construction: ``engine_macs`` = 0 builds no engine (and rejects a MatrixEngine), the
+  accumulator is an ``amaranth.lib.memory.Memory`` of ACC_DEPTH × M·32 bits.
+"""
+
+import random
+
+import numpy as np
+import pytest
+from amaranth.hdl import Module, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+from amaranth.sim import Simulator
+
+from tessera.golden_model.kernels import multiply_by_quantized_multiplier
+from tessera.hdl.tile import Tile
+from tessera.hdl.tile.matrix_engine import MatrixEngine, mbqm
+from tessera.spec.config import PRESETS
+from tessera.spec.engine import ACC_DEPTH, MAX_SHIFT, MIN_SHIFT
+
+
+class _Mbqm(wiring.Component):
+    x: In(32)
+    mult: In(32)
+    shift: In(signed(6))
+    y: Out(32)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += self.y.eq(mbqm(m, self.x, self.mult, self.shift))
+        return m
+
+
+def _vectors():
+    rng = random.Random(5)
+    lo, hi = -(1 << 31), (1 << 31) - 1
+    edge_x = [0, 1, -1, 2, -2, lo, hi, lo + 1, hi - 1, 1 << 30, -(1 << 30), 3, -3, 12345]
+    edge_m = [0, 1, -1, lo, hi, 1 << 30, (1 << 30) + 1, -(1 << 30), 3 << 29]
+    edge_s = [MIN_SHIFT, -30, -16, -2, -1, 0, 1, 2, 16, 29, MAX_SHIFT]
+    vec = [(x, mu, s) for x in edge_x for mu in edge_m for s in edge_s[::2]]
+    vec += [(lo, lo, 0), (lo, lo, -1), (lo, lo, -31), (1 << 29, lo, 2)]   # saturations
+    # exact ties of both roundings: x·m = (2k+1)·2^30, and SRDHM results ending in …1000 / …0111
+    vec += [((2 * k + 1), 1 << 29, 0) for k in range(-4, 4)]
+    vec += [(x, 1 << 30, -e) for e in (1, 2, 3, 5) for x in (-(6 << e), -(5 << e) // 2,
+                                                            (5 << e) // 2, 3 << (e - 1),
+                                                            -(3 << (e - 1)))]
+    for _ in range(1500):
+        vec.append((rng.randint(lo, hi), rng.randint(lo, hi), rng.randint(MIN_SHIFT, MAX_SHIFT)))
+        vec.append((rng.randint(-(1 << 20), 1 << 20), rng.randint(1 << 30, hi),
+                    rng.randint(MIN_SHIFT, 0)))
+    return vec
+
+
+def test_mbqm_matches_the_reference():
+    dut = _Mbqm()
+    vec = _vectors()
+    got = []
+
+    async def bench(ctx):
+        for x, mu, s in vec:
+            ctx.set(dut.x, x & 0xFFFF_FFFF)
+            ctx.set(dut.mult, mu & 0xFFFF_FFFF)
+            ctx.set(dut.shift, s)
+            got.append(ctx.get(dut.y))
+
+    sim = Simulator(dut)
+    sim.add_testbench(bench)
+    sim.run()
+    xs, ms, ss = (np.array(c, dtype=np.int64) for c in zip(*vec))
+    want = multiply_by_quantized_multiplier(xs, ms, ss).astype(np.int64) & 0xFFFF_FFFF
+    bad = [(v, hex(g), hex(int(w))) for v, g, w in zip(vec, got, want) if g != w]
+    assert not bad, bad[:10]
+
+
+def test_engine_construction():
+    cfg = PRESETS["tiny"]
+    eng = MatrixEngine(cfg)
+    assert isinstance(eng.acc, Memory)
+    assert (eng.acc.depth, eng.acc.shape) == (ACC_DEPTH, 32 * cfg.engine_lanes)
+    assert Tile(cfg, 0).matrix is not None
+    none = cfg.replace(engine_macs=0)
+    assert Tile(none, 0).matrix is None
+    with pytest.raises(ValueError, match="engine_macs"):
+        MatrixEngine(none)
+    for p in (16, 64):
+        assert MatrixEngine(cfg.replace(engine_macs=p)).acc.shape == 32 * p // 8
+
+
+def test_decoder_without_engine_equals_golden_decoder():
+    """Decoder(engine=False) (engine_macs = 0): mrun / mwait illegal, every other word as the
+    golden decoder with engine=False (and as with an engine)."""
+    from tessera.golden_model.decode import Op, decode
+    from tessera.hdl.tile.core.decoder import Decoder
+    from tessera.spec.instructions import INSTRUCTIONS, encode_mrun, encode_mwait
+    rng = random.Random(9)
+    words = [encode_mrun(r) for r in range(32)] + [encode_mwait(), encode_mwait() | 1 << 7]
+    for row in INSTRUCTIONS:
+        words += [row.match | (rng.getrandbits(32) & ~row.mask) for _ in range(10)]
+    words += [(rng.getrandbits(32) & ~0x7F) | 0x0B for _ in range(2000)]
+    outs = {}
+    for engine in (False, True):
+        dec = Decoder(engine=engine)
+        got = []
+
+        async def bench(ctx, dec=dec, got=got):
+            for w in words:
+                ctx.set(dec.insn, w)
+                got.append((ctx.get(dec.legal), ctx.get(dec.engine), ctx.get(dec.mwait)))
+
+        sim = Simulator(dec)
+        sim.add_testbench(bench)
+        sim.run()
+        outs[engine] = got
+    for w, (l0, _, _), (l1, eng, mw) in zip(words, outs[False], outs[True]):
+        d0, d1 = decode(w, engine=False), decode(w, engine=True)
+        if w & 0x7F == 0x73:      # SYSTEM: the §3.2 CSR check is the CSR unit's, not here
+            continue
+        assert l1 == (d1.op != Op.ILLEGAL), hex(w)
+        is_eng = d1.op in (Op.MRUN, Op.MWAIT)
+        assert (l1 and eng) == is_eng, hex(w)
+        if is_eng:
+            assert mw == (d1.op == Op.MWAIT) and l0 == 0 and d0.op == Op.ILLEGAL, hex(w)
+        else:
+            assert l0 == l1 and (d0.op == Op.ILLEGAL) == (d1.op == Op.ILLEGAL), hex(w)
+
+
+def test_randprog_engine_streams():
+    """randprog(engine=True) emits mrun / mwait and loads of the output area; the default
+    streams stay engine-free (so the existing parity seeds are unchanged)."""
+    from tessera.spec.config import ArrayConfig
+    from tessera.spec.instructions import lookup
+    from tessera.tb.randprog import engine_region, generate
+    cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=32768)
+
+    def names(p):
+        seen = {}
+        for _t, a, d in p.segments:
+            if a == 0:
+                for i in range(0, len(d), 4):
+                    row = lookup(int.from_bytes(d[i:i + 4], "little"))
+                    if row is not None:
+                        seen[row.name] = seen.get(row.name, 0) + 1
+        return seen
+
+    e = names(generate(cfg, 1, engine=True))
+    assert e.get("mrun", 0) > 10 and e.get("mwait", 0) > 5
+    plain = names(generate(cfg, 1))
+    assert "mrun" not in plain and "mwait" not in plain
+    base, n = engine_region(cfg)
+    p = generate(cfg, 2, engine=True, fault="engine")
+    assert any(a == base + n - 2048 for _t, a, _d in p.segments)     # output area image
+    with pytest.raises(ValueError, match="engine"):
+        generate(cfg.replace(engine_macs=0), 1, engine=True)
+    with pytest.raises(ValueError, match="engine=True"):
+        generate(cfg, 1, fault="engine")
+
+
+def test_dedupe_modules_defines_each_block_once():
+    """gen.dedupe_modules (testbench builds): the per-tile copies of tile-independent blocks
+    (matrix engine, SRAM, ALU, …) become one module; every instantiated module is defined; the
+    top ports and the instance names are unchanged; tile-specific modules stay apart."""
+    import re
+
+    from tessera.hdl.array import Array
+    from tessera.hdl.gen import convert
+    from tessera.spec.config import ArrayConfig
+    cfg = ArrayConfig(tiles=3, contexts=4, sram_bytes=16384)
+    plain = convert(Array(cfg), zero_memory_init=False)
+    dd = convert(Array(cfg), zero_memory_init=False, dedupe=True)
+    mods = lambda v: re.findall(r"^module (\S+)", v, re.M)          # noqa: E731
+    insts = lambda v: re.findall(r"^  (\\\S+) +(\\\S+|\w+) +\(\n", v, re.M)   # noqa: E731
+    assert len(mods(dd)) < len(mods(plain))
+    assert {t for t, _ in insts(dd)} <= set(mods(dd))
+    assert sorted(i for _, i in insts(dd)) == sorted(i for _, i in insts(plain))
+    for block in ("matrix", "sram", "core.alu", "core.regs", "fault"):
+        assert sum(m.endswith(f".{block}") for m in mods(dd)) == 1, block
+        assert sum(m.endswith(f".{block}") for m in mods(plain)) == 3, block
+    # csr (tile_id) and exchange engine (relative sources) differ per tile
+    assert sum(".core.csr" in m for m in mods(dd)) == 3
+    top = lambda v: re.search(r"^module tessera_array\((.*?)\);", v, re.M | re.S).group(1)  # noqa: E731
+    assert top(dd) == top(plain)

@@ -1,0 +1,555 @@
+"""Directed tests of the matrix engine RTL (docs/architecture.md §12) on the Verilator build of
+the ``tiny`` preset (1 tile, T = 4, 16 KiB, P = 32: M = 4 lanes).
+
+Every expected value is derived by hand from §12 (comments) — the step schedule, the busy
+window, the engine cycles, the fault cycle and record — and the arithmetic from the numpy
+references in ``tessera.golden_model.kernels`` (``matmul``, ``multiply_by_quantized_multiplier``).
+
+Program layout: every context runs the same 3-instruction prologue (``csrr t0, context_id`` at
+t = c, ``slli t0, t0, 8`` at c + 4, ``jalr x0, 0x100(t0)`` at c + 8), so context c's own code,
+at 0x100 + 256c, starts issuing at t = c + 12 and then at every T = 4 cycles. Context 0 issues
+``lui a0, DESC`` at 12 and ``mrun a0`` at 16, so the command is accepted at x = 18 and, with no
+load, store or exchange on the tile, step s is at cycle 19 + s.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+from tessera.golden_model.kernels import matmul, multiply_by_quantized_multiplier
+from tessera.spec.config import PRESETS
+from tessera.spec.csr import Csr
+from tessera.spec.exchange import Step, encode_program
+from tessera.spec.engine import ChannelParams, Descriptor, Flag, Mode, command_steps
+from tessera.spec.faults import FaultCause
+from tessera.spec.result import ContextState as CS
+from tessera.spec.result import RunStatus
+from tessera.toolchain import asm
+
+pytestmark = pytest.mark.rtl
+
+CFG = PRESETS["tiny"]
+T = CFG.contexts
+assert (T, CFG.engine_lanes, CFG.sram_bytes) == (4, 4, 16 * 1024)
+
+CODE = 0x100            # context c's code at CODE + 256c
+DESC = 0x1000           # descriptors
+DESC2 = 0x1040
+PAR = 0x1100            # channel parameters
+A = 0x1400              # streamed operand
+W = 0x2000              # stationary operand
+OUT = 0x3000            # outputs
+XP = 0x700              # exchange program
+MIS = 0x7FC             # a misaligned descriptor address (one addi)
+X0 = 18                 # accept cycle of context 0's mrun (issued at 16)
+
+
+def prologue():
+    return [asm.csrrs(5, Csr.CONTEXT_ID, 0), asm.slli(5, 5, 8), asm.jalr(0, 5, CODE)]
+
+
+def code_of(progs):
+    """Image bytes: prologue at 0, context c's words at CODE + 256c (others: ecall)."""
+    mem = bytearray(CODE + 256 * T)
+    for i, w in enumerate(prologue()):
+        mem[4 * i:4 * i + 4] = w.to_bytes(4, "little")
+    for c in range(T):
+        words = progs.get(c, [asm.ecall()])
+        assert len(words) <= 64
+        for i, w in enumerate(words):
+            a = CODE + 256 * c + 4 * i
+            mem[a:a + 4] = w.to_bytes(4, "little")
+    return bytes(mem)
+
+
+def set_a0(v):
+    """One instruction a0 = v (v < 2048, or a multiple of 4096)."""
+    if v < 2048:
+        return asm.addi(10, 0, v)
+    assert v % 4096 == 0
+    return asm.lui(10, v >> 12)
+
+
+def main_prog(desc=DESC):
+    """Context 0: a0 = desc (12), mrun a0 (16), mwait (20, 24, ...), csrr a1 cycle, ecall."""
+    return [set_a0(desc), asm.mrun(10), asm.mwait(), asm.csrrs(11, Csr.CYCLE, 0), asm.ecall()]
+
+
+@dataclass
+class Job:
+    name: str
+    progs: dict
+    data: list = field(default_factory=list)      # (addr, bytes)
+    readback: list = field(default_factory=list)  # (addr, n)
+    max_cycles: int = 20000
+    ops: list = field(default_factory=lambda: ["load", "start", "wait", "collect"])
+
+
+def job_dict(j):
+    segs = [[0, 0, code_of(j.progs).hex()]] + [[0, a, bytes(d).hex()] for a, d in j.data]
+    ops = list(j.ops)
+    if j.readback:
+        ops.append({"op": "readback", "regions": [[0, a, n] for a, n in j.readback]})
+    return {"name": j.name, "segments": segs, "entry": 0, "max_cycles": j.max_cycles,
+            "ops": ops}
+
+
+# -- operands -------------------------------------------------------------------------------
+
+RNG = np.random.default_rng(12)
+
+
+def raw_case():
+    """RAW, C = 3, J = J0·J1 = 2·3, KB = K0·K1 = 2·2 (K = 32), non-trivial strides."""
+    d = Descriptor(a_base=A, a_s0=64, a_s1=256, ak_s1=24, w_base=W, w_sm=40,
+                   c_base=OUT, c_s0=16, c_s1=48, p_base=PAR, J0=2, J1=3, K0=2, K1=2, C=3,
+                   mode=Mode.RAW)
+    x = RNG.integers(-128, 128, size=(3, 2, 2, 2, 8), dtype=np.int64)   # [j1][j0][k1][k0][i]
+    wt = RNG.integers(-128, 128, size=(3, 4, 8), dtype=np.int64)        # [m][b][i]
+    bias = [123456, -7, 2 ** 31 - 5]
+    abytes = bytearray(3 * 256)
+    for j1 in range(3):
+        for j0 in range(2):
+            for k1 in range(2):
+                for k0 in range(2):
+                    a = j1 * 256 + j0 * 64 + k1 * 24 + 8 * k0
+                    abytes[a:a + 8] = x[j1, j0, k1, k0].astype(np.int8).tobytes()
+    wbytes = bytearray(3 * 40)
+    for m in range(3):
+        wbytes[m * 40:m * 40 + 32] = wt[m].astype(np.int8).tobytes()
+    params = b"".join(ChannelParams(bias=b, multiplier=0, shift=0).pack() for b in bias)
+    xm = x.reshape(6, 32)                       # j = j1·J0 + j0, K index = b·8 + i
+    wm = wt.reshape(3, 32)
+    acc = (matmul(xm.astype(np.int8), wm.T.astype(np.int8)).astype(np.int64)
+           + np.array(bias)) & 0xFFFF_FFFF
+    data = [(DESC, d.pack()), (PAR, params), (A, bytes(abytes)), (W, bytes(wbytes)),
+            (OUT, b"\xee" * 160)]
+    return d, data, acc
+
+
+def raw_expected_out(acc):
+    """OUT region after the command: element j = j1·2 + j0 at OUT + 48 j1 + 16 j0, 12 bytes."""
+    out = bytearray(b"\xee" * 160)
+    for j1 in range(3):
+        for j0 in range(2):
+            j = j1 * 2 + j0
+            a = 48 * j1 + 16 * j0
+            out[a:a + 12] = b"".join(int(v).to_bytes(4, "little") for v in acc[j])
+    return bytes(out)
+
+
+TFL_MULT = [(1 << 30) + 12345, (1 << 31) - 1, 1 << 22, 1 << 30]
+TFL_SHIFT = [-12, -10, 1, -31]
+
+
+def tflite_case(flags=0, zp=-3, qmin=-100, qmax=90):
+    """TFLITE, C = 4, J = 5 (J1 = 1), KB = 3 (K0 = 3), negative a_s0, C(j) ≡ 4 (mod 8)."""
+    lo = 0 if flags & Flag.A_UNSIGNED else -128
+    x = RNG.integers(lo, lo + 256, size=(5, 24), dtype=np.int64)
+    x[0] = lo                                    # extreme rows
+    x[1] = lo + 255
+    wt = RNG.integers(-128, 128, size=(4, 24), dtype=np.int64)
+    wt[:, :8] = -128
+    bias = [1000, -20000, 77, -5]
+    # element j at A + 0x200 - 32 j (a_s0 = -32)
+    abytes = bytearray(0x220)
+    for j in range(5):
+        a = 0x200 - 32 * j
+        abytes[a:a + 24] = bytes(int(v) & 0xFF for v in x[j])
+    wbytes = b"".join(bytes(int(v) & 0xFF for v in wt[m]) + bytes(8) for m in range(4))
+    d = Descriptor(a_base=A + 0x200, a_s0=-32, a_s1=0, ak_s1=0, w_base=W, w_sm=32,
+                   c_base=OUT + 4, c_s0=8, c_s1=0, p_base=PAR, J0=5, J1=1, K0=3, K1=1, C=4,
+                   mode=Mode.TFLITE, flags=flags, zp=zp, qmin=qmin, qmax=qmax)
+    params = b"".join(ChannelParams(bias=b, multiplier=mu, shift=s).pack()
+                      for b, mu, s in zip(bias, TFL_MULT, TFL_SHIFT))
+    acc = (x @ wt.T + np.array(bias)) & 0xFFFF_FFFF
+    acc = np.where(acc >= 2 ** 31, acc - 2 ** 32, acc)
+    y = multiply_by_quantized_multiplier(acc, np.array(TFL_MULT), np.array(TFL_SHIFT))
+    q = np.clip(y.astype(np.int64) + zp, qmin, qmax)
+    out = bytearray(b"\xee" * 48)
+    for j in range(5):
+        out[4 + 8 * j:8 + 8 * j] = bytes(int(v) & 0xFF for v in q[j])
+    data = [(DESC, d.pack()), (PAR, params), (A, bytes(abytes)), (W, wbytes),
+            (OUT, b"\xee" * 48)]
+    return d, data, bytes(out)
+
+
+RAW_D, RAW_DATA, RAW_ACC = raw_case()
+TFL_D, TFL_DATA, TFL_OUT = tflite_case()
+TFLU_D, TFLU_DATA, TFLU_OUT = tflite_case(flags=Flag.A_UNSIGNED | Flag.OUT_UNSIGNED, zp=10,
+                                          qmin=12, qmax=250)
+
+
+def steps_by_hand(d):
+    """§12: 8 descriptor + 2C parameter steps, per block C W steps and J stream steps, OW − 1
+    extra steps per element in the last block, + 2."""
+    c, j, kb = d.C, d.J0 * d.J1, d.K0 * d.K1
+    ow = (c + 1) // 2 if d.mode == Mode.RAW else 1
+    return 8 + 2 * c + kb * (c + j) + j * (ow - 1) + 2
+
+
+def mwait_retire(last_step_cycle, first=20):
+    """Issue cycle of context 0's retiring mwait: the first slot t ≡ 0 (mod 4), t ≥ first,
+    whose X (t + 2) is after the last step (the engine is idle from last_step_cycle + 1)."""
+    t = first
+    while t + 2 < last_step_cycle + 1:
+        t += 4
+    return t
+
+
+def step_cycles(x, n, blocked):
+    """Cycles of steps 0..n-1: the engine cycles after x (not in ``blocked``)."""
+    out, k = [], x
+    while len(out) < n:
+        k += 1
+        if k not in blocked:
+            out.append(k)
+    return out
+
+
+# -- the jobs -------------------------------------------------------------------------------
+
+STORES = [asm.sw(0, 0x7F0, 0)] * 6 + [asm.lw(6, 0x7F0, 0)] * 2
+
+
+def jobs():
+    js = [
+        Job("raw", {0: main_prog()}, RAW_DATA, [(OUT, 160)]),
+        Job("tflite", {0: main_prog()}, TFL_DATA, [(OUT, 48)]),
+        Job("tflite_u", {0: main_prog()}, TFLU_DATA, [(OUT, 48)]),
+        # context 1 stores and loads while the engine runs (its X cycles are not engine cycles)
+        Job("stall", {0: main_prog(), 1: STORES + [asm.ecall()]}, RAW_DATA, [(OUT, 160)]),
+        # context 2 issues a second mrun while the first command runs: it retries
+        Job("busy", {0: main_prog(),
+                     2: [asm.lui(10, DESC2 >> 12), asm.addi(10, 10, DESC2 & 0xFFF),
+                         asm.mrun(10), asm.csrrs(11, Csr.CYCLE, 0), asm.mwait(), asm.ecall()]},
+            RAW_DATA + [(DESC2, Descriptor(**{**RAW_D.__dict__, "c_base": OUT + 160}).pack()),
+                        (OUT + 160, b"\xee" * 160)], [(OUT, 320)]),
+        # context 3's mrun is retried until it is accepted in the cycle right after the first
+        # command's last step (back to back: busy without a gap)
+        Job("busy_b2b", {0: main_prog(),
+                         3: [asm.lui(10, DESC2 >> 12), asm.addi(10, 10, DESC2 & 0xFFF),
+                             asm.mrun(10), asm.mwait(), asm.csrrs(11, Csr.CYCLE, 0), asm.ecall()]},
+            RAW_DATA + [(DESC2, Descriptor(**{**RAW_D.__dict__, "c_base": OUT + 160}).pack()),
+                        (OUT + 160, b"\xee" * 160)], [(OUT, 320)]),
+    ]
+    # the engine pauses in the tile's exchange phase: sync ARRAY with an IDLE 5 program
+    js.append(Job("exchange", {0: [set_a0(DESC), asm.mrun(10), asm.addi(6, 0, XP),
+                                   asm.csrrw(0, Csr.XPROG, 6), asm.sync_array(), asm.mwait(),
+                                   asm.csrrs(11, Csr.CYCLE, 0), asm.ecall()]},
+                  RAW_DATA + [(XP, encode_program([Step.idle(5)]))], [(OUT, 160)]))
+    bad = []
+    bad.append(("f_misaligned", MIS, RAW_DATA))
+    d0 = Descriptor(**{**RAW_D.__dict__, "C": 0})
+    bad.append(("f_c0", DESC, [(DESC, d0.pack())] + RAW_DATA[1:]))
+    dq = Descriptor(**{**TFL_D.__dict__, "qmax": 128})          # > 127 for int8 output
+    bad.append(("f_qmax", DESC, [(DESC, dq.pack())] + TFL_DATA[1:]))
+    shift_bad = b"".join(ChannelParams(bias=0, multiplier=1 << 30, shift=s).pack()
+                         for s in (0, 31, 0, 0))
+    bad.append(("f_shift", DESC, TFL_DATA + [(PAR, shift_bad)]))
+    dw = Descriptor(**{**TFL_D.__dict__, "c_base": OUT + 6})     # 6 + 4 > 8
+    bad.append(("f_write", DESC, [(DESC, dw.pack())] + TFL_DATA[1:]))
+    dx = Descriptor(**{**RAW_D.__dict__, "a_s1": 0x4000})        # X(j, b) of j1 = 1 outside
+    bad.append(("f_xrange", DESC, [(DESC, dx.pack())] + RAW_DATA[1:]))
+    for name, desc, data in bad:
+        js.append(Job(name, {0: main_prog(desc)}, data))
+    # an instruction fault on the tile in the engine's fault cycle 19 (step 0): context 3
+    # issues ebreak at 19; at 23 instead, the engine's fault (19) is first; at 18 (context 2)
+    # the instruction faults first and the engine never steps
+    nop = asm.addi(0, 0, 0)
+    js.append(Job("f_same_cycle", {0: main_prog(MIS), 3: [nop, asm.ebreak()]}))
+    js.append(Job("f_engine_first", {0: main_prog(MIS), 3: [nop, nop, asm.ebreak()]}))
+    js.append(Job("f_insn_first", {0: main_prog(MIS), 2: [nop, asm.ebreak()]}))
+    # an engine write is seen by a fetch in its own cycle, not one cycle earlier: a RAW
+    # command (C = J = 1, KB = 3, zero operands) writes bias = `addi a2, x0, 77` over the
+    # `addi a2, x0, 5` at 0x118 in step 17 (cycle 36); context 0 fetches 0x118 at 36, context 3
+    # (jumping there) at 35
+    old, new = asm.addi(12, 0, 5), asm.addi(12, 0, 77)
+    dfe = Descriptor(a_base=A, w_base=W, c_base=0x118, p_base=PAR, J0=1, J1=1, K0=3, K1=1, C=1,
+                     mode=Mode.RAW)
+    js.append(Job("fetch_order", {
+        0: [set_a0(DESC), asm.mrun(10), nop, nop, nop, nop, old, asm.mwait(), asm.ecall()],
+        3: [nop, nop, nop, nop, asm.jal(0, 0x118 - pc_of(3, 4))]},
+        [(DESC, dfe.pack()), (PAR, ChannelParams(bias=new - (1 << 32) if new >> 31 else new).pack()),
+         (A, bytes(24)), (W, bytes(24))]))
+    # a store in X in the cycle after an engine write (so the write waits) to a byte of the same
+    # word: the store is later, its byte wins; a load in the cycle after sees both
+    dst = Descriptor(a_base=A, w_base=W, c_base=0x7F0, p_base=PAR, J0=1, J1=1, K0=3, K1=1, C=1,
+                     mode=Mode.RAW)
+    js.append(Job("store_after_write", {
+        0: [set_a0(DESC), asm.mrun(10), nop, nop, nop, nop, asm.lw(12, 0x7F0, 0), asm.mwait(),
+            asm.lw(13, 0x7F0, 0), asm.lw(14, 0x7F4, 0), asm.ecall()],
+        3: [asm.addi(6, 0, 0xAB), nop, nop, nop, nop, asm.sb(6, 0x7F1, 0), asm.ecall()]},
+        [(DESC, dst.pack()), (PAR, ChannelParams(bias=0x11223344).pack()),
+         (A, bytes(24)), (W, bytes(24)), (0x7F0, bytes.fromhex("eeeeeeeeddccbbaa"))]))
+    # start resets the engine: a first run ends by a fault at 19 while the engine is busy
+    # (context 3's ebreak); the host then patches the ebreak into an ecall and starts again
+    from tessera.spec.hostmap import sram_addr
+    js.append(Job("restart", {0: main_prog(), 3: [nop, asm.ebreak(), asm.ecall()]}, RAW_DATA,
+                  [(OUT, 160)],
+                  ops=["load", "start", "wait",
+                       {"op": "write", "addr": sram_addr(0, pc_of(3, 1)), "data": asm.ecall()},
+                       "start", "wait", "collect"]))
+    # the engine faults (step 1 reads 0x4000 = sram_bytes) in the cycle of the run's last ecall
+    js.append(Job("fault_at_halt", {0: [asm.lui(10, 4), asm.addi(10, 10, -8), asm.mrun(10),
+                                        asm.ecall()]}, [(0x3FF8, bytes(8))]))
+    # without mwait: the run halts (last ecall) while the engine is busy
+    js.append(Job("halt_busy", {0: [set_a0(DESC), asm.mrun(10), asm.ecall()]},
+                  RAW_DATA, [(OUT, 160)]))
+    return js
+
+
+@pytest.fixture(scope="module")
+def results():
+    from tessera.tb.backend import result_from_json
+    from tessera.tb.runner import build_array
+    model = build_array(CFG)
+    js = jobs()
+    out = model.run({"jobs": [job_dict(j) for j in js]})
+    res = {}
+    for j, r in zip(js, out["jobs"]):
+        assert r["error"] is None, (j.name, r["error"])
+        data = [bytes.fromhex(h) for h in r.get("readback", [])]
+        res[j.name] = (result_from_json(r["result"]), data)
+    return res
+
+
+def pc_of(c, i):
+    return CODE + 256 * c + 4 * i
+
+
+MRUN_PC = pc_of(0, 1)       # a0 = desc, mrun
+
+
+def check_halted_run(res, d, extra_busy=0):
+    """Context 0 ran one command with no stalls: last step at 18 + N, mwait retires at
+    mwait_retire(18 + N), csrr reads t_w + 4, ecall at t_w + 8 ends the run."""
+    n = steps_by_hand(d)
+    assert n == command_steps(d)
+    t_w = mwait_retire(X0 + n)
+    t0 = res.tiles[0]
+    assert res.status == RunStatus.HALTED
+    assert res.cycles == t_w + 8 + 1
+    assert t0.contexts[0].regs[11] == t_w + 4
+    # mrun retires once; mwait retries (t = 20 .. t_w - 4) retire nothing
+    assert t0.contexts[0].retired == 3 + 1 + 1 + 1 + 1 + 1   # prologue, lui, mrun, mwait, csrr, ecall
+    assert t0.counters["engine"] == n + 1 + extra_busy       # cycles 18 .. 18 + N
+    kb, j = d.K0 * d.K1, d.J0 * d.J1
+    assert t0.counters["macs"] == 8 * d.C * j * kb
+    return n, t_w
+
+
+def test_raw_result_and_timing(results):
+    res, (out,) = results["raw"]
+    n, t_w = check_halted_run(res, RAW_D)
+    # by hand: 8 + 6 + 4·3 + 3·6 + 6·2 + 2 = 58 steps, last at 76, mwait at 76 (X 78 ≥ 77)
+    assert n == 58 and t_w == 76
+    assert out == raw_expected_out(RAW_ACC)
+
+
+@pytest.mark.parametrize("name", ["tflite", "tflite_u"])
+def test_tflite_result_and_timing(results, name):
+    res, (out,) = results[name]
+    d, want = {"tflite": (TFL_D, TFL_OUT), "tflite_u": (TFLU_D, TFLU_OUT)}[name]
+    n, t_w = check_halted_run(res, d)
+    # by hand: 8 + 8 + 3·4 + 2·5 + 5·1 + 2 = 45 steps, last at 63; mwait X 66 ≥ 64: t = 64
+    assert n == 45 and t_w == 64
+    assert out == want
+
+
+def test_loads_and_stores_stall_the_engine(results):
+    res, (out,) = results["stall"]
+    # context 1 issues 6 sw + 2 lw at 13, 17, ..., 41: X at 15, 19, ..., 43 — the engine
+    # cycles after x = 18 skip 19, 23, ..., 43 (7 of them inside the busy window)
+    blocked = {13 + 4 * i + 2 for i in range(8)}
+    n = steps_by_hand(RAW_D)
+    cyc = step_cycles(X0, n, blocked)
+    last = cyc[-1]
+    assert last == X0 + n + 7          # 7 stalls in 19..83
+    t_w = mwait_retire(last)
+    t0 = res.tiles[0]
+    assert res.status == RunStatus.HALTED
+    assert t0.contexts[0].regs[11] == t_w + 4
+    assert t0.counters["engine"] == last - X0 + 1
+    assert out == raw_expected_out(RAW_ACC)
+
+
+def test_mrun_while_busy_retries(results):
+    res, (out,) = results["busy"]
+    n1 = n2 = steps_by_hand(RAW_D)
+    # context 2: lui 14, addi 18, mrun 22, 26, ... retry until X ≥ 18 + n1 + 1 = 77:
+    # t = 78 (≡ 2 mod 4, X 80), accepted at x2 = 80; csrr at 82
+    t_a = 22
+    while t_a + 2 < X0 + n1 + 1:
+        t_a += 4
+    assert t_a == 78
+    t0 = res.tiles[0]
+    assert t0.contexts[2].regs[11] == t_a + 4
+    x2 = t_a + 2
+    # context 0's mwait retires at 76 (first command done); context 2 waits for the second
+    assert t0.contexts[0].regs[11] == mwait_retire(X0 + n1) + 4
+    assert t0.counters["engine"] == (n1 + 1) + (n2 + 1)
+    assert res.status == RunStatus.HALTED
+    # context 2's mwait: first at 86, retires at the first t ≡ 2 with t + 2 ≥ x2 + n2 + 1
+    t_w2 = 86
+    while t_w2 + 2 < x2 + n2 + 1:
+        t_w2 += 4
+    assert res.cycles == t_w2 + 4 + 1
+    assert out == raw_expected_out(RAW_ACC) * 2
+
+
+def test_back_to_back_commands(results):
+    res, (out,) = results["busy_b2b"]
+    n = steps_by_hand(RAW_D)
+    # first command: busy 18 .. 18 + n = 76. Context 3: lui 15, addi 19, mrun 23, 27, ...;
+    # the issue at 75 has X = 77, the first idle cycle: accepted at x2 = 77 (no gap), busy
+    # 77 .. 77 + n = 135; its mwait (79, 83, ...) retires at the first t ≡ 3 with t + 2 ≥ 136
+    x2 = 77
+    t_w = 79
+    while t_w + 2 < x2 + n + 1:
+        t_w += 4
+    assert t_w == 135
+    t0 = res.tiles[0]
+    assert res.status == RunStatus.HALTED
+    assert t0.contexts[3].regs[11] == t_w + 4
+    # context 0's mwait (20, 24, ...): at 76 its X (78) finds the second command busy, so it
+    # also waits for it: t = 136 (X 138 ≥ 136), csrr at 140, ecall at 144, the last one
+    assert t0.contexts[0].regs[11] == 140 and res.cycles == 145
+    assert t0.counters["engine"] == 2 * (n + 1)          # cycles 18 .. 135, every one busy
+    assert t0.counters["macs"] == 2 * 8 * 3 * 6 * 4
+    assert out == raw_expected_out(RAW_ACC) * 2
+
+
+def test_engine_pauses_in_the_exchange_phase(results):
+    res, (out,) = results["exchange"]
+    n = steps_by_hand(RAW_D)
+    # context 0: a0 (12), mrun (16, x = 18), addi (20), csrrw xprog (24), sync ARRAY (28,
+    # visible 31 = k*); S = 2 (N = 1): r = 33; IDLE 5 at 33..37, END at e = 38. The steps
+    # skip 33..38: the last one is at 18 + 58 + 6 = 82. RUNNING from 39: mwait 40, 44, ...
+    # retires at 84 (X 86 ≥ 83), csrr at 88, ecall at 92
+    last = step_cycles(X0, n, set(range(33, 39)))[-1]
+    assert last == 82
+    t0 = res.tiles[0]
+    assert res.status == RunStatus.HALTED and res.cycles == 93
+    assert t0.contexts[0].regs[11] == 88
+    assert t0.counters["engine"] == last - X0 + 1
+    assert t0.counters["exchange"] == 6 and t0.counters["sync"] == 2
+    assert out == raw_expected_out(RAW_ACC)
+
+
+FAULTS = {
+    # name: (fault step, addr) — the fault is in cycle 19 + step, cycles = 20 + step
+    "f_misaligned": (0, MIS),                  # check 1 on descriptor word 0
+    "f_c0": (7, DESC),                               # check 2 in step 7
+    "f_qmax": (7, DESC),                             # qmax (word 7) out of the int8 range
+    "f_shift": (9 + 2 * 1, PAR + 16 + 8),            # check 3: channel 1's shift = 31
+    # check 4: C(0) = OUT + 6, 6 + 4 > 8; KB = 3: steps 0..7, 8..15, then 3 blocks of
+    # 4 W + 5 X steps; the last block's X(0) is step 16 + 2·9 + 4 = 38, its write step 40
+    "f_write": (40, OUT + 6),
+    # check 1 on X(j = 2, b = 0) (j1 = 1): steps 0..13 desc/params, W 14..16, X(0) 17,
+    # X(1) 18, X(2) 19 at A + 0x4000 = 0x5400 >= 16 KiB
+    "f_xrange": (19, A + 0x4000),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAULTS))
+def test_engine_faults(results, name):
+    res, _ = results[name]
+    step, addr = FAULTS[name]
+    t_f = X0 + 1 + step
+    t0 = res.tiles[0]
+    assert res.status == RunStatus.FAULT
+    assert res.cycles == t_f + 1
+    f = t0.fault
+    assert (f.context, f.cause, f.pc, f.addr) == (0, FaultCause.ENGINE_FAULT, MRUN_PC, addr)
+    assert t0.contexts[0].state == CS.FAULT and t0.contexts[0].pc == MRUN_PC
+    assert t0.counters["engine"] == t_f - X0 + 1          # busy 18 .. t_f
+    assert all(t0.contexts[c].state == CS.HALTED for c in (1, 2, 3))
+
+
+def test_same_cycle_instruction_fault_wins(results):
+    res, _ = results["f_same_cycle"]
+    # the engine faults in step 0 = cycle 19; context 3's ebreak is issued at 19 (its code
+    # starts at 15): the record is the ebreak's, context 0 is not faulted
+    t0 = res.tiles[0]
+    assert res.status == RunStatus.FAULT and res.cycles == 20
+    f = t0.fault
+    assert (f.context, f.cause, f.pc) == (3, FaultCause.BREAKPOINT, pc_of(3, 1))
+    assert t0.contexts[3].state == CS.FAULT
+    assert t0.contexts[0].state == CS.RUNNING and t0.contexts[0].pc == pc_of(0, 2)  # at mwait
+
+
+def test_engine_fault_before_instruction_fault(results):
+    res, _ = results["f_engine_first"]
+    t0 = res.tiles[0]
+    assert res.status == RunStatus.FAULT and res.cycles == 20
+    f = t0.fault
+    assert (f.context, f.cause, f.pc, f.addr) == (0, FaultCause.ENGINE_FAULT, MRUN_PC, MIS)
+    assert t0.contexts[3].state == CS.RUNNING and t0.contexts[3].pc == pc_of(3, 2)
+
+
+def test_instruction_fault_before_engine_fault(results):
+    res, _ = results["f_insn_first"]
+    t0 = res.tiles[0]
+    # context 2's ebreak at 18 ends the run at 18 (cycles 19): the engine, accepted at 18,
+    # never steps (step 0 would be at 19)
+    assert res.status == RunStatus.FAULT and res.cycles == 19
+    f = t0.fault
+    assert (f.context, f.cause, f.pc) == (2, FaultCause.BREAKPOINT, pc_of(2, 1))
+    assert t0.contexts[0].state == CS.RUNNING
+    assert t0.counters["engine"] == 1                     # the accept cycle 18
+
+
+def test_engine_write_seen_by_the_fetch_of_its_cycle(results):
+    res, _ = results["fetch_order"]
+    d = Descriptor(J0=1, J1=1, K0=3, K1=1, C=1, mode=Mode.RAW)
+    # steps: 0..7, 8..9, blocks b = 0..2: W at 10 + 2b, X at 11 + 2b; X(0, 2) = 15, write 17
+    assert steps_by_hand(d) == 18
+    t0 = res.tiles[0]
+    assert res.status == RunStatus.HALTED
+    assert t0.contexts[0].regs[12] == 77          # fetched at 36 = the write's cycle
+    assert t0.contexts[3].regs[12] == 5           # fetched at 35
+
+
+def test_store_after_engine_write_wins(results):
+    res, _ = results["store_after_write"]
+    # the engine writes 0x11223344 to 0x7F0 in step 17 = cycle 36 (no stall before); context
+    # 3's sb (issued 35, X 37) writes byte 0x7F1 = 0xAB; context 0's lw (issued 36, X 38) and
+    # the lw after mwait read 0x1122AB44; the word at 0x7F4 (RAW, C = 1: 4 bytes) is untouched
+    c0 = res.tiles[0].contexts[0]
+    assert res.status == RunStatus.HALTED
+    assert (c0.regs[12], c0.regs[13], c0.regs[14]) == (0x1122AB44, 0x1122AB44, 0xAABBCCDD)
+
+
+def test_start_resets_the_engine(results):
+    res, (out,) = results["restart"]
+    # the second run is the "raw" run (context 3 now: nop 15, ecall 19): the engine is idle at
+    # the start, so context 0's mrun at 16 is accepted at 18 as before
+    check_halted_run(res, RAW_D)
+    assert out == raw_expected_out(RAW_ACC)
+
+
+def test_engine_fault_in_the_cycle_of_the_last_ecall(results):
+    res, _ = results["fault_at_halt"]
+    # context 0: lui 12, addi 16, mrun 20 (x = 22), ecall 24 (the last one: halt at 24);
+    # step 0 (23) reads d = 0x3FF8, step 1 (24) reads 0x4000: engine fault at t_f = 24. Both end
+    # the run after cycle 24; the fault wins (reading of §7/§12: the fault record exists and
+    # c_e enters FAULT; the ecall, issued at t_f, completes and retires), pc = pc_e
+    t0 = res.tiles[0]
+    assert res.status == RunStatus.FAULT and res.cycles == 25
+    f = t0.fault
+    assert (f.context, f.cause, f.pc, f.addr) == (0, FaultCause.ENGINE_FAULT, pc_of(0, 2), 0x4000)
+    assert t0.contexts[0].state == CS.FAULT and t0.contexts[0].pc == pc_of(0, 2)
+    assert t0.contexts[0].retired == 3 + 4               # prologue, lui, addi, mrun, ecall
+    assert t0.counters["engine"] == 3                    # 22, 23, 24
+
+
+def test_halt_while_busy_leaves_later_steps_undone(results):
+    res, (out,) = results["halt_busy"]
+    # context 0: lui 12, mrun 16 (x = 18), ecall 20 = the last ecall: cycles = 21; the engine
+    # ran steps 0, 1 (cycles 19, 20) and wrote nothing
+    t0 = res.tiles[0]
+    assert res.status == RunStatus.HALTED and res.cycles == 21
+    assert t0.counters["engine"] == 3 and t0.counters["macs"] == 0
+    assert out == b"\xee" * 160
