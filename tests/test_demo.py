@@ -4,7 +4,6 @@ Expected values come from the numpy int8 reference (`QuantizedMLP.forward_int8`,
 from golden_model.kernels) and the dataset labels, never from the backend under test.
 """
 
-import importlib.util
 import json
 
 import numpy as np
@@ -164,11 +163,8 @@ def test_reduced_demo_on_rtl(tmp_path):
 
 
 @pytest.mark.rtl
-@pytest.mark.skipif(importlib.util.find_spec("tessera.hdl.tile.matrix_engine") is None,
-                    reason="the RTL has no matrix engine yet (branch engine-rtl)")
 def test_reduced_engine_demo_on_rtl(tmp_path):
-    """The digits MLP on the matrix engine on the RTL: skipped until the RTL engine (branch
-    engine-rtl) is merged."""
+    """The digits MLP on the matrix engine on the RTL."""
     rep = run_digits_demo(preset("small"), backend="rtl", images=4, out_dir=tmp_path,
                           progress=False, out=lambda *_: None)
     assert rep["matrix_engine"] and rep["match_reference"] and rep["match_model"]

@@ -3,7 +3,6 @@ same RunResult JSON as the golden model. In the default suite: with the Verilato
 `tiny`/`small` configs cached (shared with the other rtl tests) each case takes 1-2 s; the
 first, cold build of a config costs about 15-40 s once."""
 
-import importlib.util
 
 import pytest
 
@@ -11,13 +10,6 @@ from tessera.spec.config import preset
 from tessera.toolchain.kernels.run import run_kernel
 
 pytestmark = pytest.mark.rtl
-
-#: The RTL's matrix engine (branch engine-rtl); until it is merged the engine tests skip.
-RTL_ENGINE = pytest.mark.skipif(
-    importlib.util.find_spec("tessera.hdl.tile.matrix_engine") is None,
-    reason="the RTL has no matrix engine yet (tessera/hdl/tile/matrix_engine.py, branch "
-           "engine-rtl)")
-
 
 @pytest.mark.parametrize("kernel, pname, opts", [
     ("matmul", "tiny", dict(m=4, k=16, n=4)),
@@ -37,7 +29,6 @@ def test_kernel_rtl_matches_model_and_reference(kernel, pname, opts):
     assert r["exchange_bound_met"]
 
 
-@RTL_ENGINE
 @pytest.mark.parametrize("kernel, pname, opts", [
     ("matmul", "tiny", dict(m=4, k=16, n=4)),
     ("conv2d", "tiny", dict(height=3, width=3, cin=8, cout=4, zero_point=3)),
