@@ -33,27 +33,29 @@ def data_word(t, i):
     return 0x1000 + 0x100 * t + i
 
 
-def program(recv_addr=RBUF):
+def program(recv_addr=RBUF, send_addr=DATA):
     # r: STEP run 4 sending DATA + 4i (cycles r..r+3); r+4 = r+L: STEP run 4 receiving from
     # tile t-1 (relative N-1) into recv_addr + 4i the words sent at r..r+3; END at r+8 = e.
-    return encode_program([Step.send_recv(send_addr=DATA, run=4),
+    return encode_program([Step.send_recv(send_addr=send_addr, run=4),
                            Step.send_recv(recv_src=N - 1, recv_addr=recv_addr, relative=True,
                                           run=4)])
 
 
-def preload(bad_tile=None):
+def preload(bad_tile=None, bad_send_tile=None):
     out = [(None, XP, program())]
     for t in range(N):
         out.append((t, DATA, struct.pack("<4I", *(data_word(t, i) for i in range(4)))))
     if bad_tile is not None:    # its receive run reaches past the SRAM in its third cycle
         out.append((bad_tile, XP, program(recv_addr=SRAM - 8)))
+    if bad_send_tile is not None:   # its send run reaches past the SRAM in its third cycle
+        out.append((bad_send_tile, XP, program(send_addr=SRAM - 8)))
     return out
 
 
-def run_model(engine, bad_tile=None):
+def run_model(engine, bad_tile=None, bad_send_tile=None):
     arr = Array(CFG, engine=engine)
     arr.write_mem(None, 0, asm.program(code()))
-    for t, a, b in preload(bad_tile):
+    for t, a, b in preload(bad_tile, bad_send_tile):
         arr.write_mem(t, a, b)
     arr.start(0)
     return arr, arr.run(2000)
@@ -106,21 +108,35 @@ def test_fault_in_the_middle_of_a_run(engine):
         assert got == [data_word((t - 1) % N, i) for i in range(3)] + [0]
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_send_fault_in_the_middle_of_a_run(engine):
+    arr, res = run_model(engine, bad_send_tile=2)
+    # tile 2's send run starts at r = 18 at SRAM - 8: cycles 18 and 19 send SRAM - 8 and
+    # SRAM - 4, cycle 20 would send SRAM: exchange_fault at t_f = 20 (pc = the step's address
+    # XP, addr = SRAM); cycles = 21. No receive step has started (they start at r + 4 = 22).
+    assert res.status == "fault" and res.cycles == 21
+    f = res.tiles[2].fault
+    assert (f.context, FaultCause(f.cause), f.pc, f.addr) == (
+        None, FaultCause.EXCHANGE_FAULT, XP, SRAM)
+    assert all(res.tiles[t].fault is None for t in (0, 1, 3))
+    assert all(word(arr, t, RBUF) == 0 for t in range(N))
+
+
 @pytest.mark.rtl
-@pytest.mark.parametrize("bad_tile", [None, 1])
-def test_rtl_equals_the_model(bad_tile):
+@pytest.mark.parametrize("bad_tile, bad_send_tile", [(None, None), (1, None), (None, 2)])
+def test_rtl_equals_the_model(bad_tile, bad_send_tile):
     from tessera.backends import run_program_io
     image = SimpleNamespace(entry=0, segments=[SimpleNamespace(addr=0,
                                                                data=asm.program(code()))])
     pre = []
-    for t, a, b in preload(bad_tile):
+    for t, a, b in preload(bad_tile, bad_send_tile):
         pre += [(tt, a, b) for tt in (range(N) if t is None else [t])]
     back = [(t, RBUF, 16) for t in range(N)] + [(1, SRAM - 8, 8)]
     res, mem = run_program_io("rtl", CFG, image, 2000, preload=pre, readback=back)
     rtl = res.to_json()
     rtl.pop("backend", None)
     for engine in ENGINES:
-        arr, m = run_model(engine, bad_tile)
+        arr, m = run_model(engine, bad_tile, bad_send_tile)
         doc = m.to_json()
         doc.pop("backend", None)
         assert rtl == doc, engine
