@@ -55,6 +55,7 @@ def calib():
 @pytest.mark.parametrize("fmt, act, per_channel", [
     ("QDQ", "int8", True), ("QOperator", "uint8", False), ("QDQ", "uint8", False),
     ("QOperator", "int8", True)])
+@pytest.mark.usefixtures("unchecked")      # whole models; test_digits_cnn_* runs checked
 def test_quantize_static_models_equal_onnxruntime(fmt, act, per_channel, calib, tmp_path):
     from tessera.toolchain.models.digits_cnn import quantize_onnx
     q = quantize_onnx(_float_cnn(), calib, quant_format=fmt, activation=act,
@@ -231,6 +232,7 @@ def test_cli_reference_mismatch_exit_3(qdq_file, monkeypatch, capsys):
     assert r["reference_mismatches"] == 1 and r["reference_max_abs_diff"] == pytest.approx(0.5)
 
 
+@pytest.mark.usefixtures("unchecked")      # a whole CNN; test_digits_cnn_* runs checked
 def test_block_sparse_cnn_detected_and_equal_to_onnxruntime():
     """The 90 % block-sparse CNN: the importer finds the zero blocks of conv2 by itself (JSON
     'sparse'), the block-sparse kernels give onnxruntime's outputs, and sparse='dense' (the
