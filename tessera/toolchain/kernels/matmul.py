@@ -224,18 +224,7 @@ def matmul(graph: Graph, a, b, *, b_layout: str = "kn", init=None, name: str = "
                               for i, t in enumerate(tiles)]
     initv = graph.add_constant(f"{name}.init", np.broadcast_to(iv_init, (nt, n)),
                                per_tile((n,)), dtype="int32")
-    steps = []
-    bt = graph.add_variable(f"{name}.bt", (nt, n, k), "int8", per_tile((n, k)))
-    if b_layout == "nk":
-        steps.append(Copy([b] * nt, [bt[i] for i in range(nt)]))
-    else:
-        bb = graph.add_variable(f"{name}.b", (nt, k, n), "int8", per_tile((k, n)))
-        steps.append(Copy([b] * nt, [bb[i] for i in range(nt)]))
-        tr = graph.add_compute_set(f"{name}.transpose")
-        for i, t in enumerate(tiles):
-            graph.add_vertex(tr, "tsr_transpose8", dst=bt[i], src=bb[i], rows=k, cols=n,
-                             dst_stride=k)
-        steps.append(Execute(tr))
+    bt, steps = _replicate_b(graph, b, b_layout, tiles, k, n, name, 4)   # dot4: word aligned
     cd = matmul_codelet(graph, k)
     cs = graph.add_compute_set(f"{name}.mm")
     for iv in a.intervals:
