@@ -7,10 +7,12 @@ import pytest
 from tessera.spec import exchange, hostmap, isa
 from tessera.spec.config import MAX_CONTEXTS, MAX_SRAM_BYTES, MAX_TILES, PRESETS, ArrayConfig, preset
 from tessera.spec.exchange import Step, XOp
+from tessera.spec.timing import decision_latency
 
 
 def test_presets_match_the_contract():
-    assert (PRESETS["tiny"].tiles, PRESETS["tiny"].contexts, PRESETS["tiny"].sram_bytes) == (1, 4, 16384)
+    # §1 (v2): tiny = 1 tile, 6 contexts, 16 KiB
+    assert (PRESETS["tiny"].tiles, PRESETS["tiny"].contexts, PRESETS["tiny"].sram_bytes) == (1, 6, 16384)
     assert PRESETS["small"].tiles == 4 and PRESETS["array16"].tiles == 16
     g = preset("gc2_like")
     assert (g.tiles, g.contexts, g.sram_bytes) == (1216, 6, 256 * 1024)
@@ -18,13 +20,23 @@ def test_presets_match_the_contract():
 
 @pytest.mark.parametrize("tiles,s", [(1, 2), (2, 3), (3, 4), (4, 4), (5, 5), (16, 6), (17, 7), (1216, 13)])
 def test_sync_latency_formula(tiles, s):
-    assert ArrayConfig(tiles=tiles).sync_latency == s   # ceil(log2 N) + 2
+    # §1 / §7 (v2): D = ceil(log2 N) + 2 (N = 1 gives 2), the ARRAY release latency as well
+    assert ArrayConfig(tiles=tiles).sync_latency == s
+    assert ArrayConfig(tiles=tiles).decision_latency == s
+    assert decision_latency(tiles) == s
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.0, True, "4"])
+def test_decision_latency_refuses_bad_tile_counts(bad):
+    with pytest.raises(ValueError, match="decision_latency: tiles must be an int >= 1"):
+        decision_latency(bad)
 
 
 @pytest.mark.parametrize("field,value", [
-    ("tiles", 0), ("tiles", MAX_TILES + 1), ("contexts", 3), ("contexts", MAX_CONTEXTS + 1),
+    ("tiles", 0), ("tiles", MAX_TILES + 1), ("contexts", 3), ("contexts", 4), ("contexts", 5),
+    ("contexts", MAX_CONTEXTS + 1),
     ("sram_bytes", 8192), ("sram_bytes", 48 * 1024), ("sram_bytes", 2 * MAX_SRAM_BYTES),
-    ("exchange_latency", 0), ("exchange_latency", 65)])
+    ("exchange_latency", 0), ("exchange_latency", 1), ("exchange_latency", 65)])
 def test_config_rejects_out_of_range(field, value):
     with pytest.raises(ValueError, match=f"ArrayConfig.{field}"):
         ArrayConfig(**{field: value})
@@ -39,7 +51,7 @@ def test_config_rejects_wrong_types_and_unknown_names():
         preset("nope")
     with pytest.raises(ValueError, match="unknown ArrayConfig field"):
         ArrayConfig.from_dict({"tiles": 2, "cores": 3})
-    c = ArrayConfig(tiles=8, contexts=5)
+    c = ArrayConfig(tiles=8, contexts=7)   # T >= 6 (§1 v2)
     assert ArrayConfig.from_dict(c.to_dict()) == c
 
 

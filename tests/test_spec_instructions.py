@@ -24,7 +24,8 @@ from tessera.hdl.tile.core.decoder import Decoder
 from tessera.spec import instructions as I
 from tessera.spec.config import MIN_CONTEXTS, ArrayConfig, preset
 from tessera.spec.instructions import BY_NAME, INSTRUCTIONS, Kind
-from tessera.spec.timing import COMMIT_DELAY, PIPELINE_STAGES, STATE_VISIBLE_DELAY, Stage
+from tessera.spec.timing import (COMMIT_DELAY, FETCH_STORE_DELAY, PIPELINE_STAGES,
+                                 STATE_VISIBLE_DELAY, STEP_FAULT_VISIBLE_DELAY, Stage)
 from tessera.spec.trace import RECORD_KEYS, trace_ports
 
 M32 = 0xFFFFFFFF
@@ -129,7 +130,7 @@ class _DecodeUnit(Elaboratable):
 
     def __init__(self):
         self.dec = Decoder()
-        self.csr = CsrUnit(ArrayConfig(tiles=1, contexts=4), 0)
+        self.csr = CsrUnit(ArrayConfig(tiles=1, contexts=6), 0)
 
     def elaborate(self, platform):
         m = Module()
@@ -254,10 +255,14 @@ def test_randprog_covers_the_table():
 
 
 def test_timing_constants_match_the_contract():
-    # architecture §4: F t, D t+1, X t+2, W t+3; state changes visible from t+3; T >= 4
-    assert [(s.name, int(s)) for s in Stage] == [("F", 0), ("D", 1), ("X", 2), ("W", 3)]
-    assert STATE_VISIBLE_DELAY == 3 and COMMIT_DELAY == 3
-    assert PIPELINE_STAGES == MIN_CONTEXTS == 4
+    # architecture §4 (contract v2): F t, I t+1, R t+2, X t+3, M t+4, W t+5; state changes
+    # visible from t+5; T >= 6 (§1); the fetch at t sees stores issued at <= t-5; an exchange
+    # or engine step's fault is visible one cycle after the step (§7 "Stop")
+    assert [(s.name, int(s)) for s in Stage] == [("F", 0), ("I", 1), ("R", 2), ("X", 3),
+                                                ("M", 4), ("W", 5)]
+    assert STATE_VISIBLE_DELAY == 5 and COMMIT_DELAY == 5
+    assert FETCH_STORE_DELAY == 5 and STEP_FAULT_VISIBLE_DELAY == 1
+    assert PIPELINE_STAGES == MIN_CONTEXTS == 6
 
 
 def test_trace_record_is_one_definition():
@@ -265,7 +270,7 @@ def test_trace_record_is_one_definition():
     from tessera.hdl.tile.core.core import CoreSignature
     from tessera.tb.trace_monitor import TRACE_FIELDS as MONITOR_FIELDS
     from tessera.toolchain import asm
-    cfg = ArrayConfig(tiles=1, contexts=4, sram_bytes=16384)
+    cfg = ArrayConfig(tiles=1, contexts=6, sram_bytes=16384)
     arr = Array(cfg, trace=True)
     arr.write_mem(0, 0, asm.program([asm.addi(5, 0, 7), asm.sw(5, 0x100, 0), asm.ecall()]))
     arr.run(100)
@@ -274,7 +279,8 @@ def test_trace_record_is_one_definition():
     members = CoreSignature(cfg).members["trace"].signature.members
     ports = [(f"trace_{n}", Shape.cast(members[n].shape).width) for n in members]
     assert ports == trace_ports(cfg)
-    assert ports[0] == ("trace_valid", 1) and ("trace_context", 2) in ports
+    # T = 6 contexts: a context index needs ceil(log2 6) = 3 bits
+    assert ports[0] == ("trace_valid", 1) and ("trace_context", 3) in ports
     assert [k for _, k in MONITOR_FIELDS] == list(RECORD_KEYS[2:])
 
 

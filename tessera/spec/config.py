@@ -6,22 +6,26 @@ See ``docs/architecture.md`` section "Configuration".
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 
 from .exchange import SRC_BITS
-from .timing import PIPELINE_STAGES
+from .timing import PIPELINE_STAGES, decision_latency
 
 __all__ = ["ArrayConfig", "PRESETS", "preset", "MAX_TILES", "MIN_CONTEXTS", "MAX_CONTEXTS",
-           "ENGINE_MACS_CHOICES"]
+           "MIN_EXCHANGE_LATENCY", "MAX_EXCHANGE_LATENCY", "ENGINE_MACS_CHOICES"]
 
 #: Largest array the 11-bit exchange source field can address.
 MAX_TILES = 1 << SRC_BITS
-#: The barrel pipeline needs at least 4 contexts (an instruction takes 4 cycles, F-D-X-W).
+#: The barrel pipeline needs at least 6 contexts (an instruction takes 6 cycles, F-I-R-X-M-W;
+#: architecture §1).
 MIN_CONTEXTS = PIPELINE_STAGES
 MAX_CONTEXTS = 16
 MIN_SRAM_BYTES = 16 * 1024
 MAX_SRAM_BYTES = 1024 * 1024
+#: Exchange latency L range (§1): a word leaves the sender through a register and enters the
+#: receiver through one, so L >= 2.
+MIN_EXCHANGE_LATENCY = 2
+MAX_EXCHANGE_LATENCY = 64
 #: Legal ``engine_macs`` values (int8 MACs per cycle of a tile's matrix engine; 0 = none).
 ENGINE_MACS_CHOICES = (0, 16, 32, 64)
 
@@ -35,13 +39,13 @@ class ArrayConfig:
     tiles : int
         Number of tiles N, 1 ≤ N ≤ 2048.
     contexts : int
-        Hardware contexts (barrel threads) per tile T, 4 ≤ T ≤ 16. Context ``c``
+        Hardware contexts (barrel threads) per tile T, 6 ≤ T ≤ 16. Context ``c``
         owns the issue slot of every cycle ``t`` with ``t % T == c``.
     sram_bytes : int
         Bytes of SRAM per tile: a power of two from 16 KiB to 1 MiB. Code and data
         share it, starting at address 0.
     exchange_latency : int
-        Cycles L from a word's send to its write into the receiver's SRAM, 1 ≤ L ≤ 64.
+        Cycles L from a word's send to its write into the receiver's SRAM, 2 ≤ L ≤ 64.
     engine_macs : int
         Peak int8 MACs per cycle of each tile's matrix engine P (architecture §12): one of
         0 (no engine; ``mrun``/``mwait`` are illegal), 16, 32 or 64. The engine has
@@ -79,9 +83,10 @@ class ArrayConfig:
             raise ValueError(
                 "ArrayConfig.sram_bytes must be a power of two from 16 KiB to 1 MiB, "
                 f"not {s}")
-        if not 1 <= self.exchange_latency <= 64:
+        if not MIN_EXCHANGE_LATENCY <= self.exchange_latency <= MAX_EXCHANGE_LATENCY:
             raise ValueError(
-                f"ArrayConfig.exchange_latency must be in 1..64, not {self.exchange_latency}")
+                f"ArrayConfig.exchange_latency must be in {MIN_EXCHANGE_LATENCY}.."
+                f"{MAX_EXCHANGE_LATENCY}, not {self.exchange_latency}")
         if self.engine_macs not in ENGINE_MACS_CHOICES:
             raise ValueError(
                 f"ArrayConfig.engine_macs must be one of {ENGINE_MACS_CHOICES}, "
@@ -111,12 +116,22 @@ class ArrayConfig:
         return max(1, (self.contexts - 1).bit_length())
 
     @property
-    def sync_latency(self) -> int:
-        """Cycles S from the last tile's arrival at an ARRAY barrier to the release.
+    def decision_latency(self) -> int:
+        """The array decision latency D, cycles (docs/architecture.md §7 "Array decisions").
 
-        ``S = ceil(log2(N)) + 2`` (docs/architecture.md, "BSP sync").
+        ``D = ceil(log2(N)) + 2`` (:func:`tessera.spec.timing.decision_latency`): an array-wide
+        decision (ARRAY release, stop on a fault or halt) whose condition first holds at v
+        acts at v + D.
         """
-        return math.ceil(math.log2(self.tiles)) + 2 if self.tiles > 1 else 2
+        return decision_latency(self.tiles)
+
+    @property
+    def sync_latency(self) -> int:
+        """Cycles from k* (every tile arrived) to the ARRAY release: the decision latency D.
+
+        ``r = k* + D`` (docs/architecture.md §5); the same number as :attr:`decision_latency`.
+        """
+        return self.decision_latency
 
     @property
     def engine_lanes(self) -> int:
@@ -148,7 +163,7 @@ class ArrayConfig:
 
 #: Named presets. ``gc2_like`` is for the golden model only (too big for RTL simulation).
 PRESETS: dict[str, ArrayConfig] = {
-    "tiny": ArrayConfig(name="tiny", tiles=1, contexts=4, sram_bytes=16 * 1024),
+    "tiny": ArrayConfig(name="tiny", tiles=1, contexts=6, sram_bytes=16 * 1024),
     "small": ArrayConfig(name="small", tiles=4, contexts=6, sram_bytes=64 * 1024),
     "array16": ArrayConfig(name="array16", tiles=16, contexts=6, sram_bytes=64 * 1024),
     "gc2_like": ArrayConfig(name="gc2_like", tiles=1216, contexts=6, sram_bytes=256 * 1024,
