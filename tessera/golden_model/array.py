@@ -9,26 +9,30 @@ scalar decode when every tile runs the same word, the SPMD common case), grouped
 and applied to the [N, T, 32] register file with vectorized numpy ops. There is no Python loop
 over tiles or contexts per instruction.
 
-Effects are applied at issue time. That is exact because (§4) data memory effects of a tile
-happen in issue order, a context's register/pc effects are only observed at its next slot
-(≥ t+4), and a tile never runs instructions while its exchange program runs. The one
-exception is instruction fetch: the fetch at t must not see a store issued at t-1 (it writes
-the SRAM at t+1), so the word each tile overwrote in the previous cycle is remembered and
-substituted when that address is fetched. State changes (ecall,
-sync, fault) become *visible* at t+3: they are kept as per-context pending changes and applied
-at the start of cycle t+3, together with barrier decisions (§5) and counter bookkeeping (§8),
-which are event driven. Cycles in which no context can issue are skipped in bulk (unless a
-matrix engine is busy).
+Register and pc effects are applied at issue. That is exact because (§4) a context's
+register/pc effects are only observed at its next slot (≥ t+6, T ≥ 6), and the operands an
+instruction reads (in R) can only be changed by the context itself. **Data-memory effects**
+(a store's write, a load's read) are applied in their M cycle t+4 (contract v2): the model
+queues them at issue and applies them at the end of loop iteration t+4, after the fetch and
+the matrix-engine step of that cycle. So the fetch of cycle k sees exactly the SRAM writes of
+cycles < k (stores issued ≤ k−5, exchange receives and engine writes of cycles < k), an engine
+step of cycle k sees the writes of cycles < k, and loads see every write of earlier cycles: all
+of §4 and §12 "Memory order" hold without corrections. ``mrun``/``mwait`` are decided in M too
+(at the start of iteration t+4, from the engine state after the steps of cycles < t+4). State
+changes (ecall, sync, fault) become *visible* at t+5: they are kept as per-context pending
+changes and applied at the start of cycle t+5, together with barrier decisions (§5) and
+counter bookkeeping (§8), which are event driven. Cycles in which no context can issue are
+skipped in bulk (unless a matrix engine is busy or a memory effect is in flight).
 
-Matrix engines (§12, :mod:`tessera.golden_model.engine`): the engine cycle k of every busy tile
-is stepped in loop iteration k, after the exchange of cycle k and before the issue of cycle k.
-Instructions take effect at issue, i.e. two cycles before their X cycle; the only ones that
-are applied too early relative to the engine step of cycle k are those issued at k − 1 (X at
-k + 1; one issued at k − 2 is in X at k, which is then not an engine cycle if it is a load or a
-store). So the engine's SRAM port undoes that instruction's store for the engine's reads,
-keeps the store's bytes over the engine's write, and re-reads that instruction's load when the
-engine writes its bytes. An engine fault of cycle k is recorded after the issue of cycle k, so
-that an instruction fault of the same tile and cycle wins (§12).
+Stop (§7): every fault is recorded with the cycle from which it is visible (t+5 for an
+instruction issued at t, c+1 for an exchange step at c, s+1 for an engine step at s); a tile
+keeps the record visible first (the instruction's on a tie). The stop condition (a fault
+visible, or every context HALTED) first holds at v; the run ends after cycle t_s = v + D − 1
+(``cycles = v + D``): every tile keeps issuing and stepping until then. At the end of a run the
+memory effects and ``mrun``/``mwait`` decisions still in flight (instructions issued at the
+last four cycles) are applied with the matrix engines frozen at the end of the run (nothing of
+cycles ≥ C happens). A tile whose exchange step faults does no further exchange step (its
+exchange phase lasts until the stop).
 
 Fast engine and the matrix engine: until the compiled loop implements §12
 (:data:`FAST_HAS_MATRIX_ENGINE`, or ``HAS_MATRIX_ENGINE = True`` in
@@ -50,7 +54,7 @@ from tessera.spec.csr import Csr
 from tessera.spec.faults import FaultCause
 from tessera.spec.instructions import BY_NAME, FUNCT3_MEM_UNSIGNED_BIT, Kind, is_division
 from tessera.spec.isa import DIV_TURNS, MACS_PER_DOT4
-from tessera.spec.timing import STATE_VISIBLE_DELAY
+from tessera.spec.timing import STATE_VISIBLE_DELAY, STEP_FAULT_VISIBLE_DELAY, Stage
 from tessera.spec.result import not_arrived as result_not_arrived
 from tessera.spec.result import (COUNTER_NAMES, ContextResult, ContextState, Fault, RunResult,
                             RunStatus, TileResult)
@@ -82,6 +86,15 @@ def _engine_words(words: np.ndarray) -> np.ndarray:
     """Which of ``words`` (uint32 array) are ``mrun``/``mwait`` encodings, bool (same shape)."""
     return ((words & _U32(_MRUN.mask)) == _U32(_MRUN.match)) | (words == _U32(_MWAIT.match))
 
+#: The version of the timing contract (docs/architecture.md §4, §7) this module implements.
+CONTRACT_VERSION = 2
+
+
+def _FAST_CONTRACT_VERSION() -> int:
+    from . import fast
+    return int(getattr(fast, "CONTRACT_VERSION", 1))
+
+
 #: The engines of :class:`Array` (``engine=``).
 ENGINES = ("fast", "vector")
 _WARNED = []
@@ -95,6 +108,14 @@ def _choose_engine(engine: str | None, trace: bool) -> str:
         engine = os.environ.get("TESSERA_MODEL_ENGINE") or ("vector" if trace else "fast")
     if engine not in ENGINES:
         raise ValueError(f"Array: engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    if engine == "fast" and _FAST_CONTRACT_VERSION() != CONTRACT_VERSION:
+        if explicit:
+            raise ValueError(
+                f"Array: engine='fast' implements contract v{_FAST_CONTRACT_VERSION()} of "
+                f"docs/architecture.md, this model contract v{CONTRACT_VERSION} (the compiled "
+                "loop tessera/golden_model/fast/engine.c is not ported yet); use "
+                "engine='vector'")
+        return "vector"
     if engine == "fast":
         if trace:
             if explicit:
@@ -119,6 +140,10 @@ _NEVER = np.iinfo(np.int64).max
 _U32 = np.uint32
 _LS_MASK, _LS_MATCH = _U32(0x5F), _U32(0x03)    # opcode LOAD (0x03) or STORE (0x23)
 _M32 = 0xFFFFFFFF
+#: Cycles from issue to M, the cycle of data-memory effects and engine decisions (§4).
+_M_DELAY = int(Stage.M)
+#: Ring size of the per-cycle LOAD/STORE flags (the engine asks about the word issued at k − 4).
+_LS_RING = 8
 RUNNING, WAIT_TILE, WAIT_ARRAY, HALTED, FAULT = (int(s) for s in ContextState)
 
 
@@ -255,10 +280,12 @@ class Array:
         self._xprog = np.zeros(n, dtype=_U32)
         self._slimit = np.zeros((n, t), dtype=_U32)            # stack_limit CSR (§3.2, §7)
         self._faults: list[Fault | None] = [None] * n
+        self._fault_vis = np.full(n, _NEVER, dtype=np.int64)  # cycle each record is visible from
         self._cycle = 0
         self._live = n * t
         self._status: RunStatus | None = None
-        self._stop = False
+        self._stop_at = _NEVER          # cycles C = v + D once the stop condition held at v (§7)
+        self._d = self.config.decision_latency
         self._xphase = np.zeros(n, dtype=bool)
         self._xphase_end = np.full(n, _NEVER, dtype=np.int64)
         self._release = _NEVER
@@ -272,23 +299,18 @@ class Array:
         self.trace = [] if self._trace_on else None
         self.xtrace = [] if self._trace_on else None
         self._tr: dict | None = None
-        # Stores of the latest cycle with stores (fetch at t must not see stores issued at t-1,
-        # §4): per tile the word index written (-1: none) and the word before the store.
-        self._st_cycle = -1
-        self._st_widx = np.full(n, -1, dtype=np.int64)
-        self._st_old = np.zeros(n, dtype=_U32)
-        self._st_mask = np.zeros(n, dtype=np.uint8)
-        # Matrix engines (§12, start makes them idle) and what their steps need from the cores:
-        # per cycle parity the tiles that issued a LOAD/STORE (stamped with the cycle; kept only
-        # while an engine is busy), the loads of the latest cycle with loads (cycle, context,
-        # {tile: (rd, addr, size, signed)}) and the engine faults of the current cycle.
+        # In-flight M-stage work (§4, §12), by M cycle: ("st", tiles, addrs, values, size),
+        # ("ld", c, tiles, rd, addrs, size, signed, trace records) and ("eng", op, c, tiles,
+        # pcs, descriptor addresses, words, trace on).
+        self._mq: dict[int, list] = {}
+        # Matrix engines (§12, start makes them idle): per cycle (ring _LS_RING, stamped with the
+        # cycle) the tiles that issued a LOAD/STORE (the word in M at k + 4 owns the SRAM data
+        # ports then), and the engine faults of the current cycle.
         self._mx = MatrixEngines(n, self.config.engine_lanes, self.nbytes, self._macs)
-        self._ls = np.zeros((2, n), dtype=bool)
-        self._ls_cyc = [-1, -1]
-        self._ld_rec = None
+        self._ls = np.zeros((_LS_RING, n), dtype=bool)
+        self._ls_cyc = [-1] * _LS_RING
         self._mx_faults: list[tuple[int, int]] = []
-        self._mx_k = -1
-        self._port = _EnginePort(self)
+        self._port = _EnginePort(self.sram)
 
     # ------------------------------------------------------------------ views
     @property
@@ -311,7 +333,7 @@ class Array:
         """Final-state view of every context (§7), uint8 [N, T] of ContextState values:
         the visible state with every already-decided change applied."""
         s = self._vis.copy()
-        m = self._pend_cycle != _NEVER
+        m = (self._pend_cycle != _NEVER) & ((s != FAULT) | (self._pend_state == FAULT))
         s[m] = self._pend_state[m]
         return s
 
@@ -376,28 +398,114 @@ class Array:
         T = self.t
         mx = self._mx
         x = self._x
+        mq = self._mq
         k = self._cycle
-        while k < max_cycles:
+        while k < max_cycles and k < self._stop_at:
             if k >= self._next_event:
                 self._events(k)
             if x.next_cycle == k:
                 self._exchange(k)
-            if mx.nbusy:
-                self._engine_cycle(k)
+            work = mq.pop(k, None)
+            if work is not None:
+                self._m_engine(k, work)
             c = k % T
             if self._running_ctx[c]:
                 self._issue(k, c)
+            if mx.nbusy:
+                self._engine_cycle(k)
+            if work is not None:
+                self._m_memory(work)
             if self._mx_faults:
                 self._engine_faults(k)
             k += 1
-            if self._stop:
-                break
-            if not self._running_ctx.any() and not mx.nbusy:  # jump to the next event
-                nxt = min(self._next_event, x.next_cycle, max_cycles)
+            if not self._running_ctx.any() and not mx.nbusy and not mq:  # jump ahead
+                nxt = min(self._next_event, x.next_cycle, max_cycles, self._stop_at)
                 if nxt > k:
                     k = int(nxt)
         self._cycle = k
+        self._flush_m()
         return self._finish()
+
+    def _m_engine(self, k: int, work: list) -> None:
+        """``mrun``/``mwait`` in their M cycle k (§12 "Instructions"): the engine state is the
+        one after the steps of cycles < k (or frozen at the end of the run)."""
+        mx = self._mx
+        for item in work:
+            if item[0] != "eng":
+                continue
+            _, op, c, tiles, pcs, d, words, tr = item
+            ok = ~mx.busy[tiles]
+            acc = tiles[ok]
+            if op == Op.MRUN:
+                mx.accept_cmd(acc, k, d[ok], c, pcs[ok])
+            self._pc[acc, c] = pcs[ok] + _U32(4)
+            self._retired[acc, c] += 1
+            if tr and self.trace is not None:
+                for t, p, w in zip(acc.tolist(), pcs[ok].tolist(), words[ok].tolist()):
+                    self.trace.append({"cycle": k - _M_DELAY, "tile": t, "context": c, "pc": p,
+                                       "insn": w, "rd": None, "value": None,
+                                       "store_addr": None, "store_data": None,
+                                       "store_mask": None})
+
+    def _m_memory(self, work: list) -> None:
+        """Stores and loads in their M cycle (§4): stores write the SRAM, loads read it."""
+        sram = self.sram
+        for item in work:
+            if item[0] == "st":
+                _, t, a, v, size = item
+                if size == 1:
+                    sram.w8[t, a] = v.astype(np.uint8)
+                elif size == 2:
+                    sram.w16[t, a >> 1] = v.astype(np.uint16)
+                else:
+                    sram.w32[t, a >> 2] = v
+            elif item[0] == "ld":
+                _, c, t, rd, a, size, signed, recs = item
+                if size == 1:
+                    v = sram.w8[t, a]
+                    val = v.view(np.int8).astype(np.int32).view(_U32) if signed else v.astype(_U32)
+                elif size == 2:
+                    v = sram.w16[t, a >> 1]
+                    val = v.view(np.int16).astype(np.int32).view(_U32) if signed else v.astype(_U32)
+                else:
+                    val = sram.w32[t, a >> 2]
+                R = self._regs
+                if np.ndim(rd) == 0:
+                    if rd:
+                        R[t, c, rd] = val
+                else:
+                    R[t, c, rd] = val
+                    R[t, c, 0] = 0
+                if recs is not None:
+                    for tt, vv in zip(t.tolist(), np.broadcast_to(val, t.shape).tolist()):
+                        r = recs.get(tt)
+                        if r is not None and r.get("rd") is not None:
+                            r["value"] = vv
+
+    def _flush_m(self) -> None:
+        """Apply the M-stage work still in flight at the end of a run (instructions issued at
+        the last four cycles take effect, §7 "Final state"); the engines do not step."""
+        for m in sorted(self._mq):
+            work = self._mq.pop(m)
+            self._m_engine(m, work)
+            self._m_memory(work)
+
+    def _enqueue(self, k: int, item: tuple) -> None:
+        self._mq.setdefault(k + _M_DELAY, []).append(item)
+
+    def _stop_from(self, v: int) -> None:
+        """The stop condition holds from cycle v: the run ends after v + D − 1 (§7 "Stop")."""
+        if v + self._d < self._stop_at:
+            self._stop_at = v + self._d
+
+    def _record_fault(self, tile: int, fault: Fault, vis: int) -> None:
+        """Record ``fault`` of ``tile``, visible from ``vis``; a tile keeps the record visible
+        first (§7), the earlier-recorded one on a tie (an instruction's before an engine
+        step's, §12)."""
+        if vis < self._fault_vis[tile]:
+            self._faults[tile] = fault
+            self._fault_vis[tile] = vis
+        self._stop_from(vis)
 
     def _fast_can_run(self) -> bool:
         """The fast engine gives the contract's result for this run (see the module doc)."""
@@ -421,11 +529,18 @@ class Array:
                     f"does not implement the matrix engine yet: run with engine='vector'")
 
     def _finish(self) -> RunResult:
-        if self._stop:
-            self._status = (RunStatus.FAULT if any(f is not None for f in self._faults)
-                            else RunStatus.HALTED)
+        # §7: a stopped run is `fault` if a fault is recorded, else `halted`; a run cut by
+        # max_cycles (no stop, or t_s >= max_cycles) is `fault` if a fault is recorded, else
+        # `timeout`
+        faulted = any(f is not None for f in self._faults)
+        if faulted:
+            self._status = RunStatus.FAULT
+        elif self._cycle >= self._stop_at:
+            self._status = RunStatus.HALTED
         else:
             self._status = RunStatus.TIMEOUT
+        if self.trace is not None:
+            self.trace.sort(key=lambda r: (r["cycle"], r["tile"]))
         return self._result()
 
     def _update_next_event(self) -> None:
@@ -435,7 +550,9 @@ class Array:
         """State changes visible at k, barrier decisions at k, counter categories from k."""
         if self._next_pend == k:
             m = self._pend_cycle == k
+            m &= (self._vis != FAULT) | (self._pend_state == FAULT)    # FAULT is final
             self._vis[m] = self._pend_state[m]
+            m = self._pend_cycle == k
             self._pend_cycle[m] = _NEVER
             self._next_pend = int(self._pend_cycle.min())
         m = self._xphase_end == k
@@ -456,7 +573,7 @@ class Array:
             arr = sync.arrived(vis, self._xphase)
             if arr.all() and (vis == WAIT_ARRAY).any():
                 self._armed = True
-                self._release = k + self.config.sync_latency
+                self._release = k + self._d           # r = k* + D (§5)
         cat = sync.categories(vis, self._xphase)
         ch = np.nonzero(cat != self._cat)[0]
         if len(ch):
@@ -467,6 +584,9 @@ class Array:
         self._update_next_event()
 
     def _schedule(self, cycle: int, mask: np.ndarray, state: int) -> None:
+        if state != FAULT:                  # a context that is (or becomes) FAULT stays so
+            mask = mask & (self._vis != FAULT) & ~((self._pend_state == FAULT)
+                                                   & (self._pend_cycle != _NEVER))
         self._pend_cycle[mask] = cycle
         self._pend_state[mask] = state
         if cycle < self._next_pend:
@@ -486,56 +606,40 @@ class Array:
 
     def _exchange(self, k: int) -> None:
         ended, faults, events = self._x.step(k)
-        for tile, pc, addr in faults:
-            self._faults[tile] = Fault(None, FaultCause.EXCHANGE_FAULT, pc, addr)
-            self._stop = True
+        for tile, pc, addr in faults:       # visible from k + 1 (§7 "Stop")
+            self._record_fault(tile, Fault(None, FaultCause.EXCHANGE_FAULT, pc, addr),
+                               k + STEP_FAULT_VISIBLE_DELAY)
         if self._trace_on:
             self.xtrace.extend(events)
         self._end_exchange(k, ended)
 
     # ------------------------------------------------------------------ matrix engines
     def _engine_cycle(self, k: int) -> None:
-        """Step every busy engine for which k is an engine cycle (§12 "Engine cycles")."""
+        """Step every busy engine for which k is an engine cycle (§12 "Engine cycles"): not in
+        the tile's exchange phase, and the word issued at k − 4 (in M at k) is no LOAD/STORE."""
         mx = self._mx
         cand = mx.busy & (mx.accept < k) & ~self._xphase
-        if self._ls_cyc[k & 1] == k - 2:          # the words issued at k-2 are in X at k
-            cand &= ~self._ls[k & 1]
-        self._mx_k = k
+        i = (k - _M_DELAY) % _LS_RING
+        if self._ls_cyc[i] == k - _M_DELAY:
+            cand &= ~self._ls[i]
         tiles = np.nonzero(cand)[0]
         if len(tiles) == 0:
             return
-        # tiles whose instruction issued at k-1 is a store or a load take the corrected path
-        solo = np.zeros(len(tiles), dtype=bool)
-        if self._st_cycle == k - 1:
-            solo |= self._st_widx[tiles] >= 0
-        rec = self._ld_rec
-        if rec is not None and rec[0] == k - 1:
-            solo |= np.isin(tiles, np.fromiter(rec[2], dtype=np.int64, count=len(rec[2])))
-        self._mx_faults += mx.step_tiles(tiles, solo, k, self._port)
-
-    def _engine_idle_at_x(self, k: int, tiles: np.ndarray) -> np.ndarray:
-        """Idle at k+2, the X cycle of ``mrun``/``mwait`` issued at k on ``tiles`` (bool)."""
-        if not self._mx.nbusy:
-            return np.ones(len(tiles), dtype=bool)
-        p = (k - 1) & 1
-        ls_prev = self._ls[p, tiles] if self._ls_cyc[p] == k - 1 else np.zeros(len(tiles), bool)
-        return self._mx.idle_at_next_x(tiles, k, ~ls_prev)
+        self._mx_faults += mx.step_tiles(tiles, np.zeros(len(tiles), dtype=bool), k, self._port)
 
     def _engine_faults(self, k: int) -> None:
-        """Record the engine faults of cycle k, after its issue: an instruction fault of the
-        same tile in the same cycle keeps its record (§12 "Engine faults")."""
+        """Record the engine faults of cycle k, visible from k + 1 (§7, §12 "Engine faults"):
+        context c_e enters FAULT from k + 1 with pc = pc_e."""
         mx = self._mx
+        vis = k + STEP_FAULT_VISIBLE_DELAY
         for t, addr in self._mx_faults:
-            if self._faults[t] is not None:
-                continue
             ce, pce = int(mx.issuer[t]), int(mx.issuer_pc[t])
-            self._faults[t] = Fault(ce, FaultCause.ENGINE_FAULT, pce, addr & _M32)
+            self._record_fault(t, Fault(ce, FaultCause.ENGINE_FAULT, pce, addr & _M32), vis)
             self._pc[t, ce] = pce
             m = np.zeros((self.n, self.t), dtype=bool)
             m[t, ce] = True
-            self._schedule(k + STATE_VISIBLE_DELAY, m, FAULT)
+            self._schedule(vis, m, FAULT)
         self._mx_faults = []
-        self._stop = True
 
     # ------------------------------------------------------------------ issue
     def _issue(self, k: int, c: int) -> None:
@@ -553,15 +657,10 @@ class Array:
             tiles, pcs = tiles[keep], pcs[keep]
             if len(tiles) == 0:
                 return
+        # the fetch at k sees the SRAM writes of cycles < k: stores issued <= k-5 (§4)
         words = self.sram.w32[tiles, pcs >> 2]
-        if self._st_cycle == k - 1:
-            # a store issued at k-1 writes the SRAM at k+1: this fetch (at k) sees the old word
-            hit = self._st_widx[tiles] == (pcs >> 2)
-            if hit.any():
-                words = words.copy()
-                words[hit] = self._st_old[tiles[hit]]
-        if self._mx.nbusy:               # §12: a LOAD/STORE in X at k+2 takes the SRAM ports
-            slot = k & 1
+        if self._has_engine:             # §12: a LOAD/STORE in M at k+4 takes the SRAM ports
+            slot = k % _LS_RING
             self._ls[slot] = False
             self._ls[slot, tiles] = (words & _LS_MASK) == _LS_MATCH
             self._ls_cyc[slot] = k
@@ -626,15 +725,12 @@ class Array:
             val = dot4(R[tiles, c, rd], R[tiles, c, rs1], R[tiles, c, rs2], op == Op.DOT4)
             ok = self._write_result(k, c, tiles, pcs, rd, val)
             self._macs[tiles if ok is None else tiles[ok]] += MACS_PER_DOT4
-        elif op == Op.MRUN:
-            ok = self._engine_idle_at_x(k, tiles)
-            acc = tiles[ok]
-            d = self._regs[tiles, c, rs1][ok]
-            self._mx.accept_cmd(acc, k + 2, d, c, pcs[ok])
-            self._pc[acc, c] = pcs[ok] + _U32(4)
-        elif op == Op.MWAIT:
-            ok = self._engine_idle_at_x(k, tiles)
-            self._pc[tiles[ok], c] = pcs[ok] + _U32(4)
+        elif op in (Op.MRUN, Op.MWAIT):   # decided in M, k + 4 (§12): see _m_engine
+            d = self._regs[tiles, c, rs1].astype(np.int64) if op == Op.MRUN else None
+            self._enqueue(k, ("eng", op, c, tiles.copy(), np.array(pcs, dtype=_U32), d,
+                              np.broadcast_to(np.asarray(words, dtype=_U32), tiles.shape).copy(),
+                              self._trace_on))
+            return
         elif op in _CSR_OPS:
             ok = self._csr(op, k, c, tiles, pcs, rd, rs1, imm)
         elif op == Op.FENCE:
@@ -646,8 +742,8 @@ class Array:
             m[tiles, c] = True
             self._schedule(k + STATE_VISIBLE_DELAY, m, HALTED)
             self._live -= len(tiles)
-            if self._live == 0:
-                self._stop = True
+            if self._live == 0:         # every context HALTED from k + 5 (§7 "Stop")
+                self._stop_from(k + STATE_VISIBLE_DELAY)
         elif op in (Op.SYNC_TILE, Op.SYNC_ARRAY):
             self._pc[tiles, c] = pcs + _U32(4)
             m = np.zeros((self.n, self.t), dtype=bool)
@@ -728,21 +824,25 @@ class Array:
             R[tiles, c, rd] = val
             R[tiles, c, 0] = 0
         if self._trace_on:
-            rds = np.broadcast_to(np.asarray(rd), np.shape(tiles))
-            vals = np.broadcast_to(np.asarray(val, dtype=_U32), np.shape(tiles))
-            for t, r, v in zip(np.asarray(tiles).tolist(), rds.tolist(), vals.tolist()):
-                self._tr.setdefault(t, {})["rd"] = (r, v) if r else None
+            self._wr_trace(tiles, rd, val)
+
+    def _wr_trace(self, tiles, rd, val) -> None:
+        rds = np.broadcast_to(np.asarray(rd), np.shape(tiles))
+        vals = np.broadcast_to(np.asarray(val, dtype=_U32), np.shape(tiles))
+        for t, r, v in zip(np.asarray(tiles).tolist(), rds.tolist(), vals.tolist()):
+            self._tr.setdefault(t, {})["rd"] = (r, v) if r else None
 
     def _fault(self, k, c, tiles, cause, pcs, addrs) -> None:
         if len(tiles) == 0:
             return
-        for t, p, a in zip(np.asarray(tiles).tolist(), np.asarray(pcs).tolist(),
+        vis = k + STATE_VISIBLE_DELAY       # the context is FAULT from t + 5 (§7 "Stop")
+        for t, p, a in zip(np.asarray(tiles).tolist(),
+                           np.broadcast_to(np.asarray(pcs), np.shape(tiles)).tolist(),
                            np.broadcast_to(np.asarray(addrs), np.shape(tiles)).tolist()):
-            self._faults[t] = Fault(c, FaultCause(cause), int(p), int(a) & _M32)
+            self._record_fault(t, Fault(c, FaultCause(cause), int(p), int(a) & _M32), vis)
         m = np.zeros((self.n, self.t), dtype=bool)
         m[tiles, c] = True
-        self._schedule(k + STATE_VISIBLE_DELAY, m, FAULT)
-        self._stop = True
+        self._schedule(vis, m, FAULT)
 
     def _jump(self, k, c, tiles, pcs, target, taken, rd):
         """Common part of branches (``taken`` given) and jumps (rd given)."""
@@ -792,22 +892,10 @@ class Array:
         t, a = tiles[ok], A[ok]
         if np.ndim(rd):
             rd = rd[ok]
-        if size == 1:
-            v = self.sram.w8[t, a]
-            val = v.view(np.int8).astype(np.int32).view(_U32) if signed else v.astype(_U32)
-        elif size == 2:
-            v = self.sram.w16[t, a >> 1]
-            val = v.view(np.int16).astype(np.int32).view(_U32) if signed else v.astype(_U32)
-        else:
-            val = self.sram.w32[t, a >> 2]
-        self._wr(t, c, rd, val)
+        if self._trace_on:              # the trace entry; its value is set in M
+            self._wr_trace(t, rd, np.zeros(len(t), dtype=_U32))
+        self._enqueue(k, ("ld", c, t, rd, a, size, signed, self._tr))
         self._pc[t, c] = pcs[ok] + _U32(4)
-        if self._mx.nbusy:          # an engine write at k+1 may have to reach this load (§12)
-            if self._ld_rec is None or self._ld_rec[0] != k:
-                self._ld_rec = (k, c, {})
-            rec = self._ld_rec[2]
-            for tt, r, aa in zip(t.tolist(), np.broadcast_to(rd, t.shape).tolist(), a.tolist()):
-                rec[tt] = (r, aa, size, signed)
         return ok
 
     def _store(self, op, k, c, tiles, pcs, rs1, rs2, imm):
@@ -818,19 +906,7 @@ class Array:
         if np.ndim(rs2):
             rs2 = rs2[ok]
         v = self._regs[t, c, rs2]
-        if self._st_cycle != k:
-            self._st_cycle = k
-            self._st_widx[:] = -1
-        self._st_widx[t] = a >> 2
-        self._st_old[t] = self.sram.w32[t, a >> 2]
-        if self._mx.nbusy:      # byte enables, for an engine step of cycle k+1 (§12 port)
-            self._st_mask[t] = (((1 << size) - 1) << (a & _U32(3))).astype(np.uint8)
-        if size == 1:
-            self.sram.w8[t, a] = v.astype(np.uint8)
-        elif size == 2:
-            self.sram.w16[t, a >> 1] = v.astype(np.uint16)
-        else:
-            self.sram.w32[t, a >> 2] = v
+        self._enqueue(k, ("st", t, a, v.copy(), size))     # writes the SRAM in M (§4)
         self._pc[t, c] = pcs[ok] + _U32(4)
         if self._trace_on:
             sh = (a & _U32(3)).astype(np.int64) * 8
@@ -950,66 +1026,18 @@ class Array:
 
 
 class _EnginePort:
-    """The SRAM as seen by a matrix-engine step of cycle ``arr._mx_k`` (§12 "Memory order").
+    """The SRAM as seen by a matrix-engine step of cycle k (§12 "Memory order"): the model
+    applies every data-memory effect in its own cycle, so reads and writes go straight to the
+    SRAM (a read sees all writes of cycles < k; an engine write of cycle k is seen by fetches,
+    loads and sends of cycles > k)."""
 
-    The instruction issued at k − 1 is in X at k + 1, after the engine step of cycle k, but
-    the model has applied it already: its store is hidden from the engine's reads and kept over
-    the engine's write, and its load is re-read when the engine writes bytes it reads.
-    """
-
-    def __init__(self, arr: Array):
-        self.arr = arr
-        self.sram = arr.sram
-
-    def _store(self, t: int):
-        a = self.arr
-        if a._st_cycle == a._mx_k - 1 and a._st_widx[t] >= 0:
-            return int(a._st_widx[t]), int(a._st_mask[t])
-        return None
+    def __init__(self, sram: Sram):
+        self.sram = sram
 
     def read8(self, t: int, addr: int) -> np.ndarray:
-        """The 8 bytes at ``addr`` (8-byte aligned) as after all writes of cycles < k, uint8 [8]."""
-        a = self.arr
-        wi = addr >> 2
-        words = a.sram.w32[t, wi:wi + 2].copy()
-        st = self._store(t)
-        if st is not None and wi <= st[0] <= wi + 1:
-            words[st[0] - wi] = a._st_old[t]
-        return words.view(np.uint8)
+        """The 8 bytes at ``addr`` (8-byte aligned), uint8 [8] (a copy)."""
+        return self.sram.w8[t, addr:addr + 8].copy()
 
     def write(self, t: int, addr: int, data: bytes) -> None:
         """Write ``data`` at ``addr`` (inside one aligned 8-byte word) in cycle k."""
-        a = self.arr
-        k = a._mx_k
-        buf = np.frombuffer(data, dtype=np.uint8)
-        n = len(buf)
-        st = self._store(t)
-        if st is None or not addr >> 2 <= st[0] <= (addr + n - 1) >> 2:
-            a.sram.w8[t, addr:addr + n] = buf
-        else:
-            sw, smask = st
-            old = a._st_old[t:t + 1].view(np.uint8)     # the word the k-1 store overwrote
-            for i in range(n):
-                p = addr + i
-                if p >> 2 == sw:
-                    old[p & 3] = buf[i]                 # fetches at k see the engine's byte
-                    if smask >> (p & 3) & 1:
-                        continue                        # the later store's byte stays
-                a.sram.w8[t, p] = buf[i]
-        rec = a._ld_rec
-        if rec is None or rec[0] != k - 1 or t not in rec[2]:
-            return
-        rd, la, size, signed = rec[2][t]
-        if la + size <= addr or la >= addr + n:
-            return
-        raw = int.from_bytes(a.sram.w8[t, la:la + size].tobytes(), "little")
-        if signed and raw >> (8 * size - 1) & 1:
-            raw -= 1 << (8 * size)
-        val = raw & _M32
-        if rd:
-            a._regs[t, rec[1], rd] = val
-            if a._trace_on:
-                for r in reversed(a.trace):
-                    if r["cycle"] == k - 1 and r["tile"] == t:
-                        r["value"] = val
-                        break
+        self.sram.w8[t, addr:addr + len(data)] = np.frombuffer(data, dtype=np.uint8)

@@ -116,6 +116,12 @@ class ExchangeEngine:
             for t, a, v in zip(tiles[mask], addr[mask], val[mask]):
                 faults.append((int(t), int(a), int(v)))
         ok = ~(bad | f_send | f_src | f_recv)
+        # A tile whose step faults does no further exchange step (its exchange phase lasts
+        # until the array stops, §7 "Stop"; the step had no effect, §6).
+        f_t = np.array([f[0] for f in faults], dtype=np.int64)
+        if len(f_t):
+            self.in_prog[f_t] = False
+            self.next_step[f_t] = _NEVER
         # Sends at k: SRAM as after all writes of cycles < k.
         L1 = self.lat + 1
         slot = k % L1

@@ -9,7 +9,14 @@ independent implementation that the tests check this one against. The trace mode
 
 from .build import FastEngineUnavailable, library
 
-__all__ = ["FastEngineUnavailable", "library", "available", "HAS_MATRIX_ENGINE"]
+__all__ = ["FastEngineUnavailable", "library", "available", "HAS_MATRIX_ENGINE",
+           "CONTRACT_VERSION"]
+
+#: The version of docs/architecture.md's timing rules the compiled loop implements. engine.c
+#: still implements contract v1 (F-D-X-W, stop at the faulting cycle, halt at the last ecall);
+#: branch v2-model's vectorized engine implements v2, so :class:`tessera.golden_model.Array`
+#: refuses ``engine="fast"`` until this is 2 (docs/design/contract-v2.md, "State of the work").
+CONTRACT_VERSION = 1
 
 #: The compiled loop implements the matrix engine (§12), so :meth:`tessera.golden_model.Array.run`
 #: does not fall back to the vectorized engine for programs with ``mrun``/``mwait``.
