@@ -9,7 +9,7 @@ from tessera.spec.config import ArrayConfig
 from tessera.spec.csr import Csr
 from tessera.spec.faults import FaultCause
 
-CFG = ArrayConfig(tiles=2, contexts=4, sram_bytes=16 * 1024)
+CFG = ArrayConfig(tiles=2, contexts=6, sram_bytes=16 * 1024)
 DATA = 0x2000
 
 
@@ -164,7 +164,7 @@ def test_fence_is_nop():
 
 
 def test_csr_read_only_values():
-    cfg = ArrayConfig(tiles=3, contexts=5, sram_bytes=32 * 1024)
+    cfg = ArrayConfig(tiles=3, contexts=7, sram_bytes=32 * 1024)
     arr, res = run([asm.csrr(10, Csr.TILE_ID), asm.csrr(11, Csr.CONTEXT_ID),
                     asm.csrr(12, Csr.TILE_COUNT), asm.csrr(13, Csr.CONTEXT_COUNT),
                     asm.csrr(14, Csr.SRAM_BYTES), asm.csrr(15, Csr.CYCLEH),
@@ -172,11 +172,11 @@ def test_csr_read_only_values():
                     asm.csrrsi(18, Csr.CYCLE, 0), asm.csrrc(19, Csr.TILE_ID, 0)], cfg=cfg)
     assert res.status == "halted"
     for t in range(3):
-        for c in range(5):
+        for c in range(7):
             r = [int(x) for x in arr.regs[t, c]]
-            assert r[10:15] == [t, c, 3, 5, 32 * 1024]
+            assert r[10:15] == [t, c, 3, 7, 32 * 1024]
             assert r[15] == 0 and r[16] == 6 and r[17] == 0
-            assert r[18] == 8 * 5 + c       # 9th instruction: issue cycle 8*T + c
+            assert r[18] == 8 * 7 + c       # 9th instruction: issue cycle 8*T + c (T = 7)
             assert r[19] == t
 
 
@@ -185,20 +185,22 @@ def test_xprog_csr_rw_set_clear():
                     asm.csrrci(12, Csr.XPROG, 0x10), asm.csrrs(13, Csr.XPROG, 0),
                     asm.csrrwi(14, Csr.XPROG, 8), asm.csrr(15, Csr.XPROG),
                     *asm.li(6, 0xFFFFFFF0), asm.csrrc(16, Csr.XPROG, 6), asm.csrr(17, Csr.XPROG)],
-                   cfg=ArrayConfig(tiles=1, contexts=4, sram_bytes=16384))
+                   cfg=ArrayConfig(tiles=1, contexts=6, sram_bytes=16384))
     # context 0 runs first; the other contexts run the same code later, but xprog is per tile
-    # and context 0 saw only its own writes so far (its instruction i issues at 4i).
+    # and every context writes the same idempotent values (context 0's instruction i issues
+    # at 6i, T = 6), so context 0 reads only the values it wrote itself.
     assert r[10] == 0 and r[11] == 0xF0F0 and r[12] == 0xF0F3 and r[13] == 0xF0E3
     assert r[14] == 0xF0E3 and r[15] == 8 and r[16] == 8 and r[17] == 8
 
 
 def test_xprog_shared_by_contexts():
-    cfg = ArrayConfig(tiles=1, contexts=4, sram_bytes=16384)
+    cfg = ArrayConfig(tiles=1, contexts=6, sram_bytes=16384)
     arr, res = run([asm.csrr(10, Csr.CONTEXT_ID), asm.slli(10, 10, 3), asm.addi(10, 10, 8),
                     asm.csrrw(11, Csr.XPROG, 10)], cfg=cfg)
-    # csrrw at instruction 3: context c at cycle 12 + c; each sees the previous one's value.
-    assert [int(arr.regs[0, c, 11]) for c in range(4)] == [0, 8, 16, 24]
-    assert int(arr.xprog[0]) == 32
+    # csrrw at instruction 3: context c at cycle 3T + c = 18 + c, its CSR access in M at
+    # 22 + c (§4: in issue order); each sees the previous one's value (8c), context 5 writes 48.
+    assert [int(arr.regs[0, c, 11]) for c in range(6)] == [0, 8, 16, 24, 32, 40]
+    assert int(arr.xprog[0]) == 48
 
 
 @pytest.mark.parametrize("word", [
@@ -211,12 +213,15 @@ def test_xprog_shared_by_contexts():
 ])
 def test_csr_illegal(word):
     arr, res = run([asm.addi(10, 0, 7), word, asm.addi(10, 0, 9)],
-                   cfg=ArrayConfig(tiles=1, contexts=4, sram_bytes=16384))
+                   cfg=ArrayConfig(tiles=1, contexts=6, sram_bytes=16384))
     assert res.status == "fault"
     f = res.tiles[0].fault
     assert (f.context, f.cause, f.pc, f.addr) == (0, FaultCause.ILLEGAL_INSTRUCTION, 4, word)
     assert int(arr.regs[0, 0, 10]) == 7     # no effect
-    assert res.cycles == 4 + 1              # faulting issue cycle 4 (context 0, 2nd insn)
+    # §7 (v2): the fault of context 0's 2nd instruction, issued at t = T = 6, is visible from
+    # v = t + 5 = 11; D(1 tile) = 2: cycles = v + D = 13 (contexts 1..5 fault on the same word
+    # at 7..11 <= t_s = 12, the tile keeps context 0's record, the first visible)
+    assert res.cycles == 6 + 5 + 2
 
 
 @pytest.mark.parametrize("word", [
@@ -231,9 +236,10 @@ def test_csr_illegal(word):
     0x0000700B,
 ])
 def test_illegal_encodings(word):
-    arr, res = run([word], cfg=ArrayConfig(tiles=1, contexts=4, sram_bytes=16384))
+    arr, res = run([word], cfg=ArrayConfig(tiles=1, contexts=6, sram_bytes=16384))
     f = res.tiles[0].fault
-    assert res.status == "fault" and res.cycles == 1
+    # issued at 0, visible from v = 5, D(1) = 2: cycles = 7 (§7 v2)
+    assert res.status == "fault" and res.cycles == 0 + 5 + 2
     assert (f.context, f.cause, f.pc, f.addr) == (0, FaultCause.ILLEGAL_INSTRUCTION, 0, word)
 
 
@@ -244,9 +250,9 @@ def test_illegal_encodings(word):
     asm.csrrs(1, Csr.CYCLE, 0), asm.csrrsi(1, Csr.TILE_ID, 0), asm.csrrwi(1, Csr.XPROG, 0),
 ])
 def test_legal_encodings_retire(word):
-    arr, res = run([word], cfg=ArrayConfig(tiles=1, contexts=4, sram_bytes=16384))
+    arr, res = run([word], cfg=ArrayConfig(tiles=1, contexts=6, sram_bytes=16384))
     assert res.status == "halted"
-    assert res.tiles[0].counters["retired"] == 2 * 4
+    assert res.tiles[0].counters["retired"] == 2 * 6    # 2 instructions x T = 6 contexts
 
 
 def test_ecall_exit_code_and_pc():
