@@ -1,5 +1,7 @@
 """Golden model: every fault cause with its pc/addr, stop timing and final state
-(docs/architecture.md §2, §3.1, §7)."""
+(docs/architecture.md §2, §3.1, §7), contract v2: a fault of an instruction issued at t is
+visible from v = t + 5 and the run ends with cycles = v + D (D = ceil(log2 N) + 2); every
+instruction issued up to t_s = v + D - 1 on every tile takes effect."""
 
 import json
 
@@ -12,7 +14,7 @@ from tessera.spec.faults import FaultCause
 from tessera.spec.result import ContextState
 
 SRAM = 16 * 1024
-CFG = ArrayConfig(tiles=1, contexts=4, sram_bytes=SRAM)
+CFG = ArrayConfig(tiles=1, contexts=6, sram_bytes=SRAM)     # D = 2
 
 
 def run(words, cfg=CFG, entry=0, per_tile=None):
@@ -59,22 +61,26 @@ def test_fault_causes(words, exp):
 
 
 def test_fault_stop_timing_and_other_contexts():
-    # context 0 faults on its 2nd instruction (cycle 4); contexts 1..3 executed their first
-    # instruction at 1..3 and nothing after cycle 4 happens.
+    # context 0 faults on its 2nd instruction (issued at T = 6): visible from v = 11, the array
+    # stops at the end of t_s = v + D - 1 = 12, cycles = 13. Contexts 1..5 issue the same
+    # faulting lw at 7..11 <= t_s: they fault too (the tile keeps context 0's record, the
+    # first visible); context 0 is FAULT from 11 and does not issue at 12.
     arr, res = run([asm.addi(6, 0, 1), asm.lw(1, 2, 0), asm.addi(7, 0, 1)])
-    assert res.status == "fault" and res.cycles == 5
-    for c in range(1, 4):
+    assert res.status == "fault" and res.cycles == 13
+    assert fault_of(res) == (0, FaultCause.MISALIGNED_LOAD, 4, 2)
+    for c in range(6):
         ctx = res.tiles[0].contexts[c]
-        assert ctx.state == ContextState.RUNNING and ctx.regs[6] == 1 and ctx.pc == 4
-        assert ctx.retired == 1
-    assert res.tiles[0].contexts[0].retired == 1
-    assert res.tiles[0].counters["retired"] == 4
-    assert res.tiles[0].counters["compute"] == 5
+        assert ctx.state == ContextState.FAULT and ctx.regs[6] == 1 and ctx.pc == 4
+        assert ctx.regs[7] == 0 and ctx.retired == 1
+    assert res.tiles[0].counters["retired"] == 6
+    # every context FAULT only from 16 (context 5's fault of 11): compute in all 13 cycles
+    assert res.tiles[0].counters["compute"] == 13
 
 
 def test_misaligned_entry_faults_at_cycle_0():
     arr, res = run([asm.nop()], entry=2)
-    assert res.status == "fault" and res.cycles == 1
+    # the fetch fault of cycle 0 is visible from 5: cycles = 5 + D = 7
+    assert res.status == "fault" and res.cycles == 7
     assert fault_of(res) == (0, FaultCause.MISALIGNED_FETCH, 2, 2)
 
 
@@ -84,17 +90,20 @@ def test_entry_outside_sram():
 
 
 def test_faults_on_several_tiles_same_cycle_and_others_complete():
-    cfg = ArrayConfig(tiles=3, contexts=4, sram_bytes=SRAM)
-    # tile 0 and 2 fault at cycle 4 (context 0, 2nd insn); tile 1 writes a register then.
+    cfg = ArrayConfig(tiles=3, contexts=6, sram_bytes=SRAM)       # D = 4
+    # tile 0 and 2 fault at cycle 6 (context 0, 2nd insn): visible from 11, t_s = 14,
+    # cycles = 15. Tile 1 keeps running: addi x7 of context c at 6 + c, ecall at 12 + c
+    # (contexts 0..2 at 12..14 <= t_s: HALTED; contexts 3..5 still RUNNING).
     ok = [asm.addi(6, 0, 1), asm.addi(7, 0, 5), asm.ecall()]
     arr, res = run([asm.addi(6, 0, 1), asm.ebreak(), asm.ecall()], cfg=cfg,
                    per_tile={1: ok, 2: [asm.addi(6, 0, 1), 0xFFFFFFFF]})
-    assert res.status == "fault" and res.cycles == 5
+    assert res.status == "fault" and res.cycles == 15
     assert fault_of(res, 0) == (0, FaultCause.BREAKPOINT, 4, 4)
     assert fault_of(res, 2) == (0, FaultCause.ILLEGAL_INSTRUCTION, 4, 0xFFFFFFFF)
     assert res.tiles[1].fault is None
-    assert res.tiles[1].contexts[0].regs[7] == 5
-    assert res.tiles[1].contexts[1].regs[7] == 0
+    assert [c.regs[7] for c in res.tiles[1].contexts] == [5] * 6
+    assert [c.state for c in res.tiles[1].contexts] == [ContextState.HALTED] * 3 \
+        + [ContextState.RUNNING] * 3
     d = json.loads(res.dumps())
     assert d["status"] == "fault"
     assert d["tiles"][0]["fault"] == {"context": 0, "cause": "breakpoint", "pc": 4, "addr": 4}
