@@ -1,7 +1,10 @@
 """Golden model (both engines) and RTL: the stack_limit CSR and the stack_overflow fault
 (docs/architecture.md §3.2 and §7 "Stack limit"). Every expected value is derived by hand
-from the contract text in the comments; T = 4 contexts on one tile, so context c issues at
-cycles t ≡ c (mod 4) and its n-th instruction (n = 0, 1, ...) at t = 4n + c."""
+from the contract text in the comments; T = 6 contexts on one tile, so context c issues at
+cycles t ≡ c (mod 6) and its n-th instruction (n = 0, 1, ...) at t = 6n + c. Contract v2: a
+fault of an instruction issued at t is visible from v = t + 5; the run ends with cycles =
+v + D, D(1 tile) = 2, and every instruction issued at <= t_s = v + 1 takes effect (faults
+among them are recorded; the tile keeps the first visible)."""
 
 from types import SimpleNamespace
 
@@ -14,7 +17,7 @@ from tessera.spec.faults import FaultCause
 from tessera.spec.result import ContextState, RunStatus
 from tessera.toolchain import asm
 
-CFG = ArrayConfig(tiles=1, contexts=4, sram_bytes=16 * 1024)
+CFG = ArrayConfig(tiles=1, contexts=6, sram_bytes=16 * 1024)
 SP, T5, T6 = 2, 5, 6
 LIMIT = 0x3000
 
@@ -45,37 +48,42 @@ def prologue(limit=LIMIT, sp=0x4000):
 def test_addi_below_the_limit_faults(engine):
     # pc 12: sp = 0x4000 - 0x800 = 0x3800 (allowed); pc 16: sp - 0x800 = 0x3000 = limit
     # (allowed: only a value *below* the limit faults); pc 20: 0x3000 - 16 = 0x2FF0 < 0x3000.
-    # Context 0 issues pc 20 (its 6th instruction, n = 5) at t = 20; the array stops at the
-    # end of cycle 20: cycles = 21; contexts 1..3 have issued pc 0..16 (t = 17, 18, 19).
+    # Context 0 issues pc 20 (its 6th instruction, n = 5) at t = 30: visible from 35,
+    # t_s = 36, cycles = 37; contexts 1..5 issue the same pc 20 at 31..35 <= t_s and fault
+    # too (the record stays context 0's, visible first); context 0 is FAULT from 35.
     words = prologue() + [asm.addi(SP, SP, -0x800), asm.addi(SP, SP, -0x800),
                           asm.addi(SP, SP, -16), asm.ecall()]
     arr, res = run(words, engine)
-    assert res.status == RunStatus.FAULT and res.cycles == 21
+    assert res.status == RunStatus.FAULT and res.cycles == 37
     assert fault_of(res) == (0, FaultCause.STACK_OVERFLOW, 20, 0x2FF0)
     c0 = res.tiles[0].contexts[0]
     assert (c0.state, c0.pc, c0.regs[SP]) == (ContextState.FAULT, 20, 0x3000)
     assert c0.retired == 5                               # pc 0..16 retired, pc 20 did not
-    for c in (1, 2, 3):
+    for c in range(1, 6):
         ctx = res.tiles[0].contexts[c]
-        assert (ctx.state, ctx.pc, ctx.regs[SP]) == (ContextState.RUNNING, 20, 0x3000)
+        assert (ctx.state, ctx.pc, ctx.regs[SP]) == (ContextState.FAULT, 20, 0x3000)
+        assert ctx.retired == 5
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_limit_is_per_context(engine):
     # Every context sets its own limit, context_id << 11 (pc 0: csrr t6, context_id; pc 4:
-    # slli t6, t6, 11; pc 8: csrw stack_limit, t6): limits 0, 0x800, 0x1000, 0x1800 (per
-    # context, §3.2). pc 12: lui sp, 2 (0x2000, above every limit); pc 16: addi sp, sp,
-    # -0x7FF (0x1801, still ≥ 0x1800); pc 20: addi sp, sp, -2 (0x17FF): below context 3's
-    # limit only. Context 3's n = 5 issue is at t = 20 + 3 = 23: cycles = 24; contexts 0..2
-    # issued pc 20 at t = 20..22 (retired, sp = 0x17FF, pc 24).
+    # slli t6, t6, 11; pc 8: csrw stack_limit, t6): limits 0, 0x800, 0x1000, 0x1800, 0x2000,
+    # 0x2800 (per context, §3.2). pc 12 (n = 3, t = 18 + c): lui sp, 2 (0x2000): below
+    # context 5's limit: it faults at 23 (visible 28). pc 16 (n = 4, t = 24 + c): addi sp, sp,
+    # -0x7FF (0x1801): below context 4's limit 0x2000: it faults at 28 (<= t_s, recorded
+    # behind context 5's). Stop: v = 28, t_s = 29, cycles = 30. pc 20 (n = 5) would issue at
+    # 30 + c > t_s: contexts 0..3 end with sp = 0x1801, pc 20 (context 3's fault of v1, at
+    # pc 20, is never reached).
     words = [asm.csrr(T6, Csr.CONTEXT_ID), asm.slli(T6, T6, 11), asm.csrw(Csr.STACK_LIMIT, T6),
              asm.lui(SP, 2), asm.addi(SP, SP, -0x7FF), asm.addi(SP, SP, -2), asm.ecall()]
     arr, res = run(words, engine)
-    assert res.cycles == 24
-    assert fault_of(res) == (3, FaultCause.STACK_OVERFLOW, 20, 0x17FF)
+    assert res.cycles == 30
+    assert fault_of(res) == (5, FaultCause.STACK_OVERFLOW, 12, 0x2000)
     ctxs = res.tiles[0].contexts
-    assert [c.regs[SP] for c in ctxs] == [0x17FF, 0x17FF, 0x17FF, 0x1801]
-    assert [c.pc for c in ctxs] == [24, 24, 24, 20]
+    assert [c.regs[SP] for c in ctxs] == [0x1801] * 4 + [0x2000, 0]
+    assert [c.pc for c in ctxs] == [20] * 4 + [16, 12]
+    assert [c.state for c in ctxs] == [ContextState.RUNNING] * 4 + [ContextState.FAULT] * 2
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -86,14 +94,15 @@ def test_csr_read_jal_and_loads(engine):
     # pc 24: sw t5, 0x100(x0) (stores 0x3000 at 0x100); pc 28: lui t6, 2 (0x2000);
     # pc 32: sw t6, 0x104(x0); pc 36: lw sp, 0x104(x0): a load: not checked, sp = 0x2000.
     # pc 40: jal sp, 8: link value pc + 4 = 44 < 0x3000: faults, addr = 44, the jump is not
-    # taken. Context 0's 11th instruction (n = 10): t = 40, cycles = 41.
+    # taken. Context 0's 11th instruction (n = 10): t = 60, visible 65, cycles = 65 + 2 = 67
+    # (contexts 1..5 fault on the same jal at 61..65 <= t_s = 66; the record is context 0's).
     words = prologue() + [asm.csrrw(SP, Csr.STACK_LIMIT, T6), asm.lui(T5, LIMIT >> 12),
                           asm.csrw(Csr.STACK_LIMIT, T5), asm.sw(T5, 0x100, 0),
                           asm.lui(T6, 2), asm.sw(T6, 0x104, 0), asm.lw(SP, 0x104, 0),
                           asm.jal(SP, 8), asm.ecall(), asm.ecall()]
     arr, res = run(words, engine)
     assert fault_of(res) == (0, FaultCause.STACK_OVERFLOW, 40, 44)
-    assert res.cycles == 41
+    assert res.cycles == 67
     c0 = res.tiles[0].contexts[0]
     assert (c0.pc, c0.regs[SP]) == (40, 0x2000)
 
@@ -109,12 +118,13 @@ def test_other_checks_come_first(engine):
 @pytest.mark.parametrize("engine", ENGINES)
 def test_division_faults_in_its_last_turn(engine):
     # pc 12: addi t6, x0, 2; pc 16: lui t5, 4 (0x4000); pc 20: divu sp, t5, t6 = 0x2000 <
-    # 0x3000. Context 0 issues the division first at t = 20 (n = 5); it executes in its
-    # DIV_TURNS = 10th turn, at t = 20 + 9·4 = 56, and faults there: cycles = 57.
+    # 0x3000. Context 0 issues the division first at t = 30 (n = 5); it executes in its
+    # DIV_TURNS = 10th turn, at t = 30 + 9·6 = 84, and faults there: visible 89,
+    # cycles = 89 + 2 = 91.
     words = prologue() + [asm.addi(T6, 0, 2), asm.lui(T5, 4), asm.divu(SP, T5, T6), asm.ecall()]
     arr, res = run(words, engine)
     assert fault_of(res) == (0, FaultCause.STACK_OVERFLOW, 20, 0x2000)
-    assert res.cycles == 57
+    assert res.cycles == 91
     assert res.tiles[0].contexts[0].regs[SP] == 0x4000
 
 
