@@ -1,7 +1,11 @@
 """Exchange STEP runs (docs/architecture.md §6 "Runs"; format word0 [27:20] = run length − 1 in
 tessera/spec/exchange.py): a STEP of run length n moves n consecutive words in n cycles. The
 golden model's two engines are checked against values derived by hand from the text; the RTL
-must give the same result and memory."""
+must give the same result and memory. Contract v2: T = 6, k* = t + 5 after the last sync ARRAY
+at t, r = k* + D (D(4) = 4), an exchange step's fault at c is visible from c + 1 and the array
+stops at the end of t_s = c + 1 + D - 1 = c + D (cycles = c + 1 + D); every other tile's steps
+up to t_s take effect; the faulting tile does no further step (docs/design/contract-v2.md:
+the settlement of "a fault in cycle c + i stops the run there")."""
 
 import struct
 from types import SimpleNamespace
@@ -13,11 +17,12 @@ from tessera.spec.config import ArrayConfig
 from tessera.spec.csr import Csr
 from tessera.spec.exchange import MAX_RUN, Step, decode_step, encode_program, encode_step
 from tessera.spec.faults import FaultCause
+from tessera.spec.result import ContextState
 from tessera.toolchain import asm
 
 SRAM = 16 * 1024
 N, L = 4, 4
-CFG = ArrayConfig(tiles=N, contexts=4, sram_bytes=SRAM, exchange_latency=L)
+CFG = ArrayConfig(tiles=N, contexts=6, sram_bytes=SRAM, exchange_latency=L)
 XP, DATA, RBUF = 0x400, 0x700, 0x600
 ENGINES = ("vector", "fast")
 
@@ -77,26 +82,29 @@ def test_format_round_trip():
 @pytest.mark.parametrize("engine", ENGINES)
 def test_runs_move_consecutive_words(engine):
     arr, res = run_model(engine)
-    # 4 contexts issue sync ARRAY at 8..11: k* = 14, r = 14 + S(4 tiles) = 14 + 4 = 18;
-    # e = r + 8 = 26; RUNNING from 27: context c's lw at its first slot >= 27, csrr 4 later,
-    # ecall 8 later: the last ecall is context 2's at 30 + 8 = 38, cycles = 39.
-    assert res.status == "halted" and res.cycles == 39
+    # 6 contexts issue sync ARRAY (slot 2) at 12..17, visible 17..22: k* = 22,
+    # r = 22 + D(4 tiles) = 22 + 4 = 26; e = r + 8 = 34; RUNNING from 35: context c's lw at
+    # its first slot >= 35 (c5 35, c0 36, c1 37, c2 38, c3 39, c4 40), csrr 6 later, ecall 12
+    # later: the last ecall is context 4's at 52, all HALTED from 57, cycles = 57 + 4 = 61.
+    assert res.status == "halted" and res.cycles == 61
     for t in range(N):
         for i in range(4):
             assert word(arr, t, RBUF + 4 * i) == data_word((t - 1) % N, i)
-        assert res.tiles[t].counters["exchange"] == 26 - 18 + 1
+        assert res.tiles[t].counters["exchange"] == 34 - 26 + 1
         c3 = res.tiles[t].contexts[3]
-        assert (c3.regs[10], c3.regs[11]) == (data_word((t - 1) % N, 0), 27 + 4)
+        assert (c3.regs[10], c3.regs[11]) == (data_word((t - 1) % N, 0), 39 + 6)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_fault_in_the_middle_of_a_run(engine):
     arr, res = run_model(engine, bad_tile=1)
-    # tile 1's receive run starts at r + 4 = 22 at SRAM - 8: cycle 22 writes SRAM - 8, 23
-    # writes SRAM - 4, 24 would write SRAM: exchange_fault at t_f = 24 (pc = the step's
-    # address XP + 8, addr = the byte address SRAM); cycles = 25. Every other tile's step of
-    # cycle 24 completes (its third word), the fourth (cycle 25) does not happen.
-    assert res.status == "fault" and res.cycles == 25
+    # tile 1's receive run starts at r + 4 = 30 at SRAM - 8: cycle 30 writes SRAM - 8, 31
+    # writes SRAM - 4, 32 would write SRAM: exchange_fault at c = 32 (pc = the step's
+    # address XP + 8, addr = the byte address SRAM), visible from 33: t_s = 33 + D - 1 = 36,
+    # cycles = 37. Every other tile's receive steps of cycles 32 and 33 complete (all four
+    # words arrive); their END at 34 <= t_s ends their exchange phase, their contexts are
+    # RUNNING from 35 and contexts 5 and 0 issue their lw at 35 and 36 = t_s.
+    assert res.status == "fault" and res.cycles == 37
     f = res.tiles[1].fault
     assert (f.context, FaultCause(f.cause), f.pc, f.addr) == (
         None, FaultCause.EXCHANGE_FAULT, XP + 8, SRAM)
@@ -105,21 +113,36 @@ def test_fault_in_the_middle_of_a_run(engine):
     for t in (0, 2, 3):
         assert res.tiles[t].fault is None
         got = [word(arr, t, RBUF + 4 * i) for i in range(4)]
-        assert got == [data_word((t - 1) % N, i) for i in range(3)] + [0]
+        assert got == [data_word((t - 1) % N, i) for i in range(4)]
+        # contexts 5 and 0 issued their lw (pc 12) at 35 and 36; the others are RUNNING at pc 12
+        ctx = res.tiles[t].contexts
+        assert [c.pc for c in ctx] == [16, 12, 12, 12, 12, 16]
+        assert ctx[5].regs[10] == ctx[0].regs[10] == data_word((t - 1) % N, 0)
+        assert all(c.state == ContextState.RUNNING for c in ctx)
+    # tile 1 stays in its exchange phase (no END): its contexts keep waiting
+    assert all(c.state == ContextState.WAIT_ARRAY for c in res.tiles[1].contexts)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_send_fault_in_the_middle_of_a_run(engine):
     arr, res = run_model(engine, bad_send_tile=2)
-    # tile 2's send run starts at r = 18 at SRAM - 8: cycles 18 and 19 send SRAM - 8 and
-    # SRAM - 4, cycle 20 would send SRAM: exchange_fault at t_f = 20 (pc = the step's address
-    # XP, addr = SRAM); cycles = 21. No receive step has started (they start at r + 4 = 22).
-    assert res.status == "fault" and res.cycles == 21
+    # tile 2's send run starts at r = 26 at SRAM - 8: cycles 26 and 27 send SRAM - 8 and
+    # SRAM - 4 (zero words), cycle 28 would send SRAM: exchange_fault at c = 28 (pc = the
+    # step's address XP, addr = SRAM), visible from 29: t_s = 32, cycles = 33. The other
+    # tiles' sends (26..29) and receive steps of 30, 31, 32 take effect (33 does not); tile 2
+    # does no further step (no send at 29, no receive).
+    assert res.status == "fault" and res.cycles == 33
     f = res.tiles[2].fault
     assert (f.context, FaultCause(f.cause), f.pc, f.addr) == (
         None, FaultCause.EXCHANGE_FAULT, XP, SRAM)
     assert all(res.tiles[t].fault is None for t in (0, 1, 3))
-    assert all(word(arr, t, RBUF) == 0 for t in range(N))
+    got = [[word(arr, t, RBUF + 4 * i) for i in range(4)] for t in range(N)]
+    # tile t receives from tile t - 1 the words sent at 26, 27, 28 (received at 30, 31, 32)
+    assert got[0] == [data_word(3, i) for i in range(3)] + [0]
+    assert got[1] == [data_word(0, i) for i in range(3)] + [0]
+    assert got[2] == [0] * 4                 # its own receive run never started
+    assert got[3] == [0] * 4                 # tile 2 sent the zero words of SRAM - 8, - 4
+
 
 
 @pytest.mark.rtl
