@@ -1,4 +1,7 @@
-"""Golden model: exchange engine (docs/architecture.md §5 release/resume, §6 exchange)."""
+"""Golden model: exchange engine (docs/architecture.md §5 release/resume, §6 exchange), contract
+v2: T = 6 (context c's slot i at 6i + c), k* = t + 5 after the last sync ARRAY at t,
+r = k* + D with D(4 tiles) = 4, L >= 2; a run whose last ecall issues at t ends with
+cycles = t + 5 + D; an exchange step's fault at c is visible from c + 1: cycles = c + 1 + D."""
 
 import struct
 
@@ -30,7 +33,7 @@ def value(t):
 
 
 def setup(L, xprog_bytes, tiles=N, xp=XP, per_tile_code=None):
-    cfg = ArrayConfig(tiles=tiles, contexts=4, sram_bytes=SRAM, exchange_latency=L)
+    cfg = ArrayConfig(tiles=tiles, contexts=6, sram_bytes=SRAM, exchange_latency=L)
     arr = Array(cfg)
     arr.write_mem(None, 0, asm.program(code(xp)))
     for t, w in (per_tile_code or {}).items():
@@ -54,30 +57,31 @@ def ring_program(L):
     return encode_program(steps)
 
 
-@pytest.mark.parametrize("L", [1, 3, 5])
+@pytest.mark.parametrize("L", [2, 3, 5])
 def test_ring_shift_timing_and_not_sent(L):
     arr = setup(L, ring_program(L))
     res = arr.run(2000)
     assert res.status == "halted"
-    # li = 1 word: syncs at 8..11 -> k* = 14, r = 14 + S(4 tiles) = 18.
+    # li = 1 word: syncs (slot 2) at 12..17, visible 17..22 -> k* = 22, r = 22 + D(4) = 26.
     # steps: r STEP(send, recv from k-L < r: nobody sent -> 0), IDLE L-1, r+L STEP(recv), END
-    # at r+L+1 = e; RUNNING from e+1; lw in the next 4 slots, csrr in the 4 after.
-    r = 18
+    # at r+L+1 = e; RUNNING from e+1; lw in the next 6 slots, csrr in the 6 after, ecall in
+    # the 6 after that (the last at e + 18).
+    r = 26
     e = r + L + 1
     for t in range(N):
         assert word(arr, t, RECV) == value((t - 1) % N)
         assert word(arr, t, RECV2) == 0
-        for c in range(4):
-            first = next(k for k in range(e + 1, e + 5) if k % 4 == c)
+        for c in range(6):
+            first = next(k for k in range(e + 1, e + 7) if k % 6 == c)
             assert int(arr.regs[t, c, 10]) == value((t - 1) % N)
-            assert int(arr.regs[t, c, 11]) == first + 4
+            assert int(arr.regs[t, c, 11]) == first + 6
         cnt = res.tiles[t].counters
         assert cnt["exchange"] == e - r + 1 == L + 2
-        assert cnt["sync"] == r - 14
-    assert res.cycles == e + 12 + 1     # lw, csrr, ecall rounds after e
+        assert cnt["sync"] == r - 22
+    assert res.cycles == e + 18 + 5 + 4     # last ecall e + 18, HALTED + 5, + D
 
 
-@pytest.mark.parametrize("L", [1, 2, 4])
+@pytest.mark.parametrize("L", [2, 3, 4])
 def test_all_gather_multicast(L):
     steps = []
     for j in range(N + L + 1):
@@ -121,8 +125,10 @@ def test_halted_tile_runs_its_exchange_and_no_program_tile():
     assert word(arr, 2, RECV) == value(1)       # sent by the halted tile 1
     assert word(arr, 1, RECV) == value(0)       # the halted tile received too
     assert word(arr, 0, RECV) == 0              # tile 3 has no program: sent nothing
-    # tile 3 (xprog = 0): its syncs at 0..3, but k* = 14 (tile 0/2), r = 18 = e: RUNNING 19
-    assert [int(arr.regs[3, c, 11]) for c in range(4)] == [24, 25, 26, 23]
+    # tile 3 (xprog = 0): its syncs at 0..5, but k* = 22 (tiles 0/2 waiting, tile 1 all
+    # HALTED from 17 + 5), r = 26 = e: RUNNING from 27: lw at 27 (context 3) .. 32 (context
+    # 2), csrr 6 later: contexts 0..5 at 36, 37, 38, 33, 34, 35
+    assert [int(arr.regs[3, c, 11]) for c in range(6)] == [36, 37, 38, 33, 34, 35]
     assert res.tiles[3].counters["exchange"] == 1
     assert res.tiles[1].counters["exchange"] == 5
 
@@ -132,7 +138,7 @@ def fault_run(xprog_bytes, xp=XP, tiles=N):
     return arr, arr.run(2000)
 
 
-R = 18
+R = 26     # r of code() (see test_ring_shift_timing_and_not_sent)
 
 
 @pytest.mark.parametrize("prog,xp,cycle,pc,addr", [
@@ -155,29 +161,34 @@ def test_exchange_faults(prog, xp, cycle, pc, addr):
     if pc is None:
         assert res.status == "halted"
         return
-    assert res.status == "fault" and res.cycles == cycle + 1
+    # the step at `cycle` faults on every tile: visible from cycle + 1, cycles = cycle + 1 + D
+    assert res.status == "fault" and res.cycles == cycle + 1 + 4
     for t in res.tiles:
         f = t.fault
         assert (f.context, f.cause, f.pc, f.addr) == (None, FaultCause.EXCHANGE_FAULT, pc, addr)
-        assert t.counters["exchange"] == cycle - R + 1
+        # no END after the fault: the exchange phase lasts from R to the stop
+        assert t.counters["exchange"] == res.cycles - R
 
 
 def test_xprog_outside_sram_faults():
     arr, res = fault_run(encode_program([Step.end()]), xp=SRAM)
-    assert res.status == "fault" and res.cycles == R + 1    # li SRAM = one lui: same r
+    # li SRAM = one lui: same r; the step at R faults, visible R + 1, cycles = R + 1 + D
+    assert res.status == "fault" and res.cycles == R + 1 + 4
     f = res.tiles[0].fault
     assert (f.context, f.cause, f.pc, f.addr) == (None, FaultCause.EXCHANGE_FAULT, SRAM, SRAM)
 
 
-def test_only_one_tile_faults_others_complete_their_step():
-    arr = setup(1, ring_program(1))
+def test_only_one_tile_faults_others_complete_their_steps():
+    arr = setup(2, ring_program(2))
     bad = encode_program([Step.send_recv(send_addr=DATA, recv_src=1, recv_addr=RECV2,
                                          relative=True),
                           Step.send_recv(recv_src=9, recv_addr=RECV)])
     arr.write_mem(2, XP, bad)
     res = arr.run(2000)
-    # step 1 at r+1 = 19: tile 2 faults; the others receive (L = 1) at the same cycle.
-    assert res.status == "fault" and res.cycles == 20
+    # L = 2. step 1 at r+1 = 27: tile 2 faults (absolute source 9 >= N), visible from 28:
+    # t_s = 28 + D - 1 = 31, cycles = 32. The others idle at 27, receive at r + 2 = 28 the
+    # words sent at 26 (tile 2's send of step 0 took effect), END at 29.
+    assert res.status == "fault" and res.cycles == 32
     assert [t.fault is not None for t in res.tiles] == [False, False, True, False]
     assert res.tiles[2].fault.addr == 9
     assert word(arr, 3, RECV) == value(2)
@@ -186,7 +197,7 @@ def test_only_one_tile_faults_others_complete_their_step():
 
 
 def test_exchange_trace_events():
-    cfg = ArrayConfig(tiles=N, contexts=4, sram_bytes=SRAM, exchange_latency=3)
+    cfg = ArrayConfig(tiles=N, contexts=6, sram_bytes=SRAM, exchange_latency=3)
     arr = Array(cfg, trace=True)
     arr.write_mem(None, 0, asm.program(code()))
     arr.write_mem(None, XP, ring_program(3))
@@ -194,15 +205,15 @@ def test_exchange_trace_events():
         arr.write_mem(t, DATA, struct.pack("<I", value(t)))
     assert arr.run(2000).status == "halted"
     ev = [e for e in arr.xtrace if e["tile"] == 2]
-    # r = 18: step 0 sends (and receives 0 into RECV2), step 2 at r + 3 receives from tile 1
-    assert ev == [{"cycle": 18, "tile": 2, "step_addr": XP, "send": value(2),
+    # r = 26: step 0 sends (and receives 0 into RECV2), step 2 at r + 3 receives from tile 1
+    assert ev == [{"cycle": 26, "tile": 2, "step_addr": XP, "send": value(2),
                    "recv": (3, RECV2, 0)},
-                  {"cycle": 21, "tile": 2, "step_addr": XP + 16, "send": None,
+                  {"cycle": 29, "tile": 2, "step_addr": XP + 16, "send": None,
                    "recv": (1, RECV, value(1))}]
 
 
 def test_run_zero_cycles():
-    arr = Array(ArrayConfig(tiles=2, contexts=4, sram_bytes=SRAM))
+    arr = Array(ArrayConfig(tiles=2, contexts=6, sram_bytes=SRAM))
     res = arr.run(0)
     assert res.status == "timeout" and res.cycles == 0 and res.not_arrived == []
     assert all(t.counters == {"compute": 0, "sync": 0, "exchange": 0, "halted": 0,
