@@ -2,8 +2,9 @@
 "Mutation score"). Expected values are derived by hand from docs/architecture.md and the kernel
 docstrings; each case names the mutant it kills.
 
-Timing for the array cases (T = 4, N = 2, 16 KiB): context c owns the slots t ≡ c (mod 4), so
-context 0 issues its k-th instruction at t = 4k.
+Timing for the array cases (contract v2; T = 6, N = 2, 16 KiB, D(2) = 3): context c owns the
+slots t ≡ c (mod 6), so context 0 issues its k-th instruction at t = 6k; a fault of an
+instruction issued at t is visible from t + 5 and the run ends with cycles = t + 5 + D.
 """
 
 import struct
@@ -19,7 +20,7 @@ from tessera.toolchain import asm
 from tessera.golden_model.kernels.conv2d import im2col
 from tessera.golden_model.kernels.requantize import rounding_divide_by_pot
 
-CFG = ArrayConfig(tiles=2, contexts=4, sram_bytes=16 * 1024, exchange_latency=1)
+CFG = ArrayConfig(tiles=2, contexts=6, sram_bytes=16 * 1024, exchange_latency=2)
 EMPTY = SimpleNamespace(entry=0, segments=[])
 
 
@@ -34,20 +35,21 @@ def test_fetch_fault_on_one_tile_only():
     # fetch there faults, §3.1/§2); tile 1 branches to a run of addi.
     a = asm
     code = [a.csrr(5, Csr.TILE_ID),          # 0x00  t = 0 (context 0)
-            a.bne(5, 0, 16),                 # 0x04  t = 4: tile 1 -> 0x14
-            a.addi(6, 0, 1),                 # 0x08  t = 8
-            a.slli(6, 6, 14),                # 0x0C  t = 12: x6 = 0x4000
-            a.jalr(0, 6, 0),                 # 0x10  t = 16: tile 0 -> 0x4000
-            a.addi(7, 7, 1),                 # 0x14  tile 1: t = 8
-            a.addi(7, 7, 1),                 # 0x18  t = 12
-            a.addi(7, 7, 1),                 # 0x1C  t = 16
-            a.addi(7, 7, 1),                 # 0x20  t = 20 (same slot as tile 0's fetch fault)
+            a.bne(5, 0, 16),                 # 0x04  t = 6: tile 1 -> 0x14
+            a.addi(6, 0, 1),                 # 0x08  t = 12
+            a.slli(6, 6, 14),                # 0x0C  t = 18: x6 = 0x4000
+            a.jalr(0, 6, 0),                 # 0x10  t = 24: tile 0 -> 0x4000
+            a.addi(7, 7, 1),                 # 0x14  tile 1: t = 12
+            a.addi(7, 7, 1),                 # 0x18  t = 18
+            a.addi(7, 7, 1),                 # 0x1C  t = 24
+            a.addi(7, 7, 1),                 # 0x20  t = 30 (same slot as tile 0's fetch fault)
             a.ecall()]
     pre = [(t, 0, _code(code)) for t in (0, 1)]
     res, _ = run_program_io("model", CFG, EMPTY, 200, preload=pre)
     r = res.to_json()
-    # tile 0, context 0 fetches 0x4000 at t = 20: the run stops at the end of cycle 20
-    assert (r["status"], r["cycles"]) == ("fault", 21)
+    # tile 0, context 0 fetches 0x4000 at t = 30: visible from 35, cycles = 35 + 3 = 38
+    # (tile 0's other contexts fault the same way at 31..35 <= t_s = 37; record: context 0)
+    assert (r["status"], r["cycles"]) == ("fault", 38)
     assert r["tiles"][0]["fault"] == {"context": 0, "cause": "access_fault_fetch",
                                       "pc": 0x4000, "addr": 0x4000}
     assert r["tiles"][1]["fault"] is None
@@ -57,7 +59,8 @@ def test_store_fault_on_one_tile_different_words():
     # Kills dropping `rs2 = rs2[ok]` (golden_model/array.py, stores): tiles issue different
     # store words in the same cycle and one of them faults. At t = 0 (context 0) tile 0 issues
     # `sw x6, 1(x0)` (misaligned: fault, §2), tile 1 `sw x7, 0x100(x0)` (x7 = 0 at start):
-    # the run stops at the end of cycle 0 and tile 1's store, issued at t_f, completes (§7).
+    # the fault is visible from 5, the run ends with cycles = 5 + 3 = 8 and tile 1's store,
+    # issued at t_f <= t_s = 7, takes effect (§7).
     a = asm
     pre = [(0, 0, _code([a.sw(6, 1, 0), a.ecall()])),
            (1, 0, _code([a.sw(7, 0x100, 0), a.ecall()])),
@@ -65,7 +68,7 @@ def test_store_fault_on_one_tile_different_words():
     res, data = run_program_io("model", CFG, EMPTY, 200, preload=pre,
                                readback=[(1, 0x100, 4)])
     r = res.to_json()
-    assert (r["status"], r["cycles"]) == ("fault", 1)
+    assert (r["status"], r["cycles"]) == ("fault", 8)
     assert r["tiles"][0]["fault"] == {"context": 0, "cause": "misaligned_store",
                                       "pc": 0, "addr": 1}
     assert r["tiles"][1]["fault"] is None
@@ -127,7 +130,7 @@ def test_scalar_interpreter_directed_program():
         a.ecall(),
     ]
     code = asm.program(prog)
-    cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=16 * 1024)
+    cfg = ArrayConfig(tiles=2, contexts=6, sram_bytes=16 * 1024)
     m = Array(cfg)
     m.write_mem(None, 0, code)
     res = m.run(10_000)

@@ -8,7 +8,7 @@ from tessera.toolchain import asm
 from tessera.spec.config import ArrayConfig
 from tessera.spec.csr import Csr
 
-CFG = ArrayConfig(tiles=2, contexts=4, sram_bytes=16 * 1024)
+CFG = ArrayConfig(tiles=2, contexts=6, sram_bytes=16 * 1024)      # T = 6, D(2) = 3
 
 
 def test_trace_records():
@@ -27,7 +27,7 @@ def test_trace_records():
                      "store_mask": None}
     by = {(r["tile"], r["context"], r["pc"]): r for r in tr}
     st = by[(1, 2, 12)]             # sh at pc 12 (li = lui + addi)
-    assert st["cycle"] == 3 * 4 + 2 and st["rd"] is None and st["value"] is None
+    assert st["cycle"] == 3 * 6 + 2 and st["rd"] is None and st["value"] is None   # slot 3
     assert (st["store_addr"], st["store_data"], st["store_mask"]) == (0x100, 0xCCDD0000, 0b1100)
     assert by[(0, 0, 16)]["rd"] is None          # write to x0
     assert by[(0, 0, 20)]["insn"] == asm.sync_tile()
@@ -40,9 +40,9 @@ def test_state_and_counters_views_shapes():
     arr = Array(CFG)
     arr.write_mem(None, 0, asm.program([asm.ecall()]))
     arr.run(100)
-    assert arr.regs.shape == (2, 4, 32) and arr.regs.dtype == np.uint32
-    assert arr.pc.shape == (2, 4) and arr.pc.dtype == np.uint32
-    assert arr.state.shape == (2, 4)
+    assert arr.regs.shape == (2, 6, 32) and arr.regs.dtype == np.uint32
+    assert arr.pc.shape == (2, 6) and arr.pc.dtype == np.uint32
+    assert arr.state.shape == (2, 6)
     assert set(arr.counters) == {"compute", "sync", "exchange", "halted", "retired", "macs",
                                  "engine"}
     assert all(v.dtype == np.uint64 and v.shape == (2,) for v in arr.counters.values())
@@ -59,7 +59,8 @@ def test_start_resets_everything_but_sram():
     assert (arr.pc == 4).all() and arr.cycle == 0
     assert arr.read_mem(0, 0x200, 4) == bytes([9, 0, 0, 0])
     res = arr.run(100)   # from entry 4: xprog <- x5 = 0, sw, ecall
-    assert res.status == "halted" and res.cycles == 12
+    # ecall in slot 2: the last (context 5) at 2*6 + 5 = 17; HALTED from 22; + D(2) = 3
+    assert res.status == "halted" and res.cycles == 25
 
 
 def test_model_equals_scalar_interpreter():

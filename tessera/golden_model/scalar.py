@@ -12,6 +12,7 @@ import numpy as np
 
 from tessera.spec.config import ArrayConfig
 from tessera.spec.csr import Csr
+from tessera.spec.timing import STATE_VISIBLE_DELAY
 
 from .decode import Op, decode
 
@@ -51,7 +52,12 @@ class ScalarArray:
             m[addr:addr + len(data)] = data
 
     def run(self, max_cycles: int) -> int:
-        """Run until every context halted or ``max_cycles``; returns the cycle count."""
+        """Run until every context halted or ``max_cycles``; returns the cycle count.
+
+        When the last ``ecall`` issues at t, every context is HALTED from t + 5 and the run
+        ends with ``cycle = t + 5 + D`` (architecture §7 "Stop", D = ``decision_latency``),
+        unless that exceeds ``max_cycles``.
+        """
         alive = sum(not h for row in self.halted for h in row)
         while self.cycle < max_cycles and alive:
             c = self.cycle % self.t
@@ -61,6 +67,9 @@ class ScalarArray:
                 if self._step(tile, c):
                     alive -= 1
             self.cycle += 1
+            if not alive:
+                self.cycle = min(max_cycles, self.cycle - 1 + STATE_VISIBLE_DELAY
+                                 + self.cfg.decision_latency)
         return self.cycle
 
     def _step(self, tile: int, c: int) -> bool:
