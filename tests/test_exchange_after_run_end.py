@@ -5,27 +5,31 @@ check (tessera/hdl/tile/fault_record.py, before the package move hdl/tile.py;
 docs/verification.md, "Mutation score"), which survived ``make test``.
 
 Both backends (golden model and the Verilator RTL) on the ``small`` preset (N = 4, T = 6,
-L = 3, S = ceil(log2 4) + 2 = 4, so the RTL build is the one the other RTL tests use).
-Timing, derived by hand from architecture §4–§7:
+L = 3, D = ceil(log2 4) + 2 = 4, so the RTL build is the one the other RTL tests use).
+Timing, derived by hand from architecture §4–§7 (contract v2: state changes visible from
+t + 5; the stop condition first holding at v ends the run with cycles = v + D, every step of
+cycles <= t_s = v + D − 1 taking effect):
 
 * tile 0: ``sync ARRAY; ebreak`` (or ``ecall``). Context c issues the sync at t = c; the last
-  (c = 5, t = 5) is visible from 8: tile 0 is arrived from 8.
+  (c = 5, t = 5) is visible from 10: tile 0 is arrived from 10.
 * tile 1: ``addi x9, x0, 0x400; csrw xprog, x9; sync ARRAY; ecall`` (or, in the ``ecall`` case,
   ``addi; csrw; ecall``): context c issues the third instruction at t = c + 12; the last at 17,
-  visible from 20. Tile 1 is arrived from 20 (waiting, or every context halted).
-* tiles 2, 3: ``ecall`` (every context halted from 8: arrived, never blocking).
-* k* = 20, release r = 24. Tile 0 has xprog = 0: e = r, RUNNING from 25. Tile 1 runs its
-  program (STEP/END one cycle each): step j at cycle 24 + j.
-* ``ebreak``: the first issue after 24 is context 25 mod 6 = 1 at 25 (pc 4): fault,
-  t_f = 25, cycles = 26, tile 0 record {context 1, breakpoint, pc 4, addr 4}. Tile 1's steps
-  j = 0, 1 (cycles 24, 25) belong to the run, j = 2 (cycle 26) does not.
-* ``ecall``: tile 0's contexts issue ``ecall`` at 25 (ctx 1), 26, ..., 30 (ctx 0); tiles 1..3
-  are halted, so the run ends with the ecall at 30: status halted, cycles = 31; tile 1's steps
-  j = 0..6 (cycles 24..30) belong to the run, j = 7 (cycle 31) does not.
+  visible from 22. Tile 1 is arrived from 22 (waiting, or every context halted).
+* tiles 2, 3: ``ecall`` (every context halted from 10: arrived, never blocking).
+* k* = 22, release r = 26. Tile 0 has xprog = 0: e = r, RUNNING from 27. Tile 1 runs its
+  program (STEP/END one cycle each): step j at cycle 26 + j.
+* ``ebreak``: the first issue after 26 is context 27 mod 6 = 3 at 27 (pc 4): fault,
+  visible from 32, t_s = 35, cycles = 36; tile 0's other contexts issue the same ebreak at
+  28..32 (faults recorded too; the tile keeps context 3's, the first visible): record
+  {context 3, breakpoint, pc 4, addr 4}. Tile 1's steps j = 0..9 (cycles 26..35) belong to
+  the run, j = 10 (cycle 36) does not.
+* ``ecall``: tile 0's contexts issue ``ecall`` at 27 (ctx 3), 28, ..., 32 (ctx 2); tiles 1..3
+  are halted, so every context is HALTED from 37: status halted, cycles = 37 + 4 = 41; tile
+  1's steps j = 0..14 (cycles 26..40) belong to the run, j = 15 (cycle 41) does not.
 
 The faulting step reads absolute source 7 ≥ N (exchange_fault, pc = its address 0x400 + 8j,
 addr = 7, architecture §6); the other steps only send. The ``last`` case puts the faulting step
-in the run's last cycle (25 = t_f): both tiles fault in the same cycle and each keeps its record.
+in the run's last cycle (35 = t_s): both tiles have a fault record.
 """
 
 import struct
@@ -63,10 +67,10 @@ def _preload(end, bad_step, n_steps):
 
 CASES = {
     # name: (end, faulting step j, steps before END, status, cycles, tile 1 fault)
-    "ebreak_after": ("ebreak", 2, 4, "fault", 26, None),
-    "ebreak_last": ("ebreak", 1, 4, "fault", 26,
-                    {"context": None, "cause": "exchange_fault", "pc": XPROG + 8, "addr": 7}),
-    "ecall_after": ("ecall", 7, 9, "halted", 31, None),
+    "ebreak_after": ("ebreak", 10, 12, "fault", 36, None),
+    "ebreak_last": ("ebreak", 9, 12, "fault", 36,
+                    {"context": None, "cause": "exchange_fault", "pc": XPROG + 72, "addr": 7}),
+    "ecall_after": ("ecall", 15, 17, "halted", 41, None),
 }
 
 
@@ -78,6 +82,6 @@ def test_exchange_step_after_run_end(backend, case):
     res = run_program(backend, CFG, image, 200, preload=_preload(end, bad, n)).to_json()
     assert (res["status"], res["cycles"]) == (status, cycles)
     faults = [t["fault"] for t in res["tiles"]]
-    t0_fault = ({"context": 1, "cause": "breakpoint", "pc": 4, "addr": 4}
+    t0_fault = ({"context": 3, "cause": "breakpoint", "pc": 4, "addr": 4}
                 if end == "ebreak" else None)
     assert faults == [t0_fault, t1_fault, None, None]

@@ -2,6 +2,15 @@
 §4-§8, on random multi-tile programs mixing sync TILE / sync ARRAY / ecall / cycle reads /
 exchange programs. The reference loops over every cycle, tile and context (no events, no
 fast-forward, no vectorization), so it checks the model's event-driven bookkeeping.
+
+Contract v2 rules the reference implements (written from the text, not from the model): state
+changes of an instruction issued at t are visible from t + 5; a store writes and a load reads
+the SRAM in M = t + 4 (after the fetch and the exchange steps of that cycle); the fetch at t
+sees the writes of cycles < t; a fault is visible from t + 5 (instruction) or c + 1 (exchange
+step at c); every context HALTED is visible from the last ecall + 5; the run ends with
+cycles = v + D (v: the first cycle one of those holds, D = ceil(log2 N) + 2), every
+instruction and step of cycles <= v + D - 1 taking effect; a tile keeps the fault visible
+first; a tile whose exchange step faults does no further step.
 """
 
 import random
@@ -44,16 +53,35 @@ class Ref:
         self.bus = {}                       # (cycle, tile) -> word
         self.release = NEVER
         self.fault = [None] * self.N
+        self.fault_vis = [NEVER] * self.N
+        self.memq = {}                      # M cycle -> [(kind, t, c, rd, addr, value)]
+        self.stop_at = NEVER                # cycles = v + D
+        self.D = cfg.decision_latency
+        self.live = self.N * self.T          # contexts that have not issued ecall
+
+    def record(self, t, f, vis):
+        if vis < self.fault_vis[t]:
+            self.fault[t], self.fault_vis[t] = f, vis
+        self.stop_at = min(self.stop_at, vis + self.D)
+
+    def mem_stage(self, k):
+        for kind, t, c, rd, a, v in self.memq.pop(k, []):
+            if kind == "sw":
+                struct.pack_into("<I", self.mem[t], a, v)
+            elif rd:
+                self.x[t][c][rd] = self.w(t, a)
 
     def w(self, t, a):
         return struct.unpack_from("<I", self.mem[t], a)[0]
 
     def run(self, max_cycles):
         N, T = self.N, self.T
-        for k in range(max_cycles):
+        k = 0
+        while k < min(max_cycles, self.stop_at):
             for key, (cy, s) in list(self.pend.items()):
                 if cy == k:
-                    self.st[key[0]][key[1]] = s
+                    if self.st[key[0]][key[1]] != FLT:
+                        self.st[key[0]][key[1]] = s
                     del self.pend[key]
             for t in range(N):
                 if self.xend[t] == k:
@@ -81,7 +109,7 @@ class Ref:
                     arrived_all &= bool(arrived)
                     any_wa |= WA in s
                 if arrived_all and any_wa:
-                    self.release = k + self.cfg.sync_latency
+                    self.release = k + self.D
             for t in range(N):
                 s = self.st[t]
                 if self.inx[t]:
@@ -92,16 +120,16 @@ class Ref:
                     self.cnt[t][0] += 1
                 else:
                     self.cnt[t][1] += 1
-            stop = self.xstep(k)
+            self.xstep(k)
             c = k % T
             for t in range(N):
                 if self.st[t][c] == RUN and (t, c) not in self.pend:
-                    stop |= self.issue(k, t, c)
-            if stop or self.halted_all:
-                return k + 1
-        return max_cycles
-
-    halted_all = False
+                    self.issue(k, t, c)
+            self.mem_stage(k)
+            k += 1
+        for m in sorted(self.memq):                 # in flight at the end: takes effect
+            self.mem_stage(m)
+        return k
 
     def end_x(self, t, e):
         self.xend[t] = e + 1
@@ -110,37 +138,35 @@ class Ref:
             if self.st[t][c] == WA:
                 self.pend[(t, c)] = (e + 1, RUN)
 
+    def xfault(self, t, k, f):
+        self.record(t, f, k + 1)
+        self.xnext[t] = NEVER
+
     def xstep(self, k):
-        stop = False
         todo = [t for t in range(self.N) if self.xnext[t] == k]
         sends, recvs = {}, []
         for t in todo:
             a = self.xptr[t]
             if a % 8 or a >= SRAM:
-                self.fault[t] = (None, 24, a, a)
-                stop = True
+                self.xfault(t, k, (None, 24, a, a))
                 continue
             w0, w1 = self.w(t, a), self.w(t, a + 4)
             op = w0 >> 30
             if op == 3:
-                self.fault[t] = (None, 24, a, a)
-                stop = True
+                self.xfault(t, k, (None, 24, a, a))
                 continue
             if op == 0:
                 se, re_ = w0 >> 29 & 1, w0 >> 28 & 1
                 sa = (w0 & 0xFFFFF) * 4
                 rel, src, ra = w1 >> 31, (w1 >> 20) & 0x7FF, (w1 & 0xFFFFF) * 4
                 if se and sa >= SRAM:
-                    self.fault[t] = (None, 24, a, sa)
-                    stop = True
+                    self.xfault(t, k, (None, 24, a, sa))
                     continue
                 if re_ and not rel and src >= self.N:
-                    self.fault[t] = (None, 24, a, src)
-                    stop = True
+                    self.xfault(t, k, (None, 24, a, src))
                     continue
                 if re_ and ra >= SRAM:
-                    self.fault[t] = (None, 24, a, ra)
-                    stop = True
+                    self.xfault(t, k, (None, 24, a, ra))
                     continue
                 if se:
                     sends[t] = self.w(t, sa)
@@ -157,7 +183,6 @@ class Ref:
             self.bus[(k, t)] = v
         for t, s, ra in recvs:
             struct.pack_into("<I", self.mem[t], ra, self.bus.get((k - self.L, s), 0))
-        return stop
 
     def issue(self, k, t, c):
         x, pc = self.x[t][c], self.pc[t][c]
@@ -169,28 +194,29 @@ class Ref:
             val = (x[rs1] + imm) & 0xFFFFFFFF
         elif op == 0x33:                                # add
             val = (x[rs1] + x[(w >> 20) & 31]) & 0xFFFFFFFF
-        elif op == 0x03:                                # lw
-            val = self.w(t, (x[rs1] + imm) & 0xFFFFFFFF)
-        elif op == 0x23:                                # sw
+        elif op == 0x03:                                # lw: reads in M, k + 4
+            self.memq.setdefault(k + 4, []).append(
+                ("lw", t, c, rd, (x[rs1] + imm) & 0xFFFFFFFF, None))
+        elif op == 0x23:                                # sw: writes in M, k + 4
             a = (x[rs1] + ((w >> 25) << 5 | (w >> 7) & 31)) & 0xFFFFFFFF
-            struct.pack_into("<I", self.mem[t], a, x[(w >> 20) & 31])
+            self.memq.setdefault(k + 4, []).append(("sw", t, c, 0, a, x[(w >> 20) & 31]))
         elif op == 0x63:                                # beq/bne forward
             off = ((w >> 8) & 0xF) << 1 | ((w >> 25) & 0x3F) << 5
             if (x[rs1] == x[(w >> 20) & 31]) == (f3 == 0):
                 nxt = pc + off
         elif w == 0x00100073:                           # ebreak: fault, no effect
-            self.fault[t] = (c, 3, pc, pc)
-            self.pend[(t, c)] = (k + 3, FLT)
-            return True
+            self.record(t, (c, 3, pc, pc), k + 5)
+            self.pend[(t, c)] = (k + 5, FLT)
+            return
         elif op == 0x73 and w == 0x73:                  # ecall
             self.exitc[t][c] = x[10]
-            self.pend[(t, c)] = (k + 3, HALT)
+            self.pend[(t, c)] = (k + 5, HALT)
             self.pc[t][c] = nxt
             self.ret[t][c] += 1
-            live = sum(1 for tt in range(self.N) for cc in range(self.T)
-                       if self.st[tt][cc] != HALT and self.pend.get((tt, cc), (0, -1))[1] != HALT)
-            self.halted_all = live == 0
-            return False
+            self.live -= 1
+            if self.live == 0:                          # every context HALTED from k + 5
+                self.stop_at = min(self.stop_at, k + 5 + self.D)
+            return
         elif op == 0x73:                                # csrr / csrw xprog
             csr = w >> 20
             old = {0xC00: k, 0xCC0: t, 0xCC1: c, 0x800: self.xprog[t]}[csr]
@@ -198,14 +224,13 @@ class Ref:
                 self.xprog[t] = x[rs1]
             val = old
         elif op == 0x2B:                                # sync
-            self.pend[(t, c)] = (k + 3, WA if w >> 20 else WT)
+            self.pend[(t, c)] = (k + 5, WA if w >> 20 else WT)
         else:
             raise AssertionError(hex(w))
         if val is not None and rd:
             x[rd] = val
         self.pc[t][c] = nxt
         self.ret[t][c] += 1
-        return False
 
 
 def gen_code(rng, T):
@@ -271,8 +296,8 @@ def gen_xprog(rng, N):
 def compare(seed):
     rng = random.Random(seed)
     N = rng.choice([1, 2, 3, 5])
-    T = rng.choice([4, 5, 6])
-    L = rng.choice([1, 2, 3, 4])
+    T = rng.choice([6, 7, 8])          # T >= 6, L >= 2 (§1, contract v2)
+    L = rng.choice([2, 3, 4, 5])
     cfg = ArrayConfig(tiles=N, contexts=T, sram_bytes=SRAM, exchange_latency=L)
     images = []
     for t in range(N):
