@@ -62,7 +62,7 @@ def run_on_model(transfers, cfg, seed=0):
 def test_unicast_schedule_on_model(seed):
     rng = random.Random(seed)
     n = rng.choice([2, 4, 16])
-    cfg = ArrayConfig(tiles=n, exchange_latency=rng.choice([1, 3, 8]))
+    cfg = ArrayConfig(tiles=n, exchange_latency=rng.choice([2, 3, 8]))
     sched = run_on_model(make_transfers(random_unicast(rng, n, rng.randrange(1, 300)), cfg), cfg,
                          seed)
     assert sched.bound_met
@@ -116,11 +116,11 @@ def run_on_array(transfers, cfg, seed=0):
     arr.start(0)
     res = arr.run(100_000)
     assert res.status.value == "halted", res.status
-    # timing from the contract, computed by hand: the sync issues at 4T (context 0's 5th
-    # slot); it is visible at 4T+3, when the other contexts have halted (their ecalls issue at
-    # 3T+c, visible by 4T+2), so k* = 4T+3 and r = k* + S; END at e = r + cycles - 1;
-    # context 0 issues next at the first multiple of T after e.
-    r = 4 * T + 3 + cfg.sync_latency
+    # timing from the contract (v2), computed by hand: the sync issues at 4T (context 0's 5th
+    # slot); it is visible at 4T+5, when the other contexts have halted (their ecalls issue at
+    # 3T+c, visible by 3T+(T-1)+5 = 4T+4), so k* = 4T+5 and r = k* + D; END at
+    # e = r + cycles - 1; context 0 issues next at the first multiple of T after e.
+    r = 4 * T + 5 + cfg.decision_latency
     e = r + sched.cycles - 1
     resume = -(-(e + 1) // T) * T
     for tr in res.tiles:
@@ -138,7 +138,7 @@ def run_on_array(transfers, cfg, seed=0):
 def test_unicast_schedule_on_array(seed):
     rng = random.Random(50 + seed)
     n = rng.choice([2, 4, 16])
-    cfg = ArrayConfig(tiles=n, exchange_latency=rng.choice([1, 3, 8]))
+    cfg = ArrayConfig(tiles=n, exchange_latency=rng.choice([2, 3, 8]))
     pairs = random_unicast(rng, n, rng.randrange(1, 200))
     sched = run_on_array(make_transfers(pairs, cfg, src_base=0x1000), cfg, seed)
     assert sched.bound_met
