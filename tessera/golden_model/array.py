@@ -103,7 +103,7 @@ _WARNED = []
 def _choose_engine(engine: str | None, trace: bool) -> str:
     """Resolve ``Array(engine=...)``; see :class:`Array`."""
     import os
-    explicit = engine is not None
+    explicit = engine is not None or bool(os.environ.get("TESSERA_MODEL_ENGINE"))
     if engine is None:
         engine = os.environ.get("TESSERA_MODEL_ENGINE") or ("vector" if trace else "fast")
     if engine not in ENGINES:
@@ -629,10 +629,15 @@ class Array:
 
     def _engine_faults(self, k: int) -> None:
         """Record the engine faults of cycle k, visible from k + 1 (§7, §12 "Engine faults"):
-        context c_e enters FAULT from k + 1 with pc = pc_e."""
+        context c_e enters FAULT from k + 1 with pc = pc_e. The faulting step had no effect,
+        so the engine stays busy and repeats it in its next engine cycle (until the stop)."""
         mx = self._mx
         vis = k + STEP_FAULT_VISIBLE_DELAY
         for t, addr in self._mx_faults:
+            if self._fault_vis[t] == vis:
+                # an instruction fault of this tile visible from the same cycle: the record is
+                # the instruction's and this engine fault is dropped (§12 "Engine faults")
+                continue
             ce, pce = int(mx.issuer[t]), int(mx.issuer_pc[t])
             self._record_fault(t, Fault(ce, FaultCause.ENGINE_FAULT, pce, addr & _M32), vis)
             self._pc[t, ce] = pce
