@@ -247,6 +247,24 @@ def test_timeout_continue_and_start_reset_the_engine():
     assert list(i32(arr, SOUT, 6)[::2]) == RAW_ACC
 
 
+def test_halt_with_a_busy_engine_steps_until_the_stop():
+    # §7 "Stop" (contract v2): every context HALTED at v stops the array at the end of
+    # t_s = v + D - 1, and a busy matrix engine steps until t_s. Context 0: j0 li (18), j1 mrun
+    # (24: x = 28, steps 29 + s), j2 nop (30), j3 ecall (36) without mwait; the others ecall at
+    # 19..23. All HALTED from 41, t_s = 42, cycles = 43. J = 2 (S = 15): the write of element
+    # 0 is step 13 = cycle 42 <= t_s (it happens), element 1's is step 14 = 43 (it does not).
+    # macs: stream steps 11, 12 (cycles 40, 41) = 2 * 8; engine busy 28..42 = 15 cycles (still
+    # busy at the end).
+    mem = raw_small(2)
+    mem[SOUT] = (0x5A5A5A5A).to_bytes(4, "little") * 4
+    arr = make({0: [*asm.li(5, D0), asm.mrun(5), asm.nop(), asm.ecall()]}, mem)
+    res = arr.run(1000)
+    assert res.status == "halted" and res.cycles == 43
+    assert list(i32(arr, SOUT, 4)[::2]) == [RAW_ACC[0], 0x5A5A5A5A]
+    c = res.tiles[0].counters
+    assert (c["macs"], c["engine"], c["halted"]) == (16, 15, 2)
+
+
 # ------------------------------------------------------------------------------ memory order
 def test_engine_read_does_not_see_a_store_in_m_one_cycle_later():
     # J = 2, no stall before: X(1) is read in step 12 at cycle 41. Context 2 stores to X(1)'s
