@@ -18,7 +18,7 @@ from helpers.cli import run_cli
 
 
 def _fake(cycles=320):
-    cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=16384, exchange_latency=3)
+    cfg = ArrayConfig(tiles=2, contexts=6, sram_bytes=16384, exchange_latency=3)
     compiled = SimpleNamespace(
         config=cfg,
         ops=[("prof", "p"), ("exec", "a"), ("exch", "x"), ("exec", "b")],
