@@ -203,7 +203,7 @@ def check_counter_sum(r):
 # ---------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("config", [
-    TINY, PRESETS["small"], ArrayConfig(tiles=1, contexts=5, sram_bytes=16384),
+    TINY, PRESETS["small"], ArrayConfig(tiles=1, contexts=7, sram_bytes=16384),
     ArrayConfig(tiles=2, contexts=16, sram_bytes=32768)], ids=["T4", "T6", "T5", "T16"])
 def test_spmd_ecall_cycles(config):
     T = config.contexts

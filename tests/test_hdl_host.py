@@ -19,7 +19,7 @@ from helpers.hdl_sim import Axil, BarrierStubCore, DbgStubCore, sram_get, simula
 
 
 # ---------------------------------------------------------------- host-port tests
-CFG = ArrayConfig(tiles=2, contexts=4, sram_bytes=16 * 1024, exchange_latency=2)
+CFG = ArrayConfig(tiles=2, contexts=6, sram_bytes=16 * 1024, exchange_latency=2)  # T >= 6 (v2)
 
 
 def test_host_port_map():

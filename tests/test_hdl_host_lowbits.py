@@ -15,7 +15,7 @@ from tessera.spec.hostmap import Ctrl
 from helpers.hdl_sim import Axil, DbgStubCore, simulate, OKAY, SLVERR, DECERR
 from tessera.hdl.array import Array
 
-CFG = ArrayConfig(tiles=2, contexts=4, sram_bytes=16 * 1024, exchange_latency=2)
+CFG = ArrayConfig(tiles=2, contexts=6, sram_bytes=16 * 1024, exchange_latency=2)  # T >= 6 (v2)
 
 
 @pytest.mark.parametrize("low", [1, 2, 3])

@@ -21,7 +21,7 @@ from tessera.toolchain import asm
 from helpers.hdl_sim import Axil, sram_set, simulate, wait_done
 from tessera.hdl.array import Array
 
-CFG = ArrayConfig(tiles=1, contexts=4, sram_bytes=16 * 1024, exchange_latency=1)
+CFG = ArrayConfig(tiles=1, contexts=6, sram_bytes=16 * 1024, exchange_latency=2)  # v2: T >= 6, L >= 2
 
 
 def test_second_start_resets_counters_and_xprog():

@@ -31,7 +31,14 @@ pytestmark = pytest.mark.rtl
 
 CFG = PRESETS["tiny"]
 T = CFG.contexts
-assert (T, CFG.engine_lanes, CFG.sram_bytes) == (4, 4, 16 * 1024)
+
+
+def test_expected_cycles_of_this_file_are_for_the_tiny_preset_of_v1():
+    # The expected cycles below were derived by hand for the v1 tiny preset (T = 4, F-D-X-W).
+    # Contract v2 makes tiny T = 6 (six stages, engine rules in M): they must be re-derived
+    # with the v2 RTL (branch v2-model leaves tessera/hdl at v1). Until then this fails.
+    assert (T, CFG.engine_lanes, CFG.sram_bytes) == (4, 4, 16 * 1024), \
+        "tests/test_rtl_engine.py: re-derive the expected cycles for contract v2 (T = 6)"
 
 CODE = 0x100            # context c's code at CODE + 256c
 DESC = 0x1000           # descriptors

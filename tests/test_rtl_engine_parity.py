@@ -17,7 +17,7 @@ from tessera.spec.faults import FaultCause
 
 pytestmark = pytest.mark.rtl
 
-SMALL = ArrayConfig(name="eng2", tiles=2, contexts=4, sram_bytes=32768, exchange_latency=2)
+SMALL = ArrayConfig(name="eng2", tiles=2, contexts=6, sram_bytes=32768, exchange_latency=2)  # T >= 6 (v2)
 
 
 def _run(cfg, specs, total):
@@ -76,7 +76,7 @@ def test_engine_parity_small():
 @pytest.mark.parametrize("cfg", [
     SMALL,
     ArrayConfig(name="eng16", tiles=2, contexts=6, sram_bytes=32768, engine_macs=16),
-    ArrayConfig(name="eng64", tiles=4, contexts=5, sram_bytes=65536, engine_macs=64,
+    ArrayConfig(name="eng64", tiles=4, contexts=7, sram_bytes=65536, engine_macs=64,
                 exchange_latency=3),
 ], ids=lambda c: c.name)
 def test_engine_parity_long(cfg):
@@ -91,7 +91,7 @@ def test_no_engine_build_makes_mrun_mwait_illegal():
     from tessera.tb.backend import result_from_json
     from tessera.tb.runner import build_array
     from tessera.toolchain import asm
-    cfg = ArrayConfig(name="noeng", tiles=1, contexts=4, sram_bytes=16384, engine_macs=0)
+    cfg = ArrayConfig(name="noeng", tiles=1, contexts=6, sram_bytes=16384, engine_macs=0)
     jobs = []
     for word in (asm.mrun(5), asm.mwait()):
         # context 0: nop (0), the word (4); the others spin (j .)

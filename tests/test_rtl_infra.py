@@ -18,7 +18,7 @@ from tessera.spec.hostmap import MAGIC, Ctrl, Status, sram_addr
 
 pytestmark = pytest.mark.rtl
 
-CFG = ArrayConfig(name="mocktiny", tiles=1, contexts=4, sram_bytes=16 * 1024)
+CFG = ArrayConfig(name="mocktiny", tiles=1, contexts=6, sram_bytes=16 * 1024)  # T >= 6 (v2)
 MOCK_SRC = Path(__file__).with_name("mock_array.py")
 
 
