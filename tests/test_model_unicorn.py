@@ -23,7 +23,7 @@ from tessera.spec.csr import Csr  # noqa: E402
 SRAM = 64 * 1024
 WIN_BASE = 0x8000              # above the code of a 5000-instruction stream
 WIN = 0x1000
-T = 4
+T = 6                      # contexts per tile (T >= 6, contract v2)
 BASE = 31                    # load/store base register, never an ALU operand
 SPECIAL = [0, 1, 0xFFFFFFFF, 0x80000000, 0x7FFFFFFF, 0xFFFF8000, 0x80, 0xFF]
 

@@ -59,9 +59,11 @@ def test_bare_asm_exit_codes(tmp_path):
     assert RunStatus(res.status) == RunStatus.HALTED
     assert codes(res) == [[t * 16 + c for c in range(cfg.contexts)] for t in range(cfg.tiles)]
     # 5 instructions per context, all contexts issue in consecutive slots: the last
-    # context's ecall is its 5th instruction, issued at cycle 4*T + (T-1) (spec §4, §7).
+    # context's ecall is its 5th instruction, issued at cycle 4*T + (T-1); every context is
+    # HALTED from 5 cycles later and the run ends D = ceil(log2 4) + 2 = 4 cycles after that
+    # (spec §4, §7, contract v2).
     T = cfg.contexts
-    assert res.cycles == 4 * T + (T - 1) + 1
+    assert res.cycles == 4 * T + (T - 1) + 5 + 4
     for t in res.tiles:
         assert t.counters["retired"] == 5 * T
         assert all(c.retired == 5 for c in t.contexts)
@@ -201,9 +203,10 @@ _start:
     d = json.loads(out.read_text())
     assert d["status"] == "fault"
     f = d["tiles"][0]["fault"]
-    # context 0 issues ebreak first, at cycle T (its second slot): spec §7
+    # context 0 issues ebreak first, at cycle T (its second slot), visible from T + 5; the
+    # other contexts' ebreaks (T + 1 .. T + 5) are recorded behind it; cycles = T + 5 + D(1)
     assert f == {"context": 0, "cause": "breakpoint", "pc": 4, "addr": 4}
-    assert d["cycles"] == PRESETS["tiny"].contexts + 1
+    assert d["cycles"] == PRESETS["tiny"].contexts + 5 + 2
 
     loop = build(tmp_path, "loop.c", "int main(void){ for(;;) { __asm__ volatile(\"\"); } }\n")
     r = tessera("exec", loop, "--preset", "tiny", "--max-cycles", "500", "--json", out)
