@@ -183,7 +183,11 @@ class Array:
         (one vectorized step per cycle over all tiles). Both are bit- and cycle-exact and
         share this object's state. None (default): ``$TESSERA_MODEL_ENGINE`` if set, else
         ``"vector"`` with ``trace=True`` and ``"fast"`` otherwise (``"vector"`` with a
-        warning if the fast engine cannot be built here).
+        warning if the fast engine cannot be built here). While the fast engine implements
+        an older timing contract than this module (``tessera.golden_model.fast.
+        CONTRACT_VERSION`` < :data:`CONTRACT_VERSION`; branch v2-model), ``"fast"`` asked
+        for explicitly or through the environment raises ``ValueError`` and the default is
+        ``"vector"``.
 
     Members
     -------
