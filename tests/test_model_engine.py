@@ -720,6 +720,20 @@ def test_instruction_fault_visible_in_the_same_cycle_wins():
     assert res.tiles[0].contexts[0].pc == PC_MRUN
 
 
+def test_engine_fault_visible_first_is_kept_over_an_earlier_issued_instruction_fault():
+    # §7 "a tile keeps its first fault", read as the first *visible* one (contract v2):
+    # misaligned descriptor: engine fault in step 0 at 29, visible from 30. Context 2's j1,
+    # an ebreak issued at (3 + 1) * 6 + 2 = 26 (before the engine step), is visible only from
+    # 31: the record is the engine's; both contexts end in FAULT; cycles = 30 + D = 32.
+    codes = {0: issuer(0x404), 2: [asm.nop(), asm.ebreak()]}
+    arr, res = fault_case(codes=codes)
+    assert res.status == "fault" and res.cycles == 32
+    assert fault(res) == (0, FaultCause.ENGINE_FAULT, PC_MRUN, 0x404)
+    assert res.tiles[0].contexts[0].state == ContextState.FAULT
+    assert res.tiles[0].contexts[2].state == ContextState.FAULT
+    assert res.tiles[0].contexts[2].pc == 3 * CODE + 4
+
+
 def test_engine_fault_and_instruction_fault_on_other_tiles_keep_both_records():
     # N = 2 (D = 3). Tile 0: engine fault in cycle 29, visible 30 (as above); context 1's
     # instruction at 25 on tile 0 is an addi that completes. Tile 1: ebreak at 25 (visible 30):
