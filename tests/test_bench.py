@@ -66,20 +66,21 @@ def test_check_schedule_rejects_double_send():
 
 
 def test_sync_latency_from_hand_built_registers():
-    # 2 tiles x 4 contexts: last sync issued at s0 + T = 40 + 4 = 44; resumes at 52..55
-    regs = np.zeros((2, 4, 32), dtype=np.uint32)
-    regs[:, :, 8] = [[30, 31, 40, 33], [29, 35, 36, 37]]
-    regs[:, :, 10] = [[52, 53, 54, 55], [55, 52, 53, 54]]
-    got = bs.latency_from_regs(regs, 4)
-    assert got == dict(t_last=44, release=51, issue_to_release=7, arrival_to_release=4)
+    # 2 tiles x 6 contexts (contract v2): last sync issued at s0 + T = 40 + 6 = 46, visible
+    # from 51 = k*; r = k* + D(2) = 54; the contexts resume at 55..60
+    regs = np.zeros((2, 6, 32), dtype=np.uint32)
+    regs[:, :, 8] = [[30, 31, 40, 33, 34, 35], [29, 35, 36, 37, 38, 39]]
+    regs[:, :, 10] = [[55, 56, 57, 58, 59, 60], [60, 55, 56, 57, 58, 59]]
+    got = bs.latency_from_regs(regs, 6)
+    assert got == dict(t_last=46, release=54, issue_to_release=8, arrival_to_release=3)
     regs[1, :, 10] += 1
     with pytest.raises(BenchError, match="differ between tiles"):
-        bs.latency_from_regs(regs, 4)
+        bs.latency_from_regs(regs, 6)
 
 
 @pytest.mark.parametrize("n,s", [(1, 2), (4, 4), (5, 5), (16, 6)])
 def test_sync_on_model_matches_contract(n, s):
-    # architecture §5: S = ceil(log2 N) + 2, computed by hand in the parametrisation
+    # architecture §5: D = ceil(log2 N) + 2, computed by hand in the parametrisation
     assert bs._model(n)["arrival_to_release"] == s
 
 
