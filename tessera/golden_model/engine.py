@@ -3,7 +3,7 @@
 One :class:`MatrixEngines` object holds the engine state of every tile of an array (numpy
 arrays indexed by tile) and executes engine **steps**: :meth:`MatrixEngines.step` runs step s of
 one tile's command in the engine cycle given by the caller. Which cycles are engine cycles
-(exchange phase, a LOAD/STORE in X), the ``mrun``/``mwait`` issue rules and the ordering against
+(exchange phase, a LOAD/STORE in M), the ``mrun``/``mwait`` issue rules and the ordering against
 the cores' loads and stores are the cycle loop's business (:mod:`tessera.golden_model.array`);
 this module only knows the command: descriptor, parameters, lanes, accumulators, the step
 schedule, the output rules and the engine-fault checks, in the order §12 lists them.
@@ -238,38 +238,6 @@ class MatrixEngines:
         self.group = True
 
     # ------------------------------------------------------------------ issue side
-    def idle_at_next_x(self, tiles: np.ndarray, k: int,
-                       engine_cycle_next: np.ndarray) -> np.ndarray:
-        """Is each tile's engine idle at cycle k + 2 (the X cycle of an instruction issued at k)?
-
-        Called while the engine cycles ≤ k have been stepped. The engine is idle at k + 2 if it
-        is not busy, or if its one remaining step falls in cycle k + 1.
-
-        Parameters
-        ----------
-        tiles : numpy.ndarray of int
-            Tiles to ask.
-        k : int
-            Issue cycle.
-        engine_cycle_next : numpy.ndarray of bool, aligned with ``tiles``
-            Cycle k + 1 is not excluded as an engine cycle (no LOAD/STORE issued at k − 1;
-            a tile that issues at k is never in its exchange phase at k + 1).
-
-        Returns
-        -------
-        numpy.ndarray of bool, aligned with ``tiles``
-        """
-        busy = self.busy[tiles]
-        last_one = ((self.total[tiles] - self.step_no[tiles]) == 1) \
-            & (self.accept[tiles] < k + 1) & engine_cycle_next
-        # ... unless that last step faults: it then has no effect, the command never ends and
-        # the engine is still busy at k + 2 (§12 "Engine faults"; the run stops at k + 1)
-        for i in np.nonzero(last_one & busy)[0].tolist():
-            t = int(tiles[i])
-            if self._streaming_access(self.cmd[t], int(self.step_no[t]))[0] is not None:
-                last_one[i] = False
-        return ~busy | last_one
-
     def accept_cmd(self, tiles: np.ndarray, x: int, d: np.ndarray, context: int,
                    pcs: np.ndarray) -> None:
         """Accept a command on ``tiles`` at cycle ``x`` (descriptor byte addresses ``d``,
