@@ -249,8 +249,10 @@ class MatrixEngines:
         tiles = np.asarray(tiles)
         d = np.broadcast_to(np.asarray(d, dtype=np.int64) & _M32, tiles.shape)
         pcs = np.broadcast_to(np.asarray(pcs, dtype=np.int64), tiles.shape)
-        # A tile whose last step is still to come (in cycle x - 1, see idle_at_next_x) starts
-        # the new command when that step is done.
+        # A tile whose last step is still to come starts the new command when that step is
+        # done (v1 fast-engine hand-off state; the contract-v2 cycle loop of array.py decides
+        # mrun in M from the engine state after the steps of earlier cycles and accepts only
+        # idle engines).
         q = self.busy[tiles]
         for t, dd, pp in zip(tiles[q].tolist(), d[q].tolist(), pcs[q].tolist()):
             self.queued[t] = (x, dd, context, pp)
