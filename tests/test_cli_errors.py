@@ -211,7 +211,7 @@ def test_xlatency_mismatch_rejected(elfs):
     assert r.returncode == 0, r.stderr
     # ring: tile t receives tile (t-1)'s id*7+1 -> exit code of context 0 (hand values)
     assert "tile 0: exit codes [22, 0, 0, 0, 0, 0]" in r.stdout, r.stdout
-    for lat in ("1", "7"):                                  # no exchange: any latency
+    for lat in ("2", "7"):                 # no exchange: any latency (L >= 2, contract v2)
         r = tessera("exec", elfs["hello"], "--xlatency", lat, timeout=120)
         assert r.returncode == 0, r.stderr
 

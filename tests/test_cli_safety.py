@@ -135,7 +135,7 @@ def test_exec_trace_jsonl(progs, tmp_path):
     assert first["insn"] == 0xCC1022F3 and first["asm"] == "csrrs t0,context_id,zero"
     assert {"rd", "value", "store_addr", "store_data", "store_mask"} <= set(first)
     ecalls = [x for x in recs if x["asm"] == "ecall"]
-    assert len(ecalls) == 4                       # tiny: 1 tile x 4 contexts, each halts once
+    assert len(ecalls) == 6                       # tiny: 1 tile x 6 contexts, each halts once
     cycles = [x["cycle"] for x in recs]
     assert cycles == sorted(cycles)
     one_line_error(tessera_cli("exec", progs["zero"], "--backend", "rtl", "--trace", tr),
@@ -244,22 +244,22 @@ def test_signed_exit_codes(progs, tmp_path):
     js = tmp_path / "r.json"
     r = tessera_cli("exec", progs["neg"], "--preset", "tiny", "--json", js)
     assert r.returncode == 0
-    assert "tile 0: exit codes [-1, -1, -1, -1]" in r.stdout, r.stdout
+    assert "tile 0: exit codes [-1, -1, -1, -1, -1, -1]" in r.stdout, r.stdout   # tiny: T = 6
     assert "4294967295" not in r.stdout
     assert json.loads(js.read_text())["tiles"][0]["contexts"][0]["exit_code"] == 0xFFFFFFFF
 
 
 def test_exit_codes_above_16_tiles_not_dropped(progs):
     """Case 'per-tile exit codes above 16 tiles not silently dropped'."""
-    r = tessera_cli("exec", progs["zero"], "--tiles", "64", "--contexts", "4")
+    r = tessera_cli("exec", progs["zero"], "--tiles", "64", "--contexts", "6")   # T >= 6
     assert r.returncode == 0
-    assert "tiles 0-63: exit codes [0, 0, 0, 0]" in r.stdout, r.stdout
-    r = tessera_cli("exec", progs["tid"], "--tiles", "32", "--contexts", "4")
+    assert "tiles 0-63: exit codes [0, 0, 0, 0, 0, 0]" in r.stdout, r.stdout
+    r = tessera_cli("exec", progs["tid"], "--tiles", "32", "--contexts", "6")
     assert r.returncode == 0
     shown = [int(m) for m in re.findall(r"^tile (\d+): exit codes \[", r.stdout, re.M)]
     assert shown == list(range(16))
     for t in range(16):
-        assert f"tile {t}: exit codes [{t}, {t}, {t}, {t}]" in r.stdout
+        assert f"tile {t}: exit codes [{', '.join([str(t)] * 6)}]" in r.stdout
     assert "exit codes of 16 more tile(s) (tiles 16-31) not shown; --json has every " \
            "context" in r.stdout, r.stdout
 
@@ -327,13 +327,15 @@ def test_demo_gc2_like_suggests_model_backend():
 
 
 def test_cc_xlatency_range(tmp_path):
-    """Case 'tessera cc --xlatency 99 refused (the array allows 1..64)'."""
+    """Case 'tessera cc --xlatency 99 refused (the array allows 2..64, contract v2)'."""
     src = tmp_path / "x.c"
     src.write_text("int main(void){ return 0; }\n")
-    with pytest.raises(ValueError, match="1..64"):
+    with pytest.raises(ValueError, match="2..64"):
         ArrayConfig(exchange_latency=99)               # the spec's range
     one_line_error(tessera_cli("cc", src, "-o", tmp_path / "x.elf", "--xlatency", "99"),
-                   "--xlatency", "1..64")
+                   "--xlatency", "2..64")
+    one_line_error(tessera_cli("cc", src, "-o", tmp_path / "x.elf", "--xlatency", "1"),
+                   "--xlatency", "2..64")
     assert not (tmp_path / "x.elf").exists()
     assert tessera_cli("cc", src, "-o", tmp_path / "x.elf", "--xlatency", "64").returncode == 0
 

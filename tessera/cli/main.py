@@ -108,8 +108,16 @@ def _say(args):
     return say
 
 
+def _l_range() -> str:
+    from tessera.spec.config import MAX_EXCHANGE_LATENCY, MIN_EXCHANGE_LATENCY
+    return f"{MIN_EXCHANGE_LATENCY}..{MAX_EXCHANGE_LATENCY}"
+
+
+_L_RANGE = _l_range()
+
+
 def _xlatency(text: str) -> int:
-    """``--xlatency`` value: an int accepted by the spec's ArrayConfig (1..64)."""
+    """``--xlatency`` value: an int accepted by the spec's ArrayConfig (2..64, contract v2)."""
     v = _positive(text)
     from tessera.spec.config import ArrayConfig
     try:
@@ -506,7 +514,8 @@ def build_parser() -> argparse.ArgumentParser:
     cc.add_argument("-I", dest="include", action="append", metavar="DIR",
                     help="add an include directory (repeatable)")
     cc.add_argument("--xlatency", type=_xlatency, metavar="L",
-                    help="exchange latency the program is built for, 1..64 (defines "
+                    help="exchange latency the program is built for, "
+                         f"{_L_RANGE} (defines "
                          "TSR_XLATENCY=L; programs that set an exchange program only run on "
                          "arrays with this L)")
     cc.set_defaults(func=cmd_cc)
