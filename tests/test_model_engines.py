@@ -325,7 +325,7 @@ def _rand_desc(rng, lanes, bad: bool):
         J0, J1 = rng.randrange(1, 5), rng.randrange(1, 4)
         K0, K1 = rng.randrange(1, 3), rng.randrange(1, 3)
         C = rng.randrange(1, lanes + 1)
-        mode = rng.choice([Mode.RAW, Mode.TFLITE])
+        mode = rng.choice([Mode.RAW, Mode.TFLITE, Mode.FLOAT32])
         ow = (C + 1) // 2 if mode == Mode.RAW else 1
         a_s0 = 8 * rng.choice([K0, K0 * K1, K0 * K1 + 1, 0])
         ak_s1 = 8 * rng.choice([K0, K0 * J0, 1])
@@ -341,7 +341,7 @@ def _rand_desc(rng, lanes, bad: bool):
     a_base = E_A + 8 * rng.randrange((E_W - E_A - span_a) // 8 + 1)
     w_base = E_W + 8 * rng.randrange((E_OUT - E_W - span_w) // 8 + 1)
     c_base = E_OUT + 8 * rng.randrange((E_END - E_OUT - span_c) // 8 + 1)
-    if mode == Mode.TFLITE and C < 8 and rng.random() < 0.3:
+    if mode != Mode.RAW and C < 8 and rng.random() < 0.3:
         c_base += rng.randrange(0, 8 - C + 1)          # C bytes inside one 8-byte word
     flags = rng.randrange(4)
     unsigned_out = bool(flags & Flag.OUT_UNSIGNED)
@@ -353,7 +353,7 @@ def _rand_desc(rng, lanes, bad: bool):
              c_base=c_base, c_s0=c_s0, c_s1=c_s1, p_base=E_PARAM, J0=J0, J1=J1, K0=K0, K1=K1,
              C=C, mode=int(mode), flags=flags, zp=zp, qmin=qmin, qmax=qmax)
     if bad:
-        kind = rng.choice(["C0", "Cbig", "J0", "K1", "mode", "flags", "qrange", "qorder",
+        kind = rng.choice(["C0", "Cbig", "J0", "K1", "mode", "flags", "qrange", "qorder", "fmode",
                            "a_mis", "a_oor", "w_oor", "c_oor", "c_mis", "p_oor", "J"])
         if kind == "C0":
             f["C"] = 0
@@ -364,7 +364,9 @@ def _rand_desc(rng, lanes, bad: bool):
         elif kind == "K1":
             f["K1"] = 0
         elif kind == "mode":
-            f["mode"] = rng.choice([2, 3, 255])
+            f["mode"] = rng.choice([3, 4, 255])
+        elif kind == "fmode":        # FLOAT32 reads the multipliers as binary32: may fault
+            f["mode"] = int(Mode.FLOAT32)
         elif kind == "flags":
             f["flags"] |= 4 << rng.randrange(6)
         elif kind == "qrange":
@@ -385,7 +387,7 @@ def _rand_desc(rng, lanes, bad: bool):
             f["J1"] = max(J1, 2)
         elif kind == "c_mis":
             f["c_base"] += 4 if f["mode"] == int(Mode.RAW) else 8 - (C - 1) + 0 if C > 1 else 0
-            if C == 1 and f["mode"] == int(Mode.TFLITE):
+            if C == 1 and f["mode"] != int(Mode.RAW):
                 f["c_base"] = SRAM + 1
         elif kind == "p_oor":
             f["p_base"] = SRAM - 16 * rng.randrange(0, 2) + 8
@@ -402,7 +404,11 @@ def _rand_params(rng, bad: bool):
         if bad and rng.random() < 0.3:
             shift = rng.choice([31, -32, 100, -(1 << 31)])
         mult = rng.choice([rng.randrange(1 << 30, 1 << 31), rng.randrange(-(1 << 31), 1 << 31),
-                           -(1 << 31)])
+                           -(1 << 31), rng.randrange(100, 141) << 23 | rng.randrange(1 << 23)])
+        if ((mult >> 23) & 0xFF) == 0xFF:      # finite as a FLOAT32 multiplier ...
+            mult &= ~(1 << 30)
+            if bad and rng.random() < 0.3:     # ... unless a fault is planted (§12 check 3)
+                mult |= 0x7F800000
         bias = rng.randrange(-(1 << 31), 1 << 31) if rng.random() < 0.3 else rng.randrange(-5000, 5000)
         out += ChannelParams(bias, mult, shift).pack()
     return out

@@ -13,7 +13,7 @@ and ``write``), so the caller can apply the §12 memory-order rule against instr
 effects the model applied early.
 
 The step schedule of a command with C channels, J = J0·J1 elements, KB = K0·K1 blocks and OW
-output words per element (1 in ``TFLITE``, ⌈C/2⌉ in ``RAW``)::
+output words per element (⌈C/2⌉ in ``RAW``, else 1)::
 
     0..7                     descriptor word i (fields checked in step 7)
     8 + 2m, 9 + 2m           (bias, multiplier), (shift, -) of channel m (shift checked in 9+2m)
@@ -31,11 +31,12 @@ import struct
 
 import numpy as np
 
-from tessera.spec.engine import (ACC_DEPTH, DESC_CHECK_STEP, DESC_FIELDS, DESC_FORMAT,
-                                 DESC_WORDS, MAX_SHIFT, MIN_SHIFT, PARAM_BYTES, VECTOR_BYTES,
-                                 WRITE_DELAY, Flag, Mode, output_words)
+from tessera.spec.engine import (ACC_DEPTH, BYTE_MODES, DESC_CHECK_STEP, DESC_FIELDS,
+                                 DESC_FORMAT, DESC_WORDS, F32_EXP_SPECIAL, MAX_SHIFT, MIN_SHIFT,
+                                 PARAM_BYTES, VECTOR_BYTES, WRITE_DELAY, Flag, Mode,
+                                 output_words)
 
-__all__ = ["MatrixEngines", "Command", "mbqm", "mbqm_array", "NOT_YET"]
+__all__ = ["MatrixEngines", "Command", "mbqm", "mbqm_array", "f32_round_array", "NOT_YET"]
 
 _M32 = 0xFFFFFFFF
 #: ``total`` of a command whose descriptor is not read yet (more steps than any command has).
@@ -90,6 +91,38 @@ def mbqm_array(x: np.ndarray, multiplier: np.ndarray, shift: np.ndarray) -> np.n
     mask = (np.int64(1) << right) - 1
     threshold = (mask >> 1) + (high < 0)
     return (high >> right) + ((high & mask) > threshold)
+
+
+#: |p| bound applied before ``rne`` in :func:`f32_round_array`: every byte-mode result with
+#: |rne(p)| >= 2^10 saturates (zp, qmin, qmax are within -128..255), so clipping there first
+#: changes no output and keeps the integer conversion in range.
+_F32_SAT = np.float32(1 << 10)
+
+
+def f32_round_array(acc: np.ndarray, multiplier_bits: np.ndarray) -> np.ndarray:
+    """``rne(fl32(fl32(acc) · M))`` of the ``FLOAT32`` output mode (§12 "Semantics"), clipped
+    to ±2^10 (beyond that every output saturates).
+
+    Parameters
+    ----------
+    acc : numpy.ndarray of int (int32 values)
+        Accumulators (bias included).
+    multiplier_bits : numpy.ndarray of int, broadcastable to ``acc``
+        The 32-bit ``multiplier`` words: binary32 bit patterns of finite M (checked in step
+        8+2m).
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        IEEE binary32 arithmetic of numpy (round to nearest even, subnormals kept): ``fl32`` of
+        an int32 through float64 (exact) to float32 (one rounding), the float32 product (one
+        rounding), then ``numpy.rint`` (ties to even).
+    """
+    a = np.asarray(acc, dtype=np.int64).astype(np.float64).astype(np.float32)
+    m = (np.asarray(multiplier_bits, dtype=np.int64) & _M32).astype(np.uint32).view(np.float32)
+    with np.errstate(over="ignore"):            # a product beyond binary32 is ±inf (saturates)
+        p = a * m
+    return np.rint(np.clip(p, -_F32_SAT, _F32_SAT)).astype(np.int64)
 
 
 @dataclasses.dataclass
@@ -154,11 +187,11 @@ class Command:
         """The step-7 field check of §12 "Engine faults" item 2 (True: the fields are valid)."""
         if not 1 <= self.C <= lanes or 0 in (self.J0, self.J1, self.K0, self.K1):
             return False
-        if self.J > ACC_DEPTH or self.mode not in (Mode.RAW, Mode.TFLITE):
+        if self.J > ACC_DEPTH or self.mode not in (Mode.RAW, Mode.TFLITE, Mode.FLOAT32):
             return False
         if self.flags & _RESERVED_FLAGS:
             return False
-        if self.mode == Mode.TFLITE:
+        if self.mode in BYTE_MODES:
             lo, hi = (0, 255) if self.flags & Flag.OUT_UNSIGNED else (-128, 127)
             if self.qmin > self.qmax or not all(lo <= v <= hi
                                                 for v in (self.zp, self.qmin, self.qmax)):
@@ -361,6 +394,8 @@ class MatrixEngines:
                 return a
             lo, hi = struct.unpack("<ii", port.read8(t, a).tobytes())
             if half == 0:
+                if cmd.mode == Mode.FLOAT32 and (hi >> 23) & 0xFF == F32_EXP_SPECIAL:
+                    return a                                  # check 3: infinity or NaN
                 self.bias[t, m], self.multiplier[t, m] = lo, hi
             else:
                 if cmd.mode == Mode.TFLITE and not MIN_SHIFT <= lo <= MAX_SHIFT:
@@ -440,7 +475,10 @@ class MatrixEngines:
                 vals = acc[:, 2 * w:2 * w + 2].astype("<i4")
                 w8[g, wa:wa + 4 * vals.shape[1]] = vals.view(np.uint8).reshape(len(g), -1)
             else:
-                y = mbqm_array(acc, self.multiplier[g, :C], self.shift[g, :C]) + cmd.zp
+                if cmd.mode == Mode.TFLITE:
+                    y = mbqm_array(acc, self.multiplier[g, :C], self.shift[g, :C]) + cmd.zp
+                else:
+                    y = f32_round_array(acc, self.multiplier[g, :C]) + cmd.zp
                 w8[g, wa:wa + C] = (np.clip(y, cmd.qmin, cmd.qmax) & 0xFF).astype(np.uint8)
         self.step_no[g] = s + 1
         if s + 1 >= cmd.total:
@@ -481,7 +519,7 @@ class MatrixEngines:
         if write is not None:
             j, w = write
             cj = cmd.c_addr(j)
-            if cmd.mode == Mode.TFLITE:
+            if cmd.mode in BYTE_MODES:
                 if cj % 8 + cmd.C > 8 or cj >= self.nbytes:
                     return cj, None, None, None, None
                 wa = cj
@@ -521,10 +559,13 @@ class MatrixEngines:
         return None
 
     def _output(self, t: int, cmd: Command, j: int, w: int) -> bytes:
-        """Bytes of output word w of element j (RAW: int32 pairs; TFLITE: C bytes)."""
+        """Bytes of output word w of element j (RAW: int32 pairs; TFLITE, FLOAT32: C bytes)."""
         acc = self.acc[t, j, :cmd.C].view(np.int32)
         if cmd.mode == Mode.RAW:
             return acc[2 * w:2 * w + 2].astype("<i4").tobytes()
+        if cmd.mode == Mode.FLOAT32:
+            y = f32_round_array(acc, self.multiplier[t, :cmd.C]) + cmd.zp
+            return (np.clip(y, cmd.qmin, cmd.qmax) & 0xFF).astype(np.uint8).tobytes()
         out = bytearray()
         for m in range(cmd.C):
             v = mbqm(int(acc[m]), int(self.multiplier[t, m]), int(self.shift[t, m])) + cmd.zp

@@ -87,13 +87,19 @@ def _nest_span(base, strides_counts):
     return lo, hi
 
 
+def finite_f32(word: int) -> int:
+    """``word`` (int32) with bit 30 cleared if its exponent field is 255, so that as a FLOAT32
+    multiplier (§12) it is finite and the command does not fault."""
+    return word & ~(1 << 30) if (word >> 23) & 0xFF == 0xFF else word
+
+
 def _engine_desc(rng: random.Random, cfg: ArrayConfig, base: int, k: int) -> Descriptor:
     """A random valid descriptor whose reads stay in the operand areas and whose writes stay
     in the output area; its parameter records at the k-th parameter slot."""
     M = cfg.engine_lanes
     while True:
         c = rng.randint(1, M)
-        mode = rng.choice((Mode.RAW, Mode.TFLITE))
+        mode = rng.choice((Mode.RAW, Mode.TFLITE, Mode.FLOAT32))
         flags = rng.randrange(4)
         j0, j1 = rng.choice(((1, 1), (rng.randint(1, 6), rng.randint(1, 3)),
                              (rng.randint(1, 12), 1)))
@@ -133,7 +139,7 @@ def _engine_desc(rng: random.Random, cfg: ArrayConfig, base: int, k: int) -> Des
 
 def _engine_bad(rng: random.Random, cfg: ArrayConfig, good: Descriptor, base: int):
     """(descriptor bytes, extra (addr, bytes) writes) of a command that faults (§12 checks)."""
-    kind = rng.choice(("C", "J", "mode", "flags", "qrange", "shift", "write", "read"))
+    kind = rng.choice(("C", "J", "mode", "flags", "qrange", "shift", "fmult", "write", "read"))
     d = dict(good.__dict__)
     extra = []
     if kind == "C":
@@ -141,15 +147,22 @@ def _engine_bad(rng: random.Random, cfg: ArrayConfig, good: Descriptor, base: in
     elif kind == "J":
         d.update(J0=rng.choice((0, 17, 300)), J1=rng.choice((0, 16, 20)))
     elif kind == "mode":
-        d["mode"] = rng.choice((2, 3, 255))
+        d["mode"] = rng.choice((3, 4, 255))
     elif kind == "flags":
         d["flags"] = d["flags"] | 4 << rng.randrange(6)
     elif kind == "qrange":
-        d.update(mode=Mode.TFLITE, qmin=100, qmax=rng.choice((-5, 300)))
+        d.update(mode=rng.choice((Mode.TFLITE, Mode.FLOAT32)), qmin=100,
+                 qmax=rng.choice((-5, 300)))
     elif kind == "shift":
         d.update(mode=Mode.TFLITE, p_base=base + _E_PAR + 16 * cfg.engine_lanes * 2)
         recs = [ChannelParams(bias=1, multiplier=1 << 30, shift=0) for _ in range(d["C"])]
         recs[-1] = ChannelParams(bias=1, multiplier=1 << 30, shift=rng.choice((31, -32, 1000)))
+        extra.append((d["p_base"], b"".join(r.pack() for r in recs)))
+    elif kind == "fmult":        # FLOAT32: a binary32 infinity or NaN multiplier (check 3)
+        d.update(mode=Mode.FLOAT32, p_base=base + _E_PAR + 16 * cfg.engine_lanes * 2)
+        recs = [ChannelParams(bias=1, multiplier=0x3F000000, shift=0) for _ in range(d["C"])]
+        bad = rng.choice((0x7F800000, 0xFF800000, 0x7FC00001, 0xFFFFFFFF))
+        recs[-1] = ChannelParams(bias=1, multiplier=bad - (bad >> 31 << 32), shift=0)
         extra.append((d["p_base"], b"".join(r.pack() for r in recs)))
     elif kind == "write":
         d["c_base"] = rng.choice((cfg.sram_bytes, 0xFFFF_FFF8))
@@ -398,8 +411,9 @@ def generate(config: ArrayConfig, seed: int, *, total: int = 10_000, body_len: i
             params = b"".join(ChannelParams(
                 bias=trng.choice((0, 1, -1, trng.randint(-(1 << 31), (1 << 31) - 1),
                                   trng.randint(-5000, 5000))),
-                multiplier=trng.choice((trng.randint(1 << 30, (1 << 31) - 1),
-                                        trng.randint(-(1 << 31), (1 << 31) - 1), -(1 << 31))),
+                multiplier=finite_f32(trng.choice((
+                    trng.randint(1 << 30, (1 << 31) - 1), trng.randint(-(1 << 31), (1 << 31) - 1),
+                    -(1 << 31), trng.randint(100, 140) << 23 | trng.randrange(1 << 23)))),
                 shift=trng.randint(-31, 30)).pack() for _ in range(4 * M))
             e_segs = [(e_base + _E_DESC, dbytes), (e_base + _E_PAR, params),
                       (e_base + _E_A, bytes(trng.randrange(256) for _ in range(_E_A_BYTES))),

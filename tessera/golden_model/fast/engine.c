@@ -711,6 +711,23 @@ static inline i32 mbqm(i32 x, i32 m, i32 sh) {
     return rdbpot(srdhm((i32)((u32)x << left), m), right);
 }
 
+/* FLOAT32 mode (§12, the onnxruntime rule of §11 rule 2): rne(fl32(fl32(acc) * M)) with M the
+ * binary32 value of the bits mb (finite: checked in step 8+2m), clipped to +-2^10 (every
+ * byte output beyond saturates). IEEE binary32 arithmetic of the host (x86-64 SSE: round to
+ * nearest even, no excess precision, subnormals kept; the build has no -ffast-math). */
+static inline i64 f32_round(i32 acc, u32 mb) {
+    union { u32 u; float f; } m = { .u = mb };
+    volatile float p = (float)acc * m.f;    /* int32 -> float32 rounds to nearest even */
+    float q = p;
+    if (q > 1024.0f) q = 1024.0f;           /* +inf too */
+    if (q < -1024.0f) q = -1024.0f;
+    i64 i = (i64)q;                         /* toward zero; q - i is exact (|q| <= 2^10) */
+    float fr = q - (float)i;
+    if (fr > 0.5f || (fr == 0.5f && (i & 1))) i++;
+    else if (fr < -0.5f || (fr == -0.5f && (i & 1))) i--;
+    return i;
+}
+
 static inline int bad_read(const Model *M, u32 a) { return (a & 7) || (i64)a >= M->nbytes; }
 
 /* A pending engine fault in cycle u (the step has no effect). */
@@ -732,9 +749,9 @@ static int eng_parse(Model *M, Eng *E) {
     i32 zp = S16(DESC_ZP), qmin = S16(DESC_QMIN), qmax = S16(DESC_QMAX);
     if (C == 0 || C > (u32)M->lanes || !J0 || !J1 || !K0 || !K1) return 0;
     if (J0 * J1 > E_ACC_DEPTH) return 0;
-    if (mode != MODE_RAW && mode != MODE_TFLITE) return 0;
+    if (mode != MODE_RAW && mode != MODE_TFLITE && mode != MODE_FLOAT32) return 0;
     if (flags & ~(u32)(FLAG_A_UNSIGNED | FLAG_OUT_UNSIGNED)) return 0;
-    if (mode == MODE_TFLITE) {
+    if (mode == MODE_TFLITE || mode == MODE_FLOAT32) {
         i32 lo = (flags & FLAG_OUT_UNSIGNED) ? 0 : -128, hi = (flags & FLAG_OUT_UNSIGNED) ? 255 : 127;
         if (qmin > qmax || zp < lo || zp > hi || qmin < lo || qmin > hi || qmax < lo || qmax > hi)
             return 0;
@@ -834,7 +851,12 @@ __attribute__((noinline)) static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
         ra = E->p_base + E_PARAM_BYTES * (u32)m + 8 * (u32)(E->r & 1);
         if (bad_read(M, ra)) return efault(M, E, u, ra);
         eng_read(M, i, E, ra, u, v);
-        if ((E->r & 1) == 0) { E->bias[m] = (i32)ld32(v); E->mult[m] = (i32)ld32(v + 4); }
+        if ((E->r & 1) == 0) {
+            u32 mb = ld32(v + 4);          /* FLOAT32: a binary32 infinity or NaN faults */
+            if (E->mode == MODE_FLOAT32 && ((mb >> 23) & 0xFF) == E_F32_EXP_SPECIAL)
+                return efault(M, E, u, ra);
+            E->bias[m] = (i32)ld32(v); E->mult[m] = (i32)mb;
+        }
         else {
             i32 sh = (i32)ld32(v);
             if (E->mode == MODE_TFLITE && (sh < E_MIN_SHIFT || sh > E_MAX_SHIFT))
@@ -865,11 +887,12 @@ __attribute__((noinline)) static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
     if (E->step >= E->ws) {
         u32 cj = E->c_base + (u32)E->wj1 * E->c_s1 + (u32)E->wj0 * E->c_s0;
         const i32 *acc = (*EACC(M, i))[E->wj];
-        if (E->mode == MODE_TFLITE) {
+        if (E->mode != MODE_RAW) {
             if ((cj & 7) + C > 8 || (i64)cj >= M->nbytes) return efault(M, E, u, cj);
             wa = cj; wn = (int)C;
             for (u32 m = 0; m < C; m++) {
-                i64 y = (i64)mbqm(acc[m], E->mult[m], E->shift[m]) + E->zp;
+                i64 y = (E->mode == MODE_TFLITE ? (i64)mbqm(acc[m], E->mult[m], E->shift[m])
+                                                : f32_round(acc[m], (u32)E->mult[m])) + E->zp;
                 if (y < E->qmin) y = E->qmin;
                 if (y > E->qmax) y = E->qmax;
                 wd[m] = (u8)y;
@@ -970,7 +993,7 @@ __attribute__((noinline, cold)) static int eng_upto(Model *M, i64 i, i64 u) {
 static int eng_final_write_faults(const Model *M, const Eng *E) {
     i64 jl = E->J - 1;
     u32 cj = E->c_base + (u32)(jl / E->J0) * E->c_s1 + (u32)(jl % E->J0) * E->c_s0;
-    if (E->mode == MODE_TFLITE) return (cj & 7) + E->C > 8 || (i64)cj >= M->nbytes;
+    if (E->mode != MODE_RAW) return (cj & 7) + E->C > 8 || (i64)cj >= M->nbytes;
     u32 wa = cj + 8 * (E->OW - 1);
     return (cj & 7) || (i64)wa >= M->nbytes;
 }
