@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from tessera.golden_model.kernels import matmul, multiply_by_quantized_multiplier
+from tessera.golden_model.kernels import (matmul, multiply_by_quantized_multiplier,
+                                          requantize_float32)
 from tessera.spec.config import PRESETS
 from tessera.spec.csr import Csr
 from tessera.spec.exchange import Step, encode_program
@@ -175,7 +176,38 @@ def tflite_case(flags=0, zp=-3, qmin=-100, qmax=90):
     return d, data, bytes(out)
 
 
+# FLOAT32 multipliers (binary32 bit patterns: sign | exponent (bias 127) << 23 | fraction):
+# 0.5, 2.0, 2^-24, and 0xAAAAAB·2^-26 (exponent 124, fraction 0x2AAAAB: about 1/6, with
+# 3·0xAAAAAB = 2^25 + 1)
+F32_MULT = [0x3F000000, 0x40000000, 0x33800000, 0x3E2AAAAB]
+F32_BIAS = [0, 0, 5 * (1 << 23) + 1, 0]
+F32_X = [1, 3, 5, 7, -1, -3, -5, -7, 4, 0, 2, 6, 127, -128, 15, 9]
+
+
+def float32_case():
+    """FLOAT32, C = 4, J = 16, KB = 1: X(j) = [x_j, 0, ..., 0], W(m) = [1, 0, ..., 0], so
+    acc(j, m) = bias[m] + x_j; zp = -3, qmin = -128, qmax = 127 (§12 "Semantics")."""
+    x = np.zeros((16, 8), np.int8)
+    x[:, 0] = F32_X
+    w = np.zeros((4, 8), np.int8)
+    w[:, 0] = 1
+    d = Descriptor(a_base=A, a_s0=8, w_base=W, w_sm=8, c_base=OUT, c_s0=8, p_base=PAR,
+                   J0=16, C=4, mode=Mode.FLOAT32, zp=-3)
+    params = b"".join(ChannelParams(bias=b, multiplier=mu).pack()
+                      for b, mu in zip(F32_BIAS, F32_MULT))
+    acc = np.array(F32_X)[:, None] + np.array(F32_BIAS)[None, :]
+    m = np.array(F32_MULT, np.uint32).view(np.float32)
+    q = requantize_float32(acc, m, -3)
+    out = bytearray(b"\xee" * 128)
+    for j in range(16):
+        out[8 * j:8 * j + 4] = q[j].astype(np.int8).tobytes()
+    data = [(DESC, d.pack()), (PAR, params), (A, x.tobytes()), (W, w.tobytes()),
+            (OUT, b"\xee" * 128)]
+    return d, data, bytes(out)
+
+
 RAW_D, RAW_DATA, RAW_ACC = raw_case()
+F32_D, F32_DATA, F32_OUT = float32_case()
 TFL_D, TFL_DATA, TFL_OUT = tflite_case()
 TFLU_D, TFLU_DATA, TFLU_OUT = tflite_case(flags=Flag.A_UNSIGNED | Flag.OUT_UNSIGNED, zp=10,
                                           qmin=12, qmax=250)
@@ -218,6 +250,7 @@ def jobs():
         Job("raw", {0: main_prog()}, RAW_DATA, [(OUT, 160)]),
         Job("tflite", {0: main_prog()}, TFL_DATA, [(OUT, 48)]),
         Job("tflite_u", {0: main_prog()}, TFLU_DATA, [(OUT, 48)]),
+        Job("float32", {0: main_prog()}, F32_DATA, [(OUT, 128)]),
         # context 1 stores and loads while the engine runs (its X cycles are not engine cycles)
         Job("stall", {0: main_prog(), 1: STORES + [asm.ecall()]}, RAW_DATA, [(OUT, 160)]),
         # context 2 issues a second mrun while the first command runs: it retries
@@ -248,6 +281,9 @@ def jobs():
     shift_bad = b"".join(ChannelParams(bias=0, multiplier=1 << 30, shift=s).pack()
                          for s in (0, 31, 0, 0))
     bad.append(("f_shift", DESC, TFL_DATA + [(PAR, shift_bad)]))
+    inf_mult = b"".join(ChannelParams(bias=0, multiplier=mu).pack()
+                        for mu in (0x3F000000, 0x7F800000, 0x3F000000, 0x3F000000))
+    bad.append(("f_fmult", DESC, F32_DATA + [(PAR, inf_mult)]))
     dw = Descriptor(**{**TFL_D.__dict__, "c_base": OUT + 6})     # 6 + 4 > 8
     bad.append(("f_write", DESC, [(DESC, dw.pack())] + TFL_DATA[1:]))
     dx = Descriptor(**{**RAW_D.__dict__, "a_s1": 0x4000})        # X(j, b) of j1 = 1 outside
@@ -358,6 +394,25 @@ def test_tflite_result_and_timing(results, name):
     assert out == want
 
 
+def test_float32_result_and_timing(results):
+    res, (out,) = results["float32"]
+    n, t_w = check_halted_run(res, F32_D)
+    # by hand: 8 + 8 + 4 + 0 + 16 + 2 = 38 steps, last at 56; mwait X 58 >= 57: t = 56
+    assert n == 38 and t_w == 56
+    assert out == F32_OUT
+    q = np.frombuffer(out, np.int8).reshape(16, 8)[:, :4].astype(int) + 3      # rne(p), zp 3
+    at = {x: j for j, x in enumerate(F32_X)}
+    # by hand (§12): M = 0.5 ties to even: 1 -> 0, 3 -> 2, 5 -> 2, 7 -> 4, -1 -> 0, -3 -> -2
+    assert [q[at[x], 0] for x in (1, 3, 5, 7, -1, -3, -5, -7)] == [0, 2, 2, 4, 0, -2, -2, -4]
+    # M = 2: 127 -> 254 - 3 and -128 -> -256 - 3 saturate (127 - (-3) = 130, -128 + 3 = -125)
+    assert (q[at[127], 1], q[at[-128], 1]) == (130, -125)
+    # M = 2^-24, acc = 5·2^23 + 1 + x: fl32(acc) = 5·2^23 for x in {0, 1 (a tie to the even
+    # mantissa 5·2^21), -1}: 2.5 -> 2; x = 2, 6 round up to 5·2^23 + 4, + 8: 3
+    assert [q[at[x], 2] for x in (0, 1, -1, 2, 6)] == [2, 2, 2, 3, 3]
+    # M ≈ 1/6: acc = 3 -> 0.5 + 2^-26, fl32 = 0.5 -> 0; 15 -> 2.5 + 5·2^-26 -> 2.5 -> 2
+    assert [q[at[x], 3] for x in (3, -3, 15, 9, 6)] == [0, 0, 2, 2, 1]
+
+
 def test_loads_and_stores_stall_the_engine(results):
     res, (out,) = results["stall"]
     # context 1 issues 6 sw + 2 lw at 13, 17, ..., 41: X at 15, 19, ..., 43 — the engine
@@ -444,6 +499,7 @@ FAULTS = {
     "f_c0": (7, DESC),                               # check 2 in step 7
     "f_qmax": (7, DESC),                             # qmax (word 7) out of the int8 range
     "f_shift": (9 + 2 * 1, PAR + 16 + 8),            # check 3: channel 1's shift = 31
+    "f_fmult": (8 + 2 * 1, PAR + 16),                # check 3: FLOAT32, channel 1's M = +inf
     # check 4: C(0) = OUT + 6, 6 + 4 > 8; KB = 3: steps 0..7, 8..15, then 3 blocks of
     # 4 W + 5 X steps; the last block's X(0) is step 16 + 2·9 + 4 = 38, its write step 40
     "f_write": (40, OUT + 6),
