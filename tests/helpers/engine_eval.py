@@ -43,6 +43,18 @@ def run_descriptor(sram: bytearray, d: Descriptor) -> None:
             if d.mode == Mode.RAW:
                 assert cj % 8 == 0, hex(cj)
                 sram[cj:cj + 4 * c] = acc[j].astype("<i4").tobytes()
+            elif d.mode == Mode.FLOAT32:
+                # min(max(rne(fl32(fl32(acc) M)) + zp, qmin), qmax) in IEEE binary32 (numpy);
+                # |rne(.)| beyond 2^10 saturates every byte output, so clip there first
+                assert cj % 8 + c <= 8, hex(cj)
+                m = (np.array([p[1] for p in prm], np.int64) & 0xFFFFFFFF).astype(
+                    np.uint32).view(np.float32)
+                with np.errstate(over="ignore"):
+                    p_ = acc[j].astype(np.float64).astype(np.float32) * m
+                y = np.rint(np.clip(p_, -1024, 1024)).astype(np.int64)
+                y = np.clip(y + d.zp, d.qmin, d.qmax)
+                dt = np.uint8 if d.flags & Flag.OUT_UNSIGNED else np.int8
+                sram[cj:cj + c] = y.astype(dt).tobytes()
             else:
                 assert cj % 8 + c <= 8, hex(cj)
                 y = multiply_by_quantized_multiplier(acc[j], [p[1] for p in prm],

@@ -26,7 +26,8 @@ blocks of 4, 8 or 16), bit-exact with :func:`tessera.golden_model.kernels.block_
   packed weights (per column, channel-major, only the progression's blocks) are a constant
   replicated on each computing tile; the columns without stored blocks are never computed:
   their output (the initial accumulators, or their requantization) is part of the output
-  variable's initial value. Optional fused TFLITE requantization (``requant``).
+  variable's initial value. Optional fused requantization (``requant``: the TFLite rule or
+  the ONNX float32 rule, :func:`tessera.toolchain.kernels.engine.output_rule`).
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ from tessera.toolchain.graph.program import Copy, Execute, Sequence
 
 from ._common import KernelError, check_init, check_var, codelet, unique_name
 from .matmul import _generated_source, _row_tiles
-from .engine import Command, add_engine_vertex, param_table, require_align, use_engine
+from .engine import (Command, add_engine_vertex, output_rule, param_table, require_align,
+                     use_engine)
 
 __all__ = ["block_sparse_matmul", "pack_blocks", "MAX_K"]
 
@@ -254,8 +256,8 @@ def progression_cover(rows) -> tuple[int, int, int]:
 
 def _block_sparse_engine(graph, a, w, iv_init, tiles, name, requant, where):
     from tessera.golden_model.kernels import requantize as ref_requantize
+    from tessera.golden_model.kernels import requantize_float32 as ref_requantize_float32
     from tessera.spec.engine import ACC_DEPTH, Mode
-    from .requantize import requant_params
     m, k = a.shape
     n = w.shape[1]
     dense = w.to_dense()
@@ -295,14 +297,16 @@ def _block_sparse_engine(graph, a, w, iv_init, tiles, name, requant, where):
         zp, qmin, qmax = 0, -128, 127
         empty_value = iv_init
     else:
-        mode, elem, dt = Mode.TFLITE, 1, "int8"
-        tb = np.broadcast_to(requant_params(requant["multiplier"], requant["shift"], iv_init,
-                                            n, where), (n, 3))
-        table = param_table(tb[:, 0], tb[:, 1], tb[:, 2])
-        zp = int(requant["zero_point"])
-        qmin, qmax = (zp if requant.get("relu") else -128), 127
-        empty_value = ref_requantize(np.zeros((1, n), np.int32), tb[:, 1], tb[:, 2], zp,
-                                     relu=bool(requant.get("relu")), bias=tb[:, 0])[0]
+        elem = 1
+        table, fields, dt = output_rule(requant, iv_init, n, where)
+        mode, zp, qmin, qmax = (fields[f] for f in ("mode", "zp", "qmin", "qmax"))
+        if mode == Mode.TFLITE:
+            empty_value = ref_requantize(np.zeros((1, n), np.int32), table[:, 1], table[:, 2],
+                                         zp, relu=bool(requant.get("relu")), bias=table[:, 0])[0]
+        else:       # FLOAT32: the §11 rule 2 reference of the bias alone, clamped at qmin
+            empty_value = np.maximum(ref_requantize_float32(
+                np.zeros((1, n), np.int32), table[:, 1].view(np.float32), zp, dtype=dt,
+                bias=table[:, 0])[0], qmin)
     pv = graph.add_constant(f"{name}.params", np.broadcast_to(table, (nt, n, 4)),
                             [(t, i * n * 4, (i + 1) * n * 4) for i, t in enumerate(tiles)],
                             dtype="int32")
@@ -328,7 +332,8 @@ def _block_sparse_engine(graph, a, w, iv_init, tiles, name, requant, where):
                         w_base=(wv[i], woff + m0 * L * bs), w_sm=L * bs,
                         c_base=(ct, (g0 * n + col * bs + m0) * elem), c_s0=n * elem,
                         p_base=(pv[i], 16 * (col * bs + m0)), J0=nr, K0=bs // 8, K1=L,
-                        C=nc, mode=mode, zp=zp, qmin=qmin, qmax=qmax))
+                        C=nc, mode=mode, flags=0 if requant is None else fields["flags"],
+                        zp=zp, qmin=qmin, qmax=qmax))
     if not per_tile:                     # no stored block: the output is its initial value
         return c, Sequence()
     cs = graph.add_compute_set(f"{name}.mm")
