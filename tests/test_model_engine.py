@@ -573,7 +573,7 @@ def test_fault_descriptor_read(d, step, addr):
 @pytest.mark.parametrize("change", [
     dict(C=0), dict(C=5), dict(J0=0), dict(J1=0), dict(K0=0), dict(K1=0),
     dict(J0=17, J1=16),                                     # J = 272 > 256
-    dict(mode=3), dict(mode=255), dict(flags=4), dict(flags=0x80),    # 2 = FLOAT32 is valid
+    dict(mode=3), dict(mode=255), dict(flags=8), dict(flags=0x80),    # 2 = FLOAT32, 4 = K_GATHER valid
     dict(qmin=10, qmax=5), dict(zp=128), dict(qmin=-129), dict(qmax=128),
     dict(flags=Flag.OUT_UNSIGNED, qmin=-1, qmax=255), dict(flags=Flag.OUT_UNSIGNED, qmin=0,
                                                            qmax=256),

@@ -55,6 +55,7 @@ class Flag(enum.IntFlag):
     """Descriptor byte 50."""
     A_UNSIGNED = 1     # streamed bytes are uint8 (else int8)
     OUT_UNSIGNED = 2   # TFLITE / FLOAT32 output is uint8 (else int8)
+    K_GATHER = 4       # k1 offsets from the gather table at ak_s1 (one gather step per k1)
 
 
 #: (name, struct code, byte offset) of every descriptor field, in layout order.
@@ -207,11 +208,13 @@ def output_words(mode: int, channels: int) -> int:
 
 
 def command_steps(desc: Descriptor) -> int:
-    """Steps of a command that does not fault: ``8 + 2C + KB·C + (KB−1)·J + J·OW + 2`` (§12).
+    """Steps of a command that does not fault: ``8 + 2C + G·K1 + KB·C + (KB−1)·J + J·OW + 2``
+    (§12; G = 1 with ``K_GATHER``).
 
     The engine is busy from its accept cycle through the cycle of its last step; with no
     load, store or exchange on the tile, step s is at cycle accept + 1 + s.
     """
     c, j, kb = desc.C, desc.J, desc.KB
-    return (DESC_WORDS + 2 * c + kb * c + (kb - 1) * j + j * output_words(desc.mode, c)
+    g = desc.K1 if desc.flags & Flag.K_GATHER else 0
+    return (DESC_WORDS + 2 * c + g + kb * c + (kb - 1) * j + j * output_words(desc.mode, c)
             + WRITE_DELAY)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import random
+import struct
 from dataclasses import dataclass, field
 
 from tessera.toolchain import asm
@@ -65,6 +66,8 @@ _LOOP, _BASE = 30, 31
 ENGINE_BYTES = 8192
 _E_DESCS = 12              # pool descriptors (64 bytes each) + 1 bad one
 _E_A, _E_W, _E_PAR, _E_DESC, _E_OUT = 0, 3072, 4608, 5120, 6144   # offsets in the area
+#: K_GATHER tables (16 bytes per pool descriptor, k1 < 2) after the bad descriptor
+_E_GATHER = _E_DESC + 64 * (_E_DESCS + 1)
 _E_A_BYTES, _E_W_BYTES, _E_OUT_BYTES = 3072, 1536, 2048
 #: With ``engine=True`` the bodies do not write these: x29 = the output area's base, x28 = a
 #: pool descriptor address (only ever set by ``addi x28, x29, -1024 + 64k``), so a forward
@@ -93,9 +96,11 @@ def finite_f32(word: int) -> int:
     return word & ~(1 << 30) if (word >> 23) & 0xFF == 0xFF else word
 
 
-def _engine_desc(rng: random.Random, cfg: ArrayConfig, base: int, k: int) -> Descriptor:
+def _engine_desc(rng: random.Random, cfg: ArrayConfig, base: int, k: int,
+                 gather: list) -> Descriptor:
     """A random valid descriptor whose reads stay in the operand areas and whose writes stay
-    in the output area; its parameter records at the k-th parameter slot."""
+    in the output area; its parameter records at the k-th parameter slot; a ``K_GATHER``
+    descriptor appends its table's (address, bytes) to ``gather``."""
     M = cfg.engine_lanes
     while True:
         c = rng.randint(1, M)
@@ -131,6 +136,13 @@ def _engine_desc(rng: random.Random, cfg: ArrayConfig, base: int, k: int) -> Des
         qa, qb = sorted((rng.randint(lo, hi), rng.randint(lo, hi)))
         if rng.random() < 0.2:
             qa, qb = lo, hi
+        if rng.random() < 0.25:       # K_GATHER: the k1 offsets k1·ak_s1 in random order
+            offs = [i * ak_s1 for i in range(k1)]
+            rng.shuffle(offs)
+            gt = base + _E_GATHER + 16 * k
+            gather.append((gt, b"".join(struct.pack("<Ii", o & 0xFFFF_FFFF, rng.randint(
+                -(1 << 31), (1 << 31) - 1)) for o in offs)))
+            ak_s1, flags = gt, flags | Flag.K_GATHER
         return Descriptor(a_base=a_base, a_s0=a_s0, a_s1=a_s1, ak_s1=ak_s1, w_base=w_base,
                           w_sm=w_sm, c_base=c_base, c_s0=c_s0, c_s1=c_s1,
                           p_base=base + _E_PAR + 16 * M * (k % 2), J0=j0, J1=j1, K0=k0, K1=k1,
@@ -149,7 +161,7 @@ def _engine_bad(rng: random.Random, cfg: ArrayConfig, good: Descriptor, base: in
     elif kind == "mode":
         d["mode"] = rng.choice((3, 4, 255))
     elif kind == "flags":
-        d["flags"] = d["flags"] | 4 << rng.randrange(6)
+        d["flags"] = d["flags"] | 8 << rng.randrange(5)
     elif kind == "qrange":
         d.update(mode=rng.choice((Mode.TFLITE, Mode.FLOAT32)), qmin=100,
                  qmax=rng.choice((-5, 300)))
@@ -404,7 +416,8 @@ def generate(config: ArrayConfig, seed: int, *, total: int = 10_000, body_len: i
         fault_words = {}
         e_segs = []
         if engine:
-            descs = [_engine_desc(trng, cfg, e_base, k) for k in range(_E_DESCS)]
+            gtabs: list = []
+            descs = [_engine_desc(trng, cfg, e_base, k, gtabs) for k in range(_E_DESCS)]
             max_steps = max([max_steps] + [command_steps(d) for d in descs])
             dbytes = b"".join(d.pack() for d in descs)
             M = cfg.engine_lanes
@@ -419,6 +432,7 @@ def generate(config: ArrayConfig, seed: int, *, total: int = 10_000, body_len: i
                       (e_base + _E_A, bytes(trng.randrange(256) for _ in range(_E_A_BYTES))),
                       (e_base + _E_W, bytes(trng.randrange(256) for _ in range(_E_W_BYTES))),
                       (e_base + _E_OUT, bytes(trng.randrange(256) for _ in range(_E_OUT_BYTES)))]
+            e_segs += gtabs
         if fault_at and fault_at[0] == tile:
             if fault_at[2] == "engine":
                 bad, extra = _engine_bad(trng, cfg, descs[0], e_base)
