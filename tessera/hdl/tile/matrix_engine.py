@@ -60,6 +60,7 @@ class Phase(enum.IntEnum):
     WLOAD = 3     # C steps: W(0, b) .. W(C-1, b)
     STREAM = 4    # one step per element (+ OW-1 steps without a read in the last block)
     TAIL = 5      # the last 2 steps (writes only)
+    GATHER = 6    # K_GATHER: one step before the lane loads of each k1 (the gather word)
 
 
 class Kind(enum.IntEnum):
@@ -69,6 +70,7 @@ class Kind(enum.IntEnum):
     PARAM = 2
     W = 3
     X = 4
+    G = 5         # a gather word (K_GATHER)
 
 
 _FIELD_BITS = {"I": (32, False), "H": (16, False), "B": (8, False), "h": (16, True)}
@@ -301,6 +303,9 @@ class MatrixEngine(wiring.Component):
         w_ptr = Signal(32)                # ... + m·w_sm
         c_row = Signal(32)
         c_ptr = Signal(32)
+        g_ptr = Signal(32)                # ak_s1 + 8·k1: the gather word (K_GATHER)
+        xb_now = Signal(32)               # x_blk, or a gather word still in stage 1 (C = 1)
+        gat = (f["flags"] & Flag.K_GATHER) != 0
 
         last_blk = (k0 == f["K0"] - 1) & (k1 == f["K1"] - 1)
         first_blk = (k0 == 0) & (k1 == 0)
@@ -314,6 +319,8 @@ class MatrixEngine(wiring.Component):
                              kind.eq(Mux(phase == Phase.DESC, Kind.DESC, Kind.PARAM))]
             with m.Case(Phase.WLOAD):
                 m.d.comb += [rd.eq(1), raddr.eq(w_ptr), kind.eq(Kind.W)]
+            with m.Case(Phase.GATHER):
+                m.d.comb += [rd.eq(1), raddr.eq(g_ptr), kind.eq(Kind.G)]
             with m.Case(Phase.STREAM):
                 m.d.comb += [rd.eq(sub == 0), raddr.eq(x_ptr),
                              kind.eq(Mux(sub == 0, Kind.X, Kind.NONE))]
@@ -334,15 +341,17 @@ class MatrixEngine(wiring.Component):
                 with m.Case(Phase.PARAM):
                     m.d.sync += [ptr.eq(ptr + 8), cnt.eq(cnt + 1)]
                     with m.If(cnt == (Cat(0, n_c) - 1)[:8]):
-                        m.d.sync += [phase.eq(Phase.WLOAD), cnt.eq(0),
+                        m.d.sync += [phase.eq(Mux(gat, Phase.GATHER, Phase.WLOAD)), cnt.eq(0),
                                      w_blk.eq(f["w_base"]), w_ptr.eq(f["w_base"]),
                                      x_kblk.eq(f["a_base"]), x_blk.eq(f["a_base"]),
-                                     k0.eq(0), k1.eq(0)]
+                                     g_ptr.eq(f["ak_s1"]), k0.eq(0), k1.eq(0)]
+                with m.Case(Phase.GATHER):
+                    m.d.sync += [phase.eq(Phase.WLOAD), cnt.eq(0)]
                 with m.Case(Phase.WLOAD):
                     m.d.sync += [w_ptr.eq(w_ptr + f["w_sm"]), cnt.eq(cnt + 1)]
                     with m.If(cnt == n_c - 1):
                         m.d.sync += [phase.eq(Phase.STREAM), sub.eq(0), j.eq(0), j0.eq(0),
-                                     j1.eq(0), x_row.eq(x_blk), x_ptr.eq(x_blk),
+                                     j1.eq(0), x_row.eq(xb_now), x_ptr.eq(xb_now),
                                      c_row.eq(f["c_base"]), c_ptr.eq(f["c_base"])]
                 with m.Case(Phase.STREAM):
                     with m.If(last_blk & (sub != ow - 1)):
@@ -368,7 +377,9 @@ class MatrixEngine(wiring.Component):
                             with m.Else():
                                 nk = x_kblk + f["ak_s1"]
                                 m.d.sync += [k0.eq(0), k1.eq(k1 + 1), x_kblk.eq(nk),
-                                             x_blk.eq(nk)]
+                                             x_blk.eq(nk), g_ptr.eq(g_ptr + 8)]
+                                with m.If(gat):   # x_kblk/x_blk come from the gather word
+                                    m.d.sync += phase.eq(Phase.GATHER)
                 with m.Case(Phase.TAIL):
                     m.d.sync += cnt.eq(cnt + 1)
                     with m.If(cnt == WRITE_DELAY - 1):
@@ -430,7 +441,8 @@ class MatrixEngine(wiring.Component):
         desc_bad = ((now("C") == 0) | (now("C") > M)
                     | (now("J0") == 0) | (now("J1") == 0) | (now("K0") == 0) | (now("K1") == 0)
                     | big_j | (now("mode") > max(Mode))
-                    | ((now("flags") & ~int(Flag.A_UNSIGNED | Flag.OUT_UNSIGNED) & 0xFF) != 0)
+                    | ((now("flags") & ~int(Flag.A_UNSIGNED | Flag.OUT_UNSIGNED | Flag.K_GATHER)
+                        & 0xFF) != 0)
                     | (tfl & ((now("qmin") > now("qmax")) | out_of_type(now("zp"))
                               | out_of_type(now("qmin")) | out_of_type(now("qmax")))))
         shv = word[:32].as_signed()
@@ -448,6 +460,9 @@ class MatrixEngine(wiring.Component):
             m.d.comb += [dfault.eq(1), dfault_addr.eq(s1_raddr)]
 
         # ---- stage 1 ------------------------------------------------------------------
+        g_base = Signal(32)               # a_base + g[k1] of the gather word in stage 1
+        m.d.comb += [g_base.eq(f["a_base"] + word[:32]),
+                     xb_now.eq(Mux(s1_kind == Kind.G, g_base, x_blk))]
         xs = [word[8 * i:8 * i + 8] for i in range(8)]
         a_uns = (f["flags"] & Flag.A_UNSIGNED) != 0
         sums = []
@@ -485,6 +500,8 @@ class MatrixEngine(wiring.Component):
                         m.d.sync += [bias[lane].eq(word[:32]), mult[lane].eq(word[32:])]
                 with m.Case(Kind.W):
                     m.d.sync += stat[s1_idx].eq(word)
+                with m.Case(Kind.G):
+                    m.d.sync += [x_kblk.eq(g_base), x_blk.eq(g_base)]
                 with m.Case(Kind.X):
                     with m.If(s1_last):
                         m.d.sync += [o.eq(s) for o, s in zip(out, sums)]
