@@ -12,7 +12,7 @@ import pytest
 
 from tessera.golden_model import kernels as ref
 from tessera.spec.config import ArrayConfig, preset
-from tessera.spec.engine import ChannelParams, Descriptor, Mode, command_steps
+from tessera.spec.engine import ChannelParams, Descriptor, Flag, Mode, command_steps
 from tessera.toolchain.graph import Engine, Graph, compile_graph, map_linearly
 from tessera.toolchain.kernels import (KernelError, block_sparse_matmul, conv2d_nhwc, matmul,
                                        matmul_requantize, pad_input)
@@ -130,13 +130,23 @@ def test_engine_block_sparse(bs, m, k, n, sparsity, fused):
     g = Graph(_cfg("small"))
     a = g.add_variable("a", (m, k), "int8", map_linearly(grain=k))
     c, prog = block_sparse_matmul(g, a, w, init=init, requant=req)
-    (got,), res, _, _ = _run(g, prog, {"a": A}, [c])
+    (got,), res, cg, ev = _run(g, prog, {"a": A}, [c])
     acc = ref.block_sparse_matmul(A, w)
     want = (ref.requantize(acc, req["multiplier"], req["shift"], 5, bias=init) if fused
             else (acc.astype(np.int64) + init).astype(np.int32))
     np.testing.assert_array_equal(got, want)
-    # only stored block columns are computed (plus the zero blocks of their progressions)
-    assert sum(t.counters["macs"] for t in res.tiles) >= m * w.nnzb * bs * bs
+    # only stored blocks are computed: columns whose stored block rows are no arithmetic
+    # progression gather exactly them (K_GATHER, §12), so with blocks of 8 or 16 the macs
+    # counter is the useful MACs (blocks of 4 are regrouped into blocks of 8)
+    macs = sum(t.counters["macs"] for t in res.tiles)
+    assert macs == m * w.nnzb * bs * bs if bs >= 8 else macs >= m * w.nnzb * bs * bs
+    flags = [c_.fields["flags"] for v in _engine_tables(cg) for c_ in v.engine_commands]
+    if bs >= 8:           # K_GATHER iff a column's stored block rows are not equally spaced
+        rows, cols_ = w.block_rows(), np.asarray(w.indices)
+        uneven = any(len(set(np.diff(np.sort(rows[cols_ == j])))) > 1 for j in set(cols_))
+        assert any(f & Flag.K_GATHER for f in flags) == uneven
+    run_engine_vertices(ev)                              # the descriptors, independently
+    np.testing.assert_array_equal(ev.read_tensor(c.name), want)
 
 
 def test_block_sparse_float32_rule_uint8_relu():

@@ -29,7 +29,11 @@ def run_descriptor(sram: bytearray, d: Descriptor) -> None:
             j = j1 * d.J0 + j0
             x = []
             for k1 in range(d.K1):
-                a = (d.a_base + j1 * d.a_s1 + j0 * d.a_s0 + k1 * d.ak_s1) % 2**32
+                if d.flags & Flag.K_GATHER:         # g[k1]: the u32 at ak_s1 + 8·k1
+                    o = struct.unpack_from("<I", sram, (d.ak_s1 + 8 * k1) % 2**32)[0]
+                else:
+                    o = k1 * d.ak_s1
+                a = (d.a_base + j1 * d.a_s1 + j0 * d.a_s0 + o) % 2**32
                 assert a % 8 == 0, hex(a)
                 x.append(mem[a:a + 8 * d.K0])
             xv = np.concatenate(x)

@@ -257,7 +257,7 @@ def progression_cover(rows) -> tuple[int, int, int]:
 def _block_sparse_engine(graph, a, w, iv_init, tiles, name, requant, where):
     from tessera.golden_model.kernels import requantize as ref_requantize
     from tessera.golden_model.kernels import requantize_float32 as ref_requantize_float32
-    from tessera.spec.engine import ACC_DEPTH, Mode
+    from tessera.spec.engine import ACC_DEPTH, Flag, Mode
     m, k = a.shape
     n = w.shape[1]
     dense = w.to_dense()
@@ -275,15 +275,24 @@ def _block_sparse_engine(graph, a, w, iv_init, tiles, name, requant, where):
     name = unique_name(graph, name)
     nt = len(tiles)
     lanes = graph.config.engine_lanes
-    # packed stationary operand: per stored block column, channel-major over the progression
-    plan, chunks, off = {}, [], 0
+    # packed stationary operand: per stored block column, channel-major over its stored
+    # block rows; rows in arithmetic progression stream with the k1 stride, others with a
+    # K_GATHER table (one 8-byte entry per stored block: its byte offset in a row of A)
+    plan, chunks, off, gtab = {}, [], 0, []
     for c in sorted(cols):
-        r0, d, L = progression_cover(cols[c])
+        rows_c = sorted(cols[c])
+        r0, d, L = progression_cover(rows_c)
+        if L == len(rows_c):
+            g = None                                       # exactly a progression
+        else:
+            g = len(gtab)
+            gtab += [r * bs for r in rows_c]
+            r0, d, L = 0, 0, len(rows_c)
+        rr = [r0 + l * d for l in range(L)] if g is None else rows_c
         blk = np.zeros((bs, L, bs), dtype=np.int8)         # [channel, block, row in block]
-        for l in range(L):
-            r = r0 + l * d
+        for l, r in enumerate(rr):
             blk[:, l, :] = dense[r * bs:(r + 1) * bs, c * bs:(c + 1) * bs].T
-        plan[c] = (r0, d, L, off)
+        plan[c] = (r0, d, L, off, g)
         chunks.append(blk.reshape(-1))
         off += blk.size
     packed = np.concatenate(chunks) if chunks else np.zeros(8, np.int8)
@@ -311,6 +320,14 @@ def _block_sparse_engine(graph, a, w, iv_init, tiles, name, requant, where):
                             [(t, i * n * 4, (i + 1) * n * 4) for i, t in enumerate(tiles)],
                             dtype="int32")
     pv.align = 8
+    if gtab:
+        gt = np.zeros((len(gtab), 2), np.int32)
+        gt[:, 0] = gtab
+        gv = graph.add_constant(f"{name}.gather", np.broadcast_to(gt.reshape(-1),
+                                                                  (nt, gt.size)),
+                                [(t, i * gt.size, (i + 1) * gt.size)
+                                 for i, t in enumerate(tiles)], dtype="int32")
+        gv.align = 8
     # columns that are never computed keep the output's initial value
     c = graph.add_constant(f"{name}.c", np.broadcast_to(empty_value, (m, n)),
                            [(iv.tile, iv.start // k * n, iv.stop // k * n) for iv in a.intervals],
@@ -324,15 +341,19 @@ def _block_sparse_engine(graph, a, w, iv_init, tiles, name, requant, where):
         at, ct = a[ra:rb], c.flatten()[ra * n:rb * n]
         for g0 in range(0, rb - ra, ACC_DEPTH):
             nr = min(ACC_DEPTH, rb - ra - g0)
-            for col, (r0, d, L, woff) in plan.items():
+            for col, (r0, d, L, woff, g) in plan.items():
                 for m0 in range(0, bs, lanes):
                     nc = min(lanes, bs - m0)
+                    gather = {} if g is None else dict(ak_s1=(gv[i], 8 * g))
                     per_tile.setdefault(iv.tile, []).append(Command(
-                        a_base=(at, g0 * k + r0 * bs), a_s0=k, ak_s1=d * bs,
+                        a_base=(at, g0 * k + r0 * bs), a_s0=k,
+                        **(gather or dict(ak_s1=d * bs)),
                         w_base=(wv[i], woff + m0 * L * bs), w_sm=L * bs,
                         c_base=(ct, (g0 * n + col * bs + m0) * elem), c_s0=n * elem,
                         p_base=(pv[i], 16 * (col * bs + m0)), J0=nr, K0=bs // 8, K1=L,
-                        C=nc, mode=mode, flags=0 if requant is None else fields["flags"],
+                        C=nc, mode=mode,
+                        flags=(0 if requant is None else fields["flags"])
+                        | (0 if g is None else Flag.K_GATHER),
                         zp=zp, qmin=qmin, qmax=qmax))
     if not per_tile:                     # no stored block: the output is its initial value
         return c, Sequence()

@@ -23,8 +23,9 @@ from ._common import KernelError, codelet
 __all__ = ["use_engine", "require_align", "Command", "add_engine_vertex", "param_table",
            "float32_param_table", "output_rule", "ADDRESS_FIELDS", "engine_steps"]
 
-#: Descriptor fields that hold byte addresses (given as (tensor, byte offset) in a Command).
-ADDRESS_FIELDS = ("a_base", "w_base", "c_base", "p_base")
+#: Descriptor fields that hold byte addresses (given as (tensor, byte offset) in a Command;
+#: ``ak_s1`` is one with ``K_GATHER``: the gather table's address).
+ADDRESS_FIELDS = ("a_base", "w_base", "c_base", "p_base", "ak_s1")
 
 
 def use_engine(graph: Graph, engine=None) -> bool:
