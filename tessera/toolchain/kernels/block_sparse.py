@@ -18,13 +18,12 @@ blocks of 4, 8 or 16), bit-exact with :func:`tessera.golden_model.kernels.block_
   row offset, then BS/4 steps of 8 loads + 16 ``dot4``.
 * **Matrix engine** (default when ``config.engine_macs > 0`` and K, N are multiples of 8;
   docs/architecture.md §12): blocks of 4 are regrouped into blocks of 8 (a block of 8 is
-  stored when any of its four blocks of 4 is). A command accumulates over its blocks only
-  when their rows form an arithmetic progression (the streamed address is affine in k1), so
-  each block column's stored block rows are covered by the shortest progression containing
-  them (the gaps become zero blocks in the packed stationary operand). Per tile, per group of
-  ≤ 256 rows, per stored block column and per M = P/8 of its channels one command; the
-  packed weights (per column, channel-major, only the progression's blocks) are a constant
-  replicated on each computing tile; the columns without stored blocks are never computed:
+  stored when any of its four blocks of 4 is). A command accumulates over exactly the
+  column's stored blocks: equally spaced block rows stream with the k1 stride, others
+  through a ``K_GATHER`` table (``<name>.gather``: the byte offset of each stored block in a
+  row of A, one 8-byte entry per block, §12). Per tile, per group of ≤ 256 rows, per stored
+  block column and per M = P/8 of its channels one command; the packed weights (per column,
+  channel-major, only the stored blocks) are a constant replicated on each computing tile; the columns without stored blocks are never computed:
   their output (the initial accumulators, or their requantization) is part of the output
   variable's initial value. Optional fused requantization (``requant``: the TFLite rule or
   the ONNX float32 rule, :func:`tessera.toolchain.kernels.engine.output_rule`).
