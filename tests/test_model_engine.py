@@ -573,7 +573,7 @@ def test_fault_descriptor_read(d, step, addr):
 @pytest.mark.parametrize("change", [
     dict(C=0), dict(C=5), dict(J0=0), dict(J1=0), dict(K0=0), dict(K1=0),
     dict(J0=17, J1=16),                                     # J = 272 > 256
-    dict(mode=2), dict(mode=255), dict(flags=4), dict(flags=0x80),
+    dict(mode=3), dict(mode=255), dict(flags=8), dict(flags=0x80),    # 2 = FLOAT32, 4 = K_GATHER valid
     dict(qmin=10, qmax=5), dict(zp=128), dict(qmin=-129), dict(qmax=128),
     dict(flags=Flag.OUT_UNSIGNED, qmin=-1, qmax=255), dict(flags=Flag.OUT_UNSIGNED, qmin=0,
                                                            qmax=256),
@@ -589,6 +589,7 @@ def test_fault_descriptor_fields(change):
     dict(C=4), dict(J0=16, J1=16), dict(flags=3, zp=0, qmin=0, qmax=255),
     dict(mode=Mode.RAW, zp=1000, qmin=5, qmax=-5, flags=Flag.OUT_UNSIGNED, c_s0=16),
     dict(qmin=-128, qmax=-128), dict(zp=127, qmin=127, qmax=127),
+    dict(mode=Mode.FLOAT32),       # multiplier words 2^30 = binary32 2.0 (exponent 128): finite
 ])
 def test_valid_descriptor_fields_do_not_fault(change):
     mem = dict(STD_MEM)

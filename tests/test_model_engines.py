@@ -9,6 +9,8 @@ timeouts with continued runs, at several N, T and L.
 import os
 import random
 
+import struct
+
 import numpy as np
 import pytest
 
@@ -312,6 +314,8 @@ def test_fast_engine_counts_and_registers_by_hand():
 # (the §12 memory order against the engine's own reads and writes).
 E_DESC = 0x2400      # 8 descriptors of 64 bytes
 E_PARAM = 0x2600     # 8 channel records of 16 bytes
+E_GATHER = 0x2700    # a K_GATHER table: 4 entries (offsets 24, 0, 16, 8; junk high halves)
+GATHER_OFFS = (24, 0, 16, 8)
 E_A = 0x2800         # streamed operand region (2 KiB)
 E_W = 0x3000         # stationary operand region (1 KiB)
 E_OUT = 0x3400       # outputs (2 KiB)
@@ -325,12 +329,14 @@ def _rand_desc(rng, lanes, bad: bool):
         J0, J1 = rng.randrange(1, 5), rng.randrange(1, 4)
         K0, K1 = rng.randrange(1, 3), rng.randrange(1, 3)
         C = rng.randrange(1, lanes + 1)
-        mode = rng.choice([Mode.RAW, Mode.TFLITE])
+        mode = rng.choice([Mode.RAW, Mode.TFLITE, Mode.FLOAT32])
         ow = (C + 1) // 2 if mode == Mode.RAW else 1
         a_s0 = 8 * rng.choice([K0, K0 * K1, K0 * K1 + 1, 0])
-        ak_s1 = 8 * rng.choice([K0, K0 * J0, 1])
+        gather = rng.random() < 0.3       # k1 offsets from E_GATHER (entries from 0..2)
+        ak_s1 = E_GATHER + 8 * rng.randrange(3) if gather else 8 * rng.choice([K0, K0 * J0, 1])
         a_s1 = 8 * rng.choice([J0 * K0 * K1, J0 * K0 * K1 + 2, 3])
-        span_a = (J1 - 1) * a_s1 + (J0 - 1) * a_s0 + (K1 - 1) * ak_s1 + 8 * (K0 - 1) + 8
+        span_a = ((J1 - 1) * a_s1 + (J0 - 1) * a_s0 + (max(GATHER_OFFS) if gather else
+                                                       (K1 - 1) * ak_s1) + 8 * (K0 - 1) + 8)
         w_sm = 8 * K0 * K1 * rng.choice([1, 2])
         span_w = (C - 1) * w_sm + 8 * K0 * K1
         c_s0 = 8 * ow * rng.choice([1, 2])
@@ -341,9 +347,9 @@ def _rand_desc(rng, lanes, bad: bool):
     a_base = E_A + 8 * rng.randrange((E_W - E_A - span_a) // 8 + 1)
     w_base = E_W + 8 * rng.randrange((E_OUT - E_W - span_w) // 8 + 1)
     c_base = E_OUT + 8 * rng.randrange((E_END - E_OUT - span_c) // 8 + 1)
-    if mode == Mode.TFLITE and C < 8 and rng.random() < 0.3:
+    if mode != Mode.RAW and C < 8 and rng.random() < 0.3:
         c_base += rng.randrange(0, 8 - C + 1)          # C bytes inside one 8-byte word
-    flags = rng.randrange(4)
+    flags = rng.randrange(4) | (Flag.K_GATHER if gather else 0)
     unsigned_out = bool(flags & Flag.OUT_UNSIGNED)
     lo, hi = (0, 255) if unsigned_out else (-128, 127)
     qmin = rng.randrange(lo, hi + 1)
@@ -353,7 +359,7 @@ def _rand_desc(rng, lanes, bad: bool):
              c_base=c_base, c_s0=c_s0, c_s1=c_s1, p_base=E_PARAM, J0=J0, J1=J1, K0=K0, K1=K1,
              C=C, mode=int(mode), flags=flags, zp=zp, qmin=qmin, qmax=qmax)
     if bad:
-        kind = rng.choice(["C0", "Cbig", "J0", "K1", "mode", "flags", "qrange", "qorder",
+        kind = rng.choice(["C0", "Cbig", "J0", "K1", "mode", "flags", "qrange", "qorder", "fmode", "g_bad",
                            "a_mis", "a_oor", "w_oor", "c_oor", "c_mis", "p_oor", "J"])
         if kind == "C0":
             f["C"] = 0
@@ -364,9 +370,15 @@ def _rand_desc(rng, lanes, bad: bool):
         elif kind == "K1":
             f["K1"] = 0
         elif kind == "mode":
-            f["mode"] = rng.choice([2, 3, 255])
+            f["mode"] = rng.choice([3, 4, 255])
+        elif kind == "g_bad":        # K_GATHER with a misaligned or outside gather word
+            f["flags"] |= Flag.K_GATHER
+            f["ak_s1"] = rng.choice([E_GATHER + 4, SRAM - 8, SRAM])
+            f["K1"] = 2
+        elif kind == "fmode":        # FLOAT32 reads the multipliers as binary32: may fault
+            f["mode"] = int(Mode.FLOAT32)
         elif kind == "flags":
-            f["flags"] |= 4 << rng.randrange(6)
+            f["flags"] |= 8 << rng.randrange(5)
         elif kind == "qrange":
             f["mode"] = int(Mode.TFLITE)
             f["qmax"] = 300
@@ -385,7 +397,7 @@ def _rand_desc(rng, lanes, bad: bool):
             f["J1"] = max(J1, 2)
         elif kind == "c_mis":
             f["c_base"] += 4 if f["mode"] == int(Mode.RAW) else 8 - (C - 1) + 0 if C > 1 else 0
-            if C == 1 and f["mode"] == int(Mode.TFLITE):
+            if C == 1 and f["mode"] != int(Mode.RAW):
                 f["c_base"] = SRAM + 1
         elif kind == "p_oor":
             f["p_base"] = SRAM - 16 * rng.randrange(0, 2) + 8
@@ -402,7 +414,11 @@ def _rand_params(rng, bad: bool):
         if bad and rng.random() < 0.3:
             shift = rng.choice([31, -32, 100, -(1 << 31)])
         mult = rng.choice([rng.randrange(1 << 30, 1 << 31), rng.randrange(-(1 << 31), 1 << 31),
-                           -(1 << 31)])
+                           -(1 << 31), rng.randrange(100, 141) << 23 | rng.randrange(1 << 23)])
+        if ((mult >> 23) & 0xFF) == 0xFF:      # finite as a FLOAT32 multiplier ...
+            mult &= ~(1 << 30)
+            if bad and rng.random() < 0.3:     # ... unless a fault is planted (§12 check 3)
+                mult |= 0x7F800000
         bias = rng.randrange(-(1 << 31), 1 << 31) if rng.random() < 0.3 else rng.randrange(-5000, 5000)
         out += ChannelParams(bias, mult, shift).pack()
     return out
@@ -489,6 +505,8 @@ def _engine_case(seed):
         descs = b"".join(_rand_desc(rng, lanes, nbad and rng.random() < 0.15) for _ in range(8))
         segs.append((t, E_DESC, descs))
         segs.append((t, E_PARAM, _rand_params(rng, nbad)))
+        segs.append((t, E_GATHER, b"".join(struct.pack("<II", o, rng.randrange(1 << 32))
+                                           for o in GATHER_OFFS)))
         segs.append((t, E_A, bytes(rng.getrandbits(8) for _ in range(E_W - E_A))))
         segs.append((t, E_W, bytes(rng.getrandbits(8) for _ in range(E_OUT - E_W))))
     max_cycles = rng.choice([150, 600, 2500, 8000])

@@ -227,6 +227,8 @@ def cmd_cc(args) -> int:
     defines = list(args.define or ())
     if args.xlatency is not None:
         defines.append(f"TSR_XLATENCY={args.xlatency}")
+    if args.engine_macs is not None:
+        defines.append(f"TSR_ENGINE_MACS={args.engine_macs}")
     out_dir = os.path.dirname(os.path.abspath(args.output))
     tmp = os.path.join(out_dir, f".{os.path.basename(args.output)}.{os.getpid()}.tmp")
     try:
@@ -509,6 +511,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="exchange latency the program is built for, 1..64 (defines "
                          "TSR_XLATENCY=L; programs that set an exchange program only run on "
                          "arrays with this L)")
+    cc.add_argument("--engine-macs", type=_engine_macs, metavar="P",
+                    help="matrix-engine MACs per cycle the program is built for: 0, 16, 32 "
+                         "(default), 64 (defines TSR_ENGINE_MACS=P; programs that call "
+                         "tsr_mrun only run on arrays with this P)")
     cc.set_defaults(func=cmd_cc)
 
     od = sub.add_parser(

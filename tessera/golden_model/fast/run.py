@@ -68,7 +68,7 @@ ENG_FIELDS = (
     ("ld_ctx", "<i8", ()), ("ld_rd", "<i8", ()), ("ld_addr", "<i8", ()), ("ld_size", "<i8", ()),
     ("ld_signed", "<i8", ()), ("q_x", "<i8", ()), ("q_d", "<i8", ()), ("q_c", "<i8", ()),
     ("q_pc", "<i8", ()), ("desc", "u1", (64,)), ("bias", "<i4", (8,)),
-    ("mult", "<i4", (8,)), ("shift", "<i4", (8,)), ("S", "<i4", (8, 8)),
+    ("mult", "<i4", (8,)), ("shift", "<i4", (8,)), ("S", "<i4", (8, 8)), ("g", "<i8", ()),
 )
 _ENG_DTYPE = None
 
@@ -125,6 +125,7 @@ def _import_engines(arr, blob) -> None:
         e["mult"][:m] = mx.multiplier[t]
         e["shift"][:m] = mx.shift[t]
         e["S"][:m] = mx.lanes_w[t]
+        e["g"] = mx.gather[t]
         if mx.acc is not None:
             arr._fast_eacc[t, :, :m] = mx.acc[t]
         library().tsr_eng_seek(blob.ctypes.data, t, arr.config.engine_lanes)
@@ -190,6 +191,7 @@ def _export_engines(arr, blob) -> None:
         mx.multiplier[t] = e["mult"][:m]
         mx.shift[t] = e["shift"][:m]
         mx.lanes_w[t] = e["S"][:m]
+        mx.gather[t] = e["g"]
         mx.acc[t] = arr._fast_eacc[t, :, :m]
         if late[t]:
             vals = struct.unpack(DESC_FORMAT, e["desc"].tobytes())
