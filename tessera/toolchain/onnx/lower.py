@@ -45,6 +45,10 @@ def _a4(n: int) -> int:
     return -(-int(n) // 4) * 4
 
 
+def _up(n: int, q: int) -> int:
+    return -(-int(n) // q) * q
+
+
 # ---------------------------------------------------------------------------------------------
 # host-side parameter tables
 # ---------------------------------------------------------------------------------------------
@@ -146,8 +150,14 @@ class Lowered:
 
 class _Lowerer:
     def __init__(self, ir: IRGraph, config, samples: int, tiles, sparse_mode="auto",
-                 block_size=None):
+                 block_size=None, engine="auto"):
         self.ir, self.cfg, self.S = ir, config, samples
+        if engine not in ("auto", "dot4"):
+            raise UnsupportedError(f"engine must be 'auto' or 'dot4', not {engine!r}")
+        #: matmuls on the matrix engine (docs/architecture.md §12) when the array has one
+        self.engine = engine == "auto" and config.engine_macs > 0
+        #: buffer alignment: the engine reads and writes aligned 8-byte words
+        self.align = 8 if self.engine else 4
         self.tiles = list(tiles)
         self.nt = len(self.tiles)
         self.g = Graph(config)
@@ -290,14 +300,14 @@ class _Lowerer:
                 r = self.root(op.output)
                 if r not in io and r not in self.virtual:
                     first.setdefault(r, idx)
-                    size[r] = _a4(self.values[r].nbytes)
+                    size[r] = _up(self.values[r].nbytes, self.align)
             for x in op.inputs + ([op.output] if op.kind == "alias" else []):
                 r = self.root(x)
                 if r not in io and r not in self.virtual:
                     last[r] = max(last.get(r, idx), idx)
             for tname, nb in self.temps[idx].items():
                 key = (idx, tname)
-                first[key], last[key], size[key] = idx, idx, _a4(nb)
+                first[key], last[key], size[key] = idx, idx, _up(nb, self.align)
         for r in size:
             last.setdefault(r, first[r])
         order = sorted(size, key=lambda k: (first[k], -size[k]))
@@ -331,7 +341,8 @@ class _Lowerer:
     def _conv_dims(self, op):
         gm = op.attrs["geom"]
         K = gm["cg"] * gm["kh"] * gm["kw"]
-        return gm, K, _a4(K), gm["OH"] * gm["OW"], gm["M"] // op.attrs["group"]
+        Mg = gm["M"] // op.attrs["group"]
+        return gm, K, _up(K, 8 if self.on_engine(op) else 4), gm["OH"] * gm["OW"], Mg
 
     def temps_conv(self, op):
         gm, K, Kp, P, Mg = self._conv_dims(op)
@@ -356,12 +367,24 @@ class _Lowerer:
         K, N = op.attrs["K"], op.attrs["N"]
         rows = int(np.prod(a.shape[:-1]))             # per sample
         L = int(np.prod(a.shape[:-2])) if len(a.shape) > 2 else 1
-        return a, K, _a4(K), N, rows, L
+        return a, K, _up(K, 8 if self.on_engine(op) else 4), N, rows, L
+
+    def on_engine(self, op) -> bool:
+        """Whether the matmul of a conv / constant-weight matmul runs on the matrix engine:
+        the array has one (and ``engine="auto"``) and the int32 rows of its ``RAW`` output are
+        whole 8-byte words (an even number of output channels per group); otherwise ``dot4``."""
+        if not self.engine:
+            return False
+        if op.kind == "conv":
+            return (op.attrs["geom"]["M"] // op.attrs["group"]) % 2 == 0
+        if op.kind == "matmul":
+            return op.attrs["b"] is not None and op.attrs["N"] % 2 == 0
+        return False
 
     def temps_matmul(self, op):
         a, K, Kp, N, rows, L = self._mm_dims(op)
         t = {}
-        if K % 4 or op.attrs["a_dtype"] == "uint8":
+        if K != Kp or op.attrs["a_dtype"] == "uint8":
             t["a"] = rows * Kp
         if op.attrs["b"] is None:
             t["bt"] = L * N * Kp
@@ -390,6 +413,7 @@ class _Lowerer:
                                         [(t, i * arena_bytes, (i + 1) * arena_bytes)
                                          for i, t in enumerate(self.tiles)]),
             f"activation arena (largest live tensor {self.peak_at[1]!r})", arena_bytes)
+        self.arena.align = max(self.arena.align, self.align)
         self.io_in, self.io_out = {}, {}
         io_info_in, io_info_out = {}, {}
         for kind, names, store, info in (("in", ir.inputs, self.io_in, io_info_in),
@@ -443,9 +467,11 @@ class _Lowerer:
         from .errors import ModelMemoryError
         per = shape[1]
         try:
-            return self.g.add_variable(var_name, shape, dt,
-                                       [(t, i * self.S * per, (i + 1) * self.S * per)
-                                        for i, t in enumerate(self.tiles)])
+            v = self.g.add_variable(var_name, shape, dt,
+                                    [(t, i * self.S * per, (i + 1) * self.S * per)
+                                     for i, t in enumerate(self.tiles)])
+            v.align = max(v.align, self.align)
+            return v
         except GraphError as e:
             if "out of memory" not in str(e):
                 raise
@@ -541,11 +567,14 @@ class _Lowerer:
         wk = (w8.transpose(0, 2, 3, 1) if order == 1 else w8).reshape(M, K)   # patch order
         init = wrap32(bias - zx * wk.astype(np.int64).sum(axis=1) + K * zx * zw)
         bts, inits, zws = [], [], []
+        eng = self.on_engine(op)
         for g in range(G):
             bt = np.zeros((Mg, Kp), np.int8)
             bt[:, :K] = wk[g * Mg:(g + 1) * Mg]
             bts.append(bt)
-            inits.append(self.const(layer, f"init{g}", init[g * Mg:(g + 1) * Mg], "int32"))
+            ig = init[g * Mg:(g + 1) * Mg]
+            inits.append(self._engine_params(layer, f"ep{g}", ig) if eng else
+                         self.const(layer, f"init{g}", ig, "int32"))
             if use_rs:
                 zws.append(self.const(layer, f"zw{g}", zw[g * Mg:(g + 1) * Mg], "int32"))
         c1 = self.cs(layer, "im2col")
@@ -563,12 +592,18 @@ class _Lowerer:
                 for g in range(G):
                     self.vertex(cr, "tso_rowsum", i, p=self.tview(idx, i, f"p{g}"),
                                 s=self.tview(idx, i, f"rs{g}"), rows=rows, Kp=Kp)
-        mms = [self._matmul_weights(layer, f"w{g}", bts[g], a.get("w_name")) for g in range(G)]
+        weights = self._engine_weights if eng else self._matmul_weights
+        mms = [weights(layer, f"w{g}", bts[g], a.get("w_name")) for g in range(G)]
         c2 = self.cs(layer, "mm")
         for i in range(self.nt):
             for g in range(G):
-                self._mm_vertex(c2, i, self.tview(idx, i, f"p{g}"), mms[g],
-                                self.tview(idx, i, f"acc{g}"), inits[g][i], rows, Mg, Kp)
+                if eng:
+                    self._engine_mm(layer, c2, i, self.tview(idx, i, f"p{g}"), mms[g],
+                                    self.tview(idx, i, f"acc{g}"), inits[g], rows, Mg, Kp,
+                                    f"mm{g}")
+                else:
+                    self._mm_vertex(c2, i, self.tview(idx, i, f"p{g}"), mms[g],
+                                    self.tview(idx, i, f"acc{g}"), inits[g][i], rows, Mg, Kp)
         if use_rs:
             cz = self.cs(layer, "zpfix")
             for i in range(self.nt):
@@ -650,6 +685,80 @@ class _Lowerer:
                     "groups": self.const(layer, f"{what}.groups", np.array(groups), "int32")})
         return ("dense", self.const(layer, what, bt, "int8", tensor))
 
+    # -- matrix engine (docs/architecture.md §12) ---------------------------------------
+    def _engine_params(self, layer, what, init):
+        """The engine's channel parameter records (bias = the initial accumulators; the
+        multiplier and shift are unused in ``RAW`` mode): per-tile views, 8-byte aligned."""
+        from tessera.toolchain.kernels.engine import param_table, require_align
+        v = self.const(layer, what, param_table(init), "int32")
+        require_align(v[0])
+        return v
+
+    def _engine_weights(self, layer, what, bt, tensor=None):
+        """Constant weights B^T int8 [N, Kp] (Kp a multiple of 8) as the engine's stationary
+        operand, per command *group* of at most M = ``engine_lanes`` output channels.
+
+        A group streams the 8-byte K blocks (rows 8b..8b+7 of B) of the shortest arithmetic
+        progression ``b0, b0 + d, ..`` that holds every block with a nonzero weight in the
+        group (:func:`tessera.toolchain.kernels.block_sparse.progression_cover`; a group
+        without one streams one zero block, so its accumulators are the bias). With
+        ``sparse_mode="auto"`` that layout is used when the streamed blocks are at most
+        :data:`SPARSE_MAX_DENSITY` of all blocks (``layer.sparse`` reports it), else every
+        group streams all Kp / 8 blocks (dense). Returns ``(per-tile views of the packed
+        bytes, [(m0, nc, b0, d, L, byte offset)])``: group bytes channel-major, ``8·L`` bytes
+        per channel."""
+        from tessera.toolchain.kernels.block_sparse import progression_cover
+        from tessera.toolchain.kernels.engine import require_align
+        N, Kp = bt.shape
+        KB = Kp // 8
+        lanes = self.cfg.engine_lanes
+        nzb = (bt.reshape(N, KB, 8) != 0).any(axis=2)                  # [N, KB]
+        cover, stored = [], 0
+        for m0 in range(0, N, lanes):
+            nc = min(lanes, N - m0)
+            used = np.nonzero(nzb[m0:m0 + nc].any(axis=0))[0]
+            stored += len(used)
+            cover.append((m0, nc) + (progression_cover(used) if len(used) else (0, 1, 1)))
+        total = len(cover) * KB
+        streamed = sum(c[4] for c in cover)
+        sparse = self.sparse_mode == "auto" and streamed <= SPARSE_MAX_DENSITY * total
+        if not sparse:
+            cover = [(m0, nc, 0, 1, KB) for m0, nc, *_ in cover]
+        else:
+            layer.sparse = {"kernel": "engine_block_sparse", "block_size": 8,
+                            "block_channels": lanes, "blocks_stored": int(stored),
+                            "blocks_streamed": int(streamed), "blocks_total": int(total),
+                            "density": float(stored / total)}
+        chunks, groups, off = [], [], 0
+        for m0, nc, b0, d, L in cover:
+            blk = bt[m0:m0 + nc].reshape(nc, KB, 8)[:, b0:b0 + (L - 1) * d + 1:d]
+            chunks.append(blk.reshape(-1))
+            groups.append((m0, nc, b0, d, L, off))
+            off += blk.size
+        v = self.const(layer, what, np.concatenate(chunks), "int8", tensor)
+        require_align(v[0])
+        return v, groups
+
+    def _engine_mm(self, layer, cset, i, a, wts, c, pv, rows, N, Kp, tag):
+        """Engine commands on tile ``i`` for ``c[r, :] = bias + a[r, :Kp] · B`` (int32,
+        ``RAW`` mode), ``rows`` rows of ``Kp`` bytes at ``a``, ``c`` rows of ``4·N`` bytes:
+        per group of ≤ ACC_DEPTH rows and per weight group (:meth:`_engine_weights`) one
+        command streaming the group's blocks (k1 over the progression, stride 8·d)."""
+        from tessera.spec.engine import ACC_DEPTH, Mode
+        from tessera.toolchain.kernels.engine import Command, add_engine_vertex
+        wv, groups = wts
+        cmds = []
+        for r0 in range(0, rows, ACC_DEPTH):
+            nr = min(ACC_DEPTH, rows - r0)
+            for m0, nc, b0, d, L, woff in groups:
+                cmds.append(Command(
+                    a_base=(a, r0 * Kp + 8 * b0), a_s0=Kp, a_s1=0, ak_s1=8 * d,
+                    w_base=(wv[i], woff), w_sm=8 * L, c_base=(c, 4 * (r0 * N + m0)),
+                    c_s0=4 * N, c_s1=0, p_base=(pv[i], 16 * m0), J0=nr, J1=1, K0=1, K1=L,
+                    C=nc, mode=Mode.RAW))
+        add_engine_vertex(self.g, cset, self.tiles[i], cmds,
+                          f"op{layer.index}.{tag}.desc{self.tiles[i]}")
+
     def _mm_vertex(self, cset, i, a, w, c, init, rows, cols, Kp):
         kind, data = w
         if kind == "dense":
@@ -697,11 +806,20 @@ class _Lowerer:
             bt = np.zeros((N, Kp), np.int8)
             bt[:, :K] = b8.T
             init = wrap32(bias - za * b8.sum(axis=0) + K * za * zb)
-            wts = self._matmul_weights(layer, "bt", bt, a.get("b_name"))
-            iv = self.const(layer, "init", init, "int32")
+            eng = self.on_engine(op)
+            if eng:
+                wts = self._engine_weights(layer, "bt", bt, a.get("b_name"))
+                pv = self._engine_params(layer, "ep", init)
+            else:
+                wts = self._matmul_weights(layer, "bt", bt, a.get("b_name"))
+                iv = self.const(layer, "init", init, "int32")
             c2 = self.cs(layer, "mm")
             for i in range(self.nt):
-                self._mm_vertex(c2, i, aview(i), wts, accv(i), iv[i], S * rows, N, Kp)
+                if eng:
+                    self._engine_mm(layer, c2, i, aview(i), wts, accv(i), pv, S * rows, N, Kp,
+                                    "mm")
+                else:
+                    self._mm_vertex(c2, i, aview(i), wts, accv(i), iv[i], S * rows, N, Kp)
             if use_rs:
                 zwv = self.const(layer, "zw", zb, "int32")
                 cz = self.cs(layer, "zpfix")
@@ -982,7 +1100,8 @@ def wrap32(x) -> np.ndarray:
     return wrap_int32(np.asarray(x, dtype=np.int64)).astype(np.int64)
 
 
-def lower(ir: IRGraph, config, samples: int, *, sparse_mode="auto", block_size=None) -> Lowered:
+def lower(ir: IRGraph, config, samples: int, *, sparse_mode="auto", block_size=None,
+          engine="auto") -> Lowered:
     """Build the graph for ``samples`` samples per tile (see the module docstring).
 
     Parameters
@@ -994,11 +1113,15 @@ def lower(ir: IRGraph, config, samples: int, *, sparse_mode="auto", block_size=N
     sparse_mode : {"auto", "dense"}
         ``auto`` uses the block-sparse kernels for constant weights with zero blocks.
     block_size : int or None
-        Force a block size for the detection (4, 8 or 16).
+        Force a block size for the detection (4, 8 or 16; the ``dot4`` kernels only).
+    engine : {"auto", "dot4"}
+        ``auto``: the matmuls of convolutions and constant-weight matmuls run on the matrix
+        engine when ``config.engine_macs > 0`` (``RAW`` int32 output; the requantization
+        stays ``tso_rqf``); ``dot4`` forces the ``dot4`` kernels (for comparison).
 
     Returns
     -------
     Lowered
     """
     tiles = list(range(config.tiles)) if ir.batched else [0]
-    return _Lowerer(ir, config, samples, tiles, sparse_mode, block_size).run()
+    return _Lowerer(ir, config, samples, tiles, sparse_mode, block_size, engine).run()

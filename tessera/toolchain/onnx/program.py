@@ -340,7 +340,7 @@ def _memory_error(e, low, samples) -> ModelMemoryError:
 
 def import_model(source, config=None, *, samples_per_tile=None, constants=None,
                  batch_mode="auto", sparse="auto", block_size=None,
-                 batch_hint=None) -> OnnxProgram:
+                 batch_hint=None, engine="auto") -> OnnxProgram:
     """Load, check, map and compile an ONNX model for a Tessera array.
 
     Parameters
@@ -364,6 +364,10 @@ def import_model(source, config=None, *, samples_per_tile=None, constants=None,
     batch_hint : int or None
         The batch the program will mostly run: the automatic samples-per-tile choice does not
         exceed ``ceil(batch_hint / tiles)`` (fewer padding samples per run).
+    engine : {"auto", "dot4"}
+        ``auto``: convolution and constant-weight matmuls on the matrix engine when
+        ``config.engine_macs > 0`` (docs/compiler.md, "ONNX importer"); ``dot4``: the ``dot4``
+        kernels on any array (for comparison).
 
     Returns
     -------
@@ -381,11 +385,13 @@ def import_model(source, config=None, *, samples_per_tile=None, constants=None,
         raise TypeError(f"import_model: config must be an ArrayConfig, not {config!r}")
     if sparse not in ("auto", "dense"):
         raise UnsupportedError(f"sparse must be 'auto' or 'dense', not {sparse!r}")
+    if engine not in ("auto", "dot4"):
+        raise UnsupportedError(f"engine must be 'auto' or 'dot4', not {engine!r}")
     model = load_model(source)
     name = str(source) if isinstance(source, (str,)) or hasattr(source, "__fspath__") else \
         (model.graph.name or "model")
     ir = convert(model, constants=constants, batch_mode=batch_mode)
-    kwargs = {"sparse_mode": sparse, "block_size": block_size}
+    kwargs = {"sparse_mode": sparse, "block_size": block_size, "engine": engine}
     if samples_per_tile is not None:
         if not isinstance(samples_per_tile, int) or samples_per_tile < 1:
             raise UnsupportedError(f"samples_per_tile must be a positive int, not {samples_per_tile!r}")
