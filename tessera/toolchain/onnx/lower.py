@@ -526,14 +526,12 @@ class _Lowerer:
                         params=pv[i], n=self.S * v.size, inner=a["inner"], C=C, kind=kind)
 
     # conv
-    def _rq_vertices(self, layer, cset, i, acc, out_view, out, P, M, os_s, os_p, os_m, pv,
-                     nrows=None):
-        """tso_rqf over ``nrows`` rows (default: all acc rows of the S samples), ``P`` rows per
-        output block of ``os_s`` bytes."""
+    def _rq_vertices(self, layer, cset, i, acc, out_view, out, P, M, os_s, os_p, os_m, pv, *,
+                     nrows):
+        """tso_rqf over ``nrows`` rows of ``acc`` (not derived from the view's size: buffers
+        are rounded up to the alignment), ``P`` rows per output block of ``os_s`` bytes."""
         _, mult, zp, dt = out
         qmin, qmax = qrange(dt)
-        if nrows is None:
-            nrows = acc.size * acc.variable.dtype.itemsize // (4 * M)
         self.vertex(cset, "tso_rqf", i, acc=acc, out=out_view, params=pv, rows=nrows, P=P,
                     M=M, os_s=os_s, os_p=os_p, os_m=os_m, zp=zp, ylo=qmin - zp, yhi=qmax - zp)
 
@@ -644,10 +642,10 @@ class _Lowerer:
                 if out[0] == "rq":
                     if y_nhwc:
                         self._rq_vertices(layer, c3, i, acc, self.view(i, y, g * Mg), out, P,
-                                          Mg, M * P, M, 1, pvs[g][i])
+                                          Mg, M * P, M, 1, pvs[g][i], nrows=imgs * P)
                     else:
                         self._rq_vertices(layer, c3, i, acc, self.view(i, y, g * Mg * P), out,
-                                          P, Mg, M * P, 1, P, pvs[g][i])
+                                          P, Mg, M * P, 1, P, pvs[g][i], nrows=imgs * P)
                 else:
                     self.vertex(c3, "tso_copy", i, src=acc, dst=self.view(i, y, 4 * g * Mg * P),
                                 esz=4, n0=imgs, n1=Mg, n2=1, n3=P, s0=P * Mg, s1=1, s2=0,
