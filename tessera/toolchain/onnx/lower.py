@@ -146,6 +146,7 @@ class Lowered:
     arena_bytes: int      # per tile
     arena_peak: tuple     # (per-sample bytes, op label, largest live tensor, its bytes)
     profile: object
+    padded_bytes: int = 0  # per tile per sample: the padded inputs of engine convolutions
 
 
 class _Lowerer:
@@ -166,6 +167,7 @@ class _Lowerer:
         self.steps = []           # Execute programs in order
         self.layers = []
         self.consts = 0
+        self.padded_bytes = 0     # per sample: padded engine-convolution inputs (op<i>.xpad)
 
     # -- naming / constants ------------------------------------------------------------
     def const(self, layer: Layer, what: str, arr, dtype, tensor: str | None = None) -> list:
@@ -288,6 +290,8 @@ class _Lowerer:
                 self.pool_of[i], self.pooled_by[j] = j, i
                 self.virtual.add(op.output)
         io = set(ir.inputs) | set(self.outputs)
+        # convolutions the engine runs straight from a padded copy of their input (no im2col)
+        self.direct = {i for i, op in enumerate(ops) if op.kind == "conv" and self._direct_ok(op)}
         # temporaries per op (per-sample bytes)
         self.temps = {}
         for idx, op in enumerate(ops):
@@ -344,13 +348,23 @@ class _Lowerer:
         Mg = gm["M"] // op.attrs["group"]
         return gm, K, _up(K, 8 if self.on_engine(op) else 4), gm["OH"] * gm["OW"], Mg
 
+    def _direct_ok(self, op) -> bool:
+        """A convolution the engine reads from its padded input (:meth:`_conv_direct`): on the
+        engine, one group, no dilation, a 4-D input, weight zero points 0 (there are no patch
+        row sums to correct them with) and output rows that fit the accumulators."""
+        a, gm = op.attrs, op.attrs["geom"]
+        return (self.on_engine(op) and a["group"] == 1 and gm["dh"] == 1 and gm["dw"] == 1
+                and len(self.values[op.inputs[0]].shape) == 4 and gm["OW"] <= 256
+                and not np.any(_zp8(a["w_zp"], a["w"].dtype) != 0))
+
     def temps_conv(self, op):
         gm, K, Kp, P, Mg = self._conv_dims(op)
         G = op.attrs["group"]
         nimg = self.values[op.inputs[0]].shape[0]
         t = {}
         for g in range(G):
-            t[f"p{g}"] = nimg * P * Kp
+            if self._plan_idx not in self.direct:
+                t[f"p{g}"] = nimg * P * Kp
             t[f"acc{g}"] = 4 * nimg * P * Mg
         if np.any(_zp8(op.attrs["w_zp"], op.attrs["w"].dtype) != 0):
             for g in range(G):
@@ -443,7 +457,8 @@ class _Lowerer:
             f"scratch {big[1]!r} of {self.ops[big[0]].label}" if big else "")
         return Lowered(self.g, Sequence(*self.steps), self.tiles, S, io_info_in, io_info_out,
                        [l for l in self.layers if l.compute_sets], arena_bytes,
-                       (self.peak, peak_label, big_name, self.peak_at[2]), prof)
+                       (self.peak, peak_label, big_name, self.peak_at[2]), prof,
+                       self.padded_bytes)
 
     def _fit(self, make, what, need):
         """Run ``make`` (an add_variable); ModelMemoryError naming ``what`` if it does not fit."""
@@ -559,6 +574,126 @@ class _Lowerer:
         zw = _zp8(a["w_zp"], a["w"].dtype)                  # [M]
         bias = a["bias"] if a["bias"] is not None else np.zeros(M, np.int64)
         layer.macs = nimg * P * M * K
+        if idx in self.direct:
+            self._conv_direct(op, layer, idx, imgs, w8, bias)
+        else:
+            self._conv_im2col(op, layer, idx, imgs, w8, zw, bias, xorv, zx)
+        self._conv_output(op, layer, idx, imgs)
+
+    def _conv_direct(self, op, layer, idx, imgs, w8, bias):
+        """Engine convolution from a padded NHWC copy of the input (docs/compiler.md, "ONNX
+        importer"): ``op<i>.xpad``, per image ``Hp × Wp × Cp`` bytes (Cp = C rounded up to 8),
+        a constant whose padding taps hold the input zero point (the ``pad`` step's
+        ``tso_copy`` rewrites only the interior, so the padding stays); 8-bit data as they are
+        (uint8 with the engine's ``A_UNSIGNED``). Per image, group of output rows (J ≤ 256)
+        and group of ≤ M channels one command: dense, k0 over the ``kw·Cp/8`` blocks of a
+        kernel row and k1 over the ``kh`` rows; a group whose nonzero 8-byte weight blocks lie
+        on an arithmetic progression of block addresses ``(r·Wp + s)·Cp/8 + c`` shorter than
+        its ``kh·kw·Cp/8`` blocks streams only that progression (zero weights in its gaps:
+        block-sparse). Accumulators start at ``bias - zx·Σw``; ``RAW`` int32 into the same
+        ``acc`` rows as the im2col path, so pooling and requantization are shared."""
+        from tessera.spec.engine import ACC_DEPTH, Flag, Mode
+        from tessera.toolchain.kernels.block_sparse import progression_cover
+        from tessera.toolchain.kernels.engine import Command, add_engine_vertex, require_align
+        a = op.attrs
+        gm = a["geom"]
+        x = op.inputs[0]
+        C, H, W, M = gm["C"], gm["H"], gm["W"], gm["M"]
+        kh, kw, sh, sw, OH, OW = gm["kh"], gm["kw"], gm["sh"], gm["sw"], gm["OH"], gm["OW"]
+        pt, pl = gm["pt"], gm["pl"]
+        nimg = self.values[x].shape[0]
+        unsigned = a["x_dtype"] == "uint8"
+        zx = int(a["x_zp"])                             # as stored (uint8 read unsigned)
+        Cp = _up(C, 8)
+        CB = Cp // 8
+        Hp, Wp = (OH - 1) * sh + kh, (OW - 1) * sw + kw
+        img = Hp * Wp * Cp
+        K = kh * kw * Cp
+        KB = kh * kw * CB
+        wt = np.zeros((M, kh, kw, Cp), np.int8)
+        wt[..., :C] = w8.transpose(0, 2, 3, 1)
+        init = wrap32(bias - zx * w8.astype(np.int64).reshape(M, -1).sum(axis=1))
+        # padded input: zero point in the real channels, the interior rewritten every run
+        pad = np.zeros((Hp, Wp, Cp), np.uint8 if unsigned else np.int8)
+        pad[..., :C] = zx
+        xpad = self.const(layer, "xpad", np.broadcast_to(pad, (self.S * nimg,) + pad.shape),
+                          "uint8" if unsigned else "int8")
+        require_align(xpad[0])
+        self.padded_bytes += _up(nimg * img, 8)
+        # weights per channel group: dense, or the progression of its nonzero blocks
+        lanes = self.cfg.engine_lanes
+        nzb = (wt.reshape(M, kh, kw, CB, 8) != 0).any(axis=4)          # [M, kh, kw, CB]
+        groups, chunks, off, stored, streamed = [], [], 0, 0, 0
+        for m0 in range(0, M, lanes):
+            nc = min(lanes, M - m0)
+            r, q, c = np.nonzero(nzb[m0:m0 + nc].any(axis=0))
+            addrs = (r * Wp + q) * CB + c                              # in 8-byte blocks
+            stored += len(addrs)
+            L = KB
+            if self.sparse_mode == "auto":
+                b0, d, L = progression_cover(addrs) if len(addrs) else (0, 1, 1)
+            if L < KB:
+                blk = np.zeros((nc, L, 8), np.int8)
+                for l in range(L):
+                    rr, rem = divmod(b0 + l * d, Wp * CB)
+                    qq, cc = divmod(rem, CB)
+                    if rr < kh and qq < kw:
+                        blk[:, l] = wt[m0:m0 + nc, rr, qq, 8 * cc:8 * cc + 8]
+                geo = dict(a_off=8 * b0, K0=1, K1=L, ak_s1=8 * d, w_sm=8 * L)
+            else:
+                blk, L = wt[m0:m0 + nc].reshape(nc, K), KB
+                geo = dict(a_off=0, K0=kw * CB, K1=kh, ak_s1=Wp * Cp, w_sm=K)
+            streamed += L
+            groups.append((m0, nc, off, geo))
+            chunks.append(blk.reshape(-1))
+            off += blk.size
+        total = len(groups) * KB
+        if streamed <= SPARSE_MAX_DENSITY * total:
+            layer.sparse = {"kernel": "engine_block_sparse", "block_size": 8,
+                            "block_channels": lanes, "blocks_stored": int(stored),
+                            "blocks_streamed": int(streamed), "blocks_total": int(total),
+                            "density": float(stored / total)}
+        wv = self.const(layer, "w", np.concatenate(chunks), "int8", a.get("w_name"))
+        require_align(wv[0])
+        pv = self._engine_params(layer, "ep", init)
+        # interior copy: the input (in its layout) -> rows pt.., columns pl.. of xpad
+        (xc, xh, xw), xs = self._layout_strides(self.root(x), (nimg, C, H, W))
+        hh, ww = min(H, Hp - pt), min(W, Wp - pl)
+        c1 = self.cs(layer, "pad")
+        for i in range(self.nt):
+            self.vertex(c1, "tso_copy", i, src=self.view(i, x),
+                        dst=xpad[i][(pt * Wp + pl) * Cp:], esz=1, n0=self.S * nimg, n1=hh,
+                        n2=ww, n3=C, s0=xs, s1=xh, s2=xw, s3=xc, d0=img, d1=Wp * Cp, d2=Cp,
+                        d3=1)
+        P = OH * OW
+        rows = max(1, min(OH, ACC_DEPTH // OW))
+        flags = int(Flag.A_UNSIGNED) if unsigned else 0
+        c2 = self.cs(layer, "mm")
+        for i in range(self.nt):
+            acc = self.tview(idx, i, "acc0")
+            cmds = []
+            for n in range(imgs):
+                for r0 in range(0, OH, rows):
+                    nr = min(rows, OH - r0)
+                    for m0, nc, woff, geo in groups:
+                        cmds.append(Command(
+                            a_base=(xpad[i], n * img + r0 * sh * Wp * Cp + geo["a_off"]),
+                            a_s0=sw * Cp, a_s1=sh * Wp * Cp, ak_s1=geo["ak_s1"],
+                            w_base=(wv[i], woff), w_sm=geo["w_sm"],
+                            c_base=(acc, 4 * ((n * P + r0 * OW) * M + m0)), c_s0=4 * M,
+                            c_s1=4 * OW * M, p_base=(pv[i], 16 * m0), J0=OW, J1=nr,
+                            K0=geo["K0"], K1=geo["K1"], C=nc, mode=Mode.RAW, flags=flags))
+            add_engine_vertex(self.g, c2, self.tiles[i], cmds,
+                              f"op{layer.index}.mm.desc{self.tiles[i]}")
+
+    def _conv_im2col(self, op, layer, idx, imgs, w8, zw, bias, xorv, zx):
+        """im2col patches, then the matmul (engine or ``dot4``) and the zero-point fix."""
+        a = op.attrs
+        gm, K, Kp, P, Mg = self._conv_dims(op)
+        G, M, cg = a["group"], gm["M"], gm["cg"]
+        x = op.inputs[0]
+        nimg = self.values[x].shape[0]
+        rows = imgs * P
         use_rs = bool(np.any(zw != 0))
         (xc, xh, xw), xs = self._layout_strides(self.root(x), (nimg, gm["C"], gm["H"], gm["W"]))
         order = 1 if (self.root(x) in self.nhwc and gm["C"] > 1) else 0
@@ -609,6 +744,13 @@ class _Lowerer:
                     self.vertex(cz, "tso_zpfix", i, acc=self.tview(idx, i, f"acc{g}"),
                                 rsum=self.tview(idx, i, f"rs{g}"), csum=zws[g][i], zw=zws[g][i],
                                 rows=rows, cols=Mg, use_r=1, use_c=0, za=0)
+    def _conv_output(self, op, layer, idx, imgs):
+        """The accumulators ``acc<g>`` -> the output: optional fused max pool (on the int32
+        accumulators), then the requantization (or the int32 store)."""
+        a = op.attrs
+        gm, K, Kp, P, Mg = self._conv_dims(op)
+        G, M = a["group"], gm["M"]
+        y = op.output
         out = a["out"]
         j = self.pool_of.get(idx)
         if j is not None:

@@ -309,13 +309,13 @@ def _fit_samples(ir, config, kwargs, cap) -> tuple:
     free = min(comp.memory[t]["free"] for t in low.tiles)
     io = sum(-(-int(np.prod(s)) * (4 if d in ("float32", "int32") else 1) // 4) * 4
              for _, s, d in list(low.inputs.values()) + list(low.outputs.values()))
-    per = low.arena_peak[0] + io
+    per = low.arena_peak[0] + io + low.padded_bytes
     s = max(1, min(cap, 1 + (free - 256) // max(per, 1)))
     while s > 1:
-        low2 = lower(ir, config, s, **kwargs)
         try:
+            low2 = lower(ir, config, s, **kwargs)
             return low2, compile_graph(low2.graph, low2.program, profile=low2.profile)
-        except GraphMemoryError:
+        except (GraphMemoryError, ModelMemoryError):
             s = max(1, s * 3 // 4)
     return low, comp
 
