@@ -659,12 +659,20 @@ class _Lowerer:
         # interior copy: the input (in its layout) -> rows pt.., columns pl.. of xpad
         (xc, xh, xw), xs = self._layout_strides(self.root(x), (nimg, C, H, W))
         hh, ww = min(H, Hp - pt), min(W, Wp - pl)
+        dims, src, dst, esz = [self.S * nimg, hh, ww, C], [xs, xh, xw, xc], [img, Wp * Cp, Cp, 1], 1
+        if xc == 1 and C % 4 == 0 and all(v % 4 == 0 for v in (xs, xh, xw)):
+            # whole words of channels (NHWC, C a multiple of 4): word copies
+            dims[3], esz = C // 4, 4
+            src, dst = [v // 4 for v in src[:3]] + [1], [v // 4 for v in dst[:3]] + [1]
+        elif C < ww:
+            # the longer axis innermost (the copy loops over the outer three)
+            dims, src, dst = ([dims[0], hh, C, ww], [xs, xh, xc, xw], [img, Wp * Cp, 1, Cp])
         c1 = self.cs(layer, "pad")
         for i in range(self.nt):
             self.vertex(c1, "tso_copy", i, src=self.view(i, x),
-                        dst=xpad[i][(pt * Wp + pl) * Cp:], esz=1, n0=self.S * nimg, n1=hh,
-                        n2=ww, n3=C, s0=xs, s1=xh, s2=xw, s3=xc, d0=img, d1=Wp * Cp, d2=Cp,
-                        d3=1)
+                        dst=xpad[i][(pt * Wp + pl) * Cp:], esz=esz, n0=dims[0], n1=dims[1],
+                        n2=dims[2], n3=dims[3], s0=src[0], s1=src[1], s2=src[2], s3=src[3],
+                        d0=dst[0], d1=dst[1], d2=dst[2], d3=dst[3])
         P = OH * OW
         rows = max(1, min(OH, ACC_DEPTH // OW))
         flags = int(Flag.A_UNSIGNED) if unsigned else 0
