@@ -547,6 +547,8 @@ class _Lowerer:
         are rounded up to the alignment), ``P`` rows per output block of ``os_s`` bytes."""
         _, mult, zp, dt = out
         qmin, qmax = qrange(dt)
+        if os_s == P * os_p:
+            P = os_s = nrows           # the blocks are contiguous: one block (fewer calls)
         self.vertex(cset, "tso_rqf", i, acc=acc, out=out_view, params=pv, rows=nrows, P=P,
                     M=M, os_s=os_s, os_p=os_p, os_m=os_m, zp=zp, ylo=qmin - zp, yhi=qmax - zp)
 
