@@ -196,6 +196,12 @@ def test_cli_runs_and_reports(qdq_file, capsys):
         ref = reference_outputs(str(p), {"x": x})
         assert np.array_equal(f["y"], ref["y"])
     assert "onnxruntime: 0 element(s) differ" in capsys.readouterr().out
+    # --dot4: the same outputs without the matrix engine (the cycles differ)
+    code = main(["onnx", str(p), "--inputs", str(d / "in.npz"), "--out", str(d / "o4.npz"),
+                 "--reference", "--dot4", "--json", str(d / "r4.json")])
+    assert code == 0
+    r4 = json.loads((d / "r4.json").read_text())
+    assert r4["reference_mismatches"] == 0 and r4["cycles"] != r["cycles"]
 
 
 def test_cli_bad_inputs_exit_2(qdq_file, capsys, tmp_path):

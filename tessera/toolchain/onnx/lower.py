@@ -18,6 +18,10 @@ Arithmetic (all bit-exact with ``tessera.golden_model.kernels`` and onnxruntime'
   are the matmul's initial accumulators; ``zw·Σx`` is applied by ``tso_zpfix`` from the row sums
   of the patches when a weight zero point is not 0.
 * requantization: ``tso_rqf`` (onnxruntime's float32 rule, docs/architecture.md §11).
+* matrix engine (``config.engine_macs > 0``, unless ``engine="dot4"``): the same dot products
+  in engine commands (docs/architecture.md §12, ``RAW`` int32 output, the initial accumulators
+  as the channel biases); convolutions with one group, no dilation and weight zero points 0
+  stream their input from a padded NHWC copy (no im2col), uint8 with ``A_UNSIGNED`` (no XOR).
 """
 
 from __future__ import annotations
@@ -560,15 +564,14 @@ class _Lowerer:
         return (h * w, w, 1), c * h * w
 
     def emit_conv(self, op, layer):
+        """A convolution: engine from the padded input (:meth:`_conv_direct`) or im2col +
+        matmul (:meth:`_conv_im2col`), then pooling / requantization (:meth:`_conv_output`)."""
         a = op.attrs
         idx = self.cur
         gm, K, Kp, P, Mg = self._conv_dims(op)
-        G, M, cg = a["group"], gm["M"], gm["cg"]
-        x, y = op.inputs[0], op.output
-        xv = self.values[x]
-        nimg = xv.shape[0]
+        M = gm["M"]
+        nimg = self.values[op.inputs[0]].shape[0]
         imgs = self.S * nimg
-        rows = imgs * P
         xdt = a["x_dtype"]
         xorv = 0x80 if xdt == "uint8" else 0
         zx = int(_zp8(a["x_zp"], xdt))
