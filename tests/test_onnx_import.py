@@ -338,3 +338,32 @@ def test_global_average_pool_models_equal_onnxruntime(fmt, calib):
     run = prog.run({"x": x})
     assert compare_outputs(run.outputs, reference_outputs(q, {"x": x}))["reference_mismatches"] == 0
     assert any("GlobalAveragePool" in "/".join(l["onnx_ops"]) for l in run.report["layers"])
+
+
+def test_block_sparse_matmul_on_the_engine_equals_onnxruntime():
+    """MatMulInteger with a constant B whose nonzero 8-row blocks per 4-column group lie on a
+    progression: the engine streams only those (plus the gap between them), bit-exact with
+    onnxruntime. B is [32, 8]: K = 32 is 4 blocks of 8 rows, N = 8 is 2 groups of M = 4 lanes
+    (preset small: engine_macs 32 / 8), so 8 blocks in all. Group 0 has nonzero weights in
+    block rows 0 and 2 only (progression 0, 2: 2 blocks streamed), group 1 none (1 zero block
+    streamed, its outputs are the bias alone): stored 2, streamed 3 <= 0.75 * 8."""
+    from onnx import TensorProto, numpy_helper
+    rng = np.random.default_rng(3)
+    b = np.zeros((32, 8), np.int8)
+    b[0:8, 0:4] = rng.integers(-128, 128, (8, 4))
+    b[16:24, 0:4] = rng.integers(-128, 128, (8, 4))
+    m = _one_node("MatMulInteger", [("a", TensorProto.UINT8, [5, 32]), ("b", TensorProto.INT8, [32, 8]),
+                                    ("az", TensorProto.UINT8, [])],
+                  [("y", TensorProto.INT32, [5, 8])],
+                  inits=[numpy_helper.from_array(b, "b"),
+                         numpy_helper.from_array(np.array(131, np.uint8), "az")], opset=10)
+    m.graph.node[0].input[:] = ["a", "b", "az"]
+    feed = {"a": rng.integers(0, 256, (5, 32)).astype(np.uint8)}
+    ref = reference_outputs(m, feed)
+    for engine in ("auto", "dot4"):
+        run = import_model(m, preset("small"), batch_mode="single", engine=engine).run(feed)
+        assert np.array_equal(run.outputs["y"], ref["y"]), engine
+    run = import_model(m, preset("small"), batch_mode="single").run(feed)
+    (s,) = [l["sparse"] for l in run.report["layers"] if l.get("sparse")]
+    assert s["kernel"] == "engine_block_sparse" and (s["block_size"], s["block_channels"]) == (8, 4)
+    assert (s["blocks_stored"], s["blocks_streamed"], s["blocks_total"]) == (2, 3, 8)
