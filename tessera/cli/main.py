@@ -325,7 +325,9 @@ def cmd_demo(args) -> int:
     _check_out_file(args.json, "--json")
     if args.profile:
         _check_out_dir(args.out or "build/demo", "--out")
-    if getattr(args, "model", "cnn") == "cnn":     # the ONNX digits CNN (tessera/cli/demo_cnn.py)
+    # the ONNX digits CNN (tessera/cli/demo_cnn.py; `tessera demo`'s default). `tessera profile`
+    # comes here without a --model: it profiles the MLP digits job
+    if getattr(args, "model", "mlp") == "cnn":
         from tessera.cli.demo_cnn import run_cnn_demo, sparsity_sweep
         if args.sweep:
             sw = sparsity_sweep(config, backend=args.backend, images=min(args.images, 450)
