@@ -188,6 +188,11 @@ class _NoSegments:
     segments = ()
 
 
+#: Found by :meth:`tessera.toolchain.graph.Engine.run_many` through the backend registry
+#: (the toolchain does not import ``tessera.tb``).
+run_on_rtl.run_jobs = run_jobs_on_rtl
+
+
 class BackendMismatch(BackendError):
     """``--backend both``: the RTL and the golden model disagree (CLI exit code 3)."""
     exit_code = 3

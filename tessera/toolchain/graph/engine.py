@@ -183,8 +183,9 @@ class Engine:
         :meth:`write_tensor`), then :meth:`run` (checked as ``check=True``), then the
         variables ``read`` are read (as :meth:`read_tensor`).
 
-        The same as that loop on every backend; on ``rtl`` all runs go through one
-        simulation (:func:`tessera.tb.backend.run_jobs_on_rtl`: the image and the SRAM are
+        The same as that loop on every backend; a backend whose run function has a
+        ``run_jobs`` attribute (``rtl``: :func:`tessera.tb.backend.run_jobs_on_rtl`) runs
+        them all in one simulation (the image and the SRAM are
         loaded once, a run after the first writes only its inputs and reads back only
         ``read``; the SRAM is read back in full after the last run).
 
@@ -198,7 +199,9 @@ class Engine:
             As :meth:`write_tensor` / :meth:`run` (a fault or timeout in any run).
         """
         feeds = list(feeds)
-        if self.backend != "rtl" or len(feeds) < 2:
+        from tessera.backends import get as get_backend
+        run_jobs = getattr(get_backend(self.backend), "run_jobs", None)
+        if run_jobs is None or len(feeds) < 2:
             out = []
             for f in feeds:
                 for k, v in f.items():
@@ -208,7 +211,6 @@ class Engine:
             return out
         if not isinstance(max_cycles, int) or isinstance(max_cycles, bool) or max_cycles < 1:
             raise ValueError(f"max_cycles must be a positive int, not {max_cycles!r}")
-        from tessera.tb.backend import run_jobs_on_rtl
         cg = self.compiled
         base = cg.base
 
@@ -232,8 +234,7 @@ class Engine:
                            for t, a, n in ranges(f)]
             jobs.append((preload, full if i == len(feeds) - 1 else ranges(read)))
         out = []
-        for i, (result, data) in enumerate(run_jobs_on_rtl(cg.config, cg.image, max_cycles,
-                                                           jobs)):
+        for i, (result, data) in enumerate(run_jobs(cg.config, cg.image, max_cycles, jobs)):
             for (t, a, n), d in zip(jobs[i][1], data):
                 self._regions[t][a - base:a - base + n] = d
             self.last_result = result
