@@ -50,6 +50,20 @@ def test_source_digest_changes_with_content(tmp_path):
     assert source_digest([tmp_path]) != d1
 
 
+def test_build_key_names_the_venvs_cocotb(monkeypatch):
+    """A build's makefile names cocotb's verilator.cpp by absolute path, so a build made from
+    another venv (another checkout, since deleted) must not be reused: it failed with "No rule
+    to make target .../cocotb/share/lib/verilator/verilator.cpp"."""
+    import cocotb
+    from tessera.tb.runner import DESIGN_SOURCES, _build_key
+    here = _build_key("array", CFG, DESIGN_SOURCES, None, (), True)
+    assert here[2]["cocotb"] == str(Path(cocotb.__file__).resolve().parent)
+    monkeypatch.setattr(cocotb, "__file__", "/elsewhere/venv/site-packages/cocotb/__init__.py")
+    there = _build_key("array", CFG, DESIGN_SOURCES, None, (), True)
+    assert there[2]["cocotb"] == "/elsewhere/venv/site-packages/cocotb"
+    assert there[0] != here[0] and there[1] != here[1]
+
+
 @pytest.fixture(scope="module")
 def mock_model():
     return build_mock(CFG)
