@@ -1,5 +1,16 @@
 """The golden model of a Tessera array: bit- and cycle-exact to docs/architecture.md.
 
+This module is the model's timing machinery and its host interface. What an instruction does
+to the [N] vectors of the issuing tiles is :mod:`tessera.golden_model.semantics`; the state
+lives in named records: :class:`~tessera.golden_model.contexts.Contexts` ([N, T] registers,
+pcs, states, pending changes, division turns, stack limits),
+:class:`~tessera.golden_model.tiles.Tiles` ([N] xprog, exchange phase, counters, fault
+records), :class:`~tessera.golden_model.schedule.Schedule` (cycle, event times, run end),
+:class:`~tessera.golden_model.sync.Barrier`, the memory-order records of
+:mod:`tessera.golden_model.memorder`, the SRAM (:mod:`~tessera.golden_model.memory`), the
+exchange engine (:mod:`~tessera.golden_model.exchange`) and the matrix engines
+(:mod:`~tessera.golden_model.engine`). The compiled fast engine runs on the same arrays.
+
 Simulation strategy
 -------------------
 The model steps the global cycle counter t. At cycle t, context c = t mod T of every tile owns
@@ -46,25 +57,24 @@ from __future__ import annotations
 import numpy as np
 
 from tessera.spec.config import ArrayConfig
-from tessera.spec.csr import Csr
 from tessera.spec.faults import FaultCause
-from tessera.spec.instructions import BY_NAME, FUNCT3_MEM_UNSIGNED_BIT, Kind, is_division
-from tessera.spec.isa import DIV_TURNS, MACS_PER_DOT4
+from tessera.spec.instructions import BY_NAME, is_division
+from tessera.spec.isa import DIV_TURNS
 from tessera.spec.timing import STATE_VISIBLE_DELAY
 from tessera.spec.result import not_arrived as result_not_arrived
 from tessera.spec.result import (COUNTER_NAMES, ContextResult, ContextState, Fault, RunResult,
                             RunStatus, TileResult)
 
 from . import sync
-from .alu import ALU, branch_taken, dot4
-from .decode import ROW_OF, Op, decode
 from .contexts import NEVER as _NEVER
 from .contexts import Contexts
+from .decode import ROW_OF, Op, decode
 from .engine import MatrixEngines
 from .exchange import ExchangeEngine
 from .memorder import LoadRecord, PortSlots, StoreRecord
 from .memory import Sram
 from .schedule import Schedule
+from .semantics import IsaSemantics
 from .tiles import Tiles
 
 __all__ = ["Array", "ENGINES", "FAST_HAS_MATRIX_ENGINE"]
@@ -126,23 +136,8 @@ _M32 = 0xFFFFFFFF
 RUNNING, WAIT_TILE, WAIT_ARRAY, HALTED, FAULT = (int(s) for s in ContextState)
 
 
-
-def _ops(kind: Kind) -> frozenset:
-    return frozenset(op for op, row in ROW_OF.items() if row.kind is kind)
-
-
-def _size(op) -> int:
-    return 1 << (ROW_OF[op].funct3 & ~(1 << FUNCT3_MEM_UNSIGNED_BIT))
-
-
-# Op groups from the instruction table's kinds; a load is (bytes, sign-extended).
-_IMM_FORM = _ops(Kind.OP_IMM)
-_BRANCHES = _ops(Kind.BRANCH)
-_LOADS = {op: (_size(op), _size(op) < 4 and not ROW_OF[op].funct3 >> FUNCT3_MEM_UNSIGNED_BIT & 1)
-          for op in _ops(Kind.LOAD)}
-_STORES = {op: _size(op) for op in _ops(Kind.STORE)}
+# The divisions (their turns are timing, §4 "Division"; their result is ISA semantics).
 _DIVS = frozenset(op for op, row in ROW_OF.items() if is_division(row.match))
-_CSR_OPS = _ops(Kind.CSR)
 
 
 class Array:
@@ -255,12 +250,14 @@ class Array:
         self._x.reset()
         self.trace = [] if self._trace_on else None
         self.xtrace = [] if self._trace_on else None
-        self._tr: dict | None = None
         self._mx = MatrixEngines(n, self.config.engine_lanes, self.nbytes, self._tl.macs)
         # the engine faults of the current cycle and the cycle of the engine step in progress
         self._mx_faults: list[tuple[int, int]] = []
         self._mx_k = -1
         self._port = _EnginePort(self)
+        self._isa = IsaSemantics(self._ctx, self._tl, self.sram, self._mx, self._state_change,
+                                 self._engine_idle_at_x, self._note_loads, self._note_stores,
+                                 self._trace_on)
 
     # ------------------------------------------------------------------ views
     @property
@@ -392,47 +389,49 @@ class Array:
     def _finish(self) -> RunResult:
         if self._sch.stop:
             self._sch.status = (RunStatus.FAULT if any(f is not None for f in self._tl.faults)
-                            else RunStatus.HALTED)
+                                else RunStatus.HALTED)
         else:
             self._sch.status = RunStatus.TIMEOUT
         return self._result()
 
     def _update_next_event(self) -> None:
-        self._sch.next_event = min(self._sch.next_pend, int(self._tl.xphase_end.min()), self._bar.release)
+        self._sch.next_event = min(self._sch.next_pend, int(self._tl.xphase_end.min()),
+                                   self._bar.release)
 
     def _events(self, k: int) -> None:
         """State changes visible at k, barrier decisions at k, counter categories from k."""
-        if self._sch.next_pend == k:
-            m = self._ctx.pend_cycle == k
-            self._ctx.state[m] = self._ctx.pend_state[m]
-            self._ctx.pend_cycle[m] = _NEVER
-            self._sch.next_pend = int(self._ctx.pend_cycle.min())
-        m = self._tl.xphase_end == k
+        ctx, tl, bar, sch = self._ctx, self._tl, self._bar, self._sch
+        if sch.next_pend == k:
+            m = ctx.pend_cycle == k
+            ctx.state[m] = ctx.pend_state[m]
+            ctx.pend_cycle[m] = _NEVER
+            sch.next_pend = int(ctx.pend_cycle.min())
+        m = tl.xphase_end == k
         if m.any():
-            self._tl.xphase[m] = False
-            self._tl.xphase_end[m] = _NEVER
-        if self._bar.release == k:                  # ARRAY release: every tile's exchange phase
-            self._bar.release = _NEVER
-            self._bar.armed = False
-            self._tl.xphase[:] = True
-            no_prog = self._x.start(k, self._tl.xprog)
+            tl.xphase[m] = False
+            tl.xphase_end[m] = _NEVER
+        if bar.release == k:                  # ARRAY release: every tile's exchange phase
+            bar.release = _NEVER
+            bar.armed = False
+            tl.xphase[:] = True
+            no_prog = self._x.start(k, tl.xprog)
             self._end_exchange(k, no_prog)
-        vis = self._ctx.state
-        if not self._bar.armed:
+        vis = ctx.state
+        if not bar.armed:
             rel = sync.tile_release(vis)
             if rel.any():
                 self._schedule(k + 1, (vis == WAIT_TILE) & rel[:, None], RUNNING)
-            arr = sync.arrived(vis, self._tl.xphase)
+            arr = sync.arrived(vis, tl.xphase)
             if arr.all() and (vis == WAIT_ARRAY).any():
-                self._bar.armed = True
-                self._bar.release = k + self.config.sync_latency
-        cat = sync.categories(vis, self._tl.xphase)
-        ch = np.nonzero(cat != self._tl.category)[0]
+                bar.armed = True
+                bar.release = k + self.config.sync_latency
+        cat = sync.categories(vis, tl.xphase)
+        ch = np.nonzero(cat != tl.category)[0]
         if len(ch):
-            self._tl.acc[self._tl.category[ch], ch] += k - self._tl.since[ch]
-            self._tl.since[ch] = k
-            self._tl.category[ch] = cat[ch]
-        self._sch.running_ctx = (vis == RUNNING).any(axis=0)
+            tl.acc[tl.category[ch], ch] += k - tl.since[ch]
+            tl.since[ch] = k
+            tl.category[ch] = cat[ch]
+        sch.running_ctx = (vis == RUNNING).any(axis=0)
         self._update_next_event()
 
     def _schedule(self, cycle: int, mask: np.ndarray, state: int) -> None:
@@ -486,8 +485,7 @@ class Array:
         """Idle at k+2, the X cycle of ``mrun``/``mwait`` issued at k on ``tiles`` (bool)."""
         if not self._mx.nbusy:
             return np.ones(len(tiles), dtype=bool)
-        p = (k - 1) & 1
-        ls_prev = self._lsu.ls[p, tiles] if self._lsu.cycle[p] == k - 1 else np.zeros(len(tiles), bool)
+        ls_prev = self._lsu.at(k - 1, tiles)
         return self._mx.idle_at_next_x(tiles, k, ~ls_prev)
 
     def _engine_faults(self, k: int) -> None:
@@ -515,9 +513,9 @@ class Array:
         bad_range = pcs >= self.nbytes
         if bad.any() or bad_range.any():
             mis = bad
-            self._fault(k, c, tiles[mis], FaultCause.MISALIGNED_FETCH, pcs[mis], pcs[mis])
+            self._isa.fault(k, c, tiles[mis], FaultCause.MISALIGNED_FETCH, pcs[mis], pcs[mis])
             oor = bad_range & ~bad
-            self._fault(k, c, tiles[oor], FaultCause.ACCESS_FAULT_FETCH, pcs[oor], pcs[oor])
+            self._isa.fault(k, c, tiles[oor], FaultCause.ACCESS_FAULT_FETCH, pcs[oor], pcs[oor])
             keep = ~(bad | bad_range)
             tiles, pcs = tiles[keep], pcs[keep]
             if len(tiles) == 0:
@@ -535,12 +533,12 @@ class Array:
             self._lsu.ls[slot, tiles] = (words & _LS_MASK) == _LS_MATCH
             self._lsu.cycle[slot] = k
         if self._trace_on:
-            self._tr = {}
+            self._isa.tr = {}
         eng = self._has_engine
         w0 = int(words[0])
         if (words == w0).all():
             d = decode(w0, eng)
-            self._exec(d.op, k, c, tiles, pcs, d.rd, d.rs1, d.rs2, d.imm, words)
+            self._dispatch(d.op, k, c, tiles, pcs, d.rd, d.rs1, d.rs2, d.imm, words)
         else:
             uniq, inv = np.unique(words, return_inverse=True)
             decs = [decode(int(w), eng) for w in uniq]
@@ -550,342 +548,91 @@ class Array:
             for op in np.unique(ops_u):
                 sel = np.nonzero(ops == op)[0]
                 fi = f_u[inv[sel]]
-                self._exec(Op(int(op)), k, c, tiles[sel], pcs[sel], fi[:, 0], fi[:, 1],
+                self._dispatch(Op(int(op)), k, c, tiles[sel], pcs[sel], fi[:, 0], fi[:, 1],
                            fi[:, 2], fi[:, 3].astype(_U32), words[sel])
         if self._trace_on:
-            for tile in sorted(self._tr):
-                self.trace.append(self._tr[tile])
-            self._tr = None
+            tr = self._isa.tr
+            for tile in sorted(tr):
+                self.trace.append(tr[tile])
+            self._isa.tr = None
 
-    def _exec(self, op, k, c, tiles, pcs, rd, rs1, rs2, imm, words) -> None:
-        """Execute one operation on ``tiles`` (context c, issue cycle k); fields are scalars
-        (same word everywhere) or arrays aligned with ``tiles``."""
-        R = self._ctx.regs
-        ok = None  # tiles that retire (None = all)
-        if self._ctx.div_any[c] and op not in _DIVS:  # a non-division issue sets n to 0 (§4)
-            self._ctx.div_turn[tiles, c] = 0
-            self._ctx.div_any[c] = bool(self._ctx.div_turn[:, c].any())
+    def _dispatch(self, op, k, c, tiles, pcs, rd, rs1, rs2, imm, words) -> None:
+        """Issue of ``op`` on ``tiles`` (context c, cycle k): the division turns (§4), the
+        operation's effects (:meth:`IsaSemantics.execute`) and the retire count (§8)."""
+        ctx = self._ctx
+        if ctx.div_any[c] and op not in _DIVS:  # a non-division issue sets n to 0 (§4)
+            ctx.div_turn[tiles, c] = 0
+            ctx.div_any[c] = bool(ctx.div_turn[:, c].any())
         if op in _DIVS:
-            ok = self._division(op, k, c, tiles, pcs, rd, rs1, rs2, words)
-        elif op in ALU:
-            a = R[tiles, c, rs1]
-            b = imm if op in _IMM_FORM else R[tiles, c, rs2]
-            ok = self._write_result(k, c, tiles, pcs, rd, ALU[op](a, b))
-        elif op in _LOADS:
-            ok = self._load(op, k, c, tiles, pcs, rd, rs1, imm)
-        elif op in _STORES:
-            ok = self._store(op, k, c, tiles, pcs, rs1, rs2, imm)
-        elif op in _BRANCHES:
-            taken = branch_taken(op, R[tiles, c, rs1], R[tiles, c, rs2])
-            target = (pcs + np.asarray(imm, dtype=_U32)).astype(_U32)
-            ok = self._jump(k, c, tiles, pcs, target, taken, None)
-        elif op == Op.JAL:
-            target = (pcs + np.asarray(imm, dtype=_U32)).astype(_U32)
-            ok = self._jump(k, c, tiles, pcs, target, None, rd)
-        elif op == Op.JALR:
-            target = (R[tiles, c, rs1] + np.asarray(imm, dtype=_U32)).astype(_U32) & _U32(~1 & _M32)
-            ok = self._jump(k, c, tiles, pcs, target, None, rd)
-        elif op == Op.LUI:
-            ok = self._write_result(k, c, tiles, pcs, rd, np.broadcast_to(
-                np.asarray(imm, dtype=_U32), tiles.shape))
-        elif op == Op.AUIPC:
-            ok = self._write_result(k, c, tiles, pcs, rd,
-                                    (pcs + np.asarray(imm, dtype=_U32)).astype(_U32))
-        elif op in (Op.DOT4, Op.DOT4SU):
-            val = dot4(R[tiles, c, rd], R[tiles, c, rs1], R[tiles, c, rs2], op == Op.DOT4)
-            ok = self._write_result(k, c, tiles, pcs, rd, val)
-            self._tl.macs[tiles if ok is None else tiles[ok]] += MACS_PER_DOT4
-        elif op == Op.MRUN:
-            ok = self._engine_idle_at_x(k, tiles)
-            acc = tiles[ok]
-            d = self._ctx.regs[tiles, c, rs1][ok]
-            self._mx.accept_cmd(acc, k + 2, d, c, pcs[ok])
-            self._ctx.pc[acc, c] = pcs[ok] + _U32(4)
-        elif op == Op.MWAIT:
-            ok = self._engine_idle_at_x(k, tiles)
-            self._ctx.pc[tiles[ok], c] = pcs[ok] + _U32(4)
-        elif op in _CSR_OPS:
-            ok = self._csr(op, k, c, tiles, pcs, rd, rs1, imm)
-        elif op == Op.FENCE:
-            self._ctx.pc[tiles, c] = pcs + _U32(4)
-        elif op == Op.ECALL:
-            self._ctx.exit_code[tiles, c] = R[tiles, c, 10]
-            self._ctx.pc[tiles, c] = pcs + _U32(4)
-            m = np.zeros((self.n, self.t), dtype=bool)
-            m[tiles, c] = True
-            self._schedule(k + STATE_VISIBLE_DELAY, m, HALTED)
-            self._sch.live -= len(tiles)
-            if self._sch.live == 0:
-                self._sch.stop = True
-        elif op in (Op.SYNC_TILE, Op.SYNC_ARRAY):
-            self._ctx.pc[tiles, c] = pcs + _U32(4)
-            m = np.zeros((self.n, self.t), dtype=bool)
-            m[tiles, c] = True
-            self._schedule(k + STATE_VISIBLE_DELAY, m,
-                           WAIT_TILE if op == Op.SYNC_TILE else WAIT_ARRAY)
-        elif op == Op.EBREAK:
-            self._fault(k, c, tiles, FaultCause.BREAKPOINT, pcs, pcs)
-            return
-        else:  # Op.ILLEGAL: addr = the instruction word
-            self._fault(k, c, tiles, FaultCause.ILLEGAL_INSTRUCTION, pcs, words)
-            return
+            ok = self._division_turn(op, k, c, tiles, pcs, rd, rs1, rs2, imm, words)
+        else:
+            ok = self._isa.execute(op, k, c, tiles, pcs, rd, rs1, rs2, imm, words)
+            if ok is False:
+                return
         rt = tiles if ok is None else tiles[ok]
-        self._ctx.retired[rt, c] += 1
+        ctx.retired[rt, c] += 1
         if self._trace_on:
-            self._trace_retire(k, c, rt, tiles, pcs, words, ok)
+            self._isa.trace_retire(k, c, rt, tiles, pcs, words, ok)
 
-    def _division(self, op, k, c, tiles, pcs, rd, rs1, rs2, words):
+    def _division_turn(self, op, k, c, tiles, pcs, rd, rs1, rs2, imm, words):
         """One turn of a division (§4, "Division"); returns the mask of ``tiles`` whose
         division is in its last turn (they execute and retire)."""
-        n = self._ctx.div_turn[tiles, c]
-        j = np.where((self._ctx.div_word[tiles, c] == words) & (n > 0), n, 0)
+        ctx = self._ctx
+        n = ctx.div_turn[tiles, c]
+        j = np.where((ctx.div_word[tiles, c] == words) & (n > 0), n, 0)
         last = j == DIV_TURNS - 1
         busy = ~last
         if busy.any():
             tb = tiles[busy]
-            self._ctx.div_word[tb, c] = words[busy]
-            self._ctx.div_turn[tb, c] = j[busy] + 1
-            self._ctx.div_any[c] = True
+            ctx.div_word[tb, c] = words[busy]
+            ctx.div_turn[tb, c] = j[busy] + 1
+            ctx.div_any[c] = True
         if last.any():
             t = tiles[last]
-            self._ctx.div_turn[t, c] = 0
+            ctx.div_turn[t, c] = 0
             sel = (lambda f: f[last] if np.ndim(f) else f)
-            R = self._ctx.regs
-            done = self._write_result(k, c, t, pcs[last], sel(rd),
-                                      ALU[op](R[t, c, sel(rs1)], R[t, c, sel(rs2)]))
+            done = self._isa.execute(op, k, c, t, pcs[last], sel(rd), sel(rs1), sel(rs2),
+                                     sel(imm), words[last])
             if done is not None:     # a stack_overflow fault: no retire
                 last = last.copy()
                 last[np.nonzero(last)[0][~done]] = False
         return last
 
-    def _sp_ok(self, k, c, tiles, pcs, rd, val):
-        """§7 stack limit: mask of ``tiles`` whose write of ``val`` to ``rd`` is allowed (None:
-        all); the others fault ``stack_overflow`` (addr = val)."""
-        if np.ndim(rd) == 0:
-            if rd != 2:
-                return None
-            bad = np.broadcast_to(np.asarray(val, dtype=_U32), np.shape(tiles)) \
-                < self._ctx.stack_limit[tiles, c]
-        else:
-            bad = (np.asarray(rd) == 2) & (np.asarray(val, dtype=_U32) < self._ctx.stack_limit[tiles, c])
-        if not bad.any():
-            return None
-        vals = np.broadcast_to(np.asarray(val, dtype=_U32), np.shape(tiles))
-        self._fault(k, c, tiles[bad], FaultCause.STACK_OVERFLOW, np.asarray(pcs)[bad]
-                    if np.ndim(pcs) else pcs, vals[bad])
-        return ~bad
-
-    def _write_result(self, k, c, tiles, pcs, rd, val):
-        """Write ``val`` to ``rd`` and pc + 4 for the tiles the stack limit allows; returns
-        the retire mask (None: all)."""
-        ok = self._sp_ok(k, c, tiles, pcs, rd, val)
-        if ok is not None:
-            tiles, pcs = tiles[ok], np.asarray(pcs)[ok] if np.ndim(pcs) else pcs
-            val = np.broadcast_to(np.asarray(val, dtype=_U32), ok.shape)[ok]
-            if np.ndim(rd):
-                rd = np.asarray(rd)[ok]
-        self._wr(tiles, c, rd, val)
-        self._ctx.pc[tiles, c] = pcs + _U32(4)
-        return ok
-
-    def _wr(self, tiles, c, rd, val) -> None:
-        R = self._ctx.regs
-        if np.ndim(rd) == 0:
-            if rd:
-                R[tiles, c, rd] = val
-        else:
-            R[tiles, c, rd] = val
-            R[tiles, c, 0] = 0
-        if self._trace_on:
-            rds = np.broadcast_to(np.asarray(rd), np.shape(tiles))
-            vals = np.broadcast_to(np.asarray(val, dtype=_U32), np.shape(tiles))
-            for t, r, v in zip(np.asarray(tiles).tolist(), rds.tolist(), vals.tolist()):
-                self._tr.setdefault(t, {})["rd"] = (r, v) if r else None
-
-    def _fault(self, k, c, tiles, cause, pcs, addrs) -> None:
-        if len(tiles) == 0:
-            return
-        for t, p, a in zip(np.asarray(tiles).tolist(), np.asarray(pcs).tolist(),
-                           np.broadcast_to(np.asarray(addrs), np.shape(tiles)).tolist()):
-            self._tl.faults[t] = Fault(c, FaultCause(cause), int(p), int(a) & _M32)
+    # ------------------------------------------------------------------ what the semantics ask
+    def _state_change(self, k: int, c: int, tiles: np.ndarray, state: int) -> None:
+        """Context c of ``tiles`` enters ``state``, visible at k + 3 (§4 "State changes"):
+        HALTED counts the contexts out of the run, FAULT ends it (§7)."""
         m = np.zeros((self.n, self.t), dtype=bool)
         m[tiles, c] = True
-        self._schedule(k + STATE_VISIBLE_DELAY, m, FAULT)
-        self._sch.stop = True
+        self._schedule(k + STATE_VISIBLE_DELAY, m, state)
+        if state == HALTED:
+            self._sch.live -= len(tiles)
+            if self._sch.live == 0:
+                self._sch.stop = True
+        elif state == FAULT:
+            self._sch.stop = True
 
-    def _jump(self, k, c, tiles, pcs, target, taken, rd):
-        """Common part of branches (``taken`` given) and jumps (rd given)."""
-        mis = (target & _U32(3)) != 0
-        if taken is not None:
-            mis &= taken
-        ok = ~mis
-        if mis.any():
-            self._fault(k, c, tiles[mis], FaultCause.MISALIGNED_FETCH, pcs[mis], target[mis])
-            tiles_ok, pcs_ok, tgt = tiles[ok], pcs[ok], target[ok]
-            if taken is not None:
-                taken = taken[ok]
-            if np.ndim(rd):
-                rd = rd[ok]
-        else:
-            tiles_ok, pcs_ok, tgt = tiles, pcs, target
-        nxt = (pcs_ok + _U32(4)).astype(_U32)
-        if rd is not None:
-            sp = self._sp_ok(k, c, tiles_ok, pcs_ok, rd, nxt)
-            if sp is not None:
-                ok = ok.copy()
-                ok[np.nonzero(ok)[0][~sp]] = False
-                tiles_ok, tgt, nxt = tiles_ok[sp], tgt[sp], nxt[sp]
-                if np.ndim(rd):
-                    rd = rd[sp]
-            self._wr(tiles_ok, c, rd, nxt)
-            self._ctx.pc[tiles_ok, c] = tgt
-        else:
-            self._ctx.pc[tiles_ok, c] = np.where(taken, tgt, nxt)
-        return ok
+    def _note_loads(self, k, c, tiles, rd, addrs, size, signed) -> None:
+        """Record the loads issued at k while an engine is busy: an engine write at k + 1 may
+        have to reach them (§12 "Memory order")."""
+        if not self._mx.nbusy:
+            return
+        if self._ld_rec is None or self._ld_rec.cycle != k:
+            self._ld_rec = LoadRecord(k, c, {})
+        rec = self._ld_rec.tiles
+        for tt, r, aa in zip(tiles.tolist(), np.broadcast_to(rd, tiles.shape).tolist(),
+                             addrs.tolist()):
+            rec[tt] = (r, aa, size, signed)
 
-    def _addr_checks(self, k, c, tiles, pcs, A, size, load: bool):
-        mis = (A & _U32(size - 1)) != 0 if size > 1 else np.zeros(len(tiles), dtype=bool)
-        oor = ~mis & (A >= self.nbytes)
-        if mis.any():
-            cause = FaultCause.MISALIGNED_LOAD if load else FaultCause.MISALIGNED_STORE
-            self._fault(k, c, tiles[mis], cause, pcs[mis], A[mis])
-        if oor.any():
-            cause = FaultCause.ACCESS_FAULT_LOAD if load else FaultCause.ACCESS_FAULT_STORE
-            self._fault(k, c, tiles[oor], cause, pcs[oor], A[oor])
-        return ~(mis | oor)
-
-    def _load(self, op, k, c, tiles, pcs, rd, rs1, imm):
-        size, signed = _LOADS[op]
-        A = (self._ctx.regs[tiles, c, rs1] + np.asarray(imm, dtype=_U32)).astype(_U32)
-        ok = self._addr_checks(k, c, tiles, pcs, A, size, True)
-        t, a = tiles[ok], A[ok]
-        if np.ndim(rd):
-            rd = rd[ok]
-        if size == 1:
-            v = self.sram.w8[t, a]
-            val = v.view(np.int8).astype(np.int32).view(_U32) if signed else v.astype(_U32)
-        elif size == 2:
-            v = self.sram.w16[t, a >> 1]
-            val = v.view(np.int16).astype(np.int32).view(_U32) if signed else v.astype(_U32)
-        else:
-            val = self.sram.w32[t, a >> 2]
-        self._wr(t, c, rd, val)
-        self._ctx.pc[t, c] = pcs[ok] + _U32(4)
-        if self._mx.nbusy:          # an engine write at k+1 may have to reach this load (§12)
-            if self._ld_rec is None or self._ld_rec.cycle != k:
-                self._ld_rec = LoadRecord(k, c, {})
-            rec = self._ld_rec.tiles
-            for tt, r, aa in zip(t.tolist(), np.broadcast_to(rd, t.shape).tolist(), a.tolist()):
-                rec[tt] = (r, aa, size, signed)
-        return ok
-
-    def _store(self, op, k, c, tiles, pcs, rs1, rs2, imm):
-        size = _STORES[op]
-        A = (self._ctx.regs[tiles, c, rs1] + np.asarray(imm, dtype=_U32)).astype(_U32)
-        ok = self._addr_checks(k, c, tiles, pcs, A, size, False)
-        t, a = tiles[ok], A[ok]
-        if np.ndim(rs2):
-            rs2 = rs2[ok]
-        v = self._ctx.regs[t, c, rs2]
-        self._st.begin(k)
-        self._st.word[t] = a >> 2
-        self._st.old[t] = self.sram.w32[t, a >> 2]
+    def _note_stores(self, k, tiles, addrs, size) -> None:
+        """Record the stores issued at k before they are applied: the word each overwrites (a
+        fetch at k + 1 sees it, §4) and, while an engine is busy, the byte enables (§12)."""
+        st = self._st
+        st.begin(k)
+        st.word[tiles] = addrs >> 2
+        st.old[tiles] = self.sram.w32[tiles, addrs >> 2]
         if self._mx.nbusy:      # byte enables, for an engine step of cycle k+1 (§12 port)
-            self._st.mask[t] = (((1 << size) - 1) << (a & _U32(3))).astype(np.uint8)
-        if size == 1:
-            self.sram.w8[t, a] = v.astype(np.uint8)
-        elif size == 2:
-            self.sram.w16[t, a >> 1] = v.astype(np.uint16)
-        else:
-            self.sram.w32[t, a >> 2] = v
-        self._ctx.pc[t, c] = pcs[ok] + _U32(4)
-        if self._trace_on:
-            sh = (a & _U32(3)).astype(np.int64) * 8
-            data = ((v.astype(np.int64) << sh) & _M32)
-            mask = (((1 << size) - 1) << (a & _U32(3)).astype(np.int64)) & 0xF
-            for tt, aa, dd, mm in zip(t.tolist(), a.tolist(), data.tolist(), mask.tolist()):
-                self._tr.setdefault(tt, {})["store"] = (aa & ~3, dd, mm)
-        return ok
-
-    def _csr(self, op, k, c, tiles, pcs, rd, rs1, csr):
-        """A Zicsr instruction (§3.2); returns the retire mask of ``tiles`` (None: all)."""
-        if np.ndim(csr):  # different CSRs in one group: one vectorized call per CSR number
-            ok_all = np.ones(len(tiles), dtype=bool)
-            for num in np.unique(csr):
-                sel = np.nonzero(csr == num)[0]
-                r = self._csr(op, k, c, tiles[sel], pcs[sel],
-                              rd[sel] if np.ndim(rd) else rd, rs1[sel] if np.ndim(rs1) else rs1,
-                              int(num))
-                if r is not None:
-                    ok_all[sel[~r]] = False
-            return None if ok_all.all() else ok_all
-        csr = int(csr)
-        n = len(tiles)
-        if csr == Csr.CYCLE:
-            old = np.full(n, k & _M32, dtype=_U32)
-        elif csr == Csr.CYCLEH:
-            old = np.full(n, (k >> 32) & _M32, dtype=_U32)
-        elif csr == Csr.INSTRET:
-            old = (self._ctx.retired[tiles, c] & np.uint64(_M32)).astype(_U32)
-        elif csr == Csr.INSTRETH:
-            old = (self._ctx.retired[tiles, c] >> np.uint64(32)).astype(_U32)
-        elif csr == Csr.TILE_ID:
-            old = tiles.astype(_U32)
-        elif csr == Csr.CONTEXT_ID:
-            old = np.full(n, c, dtype=_U32)
-        elif csr == Csr.TILE_COUNT:
-            old = np.full(n, self.n, dtype=_U32)
-        elif csr == Csr.CONTEXT_COUNT:
-            old = np.full(n, self.t, dtype=_U32)
-        elif csr == Csr.SRAM_BYTES:
-            old = np.full(n, self.nbytes, dtype=_U32)
-        elif csr == Csr.XPROG:
-            old = self._tl.xprog[tiles].copy()
-        elif csr == Csr.STACK_LIMIT:
-            old = self._ctx.stack_limit[tiles, c].copy()
-        else:  # pragma: no cover - decode() makes unlisted CSRs illegal
-            raise AssertionError(hex(csr))
-        ok = self._sp_ok(k, c, tiles, pcs, rd, old)   # §7: csrr sp, ... is checked too
-        if ok is not None:
-            tiles, old = tiles[ok], old[ok]
-            pcs = np.asarray(pcs)[ok] if np.ndim(pcs) else pcs
-            rd = np.asarray(rd)[ok] if np.ndim(rd) else rd
-            rs1 = np.asarray(rs1)[ok] if np.ndim(rs1) else rs1
-            n = len(tiles)
-        if csr in (Csr.XPROG, Csr.STACK_LIMIT):  # the writable CSRs; decode() rejected RO writes
-            if op in (Op.CSRRWI, Op.CSRRSI, Op.CSRRCI):
-                src = np.broadcast_to(np.asarray(rs1, dtype=_U32), (n,))
-                writes = np.broadcast_to(np.asarray(rs1) != 0, (n,)) | (op == Op.CSRRWI)
-            else:
-                src = self._ctx.regs[tiles, c, rs1]
-                writes = np.broadcast_to(np.asarray(rs1) != 0, (n,)) | (op == Op.CSRRW)
-            if op in (Op.CSRRW, Op.CSRRWI):
-                new = src
-            elif op in (Op.CSRRS, Op.CSRRSI):
-                new = old | src
-            else:
-                new = old & ~src
-            if csr == Csr.XPROG:
-                self._tl.xprog[tiles[writes]] = new[writes]
-            else:
-                self._ctx.stack_limit[tiles[writes], c] = new[writes]
-        self._wr(tiles, c, rd, old)
-        self._ctx.pc[tiles, c] = pcs + _U32(4)
-        return ok
-
-    def _trace_retire(self, k, c, rt, tiles, pcs, words, ok) -> None:
-        if ok is not None:
-            pcs, words = pcs[ok], np.broadcast_to(words, tiles.shape)[ok]
-        for t, p, w in zip(rt.tolist(), pcs.tolist(), np.broadcast_to(words, rt.shape).tolist()):
-            info = self._tr.get(t, {})
-            rdv = info.get("rd")
-            st = info.get("store")
-            self._tr[t] = {"cycle": k, "tile": t, "context": c, "pc": p, "insn": w,
-                           "rd": None if rdv is None else rdv[0],
-                           "value": None if rdv is None else rdv[1],
-                           "store_addr": None if st is None else st[0],
-                           "store_data": None if st is None else st[1],
-                           "store_mask": None if st is None else st[2]}
+            st.mask[tiles] = (((1 << size) - 1) << (addrs & _U32(3))).astype(np.uint8)
 
     # ------------------------------------------------------------------ result
     def not_arrived(self) -> list[int]:
