@@ -506,6 +506,8 @@ class Array:
 
     # ------------------------------------------------------------------ issue
     def _issue(self, k: int, c: int) -> None:
+        """The issue slot of context c at cycle k (§4): fetch (its faults, the word a store
+        issued at k - 1 overwrote), the LOAD/STORE record of §12, decode, dispatch per op."""
         run = self._ctx.state[:, c] == RUNNING
         tiles = self._ar if run.all() else np.nonzero(run)[0]
         pcs = self._ctx.pc[tiles, c]
@@ -549,7 +551,7 @@ class Array:
                 sel = np.nonzero(ops == op)[0]
                 fi = f_u[inv[sel]]
                 self._dispatch(Op(int(op)), k, c, tiles[sel], pcs[sel], fi[:, 0], fi[:, 1],
-                           fi[:, 2], fi[:, 3].astype(_U32), words[sel])
+                               fi[:, 2], fi[:, 3].astype(_U32), words[sel])
         if self._trace_on:
             tr = self._isa.tr
             for tile in sorted(tr):
