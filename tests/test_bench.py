@@ -2,6 +2,7 @@
 CLI, the hand-checkable helpers, doc rewriting and argument errors."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -113,3 +114,37 @@ def test_fmt():
     assert fmt(2.5e6) == "2.5 M"
     assert fmt(0.123456) == "0.123"
     assert fmt(12345.6) == "12,346"
+
+
+def test_cold_rtl_build_leaves_the_shared_cache_alone(tmp_path, monkeypatch):
+    """A full bench's model section failed with 'Verilator build of 64 tiles failed ... (no
+    log at .../bench-rtl/array-64t6c-<key>/build.log)': the rtl section of another checkout
+    measured a cold build by deleting every ``array-64t6c-*`` directory of the shared user
+    cache, including the one being built. A cold build now goes to a new private directory;
+    builds of other keys (and of this key) in the cache are not touched."""
+    import os
+    from tessera.cli.bench import rtl
+    from tessera.spec.config import ArrayConfig
+    import tessera.tb.runner as runner
+    monkeypatch.setenv("TESSERA_CACHE", str(tmp_path))
+    monkeypatch.setattr(rtl, "_BUILT", {})
+    cfg = ArrayConfig(tiles=4, contexts=6, sram_bytes=64 * 1024)
+    shared = rtl.bench_cache()
+    others = [shared / "array-4t6c-0123456789abcdef", shared / "array-4t6c-fedcba9876543210"]
+    for d in others:
+        d.mkdir(parents=True)
+        (d / "build_ok.json").write_text("{}")
+    seen = []
+
+    def fake_build_array(config):
+        d = Path(os.environ["TESSERA_BUILD_DIR"])
+        seen.append((config, d, sorted(p.name for p in d.iterdir())))
+        return object()
+    monkeypatch.setattr(runner, "build_array", fake_build_array)
+    model, secs = rtl.build(cfg, cold=True)
+    for o in others:
+        assert (o / "build_ok.json").exists(), f"{o} was deleted"
+    (c, d, content) = seen[0]
+    assert c == cfg and content == []                    # built from nothing ...
+    assert d.parent == shared and d not in others        # ... in a new directory of its own
+    assert rtl.build(cfg)[0] is model                    # later sections reuse this build
