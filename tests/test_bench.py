@@ -148,3 +148,16 @@ def test_cold_rtl_build_leaves_the_shared_cache_alone(tmp_path, monkeypatch):
     assert c == cfg and content == []                    # built from nothing ...
     assert d.parent == shared and d not in others        # ... in a new directory of its own
     assert rtl.build(cfg)[0] is model                    # later sections reuse this build
+
+
+def test_exchange_bench_fails_when_the_graph_compiler_fails(monkeypatch):
+    """The exchange section's compiled graph-matmul rows: an exception of the graph compiler
+    was a note under a section that passed; now the section fails with the reason (the
+    pattern rows measured before stay)."""
+    def broken(quick):
+        raise RuntimeError("compile_graph broke")
+    monkeypatch.setattr(bx, "_graph_matmul_phases", broken)
+    sec = bx.run(quick=True)
+    assert sec.error == ("RuntimeError: graph matmul exchange phases not measured: "
+                         "compile_graph broke")
+    assert sec.rows and all(r["kind"] != "kernel (compiled)" for r in sec.rows)
