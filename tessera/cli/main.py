@@ -679,13 +679,14 @@ def build_parser() -> argparse.ArgumentParser:
             act.help = "cycle limit per run (default 200000000)"
     on.set_defaults(func=cmd_onnx)
 
+    from tessera.cli.bench import BENCHMARKS
     be = sub.add_parser(
         "bench", help="run the benchmark suite (docs/performance.md)",
         description="Run the benchmark suite and print it as Markdown (exit 3 if a section "
                     "failed); --write-doc regenerates docs/performance.md.")
     be.add_argument("--quick", action="store_true", help="quick mode (< 10 minutes)")
     be.add_argument("--only", metavar="NAME,...",
-                    help="comma-separated subset: exchange, model, kernels, rtl, sync, synth")
+                    help="comma-separated subset: " + ", ".join(BENCHMARKS))
     be.add_argument("--json", metavar="OUT", help="write all results as JSON ('-' = stdout)")
     be.add_argument("--plots", metavar="DIR", help="write PNG plots here")
     be.add_argument("--write-doc", action="store_true",
