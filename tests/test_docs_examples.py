@@ -283,3 +283,14 @@ def test_kernel_library_names_and_signatures_as_documented():
                     f"{name}{inspect.signature(getattr(kernels, name))}"
         checked += 1
     assert checked >= 8
+
+
+def test_waveforms_section_says_waves_need_their_own_build():
+    """Case 11: the README's waveform example took minutes on first use without saying why:
+    tracing is compiled in, so ``--waves`` needs its own Verilator build (the README before
+    the fix did not say so)."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Waveforms", 1)[1].split("\n## ", 1)[0]
+    flat = " ".join(section.split())
+    assert "Waves need a separate Verilator build with tracing compiled in" in flat
+    assert "the first run with `--waves` builds it" in flat and "later runs reuse it" in flat
