@@ -161,3 +161,30 @@ def test_exchange_bench_fails_when_the_graph_compiler_fails(monkeypatch):
     assert sec.error == ("RuntimeError: graph matmul exchange phases not measured: "
                          "compile_graph broke")
     assert sec.rows and all(r["kind"] != "kernel (compiled)" for r in sec.rows)
+
+
+def test_json_report_is_written_after_every_section(tmp_path, monkeypatch):
+    """A full run takes hours: ``tessera bench --json FILE`` rewrites FILE after every
+    section, so a run stopped in a later section leaves the finished ones behind."""
+    import sys
+    import types
+    seen = []
+
+    def first(quick):
+        from tessera.cli.bench.common import Section
+        return Section("first", "First", "tessera bench --only first", seconds=0.1)
+
+    def second(quick):
+        seen.append(json.loads(out.read_text()))       # the file as the second one starts
+        raise KeyboardInterrupt                        # the run is stopped here
+    for name, fn in (("first", first), ("second", second)):
+        mod = types.ModuleType(f"tessera.cli.bench.{name}")
+        mod.run = fn
+        monkeypatch.setitem(sys.modules, f"tessera.cli.bench.{name}", mod)
+    monkeypatch.setattr(suite, "BENCHMARKS", ("first", "second"))
+    monkeypatch.setattr("tessera.cli.bench.BENCHMARKS", ("first", "second"))
+    out = tmp_path / "r.json"
+    assert main(["bench", "--only", "first,second", "--json", str(out)]) == 130  # interrupted
+    (rep,) = seen
+    assert [s["name"] for s in rep["sections"]] == ["first"] and rep["quick"] is False
+    assert json.loads(out.read_text()) == rep

@@ -432,8 +432,11 @@ def cmd_bench(args) -> int:
     _check_out_file(args.json, "--json")
     _check_out_dir(args.plots, "--plots")
     plots = args.plots or (str(suite.IMG_DIR) if args.write_doc else None)
+    partial = None
+    if args.json and args.json != "-":      # finished sections survive a stopped run
+        partial = lambda rep: suite.write_json(rep, args.json)  # noqa: E731
     report = suite.run_suite(names, quick=args.quick, plots_dir=plots,
-                             log=lambda m: print(m, file=sys.stderr))
+                             log=lambda m: print(m, file=sys.stderr), on_section=partial)
     md = suite.render_markdown(report)
     if args.json:
         suite.write_json(report, args.json)
