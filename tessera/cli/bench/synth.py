@@ -469,6 +469,14 @@ DESIGNS = [
 TIMEOUT_S = {"tile": 3 * 3600, "array": 6 * 3600}
 
 
+def _one_line(msg: str) -> str:
+    """First line of a tool failure plus the tool's last ``ERROR`` line from the log tail
+    (e.g. nextpnr's 'Unable to place cell ..., no BELs remaining ... MULT18X18D')."""
+    lines = msg.splitlines()
+    err = [ln.strip() for ln in lines[1:] if ln.strip().startswith("ERROR")]
+    return lines[0] + (f" {err[-1]}" if err else "")
+
+
 def _latest_cached(key: str):
     """Newest cached result for ``key`` (any RTL digest): (dict, digest) or (None, None)."""
     cands = sorted(_cache_dir().glob(f"{key}-*.json"), key=lambda p: p.stat().st_mtime)
@@ -541,7 +549,7 @@ def run(quick: bool = True) -> Section:
             except BenchError as e:
                 sec.notes.append(f"{name}: {e}")
                 if not quick:
-                    failed.append(f"{name}: {e}".split("\n")[0])
+                    failed.append(_one_line(f"{name}: {e}"))
                 continue
             if r.get("pnr_error"):
                 sec.notes.append(f"{name}: place and route did not finish: {r['pnr_error']}; "
@@ -566,7 +574,7 @@ def run(quick: bool = True) -> Section:
         except BenchError as e:
             sec.notes.append(f"Per-unit breakdown: {e}")
             if not quick:
-                failed.append(f"per-unit breakdown: {e}".split("\n")[0])
+                failed.append(_one_line(f"per-unit breakdown: {e}"))
             hier = None
     sec.seconds = tt.s
     if failed:        # full mode measures every design: a missing one fails the section
