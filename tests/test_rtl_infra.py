@@ -50,18 +50,21 @@ def test_source_digest_changes_with_content(tmp_path):
     assert source_digest([tmp_path]) != d1
 
 
-def test_build_key_names_the_venvs_cocotb(monkeypatch):
-    """A build's makefile names cocotb's verilator.cpp by absolute path, so a build made from
-    another venv (another checkout, since deleted) must not be reused: it failed with "No rule
-    to make target .../cocotb/share/lib/verilator/verilator.cpp"."""
-    import cocotb
+def test_build_key_names_the_installations(monkeypatch):
+    """A fresh clone's `make demo` failed with 'No rule to make target
+    /check/work/main/.venv/.../cocotb/share/lib/verilator/verilator.cpp': the user cache held
+    a finished build of the same key made from another virtual environment, whose Makefile
+    and dependency files name that environment's cocotb and Verilator. The key now includes
+    those installation paths, so another environment builds its own directory."""
+    from cocotb_tools import config as cocotb_config
+    from tessera.tb import runner
     from tessera.tb.runner import DESIGN_SOURCES, _build_key
     here = _build_key("array", CFG, DESIGN_SOURCES, None, (), True)
-    assert here[2]["cocotb"] == str(Path(cocotb.__file__).resolve().parent)
-    monkeypatch.setattr(cocotb, "__file__", "/elsewhere/venv/site-packages/cocotb/__init__.py")
-    there = _build_key("array", CFG, DESIGN_SOURCES, None, (), True)
-    assert there[2]["cocotb"] == "/elsewhere/venv/site-packages/cocotb"
-    assert there[0] != here[0] and there[1] != here[1]
+    assert here == _build_key("array", CFG, DESIGN_SOURCES, None, (), True)   # stable
+    assert here[2]["paths"]["cocotb_share"] == str(cocotb_config.share_dir)
+    monkeypatch.setattr(cocotb_config, "share_dir", Path("/elsewhere/.venv/cocotb/share"))
+    other = _build_key("array", CFG, DESIGN_SOURCES, None, (), True)
+    assert other[0] != here[0] and other[0].parent == here[0].parent == runner.cache_root()
 
 
 @pytest.fixture(scope="module")

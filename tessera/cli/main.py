@@ -438,8 +438,11 @@ def cmd_bench(args) -> int:
     _check_out_file(args.json, "--json")
     _check_out_dir(args.plots, "--plots")
     plots = args.plots or (str(suite.IMG_DIR) if args.write_doc else None)
+    partial = None
+    if args.json and args.json != "-":      # finished sections survive a stopped run
+        partial = lambda rep: suite.write_json(rep, args.json)  # noqa: E731
     report = suite.run_suite(names, quick=args.quick, plots_dir=plots,
-                             log=lambda m: print(m, file=sys.stderr))
+                             log=lambda m: print(m, file=sys.stderr), on_section=partial)
     md = suite.render_markdown(report)
     if args.json:
         suite.write_json(report, args.json)
@@ -694,13 +697,14 @@ def build_parser() -> argparse.ArgumentParser:
             act.help = "cycle limit per run (default 200000000)"
     on.set_defaults(func=cmd_onnx)
 
+    from tessera.cli.bench import BENCHMARKS
     be = sub.add_parser(
         "bench", help="run the benchmark suite (docs/performance.md)",
         description="Run the benchmark suite and print it as Markdown (exit 3 if a section "
                     "failed); --write-doc regenerates docs/performance.md.")
     be.add_argument("--quick", action="store_true", help="quick mode (< 10 minutes)")
     be.add_argument("--only", metavar="NAME,...",
-                    help="comma-separated subset: exchange, model, kernels, rtl, sync, synth")
+                    help="comma-separated subset: " + ", ".join(BENCHMARKS))
     be.add_argument("--json", metavar="OUT", help="write all results as JSON ('-' = stdout)")
     be.add_argument("--plots", metavar="DIR", help="write PNG plots here")
     be.add_argument("--write-doc", action="store_true",

