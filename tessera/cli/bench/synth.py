@@ -458,17 +458,23 @@ def _ensure(p: Path) -> Path:
 DP16KD_85K = 208
 
 #: Designs of the table: (kind, tiles, sram_bytes, variant, nextpnr router, run in quick mode,
-#: label). All are mapped with ABC9 (``synth_ecp5``), flattened, and placed and routed.
+#: label, engine_macs). All are mapped with ABC9 (``synth_ecp5``), flattened, and placed and
+#: routed.
 DESIGNS = [
     ("tile", 1, 64 * 1024, "contract", "router1", True,
-     "1 tile (core + 64 KiB SRAM + exchange engine, 6 contexts)"),
+     f"1 tile (core + 64 KiB SRAM + exchange engine + {ENGINE_MACS}-MAC matrix engine, "
+     "6 contexts)", ENGINE_MACS),
+    ("tile", 1, 64 * 1024, "contract", "router1", False,
+     "1 tile **without matrix engine** (`engine_macs` = 0; core + 64 KiB SRAM + exchange "
+     "engine)", 0),
     ("tile", 1, 64 * 1024, "nodiv", "router1", False,
-     "1 tile, **what-if, not the contract design**: no divider at all (DIV/REM give 0)"),
+     "1 tile, **what-if, not the contract design**: no divider at all (DIV/REM give 0)",
+     ENGINE_MACS),
     ("array", 4, 16 * 1024, "contract", "router1", False,
      "4-tile array, **16 KiB SRAM per tile**, 6 contexts (+ sync controller, exchange fabric, "
-     "AXI4-Lite host port)"),
+     "AXI4-Lite host port)", ENGINE_MACS),
     ("tile", 1, 16 * 1024, "contract", "router1", False,
-     "1 tile, 16 KiB SRAM (the array's tile, for comparison)"),
+     "1 tile, 16 KiB SRAM (the array's tile, for comparison)", ENGINE_MACS),
 ]
 
 
@@ -517,16 +523,18 @@ def run(quick: bool = True) -> Section:
                    ("wrapper_ff", "of which wrapper FF"), ("time", "synth + P&R (s)"),
                    ("cached", "cached")]
     with Timer() as tt:
-        for kind, n, sram, variant, router, in_quick, name in DESIGNS:
+        for kind, n, sram, variant, router, in_quick, name, emacs in DESIGNS:
             try:
                 if quick and not in_quick:
                     r = _from_cache(sec, _key(kind, n, sram, variant, "pnr"
-                                              + ("-r2" if router == "router2" else "")), name)
+                                              + ("-r2" if router == "router2" else ""),
+                                              emacs), name)
                     if r is None:
                         continue
                 else:
                     r = synthesize(kind, n, sram_bytes=sram, variant=variant, router=router,
-                                   timeout=3600 if kind == "array" else 900)
+                                   timeout=3600 if kind == "array" else 900,
+                                   engine_macs=emacs)
             except BenchError as e:
                 sec.notes.append(f"{name}: {e}")
                 continue
@@ -535,7 +543,7 @@ def run(quick: bool = True) -> Section:
                                  "the LUT4/FF/BRAM figures are from synthesis and there is "
                                  "no Fmax.")
             sec.rows.append(dict(design=name, kind=kind, tiles=n, sram_bytes=sram,
-                                 variant=variant, lut4=r["lut4"], ff=r["ff"],
+                                 variant=variant, engine_macs=emacs, lut4=r["lut4"], ff=r["ff"],
                                  dp16kd=r["dp16kd"], mult18=r["mult18"], lutram=r["lutram"],
                                  fmax_mhz=r["fmax_mhz"], wrapper_ff=r["wrapper_ff"],
                                  time=(r["synth_s"] or 0) + (r["pnr_s"] or 0),
@@ -552,8 +560,10 @@ def run(quick: bool = True) -> Section:
             sec.notes.append(f"Per-unit breakdown: {e}")
             hier = None
     sec.seconds = tt.s
-    rows = {(r["kind"], r["variant"]): r for r in sec.rows if r["sram_bytes"] == 64 * 1024
-            or r["kind"] == "array"}
+    rows = {(r["kind"], r["variant"]): r for r in sec.rows
+            if r["engine_macs"] == ENGINE_MACS and (r["sram_bytes"] == 64 * 1024
+                                                   or r["kind"] == "array")}
+    no_engine = next((r for r in sec.rows if r["engine_macs"] == 0), None)
     tile, nodiv = rows.get(("tile", "contract")), rows.get(("tile", "nodiv"))
     if tile is None:
         sec.goals.append(Goal("tile ≥ 100 MHz on ECP5", "not measured", None))
@@ -653,6 +663,19 @@ def run(quick: bool = True) -> Section:
                 + ("the tile's own paths still set the clock."
                    if arr["fmax_mhz"] >= 0.9 * tile["fmax_mhz"] else
                    _cross_tile_why(arr["raw"].get("critical_path") or {})))
+    if tile and no_engine:
+        d_lut = tile["lut4"] - no_engine["lut4"]
+        d_dsp = tile["mult18"] - no_engine["mult18"]
+        sec.notes.append(
+            f"The {ENGINE_MACS}-MAC matrix engine (architecture §12) costs the tile "
+            f"{d_lut:,} LUT4 ({d_lut / ENGINE_MACS:.0f} per MAC), "
+            f"{tile['ff'] - no_engine['ff']:,} FF, {d_dsp} MULT18X18D "
+            f"({d_dsp / ENGINE_MACS:.2f} per MAC) and "
+            f"{tile['dp16kd'] - no_engine['dp16kd']} DP16KD (difference of the two tile rows, "
+            f"which include the SRAM's pending-write logic and the core's engine interface); "
+            + (f"without it the tile reaches {no_engine['fmax_mhz']:.1f} MHz against "
+               f"{tile['fmax_mhz']:.1f} MHz with it."
+               if no_engine["fmax_mhz"] and tile["fmax_mhz"] else "no Fmax for both."))
     if nodiv:
         sec.notes.append(
             "The what-if row is synthesis-only (`synthesize(variant=\"nodiv\")` builds the tile "
