@@ -296,3 +296,24 @@ def test_critical_path_summary_and_cross_tile_reason_by_hand():
     why = sy._cross_tile_why(cp)
     assert "crosses 2 tiles" in why and "Routing is 18.0 of its 25.0 ns (72 %)" in why
     assert "host read-back" in sy._cross_tile_why(dict(blocks=["dut.tile1.core", "dut.host"]))
+
+
+def test_run_quick_engine_cost_from_the_two_tile_rows(tmp_path, monkeypatch):
+    monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
+    put = lambda key, d: (tmp_path / f"{key}-0123456789abcdef.json").write_text(json.dumps(d))  # noqa: E731
+    with_eng = dict(_fake("tile", 1, 17820, 22.2, 72, ["dut.matrix"]), ff=5010, mult18=57)
+    without = dict(_fake("tile", 1, 8274, 22.8, 68, ["dut.core.regs"]), ff=2569, mult18=8)
+    put("tile1-pnr-v1", with_eng)
+    put("tile1-e0-pnr-v1", without)
+    sec = sy.run(quick=True)
+    assert [(r["engine_macs"], r["lut4"]) for r in sec.rows] == [(32, 17820), (0, 8274)]
+    # the goals are the engine tile's (the presets' design), not the engine-less row's
+    fmax, lut = sec.goals
+    assert fmax.measured == "22.2 MHz" and "17,820 LUT4" in lut.measured
+    note = next(n for n in sec.notes if n.startswith("The 32-MAC matrix engine"))
+    # by hand: 17,820 - 8,274 = 9,546 LUT4, 9,546 / 32 = 298.3; 5,010 - 2,569 = 2,441 FF;
+    # 57 - 8 = 49 MULT18X18D, 49 / 32 = 1.53; 72 - 68 = 4 DP16KD
+    assert "9,546 LUT4 (298 per MAC), 2,441 FF, 49 MULT18X18D (1.53 per MAC) and 4 DP16KD" \
+        in note
+    assert "reaches 22.8 MHz against 22.2 MHz" in note
