@@ -40,9 +40,9 @@ from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import json
 import os
-import random
 import shutil
 import subprocess
 import sys
@@ -102,8 +102,8 @@ def tests_for(path: str):
 class _Sites(ast.NodeVisitor):
     """Collect (kind, node, replacement text) for one module."""
 
-    def __init__(self, rng, amaranth):
-        self.rng, self.amaranth = rng, amaranth
+    def __init__(self, amaranth):
+        self.amaranth = amaranth
         self.out, self.func_depth, self.skip = [], 0, 0
 
     def add(self, kind, node, text, desc):
@@ -158,8 +158,9 @@ class _Sites(ast.NodeVisitor):
     def visit_Constant(self, node):
         v = node.value
         if isinstance(v, int) and not isinstance(v, bool) and self.func_depth:
-            d = self.rng.choice((1, -1))
-            self.add("const", node, f"({v + d})", f"{v} -> {v + d}")
+            # both signs are sites; sites_of keeps one of the two per constant, by its rank
+            for d in (1, -1):
+                self.add("const", node, f"({v + d})", f"{v} -> {v + d}")
 
     def visit_Call(self, node):
         f = node.func
@@ -214,19 +215,56 @@ def _offsets(src):
     return starts
 
 
-def sites_of(path: Path, rel: str, rng):
+def _operator(kind, desc):
+    """The operator part of a site's rank key: the kind and the swap, not the constant's value
+    (that is on the line already) — ``const`` sites of one constant share the operator, and
+    ``sites_of`` keeps the lower-ranked of their two signs."""
+    return "const" if kind == "const" else f"{kind}:{desc}"
+
+
+def rank(seed, rel, line_text, dup, operator, occurrence):
+    """The rank of one site: SHA-256 of (seed, file path, the stripped text of the mutated
+    line(s), the how-many-th identical such text in the file, the operator and its occurrence
+    index within the line). It depends on nothing outside those lines, so an edit of one file
+    re-ranks only the sites on the edited lines (and, for ``const``, the ± choice is part of it)."""
+    key = "\0".join([str(seed), rel, line_text, str(dup), operator, str(occurrence)])
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def sites_of(path: Path, rel: str, seed):
     src = path.read_text()
     tree = ast.parse(src)
-    v = _Sites(rng, amaranth=rel.startswith("tessera/hdl/"))
+    v = _Sites(amaranth=rel.startswith("tessera/hdl/"))
     v.visit(tree)
     lines = _offsets(src)
+    src_lines = src.splitlines(keepends=True)
+    # the how-many-th occurrence of each stripped line text (identical lines in one file get
+    # different ranks)
+    dup_of, seen = {}, {}
+    for i, ln in enumerate(src_lines, 1):
+        t = ln.strip()
+        dup_of[i] = seen.get(t, 0)
+        seen[t] = dup_of[i] + 1
+    occ = {}
     out = []
     for kind, node, text, desc in v.out:
         a = lines[node.lineno - 1] + len(
-            src.splitlines(keepends=True)[node.lineno - 1].encode()[:node.col_offset].decode())
+            src_lines[node.lineno - 1].encode()[:node.col_offset].decode())
         b = lines[node.end_lineno - 1] + len(
-            src.splitlines(keepends=True)[node.end_lineno - 1].encode()[:node.end_col_offset]
-            .decode())
+            src_lines[node.end_lineno - 1].encode()[:node.end_col_offset].decode())
+        # the mutated line(s): every source line the node spans, stripped, joined
+        span = "\n".join(ln.strip() for ln in src_lines[node.lineno - 1:node.end_lineno])
+        op = _operator(kind, desc)
+        okey = (node.lineno, node.end_lineno, op)
+        sign = ""
+        if kind == "const":
+            sign = "+" if text == f"({node.value + 1})" else "-"
+        if sign == "-":
+            n_occ = occ[okey] - 1       # the -1 twin of the +1 site just counted
+        else:
+            n_occ = occ.get(okey, 0)
+            occ[okey] = n_occ + 1
+        r = rank(seed, rel, span, dup_of[node.lineno], op, n_occ)
         new = src[:a] + text + src[b:]
         if new == src:
             continue
@@ -235,25 +273,43 @@ def sites_of(path: Path, rel: str, rng):
         except SyntaxError:
             continue
         out.append({"file": rel, "line": node.lineno, "kind": kind, "desc": desc,
-                    "orig": src[a:b].split("\n")[0][:80], "start": a, "end": b, "text": text})
-    return out
+                    "orig": src[a:b].split("\n")[0][:80], "start": a, "end": b, "text": text,
+                    "rank": r, "sign": sign})
+    # const: one sign per constant, the one whose (sign-salted) rank is lower
+    best = {}
+    keep = []
+    for s in out:
+        if s["kind"] != "const":
+            keep.append(s)
+            continue
+        k = (s["start"], s["end"])
+        salted = hashlib.sha256((s["rank"] + s["sign"]).encode()).hexdigest()
+        if k not in best or salted < best[k][0]:
+            best[k] = (salted, s)
+    keep += [s for _, s in best.values()]
+    return keep
 
 
 def collect(trees, per_tree, seed):
-    rng = random.Random(seed)
+    """The sample: per tree, the ``per_tree`` sites of lowest :func:`rank` (ties by file and
+    offset). Ids are ``M`` + the first 6 hex digits of the rank, so ``--only`` names the same
+    mutant after unrelated edits."""
     sample = []
     for tree in trees:
         files = sorted(p for p in (ROOT / tree).rglob("*.py") if "__pycache__" not in p.parts)
         sites = []
         for p in files:
             rel = p.relative_to(ROOT).as_posix()
-            sites += sites_of(p, rel, rng)
-        k = min(per_tree, len(sites))
-        picked = sorted(rng.sample(range(len(sites)), k))
-        for i in picked:
-            sample.append(dict(sites[i], tree=tree, population=len(sites)))
-    for n, s in enumerate(sample):
-        s["id"] = f"M{n:03d}"
+            sites += sites_of(p, rel, seed)
+        sites.sort(key=lambda s: (s["rank"], s["file"], s["start"]))
+        picked = sites[:min(per_tree, len(sites))]
+        picked.sort(key=lambda s: (s["file"], s["start"]))
+        for s in picked:
+            sample.append(dict(s, tree=tree, population=len(sites)))
+    for s in sample:
+        s["id"] = "M" + s["rank"][:6]
+    ids = [s["id"] for s in sample]
+    assert len(set(ids)) == len(ids), "rank prefix collision: lengthen the id"
     return sample
 
 
