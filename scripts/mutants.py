@@ -56,9 +56,25 @@ TREES = ("tessera/golden_model", "tessera/hdl")
 _HDL_SIM = ["tests/test_hdl_exchange.py", "tests/test_hdl_host.py",
             "tests/test_hdl_host_lowbits.py", "tests/test_hdl_fabric_core.py",
             "tests/test_hdl_fabric_model.py"]
-_RTL_END = ["tests/test_exchange_after_run_end.py"]
-_MODEL = ["tests/test_model_*.py", "tests/test_spec.py", "tests/test_hdl_fabric_model.py"]
-# test_model_*.py includes tests/test_model_mutant_survivors.py (written for earlier survivors)
+# Amaranth-simulator array runs against the golden model (tests/helpers/hdl_parity.py): the
+# matrix engine, exchange STEP runs, the stack limit
+_ENGINE_SIM = ["tests/test_hdl_engine_model.py"]
+_RUNS_SIM = ["tests/test_exchange_runs.py"]
+_STACK_SIM = ["tests/test_model_stack_limit.py"]
+_CORE_SIM = ["tests/test_hdl_core_units.py", "tests/test_hdl_restart.py", "tests/test_hdl_core.py",
+             "tests/test_hdl_fabric_core.py", "tests/test_hdl_fabric_model.py"] \
+    + _STACK_SIM + _ENGINE_SIM
+# the one Verilator test run per mutant (one 4-tile build, 1-2 min): only for the files
+# whose Amaranth tests do not reach everything (run last, so only a survivor of the rest pays)
+_RTL_END = ["tests/test_exchange_after_run_end.py@rtl"]
+_MODEL = ["tests/test_model_*.py", "tests/test_spec.py", "tests/test_hdl_fabric_model.py",
+          "tests/test_exchange_runs.py", "tests/test_exchange_scheduler_model.py",
+          "tests/test_graph_checked.py", "tests/test_hdl_engine_model.py"]
+# test_model_*.py includes tests/test_model_mutant_survivors.py (written for earlier survivors),
+# test_model_engine.py / test_model_engines.py (the matrix engine, the fast C engine) and
+# test_model_stack_limit.py
+_KERNELS = ["tests/test_kernels_*.py", "tests/test_model_mutant_survivors.py",
+            "tests/test_kernel_lib.py", "tests/test_kernel_lib_engine.py"]
 
 
 def _formal(block):
@@ -67,21 +83,33 @@ def _formal(block):
 
 #: mutated file (relative to the repo) -> test files / proofs, in the order they are run
 #: (fast first; the first failure kills the mutant). Prefix matches; first match wins.
+#: Every pytest entry runs with ``-m "not slow and not rtl"`` unless it ends in ``@rtl``
+#: (then ``-m "not slow"``: its Verilator tests too).
 TESTS = [
     ("tessera/hdl/array/sync_controller.py", ["tests/test_hdl_sync.py"] + _HDL_SIM + _formal("sync")),
     ("tessera/hdl/array/exchange_fabric.py", ["tests/test_hdl_exchange.py", "tests/test_hdl_fabric_core.py",
-                                "tests/test_hdl_fabric_model.py"] + _formal("fabric")),
+                                "tests/test_hdl_fabric_model.py"] + _RUNS_SIM + _formal("fabric")),
     ("tessera/hdl/tile/core/scheduler.py", ["tests/test_hdl_core_units.py", "tests/test_hdl_core.py"]
      + _formal("scheduler")),
     ("tessera/hdl/array/host_port.py", ["tests/test_hdl_host.py", "tests/test_hdl_host_lowbits.py",
                           "tests/test_hdl_exchange.py"] + _formal("host_port")),
-    ("tessera/hdl/tile/core/", ["tests/test_hdl_core_units.py", "tests/test_hdl_restart.py",
-                                "tests/test_hdl_core.py",
-                   "tests/test_hdl_fabric_core.py", "tests/test_hdl_fabric_model.py"]),
+    ("tessera/hdl/tile/matrix_engine.py", ["tests/test_hdl_engine.py"] + _ENGINE_SIM
+     + ["tests/test_hdl_core.py"]),
+    ("tessera/hdl/tile/exchange_engine.py", _RUNS_SIM + ["tests/test_hdl_exchange.py",
+                                                         "tests/test_hdl_fabric_core.py",
+                                                         "tests/test_hdl_fabric_model.py"]
+     + _RTL_END),
+    ("tessera/hdl/tile/core/decoder.py", ["tests/test_hdl_core_units.py", "tests/test_hdl_engine.py"]
+     + _CORE_SIM),
+    ("tessera/hdl/tile/core/", _CORE_SIM),
     ("tessera/hdl/gen.py", ["tests/test_hdl_fabric_gen.py", "tests/test_rtl_tools.py"]),
-    ("tessera/hdl/", _HDL_SIM + ["tests/test_hdl_core.py"] + _RTL_END),
-    ("tessera/golden_model/kernels/", ["tests/test_kernels_*.py", "tests/test_kernel_lib.py",
-                                       "tests/test_model_mutant_survivors.py"]),
+    ("tessera/hdl/", _HDL_SIM + ["tests/test_hdl_core.py", "tests/test_hdl_interfaces.py"]
+     + _RUNS_SIM + _ENGINE_SIM + _STACK_SIM + _RTL_END),
+    ("tessera/golden_model/kernels/qlinear.py", ["tests/test_onnx_qlinear.py"] + _KERNELS),
+    ("tessera/golden_model/kernels/", _KERNELS),
+    ("tessera/golden_model/engine.py", ["tests/test_model_engine.py",
+                                        "tests/test_kernel_lib_engine.py"] + _MODEL),
+    ("tessera/golden_model/fast/", ["tests/test_model_engines.py"] + _MODEL),
     ("tessera/golden_model/", _MODEL),
 ]
 
@@ -339,9 +367,11 @@ def run_tests(tree: Path, tests, timeout, env):
                    "--timeout", "120", "--only", t.split(":", 1)[1] + ".",
                    "--build", str(tree.parent / "formal")]
         else:
+            t, rtl = (t[:-4], True) if t.endswith("@rtl") else (t, False)
             paths = sorted(str(p.relative_to(tree)) for p in tree.glob(t)) or [t]
+            mark = "not slow" if rtl else "not slow and not rtl"
             cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                   "-o", "addopts=-m 'not slow'"] + paths
+                   "-o", f"addopts=-m '{mark}'"] + paths
         try:
             r = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True,
                                timeout=left)
