@@ -1,10 +1,16 @@
 #!/usr/bin/env python3
 """``make mutants``: a seeded mutation score of ``tessera/hdl/`` and ``tessera/golden_model/``.
 
-Every mutation site of the two trees is found with Python's ``ast``; a seeded sample of
-``--per-tree`` sites per tree is applied one at a time **in a temporary copy of the tree** (the
-git-tracked files, copied once; the worktree is never touched), and the tests selected for the
-mutated file (``TESTS`` below) are run with a per-mutant timeout. A mutant is
+Every mutation site of the two trees is found with Python's ``ast`` and ranked by a SHA-256 of
+(seed, file path, the stripped text of the mutated line(s), the how-many-th identical such line
+in the file, the operator, its occurrence index within the line) — :func:`rank`; the ``--per-tree``
+sites of lowest rank per tree are the sample. A site's rank depends on nothing but its own
+lines, so an edit of one file changes only the sites on the edited lines (plus, when the edit
+adds or removes sites, which sites are just inside or outside the lowest ``--per-tree``). Ids are
+``M`` + the first 6 hex digits of the rank: stable too. Each sampled mutant is applied one at
+a time **in a temporary copy of the tree** (the git-tracked files, copied once; the worktree is
+never touched), and the tests selected for the mutated file (``TESTS`` below) are run with a
+per-mutant timeout. A mutant is
 
 * ``killed``   — some selected test (or proof) failed,
 * ``survived`` — every selected test passed,
@@ -16,18 +22,22 @@ Mutation operators (the classic ones, as in mutmut / Jester):
 
 * ``op``     binary/comparison/boolean operator swap (+ ↔ −, & ↔ |, ^ → |, << ↔ >>, == ↔ !=,
   < ↔ <=, > ↔ >=, and ↔ or);
-* ``const``  integer constant ± 1 (the sign chosen by the seed);
+* ``const``  integer constant ± 1 (the sign chosen by the rank: of the two, the one whose
+  rank salted with the sign is lower);
 * ``cond``   condition inverted: Amaranth ``m.If(c)`` / ``m.Elif(c)`` → ``(c) == 0``, Python
   ``if`` / ``while`` / ``x if c else y`` → ``not (c)``;
 * ``drop``   assignment dropped: an Amaranth ``m.d.<domain> += ...`` statement, or a Python
   assignment inside a function, replaced by ``pass``.
 
 Test selection (fast tests only; docs/verification.md explains the choice): Amaranth-simulator
-unit and parity tests of the hdl blocks, the formal proofs of the proven blocks (``--quick``
-configurations with N = 3), the golden-model tests for golden_model/, and one Verilator test
-(tests/test_exchange_after_run_end.py, one 4-tile build, ~15-40 s) for the other tile / array
-files (tile, SRAM, fault record, exchange engine, array, interfaces). The full Verilator suite (parity, conformance, random programs) is not run per mutant:
-each mutant would need a fresh Verilator build and minutes of simulation.
+unit and parity tests of the hdl blocks (including whole-array runs against the golden model:
+the matrix engine, exchange STEP runs, the stack limit — tests/helpers/hdl_parity.py), the
+formal proofs of the proven blocks (``--quick`` configurations with N = 3), the golden-model
+tests for golden_model/, and one Verilator test (tests/test_exchange_after_run_end.py, one
+4-tile build, 1-2 min) last for the exchange engine and the other tile / array files. Every
+pytest run excludes the ``slow`` and ``rtl`` markers except for entries ending in ``@rtl``. The
+full Verilator suite (parity, conformance, random programs) is not run per mutant: each mutant
+would need a fresh Verilator build and minutes of simulation.
 
 Writes ``build/mutants/results.json`` and ``build/mutants/summary.md``.
 
@@ -414,7 +424,9 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=17)
     ap.add_argument("--per-tree", type=int, default=100)
     ap.add_argument("--tree", action="append", choices=TREES, help="default: both")
-    ap.add_argument("--timeout", type=float, default=120.0, help="seconds per mutant")
+    ap.add_argument("--timeout", type=float, default=120.0,
+                    help="seconds per mutant, at least (the limit is the larger of this and 3x "
+                         "the baseline run of the mutant's tests)")
     ap.add_argument("--out", default=str(ROOT / "build" / "mutants"))
     ap.add_argument("--only", help="comma-separated mutant ids to run")
     ap.add_argument("--list", action="store_true", help="print the sample and exit")
@@ -467,8 +479,10 @@ def main(argv=None):
                     if t not in needed:
                         needed.append(t)
         env["TESSERA_BUILD_DIR"] = str(work / "rtl")
+        base_secs = {}
         for t in needed:
             st, _, secs = run_tests(tree, [t], 1800, env)
+            base_secs[t] = secs
             print(f"baseline {t}: {st} ({secs:.1f} s)", flush=True)
             if st != "survived":
                 print(run_tests.last_output)
@@ -483,7 +497,11 @@ def main(argv=None):
             f.write_text(orig[:s["start"]] + s["text"] + orig[s["end"]:])
             env["TESSERA_BUILD_DIR"] = str(work / "rtl")
             try:
-                status, which, secs = run_tests(tree, tests_for(s["file"]), args.timeout, env)
+                # the time limit scales with the unmutated run of the same tests (a loaded
+                # machine must not turn a slow survivor into a "timeout")
+                limit = max(args.timeout,
+                            3 * sum(base_secs.get(t, 0) for t in tests_for(s["file"])))
+                status, which, secs = run_tests(tree, tests_for(s["file"]), limit, env)
             finally:
                 f.write_text(orig)
                 shutil.rmtree(work / "rtl", ignore_errors=True)
