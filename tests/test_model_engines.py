@@ -542,6 +542,54 @@ def test_fast_equals_vector_matrix_engine_fuzz(undo_log):
     assert engine_cycles > 10_000, engine_cycles
 
 
+def _spmd_store_race(tiles, contexts, P):
+    """Every tile runs the same program (SPMD, as the graph runtime runs a codelet): context 0
+    starts one RAW command whose J0 = 60 stream steps all read the same 8-byte vector
+    (``a_s0`` = 0) and waits; every other context stores a new value into that vector in each
+    of its slots. So many stream reads at k come one cycle after a store issued at k − 1."""
+    from tessera.spec.engine import ChannelParams, Descriptor, Mode
+    C = P // 8
+    desc = Descriptor(a_base=E_A, a_s0=0, a_s1=0, ak_s1=8, w_base=E_W, w_sm=8, c_base=E_OUT,
+                      c_s0=8 * ((C + 1) // 2), c_s1=0, p_base=E_PARAM, J0=60, J1=1, K0=1,
+                      K1=1, C=C, mode=int(Mode.RAW), flags=0, zp=0, qmin=0, qmax=0).pack()
+    params = b"".join(ChannelParams(m, 1 << 30, 0).pack() for m in range(C))
+    loop = [asm.sw(8, 0, 24), asm.sw(9, 4, 24), asm.addi(8, 8, 0x101), asm.addi(9, 9, -7),
+            asm.addi(10, 10, -1), asm.bne(10, 0, -20), asm.ecall()]
+    code = [asm.csrr(5, Csr.CONTEXT_ID), *asm.li(24, E_A), *asm.li(25, E_DESC),
+            asm.addi(8, 5, 3), asm.addi(9, 5, 11), asm.addi(10, 0, 60),
+            asm.bne(5, 0, 16), asm.mrun(25), asm.mwait(), asm.ecall(), *loop]
+    w = bytes((m * 8 + i) * 7 % 256 for m in range(C) for i in range(8))
+    segs = []
+    for t in range(tiles):
+        segs += [(t, 0, asm.program(code)), (t, E_DESC, desc), (t, E_PARAM, params),
+                 (t, E_A, bytes(range(1, 9))), (t, E_W, w)]
+    cfg = ArrayConfig(tiles=tiles, contexts=contexts, sram_bytes=SRAM, engine_macs=P)
+    return cfg, segs
+
+
+@pytest.mark.parametrize("tiles,contexts,P", [(2, 6, 32), (3, 4, 16), (4, 8, 64)])
+def test_fast_equals_vector_spmd_engine_reads_after_stores(tiles, contexts, P):
+    """An engine read at k sees the SRAM after the writes of cycles < k (§12 "Memory order"):
+    a store issued at k − 1 writes at k + 1, so that read sees the old bytes. Tiles in lock
+    step are stepped as one group by the vector engine; it must apply the same rule as for
+    one tile (this kills mutant M037bd9 of docs/verification.md, which let the group see the
+    store issued the cycle before). Oracles: the fast engine (separate code), and the tiles
+    against each other and against a 1-tile run of the same program (SPMD: identical)."""
+    cfg, segs = _spmd_store_race(tiles, contexts, P)
+    fj, vj, arrs = _run_both(cfg, segs, 20_000)
+    assert fj["status"] == "halted", fj["status"]
+    _assert_same(cfg, fj, vj, arrs, f"SPMD store race N={tiles} T={contexts} P={P}")
+    one_cfg, one_segs = _spmd_store_race(1, contexts, P)
+    oj, _, one = _run_both(one_cfg, one_segs, 20_000)
+    n_out = 60 * 8 * ((P // 8 + 1) // 2)
+    ref = one[1].sram.read(0, E_OUT, n_out)
+    for t in range(tiles):
+        assert arrs[1].sram.read(t, E_OUT, n_out) == ref, f"tile {t} differs from the 1-tile run"
+    # the race is real: the stream saw more than one version of the vector
+    outs = np.frombuffer(ref, dtype="<i4").reshape(60, -1)
+    assert len({tuple(r) for r in outs}) > 5
+
+
 def test_runs_switch_engines_midway_with_matrix_engines():
     """The matrix-engine state is shared too: a run with busy engines continued on the other
     engine at random cycles (commands in flight, a command queued behind a last step, the
