@@ -16,7 +16,7 @@ import pytest
 from tessera.golden_model.kernels import float32_multiplier, matmul, requantize_float32
 from tessera.spec.engine import ChannelParams, Descriptor, Flag, Mode, command_steps
 
-from test_model_engine import (A, OUT, P, STD_MEM, W, check_fault, fault, fault_case, good,
+from helpers.model_engine import (A, OUT, P, STD_MEM, W, check_fault, fault, fault_case, good,
                                model_engine, run_cmd)  # noqa: F401 (fixture)
 
 
@@ -232,7 +232,7 @@ def test_multiplier_is_not_checked_in_other_modes_and_shift_not_in_float32():
     dict(flags=Flag.OUT_UNSIGNED, qmin=-1, qmax=10, zp=0),
 ])
 def test_fault_float32_descriptor_fields(change):
-    from test_model_engine import D0
+    from helpers.model_engine import D0
     arr, res = fault_case(good(**{"mode": Mode.FLOAT32, "zp": 0, **change}), dict(STD_MEM))
     check_fault(res, arr, 7, D0)
 

@@ -15,7 +15,7 @@ import pytest
 from tessera.golden_model.kernels import matmul
 from tessera.spec.engine import Descriptor, Flag, Mode, command_steps
 
-from test_model_engine import (A, D0, OUT, P, STD_MEM, W, check_fault, fault, fault_case, good,
+from helpers.model_engine import (A, D0, OUT, P, STD_MEM, W, check_fault, fault, fault_case, good,
                                i32, make, issuer, model_engine, params, run_cmd)  # noqa: F401
 
 GT = 0x2C00        # gather table (8 bytes per entry, u32 in the low half)
@@ -104,7 +104,7 @@ def test_fault_gather_word_outside_or_misaligned():
     # C = 1, K1 = 2: the gather steps are step 10 (k1 = 0) and, after W(0, 0) (step 11) and
     # J = 2 stream steps (12, 13), step 14 (k1 = 1)
     mem = dict(STD_MEM)
-    from test_model_engine import SRAM
+    from helpers.model_engine import SRAM
     for ak, step, addr in ((GT + 4, 10, GT + 4), (SRAM - 8, 14, SRAM), (SRAM, 10, SRAM)):
         mem[GT] = gtable([0, 0])
         if ak == SRAM - 8:
