@@ -8,7 +8,6 @@ behaviour (tests/mock_array.py), not from the code under test.
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -73,11 +72,9 @@ def mock_model():
 
 
 def test_build_is_cached(mock_model):
-    t0 = time.monotonic()
     again = build_mock(CFG)
     assert again.build_dir == mock_model.build_dir
-    assert again.build_seconds == 0.0
-    assert time.monotonic() - t0 < 20
+    assert again.build_seconds == 0.0           # no Verilog generation, no Verilator run
 
 
 def test_host_port_on_mock(mock_model):
