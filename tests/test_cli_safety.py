@@ -457,6 +457,20 @@ def test_failed_bench_section_reports_its_time(monkeypatch):
     assert any(re.search(r"fakefail FAILED after 0\.[3-9] s: RuntimeError", m) for m in logs)
 
 
+def test_kernels_bench_matmul_256x128x128_fits_16_tiles():
+    """Case 'tessera bench --only kernels: matmul 256x128x128 on 16 tiles out of memory
+    (exchange program copy0 30,756 bytes)'. The full-mode kernels row (M = 16 rows per tile,
+    K = N = 128, the bench's _cfg: 6 contexts, 64 KiB, engine_macs = 0) must build, run and
+    match numpy, with the exchange still at the König bound (architecture §6 "Runs": the
+    scheduler merges consecutive words into STEP runs instead of one step per word)."""
+    from tessera.cli.bench.kernels import _cfg
+    from tessera.toolchain.kernels.run import run_kernel
+    r = run_kernel("matmul", _cfg(16), backend="model", m=256, k=128, n=128)
+    assert r["status"] == "halted" and r["compared"] and r["match"]
+    assert r["macs"] == 256 * 128 * 128
+    assert r["exchange_bound_met"] and r["exchange_cycles"] == r["exchange_bound"]
+
+
 def test_exchange_bench_patterns_at_256_tiles():
     """Case 'tessera bench --only exchange: ExchangeScheduleError transfer 306 ... read/write
     hazard at 256 tiles'. The scheduler was right: the harness numbered source words

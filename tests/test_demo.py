@@ -137,12 +137,30 @@ def _tessera(*args, cwd=None):
 
 def test_cli_demo_model_json_and_errors(tmp_path):
     js = tmp_path / "d.json"
-    r = _tessera("demo", "--backend", "model", "--images", "4", "--no-progress",
-                 "--json", str(js))
+    r = _tessera("demo", "--model", "mlp", "--backend", "model", "--images", "4",
+                 "--no-progress", "--json", str(js))
     assert r.returncode == 0, r.stdout + r.stderr
     d = json.loads(js.read_text())
     assert set(JSON_KEYS) <= set(d) and d["match"] is True and d["images"] == 4
-    r = _tessera("demo", "--backend", "model", "--images", "9999", "--no-progress")
+    r = _tessera("demo", "--model", "mlp", "--backend", "model", "--images", "9999",
+                 "--no-progress")
+    assert r.returncode == 2 and "images" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_cli_demo_default_is_the_onnx_cnn(tmp_path):
+    """`tessera demo` (what `make demo` runs, here on the model with 8 images) is the digits
+    CNN from ONNX, checked element by element against onnxruntime, on the matrix engine."""
+    from tessera.cli.demo_cnn import JSON_KEYS as CNN_KEYS
+    js = tmp_path / "c.json"
+    r = _tessera("demo", "--backend", "model", "--images", "8", "--no-progress",
+                 "--json", str(js))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "digits CNN from ONNX" in r.stdout and "match: yes" in r.stdout
+    d = json.loads(js.read_text())
+    assert set(CNN_KEYS) <= set(d) and d["match"] is True and d["images"] == 8
+    assert d["reference_mismatches"] == 0 and d["engine"] == "auto"
+    assert d["config"]["engine_macs"] > 0
+    r = _tessera("demo", "--backend", "model", "--images", "0", "--no-progress")
     assert r.returncode == 2 and "images" in r.stderr and "Traceback" not in r.stderr
 
 

@@ -3,7 +3,7 @@
 barriers, exchange programs (relative sources, multicast), a tile whose contexts all halt before
 the barrier, back-to-back barriers, an exchange fault and a timeout. Everything in the run result
 must be equal: status, cycles, counters, fault records, context state/pc/retired/registers, and
-the exchanged SRAM words."""
+the exchanged SRAM words (the runner and the comparison: tests/helpers/hdl_parity.py)."""
 
 import struct
 
@@ -13,17 +13,8 @@ from tessera.toolchain import asm
 from tessera.spec.config import ArrayConfig
 from tessera.spec.csr import Csr
 from tessera.spec.exchange import Step, encode_program
-from tessera.spec.faults import FaultCause
-from tessera.spec.hostmap import (Ctrl, Status, TileReg, ContextReg, tile_reg_addr,
-                             context_reg_addr, sram_addr)
-from tessera.spec.result import ContextState
 
-from helpers.hdl_sim import Axil, sram_set, simulate, wait_done
-from tessera.hdl.array import Array
-
-from tessera import golden_model  # noqa: E402
-
-_STATUS = {Status.HALTED: "halted", Status.FAULT: "fault", Status.TIMEOUT: "timeout"}
+from helpers.hdl_parity import compare
 
 
 def spmd_program(xprog_addr=0x400):
@@ -68,81 +59,6 @@ def xprogram(L):
             steps.append(Step.idle(1))
     steps.append(Step.end())
     return encode_program(steps)
-
-
-def rtl_run(cfg, images, max_cycles, mem_ranges):
-    dut = Array(cfg)
-    res = {}
-
-    async def bench(ctx):
-        ax = Axil(ctx, dut)
-        for i, t in enumerate(dut.tiles):
-            for addr, data in images[i]:
-                for k in range(0, len(data), 4):
-                    sram_set(ctx, t, addr + k, struct.unpack_from("<I", data, k)[0])
-        await ax.write(Ctrl.MAX_CYCLES_LO, max_cycles)
-        await ax.write(Ctrl.CONTROL, 1)
-        await wait_done(ctx, dut, limit=max_cycles + 100)
-        res["status"] = _STATUS[await ax.read_ok(Ctrl.STATUS)]
-        res["cycles"] = await ax.read_ok(Ctrl.CYCLES_LO)
-        tiles = []
-        for i in range(cfg.tiles):
-            w = [await ax.read_ok(tile_reg_addr(i, 4 * k)) for k in range(14)]
-            c64 = lambda k: w[k] | w[k + 1] << 32  # noqa: E731
-            counters = {"compute": c64(0), "sync": c64(2), "exchange": c64(4),
-                        "retired": c64(6), "macs": c64(8), "halted": c64(10),
-                        "engine": c64(12)}
-            f = [await ax.read_ok(tile_reg_addr(i, r)) for r in
-                 (TileReg.FAULT_VALID, TileReg.FAULT_CONTEXT, TileReg.FAULT_CAUSE,
-                  TileReg.FAULT_PC, TileReg.FAULT_ADDR)]
-            fault = None if not f[0] else {
-                "context": None if f[1] == 0xFFFFFFFF else f[1],
-                "cause": FaultCause(f[2]).label, "pc": f[3], "addr": f[4]}
-            ctxs = []
-            for c in range(cfg.contexts):
-                hd = [await ax.read_ok(context_reg_addr(i, c, r)) for r in
-                      (ContextReg.STATE, ContextReg.PC, ContextReg.RETIRED_LO,
-                       ContextReg.RETIRED_HI)]
-                regs = [await ax.read_ok(context_reg_addr(i, c, ContextReg.REGS + 4 * r))
-                        for r in range(32)]
-                st = ContextState(hd[0])
-                ctxs.append({"context": c, "state": st.label, "pc": hd[1],
-                             "exit_code": regs[10] if st == ContextState.HALTED else None,
-                             "retired": hd[2] | hd[3] << 32, "regs": regs})
-            tiles.append({"tile": i, "counters": counters, "fault": fault, "contexts": ctxs})
-        res["tiles"] = tiles
-        res["mem"] = [[await ax.read_ok(sram_addr(i, a))
-                       for lo, hi in mem_ranges for a in range(lo, hi, 4)]
-                      for i in range(cfg.tiles)]
-
-    simulate(dut, bench)
-    return res
-
-
-def model_run(cfg, images, max_cycles, mem_ranges):
-    m = golden_model.Array(cfg)
-    for i in range(cfg.tiles):
-        for addr, data in images[i]:
-            m.write_mem(i, addr, data)
-    m.start(0)
-    r = m.run(max_cycles).to_json()
-    r["mem"] = [[int.from_bytes(m.read_mem(i, a, 4), "little")
-                 for lo, hi in mem_ranges for a in range(lo, hi, 4)] for i in range(cfg.tiles)]
-    return r
-
-
-def compare(cfg, images, max_cycles, mem_ranges):
-    got = rtl_run(cfg, images, max_cycles, mem_ranges)
-    exp = model_run(cfg, images, max_cycles, mem_ranges)
-    assert (got["status"], got["cycles"]) == (exp["status"], exp["cycles"])
-    for i in range(cfg.tiles):
-        g, e = got["tiles"][i], exp["tiles"][i]
-        assert g["counters"] == e["counters"], f"tile {i} counters"
-        assert g["fault"] == e["fault"], f"tile {i} fault"
-        for c in range(cfg.contexts):
-            assert g["contexts"][c] == e["contexts"][c], f"tile {i} context {c}"
-    assert got["mem"] == exp["mem"]
-    return got
 
 
 @pytest.mark.parametrize("tiles,lat", [(3, 2), (2, 1), (4, 3)])

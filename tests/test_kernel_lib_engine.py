@@ -12,7 +12,7 @@ import pytest
 
 from tessera.golden_model import kernels as ref
 from tessera.spec.config import ArrayConfig, preset
-from tessera.spec.engine import ChannelParams, Descriptor, Mode, command_steps
+from tessera.spec.engine import ChannelParams, Descriptor, Flag, Mode, command_steps
 from tessera.toolchain.graph import Engine, Graph, compile_graph, map_linearly
 from tessera.toolchain.kernels import (KernelError, block_sparse_matmul, conv2d_nhwc, matmul,
                                        matmul_requantize, pad_input)
@@ -130,13 +130,45 @@ def test_engine_block_sparse(bs, m, k, n, sparsity, fused):
     g = Graph(_cfg("small"))
     a = g.add_variable("a", (m, k), "int8", map_linearly(grain=k))
     c, prog = block_sparse_matmul(g, a, w, init=init, requant=req)
-    (got,), res, _, _ = _run(g, prog, {"a": A}, [c])
+    (got,), res, cg, ev = _run(g, prog, {"a": A}, [c])
     acc = ref.block_sparse_matmul(A, w)
     want = (ref.requantize(acc, req["multiplier"], req["shift"], 5, bias=init) if fused
             else (acc.astype(np.int64) + init).astype(np.int32))
     np.testing.assert_array_equal(got, want)
-    # only stored block columns are computed (plus the zero blocks of their progressions)
-    assert sum(t.counters["macs"] for t in res.tiles) >= m * w.nnzb * bs * bs
+    # only stored blocks are computed: columns whose stored block rows are no arithmetic
+    # progression gather exactly them (K_GATHER, §12), so with blocks of 8 or 16 the macs
+    # counter is the useful MACs (blocks of 4 are regrouped into blocks of 8)
+    macs = sum(t.counters["macs"] for t in res.tiles)
+    assert macs == m * w.nnzb * bs * bs if bs >= 8 else macs >= m * w.nnzb * bs * bs
+    flags = [c_.fields["flags"] for v in _engine_tables(cg) for c_ in v.engine_commands]
+    if bs >= 8:           # K_GATHER iff a column's stored block rows are not equally spaced
+        rows, cols_ = w.block_rows(), np.asarray(w.indices)
+        uneven = any(len(set(np.diff(np.sort(rows[cols_ == j])))) > 1 for j in set(cols_))
+        assert any(f & Flag.K_GATHER for f in flags) == uneven
+    run_engine_vertices(ev)                              # the descriptors, independently
+    np.testing.assert_array_equal(ev.read_tensor(c.name), want)
+
+
+def test_block_sparse_float32_rule_uint8_relu():
+    # FLOAT32 mode, uint8 output, ReLU (qmin = zp = 100); empty block columns get the rule's
+    # value of the bias alone
+    rng = np.random.default_rng(33)
+    m, k, n, bs = 24, 64, 32, 8
+    A = rng.integers(-128, 128, (m, k), dtype=np.int8)
+    W = rng.integers(-128, 128, (k, n), dtype=np.int8)
+    w = ref.BlockSparseMatrix.from_dense(W, bs, mask=_mask(rng, k // bs, n // bs, 0.7))
+    init = rng.integers(-30000, 30000, n)
+    mult = ref.float32_multiplier(np.float32(0.02), np.full(n, 0.01, np.float32),
+                                  np.float32(0.5))
+    g = Graph(_cfg("small"))
+    a = g.add_variable("a", (m, k), "int8", map_linearly(grain=k))
+    c, prog = block_sparse_matmul(g, a, w, init=init, requant=dict(
+        rule="float32", multiplier=mult, zero_point=100, dtype="uint8", relu=True))
+    (got,), _, _, _ = _run(g, prog, {"a": A}, [c])
+    want = np.maximum(ref.requantize_float32(ref.block_sparse_matmul(A, w), mult, 100,
+                                             dtype="uint8", bias=init), 100)
+    np.testing.assert_array_equal(got, want)
+    assert (want == 100).any() and len(np.unique(want)) > 20
 
 
 @pytest.mark.parametrize("p", [0, 32])
@@ -153,6 +185,71 @@ def test_matmul_cols_engine_and_dot4(p):
     (got,), res, cg, _ = _run(g, prog, {"a": A, "bt": B.T.copy()}, [c])
     np.testing.assert_array_equal(got.transpose(1, 0, 2).reshape(M, N), ref.matmul(A, B) + init)
     assert bool(_engine_tables(cg)) == (p > 0)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_matmul_cols_float32_rule(dtype):
+    # The ONNX float32 rule fused in the engine (FLOAT32 mode): bit-exact with the reference
+    # requantize_float32 (onnxruntime's QLinearMatMul rule), per-channel multipliers
+    rng = np.random.default_rng(9)
+    g = Graph(_cfg("small"))
+    M, K, N = 20, 40, 16
+    A = rng.integers(-128, 128, (M, K), dtype=np.int8)
+    B = rng.integers(-128, 128, (K, N), dtype=np.int8)
+    bias = rng.integers(-2000, 2000, N)
+    mult = ref.float32_multiplier(np.float32(0.03), rng.uniform(0.002, 0.02, N).astype(
+        np.float32), np.float32(0.25))
+    zp = 120 if dtype == "uint8" else -6
+    a = g.add_variable("a", (M, K), "int8", map_linearly(grain=K))
+    bt = g.add_variable("bt", (N, K), "int8", map_linearly(grain=K))
+    c, prog = matmul_cols(g, a, bt, init=bias, requant=dict(rule="float32", multiplier=mult,
+                                                            zero_point=zp, dtype=dtype))
+    assert c.dtype == np.dtype(dtype)
+    (got,), _, cg, _ = _run(g, prog, {"a": A, "bt": B.T.copy()}, [c])
+    nt = got.shape[0]
+    got = got[:, :, :N // nt].transpose(1, 0, 2).reshape(M, N)
+    want = ref.requantize_float32(ref.matmul(A, B), mult, zp, dtype=dtype, bias=bias)
+    np.testing.assert_array_equal(got, want)
+    assert len(np.unique(want)) > 20
+    modes = {c_.fields["mode"] for v in _engine_tables(cg) for c_ in v.engine_commands}
+    assert modes == {Mode.FLOAT32}
+
+
+def test_conv2d_nhwc_float32_rule_with_relu():
+    rng = np.random.default_rng(21)
+    shape, cout, zp_in = (2, 6, 6, 8), 8, 3
+    X = rng.integers(-128, 128, shape, dtype=np.int8)
+    Wt = rng.integers(-128, 128, (3, 3, 8, cout), dtype=np.int8)
+    XP = pad_input(X, 3, 1, "same", zp_in)
+    g = Graph(_cfg("small"))
+    xp = g.add_variable("xp", XP.shape, "int8", map_linearly(grain=int(np.prod(XP.shape[1:]))))
+    mult = np.float32(0.0007)
+    out, prog = conv2d_nhwc(g, xp, Wt, shape, padding="same", input_zero_point=zp_in,
+                            requant=dict(rule="float32", multiplier=mult, zero_point=-10,
+                                         relu=True))
+    (got,), _, _, ev = _run(g, prog, {"xp": XP}, [out])
+    acc = ref.conv2d(X, Wt, padding="same", input_zero_point=zp_in)
+    want = np.maximum(ref.requantize_float32(acc, mult, -10), -10)     # ReLU: qmin = zp
+    np.testing.assert_array_equal(got[..., :cout], want)
+    run_engine_vertices(ev)                              # the descriptors, independently
+    np.testing.assert_array_equal(ev.read_tensor(out.name)[..., :cout], want)
+    assert (want == -10).any() and (want > -10).any()
+
+
+def test_output_rule_errors():
+    from tessera.toolchain.kernels.engine import output_rule
+    with pytest.raises(KernelError, match="not a float32"):
+        output_rule(dict(rule="float32", multiplier=0.1, zero_point=0), 0, 4, "t")
+    with pytest.raises(KernelError, match="not finite"):
+        output_rule(dict(rule="float32", multiplier=np.float32("inf"), zero_point=0), 0, 4, "t")
+    with pytest.raises(KernelError, match="outside uint8"):
+        output_rule(dict(rule="float32", multiplier=np.float32(1), zero_point=-1,
+                         dtype="uint8"), 0, 4, "t")
+    with pytest.raises(KernelError, match="rule must be"):
+        output_rule(dict(rule="fp16", multiplier=1, zero_point=0), 0, 4, "t")
+    with pytest.raises(KernelError, match="4 values"):
+        output_rule(dict(rule="float32", multiplier=np.ones(3, np.float32), zero_point=0), 0,
+                    4, "t")
 
 
 def test_engine_off_and_errors():

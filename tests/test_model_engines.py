@@ -9,6 +9,8 @@ timeouts with continued runs, at several N, T and L.
 import os
 import random
 
+import struct
+
 import numpy as np
 import pytest
 
@@ -313,6 +315,8 @@ def test_fast_engine_counts_and_registers_by_hand():
 # (the §12 memory order against the engine's own reads and writes).
 E_DESC = 0x2400      # 8 descriptors of 64 bytes
 E_PARAM = 0x2600     # 8 channel records of 16 bytes
+E_GATHER = 0x2700    # a K_GATHER table: 4 entries (offsets 24, 0, 16, 8; junk high halves)
+GATHER_OFFS = (24, 0, 16, 8)
 E_A = 0x2800         # streamed operand region (2 KiB)
 E_W = 0x3000         # stationary operand region (1 KiB)
 E_OUT = 0x3400       # outputs (2 KiB)
@@ -326,12 +330,14 @@ def _rand_desc(rng, lanes, bad: bool):
         J0, J1 = rng.randrange(1, 5), rng.randrange(1, 4)
         K0, K1 = rng.randrange(1, 3), rng.randrange(1, 3)
         C = rng.randrange(1, lanes + 1)
-        mode = rng.choice([Mode.RAW, Mode.TFLITE])
+        mode = rng.choice([Mode.RAW, Mode.TFLITE, Mode.FLOAT32])
         ow = (C + 1) // 2 if mode == Mode.RAW else 1
         a_s0 = 8 * rng.choice([K0, K0 * K1, K0 * K1 + 1, 0])
-        ak_s1 = 8 * rng.choice([K0, K0 * J0, 1])
+        gather = rng.random() < 0.3       # k1 offsets from E_GATHER (entries from 0..2)
+        ak_s1 = E_GATHER + 8 * rng.randrange(3) if gather else 8 * rng.choice([K0, K0 * J0, 1])
         a_s1 = 8 * rng.choice([J0 * K0 * K1, J0 * K0 * K1 + 2, 3])
-        span_a = (J1 - 1) * a_s1 + (J0 - 1) * a_s0 + (K1 - 1) * ak_s1 + 8 * (K0 - 1) + 8
+        span_a = ((J1 - 1) * a_s1 + (J0 - 1) * a_s0 + (max(GATHER_OFFS) if gather else
+                                                       (K1 - 1) * ak_s1) + 8 * (K0 - 1) + 8)
         w_sm = 8 * K0 * K1 * rng.choice([1, 2])
         span_w = (C - 1) * w_sm + 8 * K0 * K1
         c_s0 = 8 * ow * rng.choice([1, 2])
@@ -342,9 +348,9 @@ def _rand_desc(rng, lanes, bad: bool):
     a_base = E_A + 8 * rng.randrange((E_W - E_A - span_a) // 8 + 1)
     w_base = E_W + 8 * rng.randrange((E_OUT - E_W - span_w) // 8 + 1)
     c_base = E_OUT + 8 * rng.randrange((E_END - E_OUT - span_c) // 8 + 1)
-    if mode == Mode.TFLITE and C < 8 and rng.random() < 0.3:
+    if mode != Mode.RAW and C < 8 and rng.random() < 0.3:
         c_base += rng.randrange(0, 8 - C + 1)          # C bytes inside one 8-byte word
-    flags = rng.randrange(4)
+    flags = rng.randrange(4) | (Flag.K_GATHER if gather else 0)
     unsigned_out = bool(flags & Flag.OUT_UNSIGNED)
     lo, hi = (0, 255) if unsigned_out else (-128, 127)
     qmin = rng.randrange(lo, hi + 1)
@@ -354,7 +360,7 @@ def _rand_desc(rng, lanes, bad: bool):
              c_base=c_base, c_s0=c_s0, c_s1=c_s1, p_base=E_PARAM, J0=J0, J1=J1, K0=K0, K1=K1,
              C=C, mode=int(mode), flags=flags, zp=zp, qmin=qmin, qmax=qmax)
     if bad:
-        kind = rng.choice(["C0", "Cbig", "J0", "K1", "mode", "flags", "qrange", "qorder",
+        kind = rng.choice(["C0", "Cbig", "J0", "K1", "mode", "flags", "qrange", "qorder", "fmode", "g_bad",
                            "a_mis", "a_oor", "w_oor", "c_oor", "c_mis", "p_oor", "J"])
         if kind == "C0":
             f["C"] = 0
@@ -365,9 +371,15 @@ def _rand_desc(rng, lanes, bad: bool):
         elif kind == "K1":
             f["K1"] = 0
         elif kind == "mode":
-            f["mode"] = rng.choice([2, 3, 255])
+            f["mode"] = rng.choice([3, 4, 255])
+        elif kind == "g_bad":        # K_GATHER with a misaligned or outside gather word
+            f["flags"] |= Flag.K_GATHER
+            f["ak_s1"] = rng.choice([E_GATHER + 4, SRAM - 8, SRAM])
+            f["K1"] = 2
+        elif kind == "fmode":        # FLOAT32 reads the multipliers as binary32: may fault
+            f["mode"] = int(Mode.FLOAT32)
         elif kind == "flags":
-            f["flags"] |= 4 << rng.randrange(6)
+            f["flags"] |= 8 << rng.randrange(5)
         elif kind == "qrange":
             f["mode"] = int(Mode.TFLITE)
             f["qmax"] = 300
@@ -386,7 +398,7 @@ def _rand_desc(rng, lanes, bad: bool):
             f["J1"] = max(J1, 2)
         elif kind == "c_mis":
             f["c_base"] += 4 if f["mode"] == int(Mode.RAW) else 8 - (C - 1) + 0 if C > 1 else 0
-            if C == 1 and f["mode"] == int(Mode.TFLITE):
+            if C == 1 and f["mode"] != int(Mode.RAW):
                 f["c_base"] = SRAM + 1
         elif kind == "p_oor":
             f["p_base"] = SRAM - 16 * rng.randrange(0, 2) + 8
@@ -403,7 +415,11 @@ def _rand_params(rng, bad: bool):
         if bad and rng.random() < 0.3:
             shift = rng.choice([31, -32, 100, -(1 << 31)])
         mult = rng.choice([rng.randrange(1 << 30, 1 << 31), rng.randrange(-(1 << 31), 1 << 31),
-                           -(1 << 31)])
+                           -(1 << 31), rng.randrange(100, 141) << 23 | rng.randrange(1 << 23)])
+        if ((mult >> 23) & 0xFF) == 0xFF:      # finite as a FLOAT32 multiplier ...
+            mult &= ~(1 << 30)
+            if bad and rng.random() < 0.3:     # ... unless a fault is planted (§12 check 3)
+                mult |= 0x7F800000
         bias = rng.randrange(-(1 << 31), 1 << 31) if rng.random() < 0.3 else rng.randrange(-5000, 5000)
         out += ChannelParams(bias, mult, shift).pack()
     return out
@@ -490,6 +506,8 @@ def _engine_case(seed):
         descs = b"".join(_rand_desc(rng, lanes, nbad and rng.random() < 0.15) for _ in range(8))
         segs.append((t, E_DESC, descs))
         segs.append((t, E_PARAM, _rand_params(rng, nbad)))
+        segs.append((t, E_GATHER, b"".join(struct.pack("<II", o, rng.randrange(1 << 32))
+                                           for o in GATHER_OFFS)))
         segs.append((t, E_A, bytes(rng.getrandbits(8) for _ in range(E_W - E_A))))
         segs.append((t, E_W, bytes(rng.getrandbits(8) for _ in range(E_OUT - E_W))))
     max_cycles = rng.choice([150, 600, 2500, 8000])
@@ -523,6 +541,54 @@ def test_fast_equals_vector_matrix_engine_fuzz(undo_log):
     assert {"halted", "fault", "timeout"} <= set(statuses), statuses
     assert "engine_fault" in causes, causes
     assert engine_cycles > 10_000, engine_cycles
+
+
+def _spmd_store_race(tiles, contexts, P):
+    """Every tile runs the same program (SPMD, as the graph runtime runs a codelet): context 0
+    starts one RAW command whose J0 = 60 stream steps all read the same 8-byte vector
+    (``a_s0`` = 0) and waits; every other context stores a new value into that vector in each
+    of its slots. So many stream reads at k come one cycle after a store issued at k − 1."""
+    from tessera.spec.engine import ChannelParams, Descriptor, Mode
+    C = P // 8
+    desc = Descriptor(a_base=E_A, a_s0=0, a_s1=0, ak_s1=8, w_base=E_W, w_sm=8, c_base=E_OUT,
+                      c_s0=8 * ((C + 1) // 2), c_s1=0, p_base=E_PARAM, J0=60, J1=1, K0=1,
+                      K1=1, C=C, mode=int(Mode.RAW), flags=0, zp=0, qmin=0, qmax=0).pack()
+    params = b"".join(ChannelParams(m, 1 << 30, 0).pack() for m in range(C))
+    loop = [asm.sw(8, 0, 24), asm.sw(9, 4, 24), asm.addi(8, 8, 0x101), asm.addi(9, 9, -7),
+            asm.addi(10, 10, -1), asm.bne(10, 0, -20), asm.ecall()]
+    code = [asm.csrr(5, Csr.CONTEXT_ID), *asm.li(24, E_A), *asm.li(25, E_DESC),
+            asm.addi(8, 5, 3), asm.addi(9, 5, 11), asm.addi(10, 0, 60),
+            asm.bne(5, 0, 16), asm.mrun(25), asm.mwait(), asm.ecall(), *loop]
+    w = bytes((m * 8 + i) * 7 % 256 for m in range(C) for i in range(8))
+    segs = []
+    for t in range(tiles):
+        segs += [(t, 0, asm.program(code)), (t, E_DESC, desc), (t, E_PARAM, params),
+                 (t, E_A, bytes(range(1, 9))), (t, E_W, w)]
+    cfg = ArrayConfig(tiles=tiles, contexts=contexts, sram_bytes=SRAM, engine_macs=P)
+    return cfg, segs
+
+
+@pytest.mark.parametrize("tiles,contexts,P", [(2, 6, 32), (3, 4, 16), (4, 8, 64)])
+def test_fast_equals_vector_spmd_engine_reads_after_stores(tiles, contexts, P):
+    """An engine read at k sees the SRAM after the writes of cycles < k (§12 "Memory order"):
+    a store issued at k − 1 writes at k + 1, so that read sees the old bytes. Tiles in lock
+    step are stepped as one group by the vector engine; it must apply the same rule as for
+    one tile (this kills mutant M037bd9 of docs/verification.md, which let the group see the
+    store issued the cycle before). Oracles: the fast engine (separate code), and the tiles
+    against each other and against a 1-tile run of the same program (SPMD: identical)."""
+    cfg, segs = _spmd_store_race(tiles, contexts, P)
+    fj, vj, arrs = _run_both(cfg, segs, 20_000)
+    assert fj["status"] == "halted", fj["status"]
+    _assert_same(cfg, fj, vj, arrs, f"SPMD store race N={tiles} T={contexts} P={P}")
+    one_cfg, one_segs = _spmd_store_race(1, contexts, P)
+    oj, _, one = _run_both(one_cfg, one_segs, 20_000)
+    n_out = 60 * 8 * ((P // 8 + 1) // 2)
+    ref = one[1].sram.read(0, E_OUT, n_out)
+    for t in range(tiles):
+        assert arrs[1].sram.read(t, E_OUT, n_out) == ref, f"tile {t} differs from the 1-tile run"
+    # the race is real: the stream saw more than one version of the vector
+    outs = np.frombuffer(ref, dtype="<i4").reshape(60, -1)
+    assert len({tuple(r) for r in outs}) > 5
 
 
 def test_runs_switch_engines_midway_with_matrix_engines():

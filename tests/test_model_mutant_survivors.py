@@ -56,7 +56,7 @@ def test_fetch_fault_on_one_tile_only():
 
 
 def test_store_fault_on_one_tile_different_words():
-    # Kills dropping `rs2 = rs2[ok]` (golden_model/array.py, stores): tiles issue different
+    # Kills dropping `rs2 = rs2[ok]` (golden_model/semantics.py, stores): tiles issue different
     # store words in the same cycle and one of them faults. At t = 0 (context 0) tile 0 issues
     # `sw x6, 1(x0)` (misaligned: fault, §2), tile 1 `sw x7, 0x100(x0)` (x7 = 0 at start):
     # the fault is visible from 5, the run ends with cycles = 5 + 3 = 8 and tile 1's store,

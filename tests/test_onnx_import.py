@@ -196,6 +196,12 @@ def test_cli_runs_and_reports(qdq_file, capsys):
         ref = reference_outputs(str(p), {"x": x})
         assert np.array_equal(f["y"], ref["y"])
     assert "onnxruntime: 0 element(s) differ" in capsys.readouterr().out
+    # --dot4: the same outputs without the matrix engine (the cycles differ)
+    code = main(["onnx", str(p), "--inputs", str(d / "in.npz"), "--out", str(d / "o4.npz"),
+                 "--reference", "--dot4", "--json", str(d / "r4.json")])
+    assert code == 0
+    r4 = json.loads((d / "r4.json").read_text())
+    assert r4["reference_mismatches"] == 0 and r4["cycles"] != r["cycles"]
 
 
 def test_cli_bad_inputs_exit_2(qdq_file, capsys, tmp_path):
@@ -249,11 +255,60 @@ def test_block_sparse_cnn_detected_and_equal_to_onnxruntime():
         assert compare_outputs(runs[mode].outputs, ref)["reference_mismatches"] == 0
     sp = [l for l in runs["auto"].report["layers"] if l.get("sparse")]
     assert [l["name"].split("+")[0] for l in sp] == ["conv2"]
+    # matrix engine (the preset's engine_macs = 32, M = 4 lanes): blocks are 8 bytes of one
+    # tap's 8 input channels x one command's 4 output channels; conv2 [16, 8, 3, 3] has
+    # 9 taps x 16 / 4 groups = 36 of them. The stored ones are counted here from the int8
+    # weights in the file (a block is stored when any of its 32 weights is nonzero).
+    import onnx
+    from onnx import numpy_helper
+    (w2,) = [numpy_helper.to_array(t) for t in onnx.load(str(cnn.int8_path)).graph.initializer
+             if tuple(t.dims) == (16, 8, 3, 3)]
+    stored = int((w2.reshape(4, 4, 8, 3, 3) != 0).any(axis=(1, 2)).sum())
     s = sp[0]["sparse"]
-    assert s["block_size"] == 4 and s["blocks_total"] == 72 and s["blocks_stored"] == 7
+    assert (s["kernel"], s["block_size"], s["block_channels"]) == ("engine_block_sparse", 8, 4)
+    assert s["blocks_total"] == 36 and s["blocks_stored"] == stored and stored <= 0.25 * 36
+    assert stored <= s["blocks_streamed"] < 36
     assert not any(l.get("sparse") for l in runs["dense"].report["layers"])
     mm = lambda r: next(l for l in r.report["layers"] if "conv2" in l["name"])["steps"]["mm"]
     assert mm(runs["auto"]) < 0.5 * mm(runs["dense"])
+    # dot4 kernels (no engine): 4x4 blocks of the [72, 16] matrix, 18 x 4 = 72 of them; a
+    # block (4 input channels of one tap x 4 output channels) is stored when nonzero
+    stored4 = int((w2.reshape(4, 4, 2, 4, 3, 3) != 0).any(axis=(1, 3)).sum())
+    for mode in ("auto", "dense"):
+        prog = import_model(str(cnn.int8_path), preset("small").replace(engine_macs=0),
+                            samples_per_tile=2, sparse=mode)
+        runs[mode] = prog.run({"x": x})
+        assert compare_outputs(runs[mode].outputs, ref)["reference_mismatches"] == 0
+    (s,) = [l["sparse"] for l in runs["auto"].report["layers"] if l.get("sparse")]
+    assert (s["kernel"], s["block_size"], s["blocks_total"]) == ("block_sparse", 4, 72)
+    assert s["blocks_stored"] == stored4
+    assert mm(runs["auto"]) < 0.5 * mm(runs["dense"])
+
+
+@pytest.mark.usefixtures("unchecked")      # a whole CNN
+def test_digits_cnn_engine_and_dot4_equal_onnxruntime():
+    """The digits CNN with its convolutions and Gemm on the matrix engine (default when the
+    array has one: the convolutions read a padded copy of their input, no im2col) and with
+    engine='dot4' (im2col + dot4 kernels): both equal onnxruntime on every element."""
+    from tessera.toolchain.models.digits import load_digits_split
+    from tessera.toolchain.models.digits_cnn import load_digits_cnn, pixels_to_input
+    cnn = load_digits_cnn()
+    x = pixels_to_input(load_digits_split()[1][:8])
+    ref = reference_outputs(str(cnn.int8_path), {"x": x})
+    steps = {}
+    for engine in ("auto", "dot4"):
+        prog = import_model(str(cnn.int8_path), preset("small"), samples_per_tile=2,
+                            engine=engine)
+        run = prog.run({"x": x})
+        assert compare_outputs(run.outputs, ref)["reference_mismatches"] == 0
+        steps[engine] = {l["name"]: l["steps"] for l in run.report["layers"]}
+        assert ("tsk_engine" in prog.lowered.graph.codelets) == (engine == "auto")
+    for name in ("conv1+pool1", "conv2+pool2"):
+        assert set(steps["auto"][name]) == {"pad", "mm", "maxpool", "requant"}
+        assert set(steps["dot4"][name]) == {"im2col", "mm", "maxpool", "requant"}
+        assert steps["auto"][name]["mm"] < steps["dot4"][name]["mm"]
+    with pytest.raises(UnsupportedError, match="engine must be 'auto' or 'dot4'"):
+        import_model(str(cnn.int8_path), preset("small"), engine="fast")
 
 
 @pytest.mark.parametrize("fmt", ["QDQ", "QOperator"])
@@ -283,3 +338,32 @@ def test_global_average_pool_models_equal_onnxruntime(fmt, calib):
     run = prog.run({"x": x})
     assert compare_outputs(run.outputs, reference_outputs(q, {"x": x}))["reference_mismatches"] == 0
     assert any("GlobalAveragePool" in "/".join(l["onnx_ops"]) for l in run.report["layers"])
+
+
+def test_block_sparse_matmul_on_the_engine_equals_onnxruntime():
+    """MatMulInteger with a constant B whose nonzero 8-row blocks per 4-column group lie on a
+    progression: the engine streams only those (plus the gap between them), bit-exact with
+    onnxruntime. B is [32, 8]: K = 32 is 4 blocks of 8 rows, N = 8 is 2 groups of M = 4 lanes
+    (preset small: engine_macs 32 / 8), so 8 blocks in all. Group 0 has nonzero weights in
+    block rows 0 and 2 only (progression 0, 2: 2 blocks streamed), group 1 none (1 zero block
+    streamed, its outputs are the bias alone): stored 2, streamed 3 <= 0.75 * 8."""
+    from onnx import TensorProto, numpy_helper
+    rng = np.random.default_rng(3)
+    b = np.zeros((32, 8), np.int8)
+    b[0:8, 0:4] = rng.integers(-128, 128, (8, 4))
+    b[16:24, 0:4] = rng.integers(-128, 128, (8, 4))
+    m = _one_node("MatMulInteger", [("a", TensorProto.UINT8, [5, 32]), ("b", TensorProto.INT8, [32, 8]),
+                                    ("az", TensorProto.UINT8, [])],
+                  [("y", TensorProto.INT32, [5, 8])],
+                  inits=[numpy_helper.from_array(b, "b"),
+                         numpy_helper.from_array(np.array(131, np.uint8), "az")], opset=10)
+    m.graph.node[0].input[:] = ["a", "b", "az"]
+    feed = {"a": rng.integers(0, 256, (5, 32)).astype(np.uint8)}
+    ref = reference_outputs(m, feed)
+    for engine in ("auto", "dot4"):
+        run = import_model(m, preset("small"), batch_mode="single", engine=engine).run(feed)
+        assert np.array_equal(run.outputs["y"], ref["y"]), engine
+    run = import_model(m, preset("small"), batch_mode="single").run(feed)
+    (s,) = [l["sparse"] for l in run.report["layers"] if l.get("sparse")]
+    assert s["kernel"] == "engine_block_sparse" and (s["block_size"], s["block_channels"]) == (8, 4)
+    assert (s["blocks_stored"], s["blocks_streamed"], s["blocks_total"]) == (2, 3, 8)

@@ -115,6 +115,21 @@ def test_node_case_matches_expected(name, monkeypatch):
     assert report["cycles"] > 0
 
 
+MATMUL_OPS = {"QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger"}
+
+
+@pytest.mark.parametrize("name", [n for n in SUPPORTED
+                                  if CASES[n].model.graph.node[0].op_type in MATMUL_OPS])
+def test_node_case_matches_expected_on_dot4(name):
+    """The convolution / matmul cases again with the dot4 kernels (an array without a matrix
+    engine): the default preset runs them on the engine (docs/compiler.md, "ONNX importer")."""
+    from tessera.spec.config import preset
+    out, expected, report = run_node_case(CASES[name], preset("small").replace(engine_macs=0))
+    for k, e in expected.items():
+        assert out[k].dtype == e.dtype and out[k].shape == e.shape, (k, out[k], e)
+        assert np.array_equal(out[k], e), (k, out[k], e)
+
+
 @pytest.mark.parametrize("name", sorted(UNSUPPORTED))
 def test_node_case_out_of_scope_is_rejected_clearly(name):
     with pytest.raises(UnsupportedError) as ei:

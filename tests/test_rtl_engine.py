@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from tessera.golden_model.kernels import matmul, multiply_by_quantized_multiplier
+from tessera.golden_model.kernels import (matmul, multiply_by_quantized_multiplier,
+                                          requantize_float32)
 from tessera.spec.config import PRESETS
 from tessera.spec.csr import Csr
 from tessera.spec.exchange import Step, encode_program
@@ -182,7 +183,79 @@ def tflite_case(flags=0, zp=-3, qmin=-100, qmax=90):
     return d, data, bytes(out)
 
 
+# FLOAT32 multipliers (binary32 bit patterns: sign | exponent (bias 127) << 23 | fraction):
+# 0.5, 2.0, 2^-24, and 0xAAAAAB·2^-26 (exponent 124, fraction 0x2AAAAB: about 1/6, with
+# 3·0xAAAAAB = 2^25 + 1)
+F32_MULT = [0x3F000000, 0x40000000, 0x33800000, 0x3E2AAAAB]
+F32_BIAS = [0, 0, 5 * (1 << 23) + 1, 0]
+F32_X = [1, 3, 5, 7, -1, -3, -5, -7, 4, 0, 2, 6, 127, -128, 15, 9]
+
+
+def float32_case():
+    """FLOAT32, C = 4, J = 16, KB = 1: X(j) = [x_j, 0, ..., 0], W(m) = [1, 0, ..., 0], so
+    acc(j, m) = bias[m] + x_j; zp = -3, qmin = -128, qmax = 127 (§12 "Semantics")."""
+    x = np.zeros((16, 8), np.int8)
+    x[:, 0] = F32_X
+    w = np.zeros((4, 8), np.int8)
+    w[:, 0] = 1
+    d = Descriptor(a_base=A, a_s0=8, w_base=W, w_sm=8, c_base=OUT, c_s0=8, p_base=PAR,
+                   J0=16, C=4, mode=Mode.FLOAT32, zp=-3)
+    params = b"".join(ChannelParams(bias=b, multiplier=mu).pack()
+                      for b, mu in zip(F32_BIAS, F32_MULT))
+    acc = np.array(F32_X)[:, None] + np.array(F32_BIAS)[None, :]
+    m = np.array(F32_MULT, np.uint32).view(np.float32)
+    q = requantize_float32(acc, m, -3)
+    out = bytearray(b"\xee" * 128)
+    for j in range(16):
+        out[8 * j:8 * j + 4] = q[j].astype(np.int8).tobytes()
+    data = [(DESC, d.pack()), (PAR, params), (A, x.tobytes()), (W, w.tobytes()),
+            (OUT, b"\xee" * 128)]
+    return d, data, bytes(out)
+
+
+GT = 0x1200            # K_GATHER tables (8 bytes per entry: u32 offset, ignored junk)
+
+
+def gtable(offsets):
+    return b"".join(int(o).to_bytes(4, "little") + b"\xa5" * 4 for o in offsets)
+
+
+def gather1_case():
+    """K_GATHER, C = 1, J = 1, K0 = 1, K1 = 3 (the lane-load bypass of a gather word): rows
+    of 8 bytes r + 1 at A + 8r, W(0, b) = [b + 1]·8, g = (40, 8, 56) -> rows 5, 1, 7:
+    acc = 100 + 8·(6·1 + 2·2 + 8·3) = 372."""
+    d = Descriptor(a_base=A, ak_s1=GT, w_base=W, w_sm=24, c_base=OUT, p_base=PAR, K1=3, C=1,
+                   mode=Mode.RAW, flags=Flag.K_GATHER)
+    rows = bytes(r + 1 for r in range(8) for _ in range(8))
+    w = bytes(b + 1 for b in range(3) for _ in range(8))
+    data = [(DESC, d.pack()), (PAR, ChannelParams(bias=100).pack()), (A, rows), (W, w),
+            (GT, gtable([40, 8, 56])), (OUT, b"\xee" * 8)]
+    return d, data, (372).to_bytes(4, "little") + b"\xee" * 4
+
+
+def gather3_case():
+    """K_GATHER, RAW, C = 3, J = 5 (rows 64 bytes apart), K0 = 2, K1 = 2, g = (48, 16)."""
+    rows = RNG.integers(-128, 128, size=(5, 64), dtype=np.int64)
+    wt = RNG.integers(-128, 128, size=(3, 32), dtype=np.int64)
+    d = Descriptor(a_base=A, a_s0=64, ak_s1=GT, w_base=W, w_sm=32, c_base=OUT, c_s0=16,
+                   p_base=PAR, J0=5, K0=2, K1=2, C=3, mode=Mode.RAW, flags=Flag.K_GATHER)
+    bias = [7, -9, 1 << 20]
+    x = np.concatenate([rows[:, 48:64], rows[:, 16:32]], axis=1)      # X(j, b), b = 0..3
+    acc = (x @ wt.T + np.array(bias)) & 0xFFFF_FFFF
+    out = bytearray(b"\xee" * 80)
+    for j in range(5):
+        out[16 * j:16 * j + 12] = b"".join(int(v).to_bytes(4, "little") for v in acc[j])
+    data = [(DESC, d.pack()), (PAR, b"".join(ChannelParams(bias=b).pack() for b in bias)),
+            (A, bytes(int(v) & 0xFF for v in rows.reshape(-1))),
+            (W, bytes(int(v) & 0xFF for v in wt.reshape(-1))), (GT, gtable([48, 16])),
+            (OUT, b"\xee" * 80)]
+    return d, data, bytes(out)
+
+
 RAW_D, RAW_DATA, RAW_ACC = raw_case()
+G1_D, G1_DATA, G1_OUT = gather1_case()
+G3_D, G3_DATA, G3_OUT = gather3_case()
+F32_D, F32_DATA, F32_OUT = float32_case()
 TFL_D, TFL_DATA, TFL_OUT = tflite_case()
 TFLU_D, TFLU_DATA, TFLU_OUT = tflite_case(flags=Flag.A_UNSIGNED | Flag.OUT_UNSIGNED, zp=10,
                                           qmin=12, qmax=250)
@@ -193,7 +266,8 @@ def steps_by_hand(d):
     extra steps per element in the last block, + 2."""
     c, j, kb = d.C, d.J0 * d.J1, d.K0 * d.K1
     ow = (c + 1) // 2 if d.mode == Mode.RAW else 1
-    return 8 + 2 * c + kb * (c + j) + j * (ow - 1) + 2
+    g = d.K1 if d.flags & Flag.K_GATHER else 0             # one gather step per k1
+    return 8 + 2 * c + g + kb * (c + j) + j * (ow - 1) + 2
 
 
 def mwait_retire(last_step_cycle, first=20):
@@ -225,6 +299,9 @@ def jobs():
         Job("raw", {0: main_prog()}, RAW_DATA, [(OUT, 160)]),
         Job("tflite", {0: main_prog()}, TFL_DATA, [(OUT, 48)]),
         Job("tflite_u", {0: main_prog()}, TFLU_DATA, [(OUT, 48)]),
+        Job("float32", {0: main_prog()}, F32_DATA, [(OUT, 128)]),
+        Job("gather1", {0: main_prog()}, G1_DATA, [(OUT, 8)]),
+        Job("gather3", {0: main_prog()}, G3_DATA, [(OUT, 80)]),
         # context 1 stores and loads while the engine runs (its X cycles are not engine cycles)
         Job("stall", {0: main_prog(), 1: STORES + [asm.ecall()]}, RAW_DATA, [(OUT, 160)]),
         # context 2 issues a second mrun while the first command runs: it retries
@@ -255,6 +332,11 @@ def jobs():
     shift_bad = b"".join(ChannelParams(bias=0, multiplier=1 << 30, shift=s).pack()
                          for s in (0, 31, 0, 0))
     bad.append(("f_shift", DESC, TFL_DATA + [(PAR, shift_bad)]))
+    inf_mult = b"".join(ChannelParams(bias=0, multiplier=mu).pack()
+                        for mu in (0x3F000000, 0x7F800000, 0x3F000000, 0x3F000000))
+    bad.append(("f_fmult", DESC, F32_DATA + [(PAR, inf_mult)]))
+    dg = Descriptor(**{**G1_D.__dict__, "ak_s1": 0x4000 - 8, "K1": 2})
+    bad.append(("f_gather", DESC, [(DESC, dg.pack())] + G1_DATA[1:] + [(0x3FF8, bytes(8))]))
     dw = Descriptor(**{**TFL_D.__dict__, "c_base": OUT + 6})     # 6 + 4 > 8
     bad.append(("f_write", DESC, [(DESC, dw.pack())] + TFL_DATA[1:]))
     dx = Descriptor(**{**RAW_D.__dict__, "a_s1": 0x4000})        # X(j, b) of j1 = 1 outside
@@ -365,6 +447,37 @@ def test_tflite_result_and_timing(results, name):
     assert out == want
 
 
+def test_float32_result_and_timing(results):
+    res, (out,) = results["float32"]
+    n, t_w = check_halted_run(res, F32_D)
+    # by hand: 8 + 8 + 4 + 0 + 16 + 2 = 38 steps, last at 56; mwait X 58 >= 57: t = 56
+    assert n == 38 and t_w == 56
+    assert out == F32_OUT
+    q = np.frombuffer(out, np.int8).reshape(16, 8)[:, :4].astype(int) + 3      # rne(p), zp 3
+    at = {x: j for j, x in enumerate(F32_X)}
+    # by hand (§12): M = 0.5 ties to even: 1 -> 0, 3 -> 2, 5 -> 2, 7 -> 4, -1 -> 0, -3 -> -2
+    assert [q[at[x], 0] for x in (1, 3, 5, 7, -1, -3, -5, -7)] == [0, 2, 2, 4, 0, -2, -2, -4]
+    # M = 2: 127 -> 254 - 3 and -128 -> -256 - 3 saturate (127 - (-3) = 130, -128 + 3 = -125)
+    assert (q[at[127], 1], q[at[-128], 1]) == (130, -125)
+    # M = 2^-24, acc = 5·2^23 + 1 + x: fl32(acc) = 5·2^23 for x in {0, 1 (a tie to the even
+    # mantissa 5·2^21), -1}: 2.5 -> 2; x = 2, 6 round up to 5·2^23 + 4, + 8: 3
+    assert [q[at[x], 2] for x in (0, 1, -1, 2, 6)] == [2, 2, 2, 3, 3]
+    # M ≈ 1/6: acc = 3 -> 0.5 + 2^-26, fl32 = 0.5 -> 0; 15 -> 2.5 + 5·2^-26 -> 2.5 -> 2
+    assert [q[at[x], 3] for x in (3, -3, 15, 9, 6)] == [0, 0, 2, 2, 1]
+
+
+@pytest.mark.parametrize("name", ["gather1", "gather3"])
+def test_gather_result_and_timing(results, name):
+    res, (out,) = results[name]
+    d, want, steps = {"gather1": (G1_D, G1_OUT, 21),
+                      "gather3": (G3_D, G3_OUT, 55)}[name]
+    n, _ = check_halted_run(res, d)
+    # by hand: gather1 8 + 2C + K1 + KB·(C + J) + J·(OW − 1) + 2 = 8 + 2 + 3 + 6 + 0 + 2 = 21;
+    # gather3 (OW = 2): 8 + 6 + 2 + 32 + 5 + 2 = 55
+    assert n == steps
+    assert out == want
+
+
 def test_loads_and_stores_stall_the_engine(results):
     res, (out,) = results["stall"]
     # context 1 issues 6 sw + 2 lw at 13, 17, ..., 41: X at 15, 19, ..., 43 — the engine
@@ -451,6 +564,10 @@ FAULTS = {
     "f_c0": (7, DESC),                               # check 2 in step 7
     "f_qmax": (7, DESC),                             # qmax (word 7) out of the int8 range
     "f_shift": (9 + 2 * 1, PAR + 16 + 8),            # check 3: channel 1's shift = 31
+    "f_fmult": (8 + 2 * 1, PAR + 16),                # check 3: FLOAT32, channel 1's M = +inf
+    # check 1 on k1 = 1's gather word at 0x4000 = sram_bytes: steps 0..9 desc/params, 10
+    # gather (k1 = 0, at 0x3FF8), 11 W(0, 0), 12 X(0, 0), 13 the gather word of k1 = 1
+    "f_gather": (13, 0x4000),
     # check 4: C(0) = OUT + 6, 6 + 4 > 8; KB = 3: steps 0..7, 8..15, then 3 blocks of
     # 4 W + 5 X steps; the last block's X(0) is step 16 + 2·9 + 4 = 38, its write step 40
     "f_write": (40, OUT + 6),

@@ -110,3 +110,54 @@ def test_codelet_frame_larger_than_the_stack_names_the_vertex(tmp_path):
     msg = str(e)
     assert "codelet 'big_frame'" in msg and "compute set 'work'" in msg
     assert (f"context {e.context}'s stack is 1024 bytes [{top - 1024:#x}, {top:#x})") in msg
+
+
+INTO_BSS = """#include "tessera.h"
+volatile int pad[PAD];       /* .bss, sized so that it ends right below the stacks */
+__attribute__((noinline)) static int touch(volatile char *p, int n) { p[n & 63] = (char)n; return p[0]; }
+__attribute__((noinline)) static int depth(int n) {        /* 40 frames of > 64 bytes */
+    volatile char buf[64];
+    buf[0] = (char)n;
+    if (n == 0) return touch(buf, n);
+    int r = depth(n - 1);
+    return r + touch(buf, n);
+}
+int main(void) { return tsr_context_id() == 5 ? depth(40) + pad[PAD - 1] : 0; }
+"""
+
+
+def test_last_context_overflowing_into_bss_faults(tmp_path):
+    """Case 'stack overflow into .bss silent': the last context's stack is the lowest one,
+    right above the image (§11: sp = sram_bytes - context_id · stack_bytes), so its overflow
+    runs into .bss. Before the stack limit the run halted normally with .bss overwritten
+    (exit code 848 instead of 820 + pad[PAD - 1] = 820: a saved frame word landed in pad).
+    Small preset, 1 tile: 64 KiB, 6 contexts of 1 KiB; context 5's stack is
+    [0x10000 - 6·1024, 0x10000 - 5·1024) = [0xe800, 0xec00)."""
+    from tessera.toolchain.elf import load_elf
+    src = tmp_path / "bss.c"
+    src.write_text(INTO_BSS)
+    elf = tmp_path / "bss.elf"
+
+    def build(pad_words):
+        r = run_cli("cc", src, "-o", elf, "-D", f"PAD={pad_words}")
+        assert r.returncode == 0, r.stderr
+        return load_elf(elf).symbols
+
+    probe = build(16)
+    # grow pad by the room left between the image and context 5's stack (8-byte steps)
+    room = (0xe800 - probe["__image_end"]) // 8 * 8
+    sym = build(16 + room // 4)
+    assert 0xe800 - 8 < sym["__image_end"] <= 0xe800, hex(sym["__image_end"])
+    assert sym["__bss_end"] > 0xe800 - 64                # .bss reaches the stacks
+    out = tmp_path / "r.json"
+    r = run_cli("exec", elf, "--tiles", 1, "--json", out)
+    assert r.returncode != 0
+    doc = json.loads(out.read_text())
+    assert doc["status"] == "fault"
+    f = doc["tiles"][0]["fault"]
+    assert (f["context"], f["cause"]) == (5, "stack_overflow")
+    assert 0xe800 - 256 <= f["addr"] < 0xe800               # one frame below the limit
+    assert doc["tiles"][0]["contexts"][5]["regs"][2] >= 0xe800   # sp never entered .bss
+    text = r.stdout + r.stderr
+    assert "FAULT stack_overflow context=5" in text
+    assert "context 5's stack is 1024 bytes [0xe800, 0xec00)" in text, text

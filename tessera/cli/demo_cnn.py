@@ -30,7 +30,7 @@ JSON_KEYS = ("accuracy_float", "accuracy_onnxruntime", "accuracy_backend", "matc
 def run_cnn_demo(config, *, backend: str = "rtl", images: int = 450, sparsity: float = 0.0,
                  dense: bool = False, out_dir=None, json_out=None, profile: bool = False,
                  progress: bool = True, samples_per_tile=None, max_cycles: int = 200_000_000,
-                 out=print) -> dict:
+                 engine: str = "auto", out=print) -> dict:
     """Run the CNN demo and return its report (see the module docstring).
 
     Parameters
@@ -47,6 +47,9 @@ def run_cnn_demo(config, *, backend: str = "rtl", images: int = 450, sparsity: f
         As :func:`tessera.demo.run_digits_demo`.
     samples_per_tile : int or None
         Samples per tile per run (default: as many as fit, for the image count).
+    engine : {"auto", "dot4"}
+        As :func:`tessera.toolchain.onnx.import_model`: the matrix engine when the array has
+        one, or the ``dot4`` kernels.
 
     Returns
     -------
@@ -64,6 +67,7 @@ def run_cnn_demo(config, *, backend: str = "rtl", images: int = 450, sparsity: f
     from tessera.toolchain.models.digits import load_digits_split
     from tessera.toolchain.models.digits_cnn import CnnConfig, load_digits_cnn, pixels_to_input
     from tessera.toolchain.onnx import compare_outputs, import_model, reference_outputs
+    from tessera.toolchain.onnx.cli import sparse_block
 
     t_start = time.monotonic()
     _, x_te, _, y_te = load_digits_split()
@@ -78,7 +82,7 @@ def run_cnn_demo(config, *, backend: str = "rtl", images: int = 450, sparsity: f
     ref = reference_outputs(str(cnn.int8_path), {"x": x})["logits"]
     t0 = time.monotonic()
     prog = import_model(str(cnn.int8_path), config, samples_per_tile=samples_per_tile,
-                        sparse="dense" if dense else "auto", batch_hint=images)
+                        sparse="dense" if dense else "auto", batch_hint=images, engine=engine)
     compile_s = time.monotonic() - t0
     with _progress(progress) as bar:
         task = bar.add_task(f"digits CNN on {backend} ({config.tiles} tiles)", total=images)
@@ -101,7 +105,7 @@ def run_cnn_demo(config, *, backend: str = "rtl", images: int = 450, sparsity: f
         "cycles_per_image": rep["cycles"] / images, "mac_utilization": rep["mac_utilization"],
         "compile_seconds": round(compile_s, 3), "backend": backend, "config": config.to_dict(),
         "runs": rep["runs"], "samples_per_run": rep["samples_per_run"], "cycles": rep["cycles"],
-        "layers": rep["layers"], "sparsity": float(sparsity), "sparse_layers": sparse_layers,
+        "layers": rep["layers"], "sparsity": float(sparsity), "engine": engine, "sparse_layers": sparse_layers,
         "mismatched_images": bad_images, "onnx_file": str(cnn.int8_path),
         "simulation_seconds": rep["simulation_seconds"], "profile": None,
     }
@@ -118,10 +122,11 @@ def run_cnn_demo(config, *, backend: str = "rtl", images: int = 450, sparsity: f
         + ("" if match else f", images {bad_images[:8]}") + ")")
     out(f"  cycles per image: {rep['cycles'] / images:.1f}   ({rep['cycles']} cycles in total)   "
         f"MAC utilisation: {rep['mac_utilization']:.1%}")
-    for l in rep["layers"]:
-        sp = f"  [block-sparse {l['sparse']['block_size']}x{l['sparse']['block_size']}, " \
-             f"{l['sparse']['density']:.0%} of blocks]" if l.get("sparse") else ""
-        out(f"    {l['name'][:28]:28s} {l['cycles'] or 0:>9} cycles (first run){sp}")
+    out("  layer cycles: " + ", ".join(f"{l['name']} {l['cycles'] or 0}" + (
+        f" [block-sparse {sparse_block(l['sparse'])}, {l['sparse']['density']:.0%} of blocks]"
+        if l.get("sparse") else "") for l in rep["layers"])
+        + f"  (first run, {rep['samples_per_run']} images; "
+        + ("matrix engine" if config.engine_macs and engine == "auto" else "dot4") + ")")
     if profile:
         from tessera.toolchain.profile import build_profile
         marks = run.marks
@@ -140,14 +145,16 @@ def run_cnn_demo(config, *, backend: str = "rtl", images: int = 450, sparsity: f
 
 
 def sparsity_sweep(config, *, backend: str = "model", images: int = 16, out_dir=None,
-                   sparsities=(0.0, 0.5, 0.75, 0.9), out=print) -> dict:
+                   sparsities=(0.0, 0.5, 0.75, 0.9), engine: str = "auto", out=print) -> dict:
     """Accuracy and cycles of the dense and block-sparse CNN variants, dense vs sparse kernels.
 
     For each sparsity: float and onnxruntime int8 accuracy on all 450 test images; Tessera runs
     ``images`` test images twice (``sparse="auto"``: the block-sparse kernels where the weights
     have zero blocks; ``sparse="dense"``: dense kernels) and must equal onnxruntime on every
-    element; cycles per image, the conv2 layer's cycles and its matmul step (first run; the
-    plot scales it to cycles per image with the run count). Writes
+    element; cycles per image, the convolution layers' cycles, the conv2 layer's cycles and its
+    matmul step (first run; the plot scales it to cycles per image with the run count). All
+    runs use the same samples per tile (``ceil(images / tiles)``), so the cycle counts compare
+    like for like. ``engine`` as :func:`run_cnn_demo`. Writes
     ``sparsity.json`` and ``sparsity.png`` (accuracy and cycles against sparsity) to
     ``out_dir`` (default ``build/demo``).
 
@@ -169,12 +176,16 @@ def sparsity_sweep(config, *, backend: str = "model", images: int = 16, out_dir=
                "accuracy_float": float((cnn.float_model.predict(x_all) == y_te).mean()),
                "accuracy_onnxruntime": float((ref.argmax(axis=1) == y_te).mean())}
         for mode in ("auto", "dense"):
-            prog = import_model(str(cnn.int8_path), config, sparse=mode, batch_hint=images)
+            prog = import_model(str(cnn.int8_path), config, sparse=mode, engine=engine,
+                                samples_per_tile=-(-images // config.tiles))
             run = prog.run({"x": x_all[:images]}, backend=backend)
             cmp = compare_outputs(run.outputs, {"logits": ref[:images]})
             conv2 = next(l for l in run.report["layers"] if "conv2" in l["name"])
+            convs = sum(l["cycles"] for l in run.report["layers"] if l["kind"] == "conv")
             key = "sparse_kernels" if mode == "auto" else "dense_kernels"
             row[key] = {"cycles_per_image": run.report["cycles"] / images, "runs": run.report["runs"],
+                        "conv_cycles": convs, "steps": {l["name"]: l["steps"]
+                                                        for l in run.report["layers"]},
                         "conv2_cycles": conv2["cycles"], "conv2_matmul_cycles": conv2["steps"]["mm"],
                         "reference_mismatches": cmp["reference_mismatches"],
                         "sparse_layers": [{"name": l["name"], **l["sparse"]}
@@ -182,15 +193,19 @@ def sparsity_sweep(config, *, backend: str = "model", images: int = 16, out_dir=
         d, s_ = row["dense_kernels"], row["sparse_kernels"]
         row["cycles_ratio"] = s_["cycles_per_image"] / d["cycles_per_image"]
         row["conv2_matmul_ratio"] = s_["conv2_matmul_cycles"] / d["conv2_matmul_cycles"]
+        row["conv_ratio"] = s_["conv_cycles"] / d["conv_cycles"]
+        row["conv2_ratio"] = s_["conv2_cycles"] / d["conv2_cycles"]
         rows.append(row)
         out(f"  sparsity {sp:4.0%}: accuracy float {row['accuracy_float']:.4f} onnxruntime "
             f"{row['accuracy_onnxruntime']:.4f}; cycles/image dense kernels "
             f"{d['cycles_per_image']:.0f}, sparse kernels {s_['cycles_per_image']:.0f} "
-            f"({row['cycles_ratio']:.2f}x; conv2 matmul {row['conv2_matmul_ratio']:.2f}x); "
+            f"({row['cycles_ratio']:.2f}x; conv layers {row['conv_ratio']:.2f}x, conv2 "
+            f"{row['conv2_ratio']:.2f}x, conv2 matmul {row['conv2_matmul_ratio']:.2f}x); "
             f"mismatches vs onnxruntime {d['reference_mismatches']} / {s_['reference_mismatches']}")
     odir = Path(out_dir or "build/demo")
     odir.mkdir(parents=True, exist_ok=True)
     (odir / "sparsity.json").write_text(json.dumps({"backend": backend, "images": images,
+                                                    "engine": engine,
                                                     "config": config.to_dict(), "rows": rows},
                                                    indent=1))
     import matplotlib

@@ -235,6 +235,8 @@ def cmd_cc(args) -> int:
     defines = list(args.define or ())
     if args.xlatency is not None:
         defines.append(f"TSR_XLATENCY={args.xlatency}")
+    if args.engine_macs is not None:
+        defines.append(f"TSR_ENGINE_MACS={args.engine_macs}")
     out_dir = os.path.dirname(os.path.abspath(args.output))
     tmp = os.path.join(out_dir, f".{os.path.basename(args.output)}.{os.getpid()}.tmp")
     try:
@@ -333,11 +335,14 @@ def cmd_demo(args) -> int:
     _check_out_file(args.json, "--json")
     if args.profile:
         _check_out_dir(args.out or "build/demo", "--out")
-    if getattr(args, "model", "mlp") == "cnn":     # the ONNX digits CNN (tessera/cli/demo_cnn.py)
+    # the ONNX digits CNN (tessera/cli/demo_cnn.py; `tessera demo`'s default). `tessera profile`
+    # comes here without a --model: it profiles the MLP digits job
+    if getattr(args, "model", "mlp") == "cnn":
         from tessera.cli.demo_cnn import run_cnn_demo, sparsity_sweep
         if args.sweep:
             sw = sparsity_sweep(config, backend=args.backend, images=min(args.images, 450)
-                                if args.images != 450 else 16, out_dir=args.out)
+                                if args.images != 450 else 16, out_dir=args.out,
+                                engine="dot4" if args.dot4 else "auto", out=_say(args))
             bad = any(r[k]["reference_mismatches"] for r in sw["rows"]
                       for k in ("dense_kernels", "sparse_kernels"))
             return EXIT_RUN if bad else EXIT_OK
@@ -346,7 +351,8 @@ def cmd_demo(args) -> int:
                                   sparsity=args.sparsity, dense=args.dense, out_dir=args.out,
                                   json_out=args.json, profile=args.profile,
                                   progress=not args.no_progress, samples_per_tile=args.batch,
-                                  max_cycles=args.max_cycles or 200_000_000)
+                                  max_cycles=args.max_cycles or 200_000_000,
+                                  engine="dot4" if args.dot4 else "auto", out=_say(args))
         except (DemoError, GraphError) as e:
             raise UsageError(str(e)) from None
         except EngineError as e:
@@ -440,8 +446,11 @@ def cmd_bench(args) -> int:
     _check_out_file(args.json, "--json")
     _check_out_dir(args.plots, "--plots")
     plots = args.plots or (str(suite.IMG_DIR) if args.write_doc else None)
+    partial = None
+    if args.json and args.json != "-":      # finished sections survive a stopped run
+        partial = lambda rep: suite.write_json(rep, args.json)  # noqa: E731
     report = suite.run_suite(names, quick=args.quick, plots_dir=plots,
-                             log=lambda m: print(m, file=sys.stderr))
+                             log=lambda m: print(m, file=sys.stderr), on_section=partial)
     md = suite.render_markdown(report)
     if args.json:
         suite.write_json(report, args.json)
@@ -518,6 +527,10 @@ def build_parser() -> argparse.ArgumentParser:
                          f"{_L_RANGE} (defines "
                          "TSR_XLATENCY=L; programs that set an exchange program only run on "
                          "arrays with this L)")
+    cc.add_argument("--engine-macs", type=_engine_macs, metavar="P",
+                    help="matrix-engine MACs per cycle the program is built for: 0, 16, 32 "
+                         "(default), 64 (defines TSR_ENGINE_MACS=P; programs that call "
+                         "tsr_mrun only run on arrays with this P)")
     cc.set_defaults(func=cmd_cc)
 
     od = sub.add_parser(
@@ -567,21 +580,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     de = sub.add_parser(
         "demo", help="run the int8 digits network on the array and check it",
-        description="Run the int8 digits MLP (or --program vecsum) on the simulated array and "
-                    "check every output against numpy; exit 3 on any mismatch.")
+        description="Run the int8 digits CNN imported from ONNX (or --model mlp, the hand-mapped "
+                    "MLP checked against numpy, or --program vecsum) on the simulated array and "
+                    "check every output against its reference; exit 3 on any mismatch.")
     digits_args(de, DEFAULT_IMAGES)
     de.add_argument("--program", choices=("digits", "vecsum"), default="digits",
                     help="digits (default; backend rtl) or the SPMD vector sum (backend model)")
     de.add_argument("--profile", action="store_true",
                     help="also write profile.png / profile.html / profile.json to --out")
-    de.add_argument("--model", choices=("mlp", "cnn"), default="mlp",
-                    help="digits: the hand-mapped MLP (default) or the CNN imported from ONNX "
-                         "(trained with numpy, quantized by onnxruntime; checked element by "
-                         "element against onnxruntime; --batch = samples per tile)")
+    de.add_argument("--model", choices=("mlp", "cnn"), default="cnn",
+                    help="digits: the CNN imported from ONNX (default; trained with numpy, "
+                         "quantized by onnxruntime; checked element by element against "
+                         "onnxruntime; --batch = samples per tile) or the hand-mapped MLP "
+                         "(checked against numpy and the golden model)")
     de.add_argument("--sparsity", type=float, default=0.0,
                     help="--model cnn: block-sparse variant 0.5, 0.75 or 0.9 (default 0: dense)")
     de.add_argument("--dense", action="store_true",
                     help="--model cnn: force the dense kernels for sparse weights")
+    de.add_argument("--dot4", action="store_true",
+                    help="--model cnn: dot4 kernels even when the array has a matrix engine "
+                         "(for comparison)")
     de.add_argument("--sweep", action="store_true",
                     help="--model cnn: accuracy and cycles of the 0/50/75/90%% block-sparse "
                          "variants, dense vs sparse kernels (--images, default 16 for cycles); "
@@ -688,13 +706,14 @@ def build_parser() -> argparse.ArgumentParser:
             act.help = "cycle limit per run (default 200000000)"
     on.set_defaults(func=cmd_onnx)
 
+    from tessera.cli.bench import BENCHMARKS
     be = sub.add_parser(
         "bench", help="run the benchmark suite (docs/performance.md)",
         description="Run the benchmark suite and print it as Markdown (exit 3 if a section "
                     "failed); --write-doc regenerates docs/performance.md.")
     be.add_argument("--quick", action="store_true", help="quick mode (< 10 minutes)")
     be.add_argument("--only", metavar="NAME,...",
-                    help="comma-separated subset: exchange, model, kernels, rtl, sync, synth")
+                    help="comma-separated subset: " + ", ".join(BENCHMARKS))
     be.add_argument("--json", metavar="OUT", help="write all results as JSON ('-' = stdout)")
     be.add_argument("--plots", metavar="DIR", help="write PNG plots here")
     be.add_argument("--write-doc", action="store_true",

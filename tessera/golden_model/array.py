@@ -1,5 +1,16 @@
 """The golden model of a Tessera array: bit- and cycle-exact to docs/architecture.md.
 
+This module is the model's timing machinery and its host interface. What an instruction does
+to the [N] vectors of the issuing tiles is :mod:`tessera.golden_model.semantics`; the state
+lives in named records: :class:`~tessera.golden_model.contexts.Contexts` ([N, T] registers,
+pcs, states, pending changes, division turns, stack limits),
+:class:`~tessera.golden_model.tiles.Tiles` ([N] xprog, exchange phase, counters, fault
+records), :class:`~tessera.golden_model.schedule.Schedule` (cycle, event times, run end),
+:class:`~tessera.golden_model.sync.Barrier`, the memory-order records of
+:mod:`tessera.golden_model.memorder`, the SRAM (:mod:`~tessera.golden_model.memory`), the
+exchange engine (:mod:`~tessera.golden_model.exchange`) and the matrix engines
+(:mod:`~tessera.golden_model.engine`). The compiled fast engine runs on the same arrays.
+
 Simulation strategy
 -------------------
 The model steps the global cycle counter t. At cycle t, context c = t mod T of every tile owns
@@ -9,30 +20,26 @@ scalar decode when every tile runs the same word, the SPMD common case), grouped
 and applied to the [N, T, 32] register file with vectorized numpy ops. There is no Python loop
 over tiles or contexts per instruction.
 
-Register and pc effects are applied at issue. That is exact because (§4) a context's
-register/pc effects are only observed at its next slot (≥ t+6, T ≥ 6), and the operands an
-instruction reads (in R) can only be changed by the context itself. **Data-memory effects**
-(a store's write, a load's read) are applied in their M cycle t+4 (contract v2): the model
-queues them at issue and applies them at the end of loop iteration t+4, after the fetch and
-the matrix-engine step of that cycle. So the fetch of cycle k sees exactly the SRAM writes of
-cycles < k (stores issued ≤ k−5, exchange receives and engine writes of cycles < k), an engine
-step of cycle k sees the writes of cycles < k, and loads see every write of earlier cycles: all
-of §4 and §12 "Memory order" hold without corrections. ``mrun``/``mwait`` are decided in M too
-(at the start of iteration t+4, from the engine state after the steps of cycles < t+4). State
-changes (ecall, sync, fault) become *visible* at t+5: they are kept as per-context pending
-changes and applied at the start of cycle t+5, together with barrier decisions (§5) and
-counter bookkeeping (§8), which are event driven. Cycles in which no context can issue are
-skipped in bulk (unless a matrix engine is busy or a memory effect is in flight).
+Effects are applied at issue time. That is exact because (§4) data memory effects of a tile
+happen in issue order, a context's register/pc effects are only observed at its next slot
+(≥ t+4), and a tile never runs instructions while its exchange program runs. The one
+exception is instruction fetch: the fetch at t must not see a store issued at t-1 (it writes
+the SRAM at t+1), so the word each tile overwrote in the previous cycle is remembered and
+substituted when that address is fetched. State changes (ecall,
+sync, fault) become *visible* at t+3: they are kept as per-context pending changes and applied
+at the start of cycle t+3, together with barrier decisions (§5) and counter bookkeeping (§8),
+which are event driven. Cycles in which no context can issue are skipped in bulk (unless a
+matrix engine is busy).
 
-Stop (§7): every fault is recorded with the cycle from which it is visible (t+5 for an
-instruction issued at t, c+1 for an exchange step at c, s+1 for an engine step at s); a tile
-keeps the record visible first (the instruction's on a tie). The stop condition (a fault
-visible, or every context HALTED) first holds at v; the run ends after cycle t_s = v + D − 1
-(``cycles = v + D``): every tile keeps issuing and stepping until then. At the end of a run the
-memory effects and ``mrun``/``mwait`` decisions still in flight (instructions issued at the
-last four cycles) are applied with the matrix engines frozen at the end of the run (nothing of
-cycles ≥ C happens). A tile whose exchange step faults does no further exchange step (its
-exchange phase lasts until the stop).
+Matrix engines (§12, :mod:`tessera.golden_model.engine`): the engine cycle k of every busy tile
+is stepped in loop iteration k, after the exchange of cycle k and before the issue of cycle k.
+Instructions take effect at issue, i.e. two cycles before their X cycle; the only ones that
+are applied too early relative to the engine step of cycle k are those issued at k − 1 (X at
+k + 1; one issued at k − 2 is in X at k, which is then not an engine cycle if it is a load or a
+store). So the engine's SRAM port undoes that instruction's store for the engine's reads,
+keeps the store's bytes over the engine's write, and re-reads that instruction's load when the
+engine writes its bytes. An engine fault of cycle k is recorded after the issue of cycle k, so
+that an instruction fault of the same tile and cycle wins (§12).
 
 Fast engine and the matrix engine: until the compiled loop implements §12
 (:data:`FAST_HAS_MATRIX_ENGINE`, or ``HAS_MATRIX_ENGINE = True`` in
@@ -50,21 +57,25 @@ from __future__ import annotations
 import numpy as np
 
 from tessera.spec.config import ArrayConfig
-from tessera.spec.csr import Csr
 from tessera.spec.faults import FaultCause
-from tessera.spec.instructions import BY_NAME, FUNCT3_MEM_UNSIGNED_BIT, Kind, is_division
-from tessera.spec.isa import DIV_TURNS, MACS_PER_DOT4
-from tessera.spec.timing import STATE_VISIBLE_DELAY, STEP_FAULT_VISIBLE_DELAY, Stage
+from tessera.spec.instructions import BY_NAME, is_division
+from tessera.spec.isa import DIV_TURNS
+from tessera.spec.timing import STATE_VISIBLE_DELAY
 from tessera.spec.result import not_arrived as result_not_arrived
 from tessera.spec.result import (COUNTER_NAMES, ContextResult, ContextState, Fault, RunResult,
                             RunStatus, TileResult)
 
 from . import sync
-from .alu import ALU, branch_taken, dot4
+from .contexts import NEVER as _NEVER
+from .contexts import Contexts
 from .decode import ROW_OF, Op, decode
 from .engine import MatrixEngines
 from .exchange import ExchangeEngine
+from .memorder import LoadRecord, PortSlots, StoreRecord
 from .memory import Sram
+from .schedule import Schedule
+from .semantics import IsaSemantics
+from .tiles import Tiles
 
 __all__ = ["Array", "ENGINES", "FAST_HAS_MATRIX_ENGINE"]
 
@@ -86,15 +97,6 @@ def _engine_words(words: np.ndarray) -> np.ndarray:
     """Which of ``words`` (uint32 array) are ``mrun``/``mwait`` encodings, bool (same shape)."""
     return ((words & _U32(_MRUN.mask)) == _U32(_MRUN.match)) | (words == _U32(_MWAIT.match))
 
-#: The version of the timing contract (docs/architecture.md §4, §7) this module implements.
-CONTRACT_VERSION = 2
-
-
-def _FAST_CONTRACT_VERSION() -> int:
-    from . import fast
-    return int(getattr(fast, "CONTRACT_VERSION", 1))
-
-
 #: The engines of :class:`Array` (``engine=``).
 ENGINES = ("fast", "vector")
 _WARNED = []
@@ -103,19 +105,11 @@ _WARNED = []
 def _choose_engine(engine: str | None, trace: bool) -> str:
     """Resolve ``Array(engine=...)``; see :class:`Array`."""
     import os
-    explicit = engine is not None or bool(os.environ.get("TESSERA_MODEL_ENGINE"))
+    explicit = engine is not None
     if engine is None:
         engine = os.environ.get("TESSERA_MODEL_ENGINE") or ("vector" if trace else "fast")
     if engine not in ENGINES:
         raise ValueError(f"Array: engine must be one of {', '.join(ENGINES)}, not {engine!r}")
-    if engine == "fast" and _FAST_CONTRACT_VERSION() != CONTRACT_VERSION:
-        if explicit:
-            raise ValueError(
-                f"Array: engine='fast' implements contract v{_FAST_CONTRACT_VERSION()} of "
-                f"docs/architecture.md, this model contract v{CONTRACT_VERSION} (the compiled "
-                "loop tessera/golden_model/fast/engine.c is not ported yet); use "
-                "engine='vector'")
-        return "vector"
     if engine == "fast":
         if trace:
             if explicit:
@@ -136,34 +130,14 @@ def _choose_engine(engine: str | None, trace: bool) -> str:
             return "vector"
     return engine
 
-_NEVER = np.iinfo(np.int64).max
 _U32 = np.uint32
 _LS_MASK, _LS_MATCH = _U32(0x5F), _U32(0x03)    # opcode LOAD (0x03) or STORE (0x23)
 _M32 = 0xFFFFFFFF
-#: Cycles from issue to M, the cycle of data-memory effects and engine decisions (§4).
-_M_DELAY = int(Stage.M)
-#: Ring size of the per-cycle LOAD/STORE flags (the engine asks about the word issued at k − 4).
-_LS_RING = 8
 RUNNING, WAIT_TILE, WAIT_ARRAY, HALTED, FAULT = (int(s) for s in ContextState)
 
 
-
-def _ops(kind: Kind) -> frozenset:
-    return frozenset(op for op, row in ROW_OF.items() if row.kind is kind)
-
-
-def _size(op) -> int:
-    return 1 << (ROW_OF[op].funct3 & ~(1 << FUNCT3_MEM_UNSIGNED_BIT))
-
-
-# Op groups from the instruction table's kinds; a load is (bytes, sign-extended).
-_IMM_FORM = _ops(Kind.OP_IMM)
-_BRANCHES = _ops(Kind.BRANCH)
-_LOADS = {op: (_size(op), _size(op) < 4 and not ROW_OF[op].funct3 >> FUNCT3_MEM_UNSIGNED_BIT & 1)
-          for op in _ops(Kind.LOAD)}
-_STORES = {op: _size(op) for op in _ops(Kind.STORE)}
+# The divisions (their turns are timing, §4 "Division"; their result is ISA semantics).
 _DIVS = frozenset(op for op, row in ROW_OF.items() if is_division(row.match))
-_CSR_OPS = _ops(Kind.CSR)
 
 
 class Array:
@@ -183,11 +157,7 @@ class Array:
         (one vectorized step per cycle over all tiles). Both are bit- and cycle-exact and
         share this object's state. None (default): ``$TESSERA_MODEL_ENGINE`` if set, else
         ``"vector"`` with ``trace=True`` and ``"fast"`` otherwise (``"vector"`` with a
-        warning if the fast engine cannot be built here). While the fast engine implements
-        an older timing contract than this module (``tessera.golden_model.fast.
-        CONTRACT_VERSION`` < :data:`CONTRACT_VERSION`; branch v2-model), ``"fast"`` asked
-        for explicitly or through the environment raises ``ValueError`` and the default is
-        ``"vector"``.
+        warning if the fast engine cannot be built here).
 
     Members
     -------
@@ -267,105 +237,75 @@ class Array:
                 or not 0 <= entry <= _M32:
             raise ValueError(f"start: entry must be an address 0..0xFFFFFFFF, not {entry!r}")
         n, t = self.n, self.t
-        self._regs = np.zeros((n, t, 32), dtype=_U32)
-        self._pc = np.full((n, t), entry, dtype=_U32)
-        self._vis = np.zeros((n, t), dtype=np.uint8)            # visible state (RUNNING)
-        self._pend_cycle = np.full((n, t), _NEVER, dtype=np.int64)
-        self._pend_state = np.zeros((n, t), dtype=np.uint8)
-        self._next_pend = _NEVER
-        self._retired = np.zeros((n, t), dtype=np.uint64)
-        self._macs = np.zeros(n, dtype=np.uint64)
-        self._exit = np.zeros((n, t), dtype=_U32)
-        # Division turns (§4): per context the turn counter n and the word of its last issue;
-        # _div_ctx[c]: some tile's context c may have n > 0.
-        self._dturn = np.zeros((n, t), dtype=np.uint8)
-        self._dword = np.zeros((n, t), dtype=_U32)
-        self._div_ctx = np.zeros(t, dtype=bool)
-        self._xprog = np.zeros(n, dtype=_U32)
-        self._slimit = np.zeros((n, t), dtype=_U32)            # stack_limit CSR (§3.2, §7)
-        self._faults: list[Fault | None] = [None] * n
-        self._fault_vis = np.full(n, _NEVER, dtype=np.int64)  # cycle each record is visible from
-        self._cycle = 0
-        self._live = n * t
-        self._status: RunStatus | None = None
-        self._stop_at = _NEVER          # cycles C = v + D once the stop condition held at v (§7)
-        self._d = self.config.decision_latency
-        self._xphase = np.zeros(n, dtype=bool)
-        self._xphase_end = np.full(n, _NEVER, dtype=np.int64)
-        self._release = _NEVER
-        self._armed = False
-        self._cat = np.full(n, sync.CAT_COMPUTE, dtype=np.int8)
-        self._since = np.zeros(n, dtype=np.int64)
-        self._acc = np.zeros((4, n), dtype=np.int64)
-        self._running_ctx = np.ones(t, dtype=bool)
-        self._next_event = _NEVER
+        # The state, in named records (each documents its members, shapes and sections):
+        # contexts [N, T], tiles [N], run control, the ARRAY barrier, the memory-order
+        # records (§4 fetch after store, §12 memory order) and the matrix engines (idle).
+        self._ctx = Contexts.start(n, t, int(entry))
+        self._tl = Tiles.start(n)
+        self._sch = Schedule.start(n, t)
+        self._bar = sync.Barrier()
+        self._st = StoreRecord.start(n)
+        self._lsu = PortSlots.start(n)
+        self._ld_rec: LoadRecord | None = None
         self._x.reset()
         self.trace = [] if self._trace_on else None
         self.xtrace = [] if self._trace_on else None
-        self._tr: dict | None = None
-        # In-flight M-stage work (§4, §12), by M cycle: ("st", tiles, addrs, values, size),
-        # ("ld", c, tiles, rd, addrs, size, signed, trace records) and ("eng", op, c, tiles,
-        # pcs, descriptor addresses, words, trace on).
-        self._mq: dict[int, list] = {}
-        # Matrix engines (§12, start makes them idle): per cycle (ring _LS_RING, stamped with the
-        # cycle) the tiles that issued a LOAD/STORE (the word in M at k + 4 owns the SRAM data
-        # ports then), and the engine faults of the current cycle.
-        self._mx = MatrixEngines(n, self.config.engine_lanes, self.nbytes, self._macs)
-        self._ls = np.zeros((_LS_RING, n), dtype=bool)
-        self._ls_cyc = [-1] * _LS_RING
+        self._mx = MatrixEngines(n, self.config.engine_lanes, self.nbytes, self._tl.macs)
+        # the engine faults of the current cycle and the cycle of the engine step in progress
         self._mx_faults: list[tuple[int, int]] = []
-        self._port = _EnginePort(self.sram)
+        self._mx_k = -1
+        self._port = _EnginePort(self)
+        self._isa = IsaSemantics(self._ctx, self._tl, self.sram, self._mx, self._state_change,
+                                 self._engine_idle_at_x, self._note_loads, self._note_stores,
+                                 self._trace_on)
 
     # ------------------------------------------------------------------ views
     @property
     def cycle(self) -> int:
         """Cycles simulated since the last start (the C of §7 once a run ended)."""
-        return self._cycle
+        return self._sch.cycle
 
     @property
     def regs(self) -> np.ndarray:
         """Register files, uint32 [N, T, 32] (the live array; x0 is always 0)."""
-        return self._regs
+        return self._ctx.regs
 
     @property
     def pc(self) -> np.ndarray:
         """Next pc of every context, uint32 [N, T] (live array)."""
-        return self._pc
+        return self._ctx.pc
 
     @property
     def state(self) -> np.ndarray:
         """Final-state view of every context (§7), uint8 [N, T] of ContextState values:
         the visible state with every already-decided change applied."""
-        s = self._vis.copy()
-        m = (self._pend_cycle != _NEVER) & ((s != FAULT) | (self._pend_state == FAULT))
-        s[m] = self._pend_state[m]
-        return s
+        return self._ctx.final_state()
 
     @property
     def xprog(self) -> np.ndarray:
         """The per-tile xprog CSR, uint32 [N] (live array)."""
-        return self._xprog
+        return self._tl.xprog
 
     @property
     def faults(self) -> list:
         """Per-tile fault record (tessera.spec.result.Fault) or None."""
-        return list(self._faults)
+        return list(self._tl.faults)
 
     @property
     def counters(self) -> dict:
         """§8 counters for cycles 0..C-1: name → uint64 [N] (names COUNTER_NAMES)."""
-        acc = self._acc.copy()
-        acc[self._cat, self._ar] += self._cycle - self._since
+        acc = self._tl.acc.copy()
+        acc[self._tl.category, self._ar] += self._sch.cycle - self._tl.since
         out = {name: acc[i].astype(np.uint64) for i, name in enumerate(COUNTER_NAMES[:4])}
-        out["retired"] = self._retired.sum(axis=1, dtype=np.uint64)
-        out["macs"] = self._macs.copy()
-        out["engine"] = self._mx.busy_cycles(self._cycle)
+        out["retired"] = self._ctx.retired.sum(axis=1, dtype=np.uint64)
+        out["macs"] = self._tl.macs.copy()
+        out["engine"] = self._mx.busy_cycles(self._sch.cycle)
         return out
 
     @property
     def retired(self) -> np.ndarray:
         """Instructions retired per context, uint64 [N, T]."""
-        return self._retired
+        return self._ctx.retired
 
     # ------------------------------------------------------------------ run loop
     def run(self, max_cycles: int) -> RunResult:
@@ -390,7 +330,7 @@ class Array:
         if not isinstance(max_cycles, (int, np.integer)) or isinstance(max_cycles, bool) \
                 or max_cycles < 0:
             raise ValueError(f"run: max_cycles must be a non-negative int, not {max_cycles!r}")
-        if self._status in (RunStatus.HALTED, RunStatus.FAULT):
+        if self._sch.status in (RunStatus.HALTED, RunStatus.FAULT):
             return self._result()
         if self.engine == "fast" and self._fast_can_run():
             from .fast.run import run_fast
@@ -402,114 +342,28 @@ class Array:
         T = self.t
         mx = self._mx
         x = self._x
-        mq = self._mq
-        k = self._cycle
-        while k < max_cycles and k < self._stop_at:
-            if k >= self._next_event:
+        k = self._sch.cycle
+        while k < max_cycles:
+            if k >= self._sch.next_event:
                 self._events(k)
             if x.next_cycle == k:
                 self._exchange(k)
-            work = mq.pop(k, None)
-            if work is not None:
-                self._m_engine(k, work)
-            c = k % T
-            if self._running_ctx[c]:
-                self._issue(k, c)
             if mx.nbusy:
                 self._engine_cycle(k)
-            if work is not None:
-                self._m_memory(work)
+            c = k % T
+            if self._sch.running_ctx[c]:
+                self._issue(k, c)
             if self._mx_faults:
                 self._engine_faults(k)
             k += 1
-            if not self._running_ctx.any() and not mx.nbusy and not mq:  # jump ahead
-                nxt = min(self._next_event, x.next_cycle, max_cycles, self._stop_at)
+            if self._sch.stop:
+                break
+            if not self._sch.running_ctx.any() and not mx.nbusy:  # jump to the next event
+                nxt = min(self._sch.next_event, x.next_cycle, max_cycles)
                 if nxt > k:
                     k = int(nxt)
-        self._cycle = k
-        self._flush_m()
+        self._sch.cycle = k
         return self._finish()
-
-    def _m_engine(self, k: int, work: list) -> None:
-        """``mrun``/``mwait`` in their M cycle k (§12 "Instructions"): the engine state is the
-        one after the steps of cycles < k (or frozen at the end of the run)."""
-        mx = self._mx
-        for item in work:
-            if item[0] != "eng":
-                continue
-            _, op, c, tiles, pcs, d, words, tr = item
-            ok = ~mx.busy[tiles]
-            acc = tiles[ok]
-            if op == Op.MRUN:
-                mx.accept_cmd(acc, k, d[ok], c, pcs[ok])
-            self._pc[acc, c] = pcs[ok] + _U32(4)
-            self._retired[acc, c] += 1
-            if tr and self.trace is not None:
-                for t, p, w in zip(acc.tolist(), pcs[ok].tolist(), words[ok].tolist()):
-                    self.trace.append({"cycle": k - _M_DELAY, "tile": t, "context": c, "pc": p,
-                                       "insn": w, "rd": None, "value": None,
-                                       "store_addr": None, "store_data": None,
-                                       "store_mask": None})
-
-    def _m_memory(self, work: list) -> None:
-        """Stores and loads in their M cycle (§4): stores write the SRAM, loads read it."""
-        sram = self.sram
-        for item in work:
-            if item[0] == "st":
-                _, t, a, v, size = item
-                if size == 1:
-                    sram.w8[t, a] = v.astype(np.uint8)
-                elif size == 2:
-                    sram.w16[t, a >> 1] = v.astype(np.uint16)
-                else:
-                    sram.w32[t, a >> 2] = v
-            elif item[0] == "ld":
-                _, c, t, rd, a, size, signed, recs = item
-                if size == 1:
-                    v = sram.w8[t, a]
-                    val = v.view(np.int8).astype(np.int32).view(_U32) if signed else v.astype(_U32)
-                elif size == 2:
-                    v = sram.w16[t, a >> 1]
-                    val = v.view(np.int16).astype(np.int32).view(_U32) if signed else v.astype(_U32)
-                else:
-                    val = sram.w32[t, a >> 2]
-                R = self._regs
-                if np.ndim(rd) == 0:
-                    if rd:
-                        R[t, c, rd] = val
-                else:
-                    R[t, c, rd] = val
-                    R[t, c, 0] = 0
-                if recs is not None:
-                    for tt, vv in zip(t.tolist(), np.broadcast_to(val, t.shape).tolist()):
-                        r = recs.get(tt)
-                        if r is not None and r.get("rd") is not None:
-                            r["value"] = vv
-
-    def _flush_m(self) -> None:
-        """Apply the M-stage work still in flight at the end of a run (instructions issued at
-        the last four cycles take effect, §7 "Final state"); the engines do not step."""
-        for m in sorted(self._mq):
-            work = self._mq.pop(m)
-            self._m_engine(m, work)
-            self._m_memory(work)
-
-    def _enqueue(self, k: int, item: tuple) -> None:
-        self._mq.setdefault(k + _M_DELAY, []).append(item)
-
-    def _stop_from(self, v: int) -> None:
-        """The stop condition holds from cycle v: the run ends after v + D − 1 (§7 "Stop")."""
-        if v + self._d < self._stop_at:
-            self._stop_at = v + self._d
-
-    def _record_fault(self, tile: int, fault: Fault, vis: int) -> None:
-        """Record ``fault`` of ``tile``, visible from ``vis``; a tile keeps the record visible
-        first (§7), the earlier-recorded one on a tie (an instruction's before an engine
-        step's, §12)."""
-        if vis < self._fault_vis[tile]:
-            self._faults[tile] = fault
-            self._fault_vis[tile] = vis
-        self._stop_from(vis)
 
     def _fast_can_run(self) -> bool:
         """The fast engine gives the contract's result for this run (see the module doc)."""
@@ -524,7 +378,7 @@ class Array:
     def _check_fast_engine_words(self) -> None:
         if not self._has_engine or _fast_has_matrix_engine():
             return
-        for t, f in enumerate(self._faults):
+        for t, f in enumerate(self._tl.faults):
             if f is not None and f.cause == FaultCause.ILLEGAL_INSTRUCTION \
                     and _engine_words(np.array([f.addr], dtype=_U32))[0]:
                 raise RuntimeError(
@@ -533,153 +387,160 @@ class Array:
                     f"does not implement the matrix engine yet: run with engine='vector'")
 
     def _finish(self) -> RunResult:
-        # §7: a stopped run is `fault` if a fault is recorded, else `halted`; a run cut by
-        # max_cycles (no stop, or t_s >= max_cycles) is `fault` if a fault is recorded, else
-        # `timeout`
-        faulted = any(f is not None for f in self._faults)
-        if faulted:
-            self._status = RunStatus.FAULT
-        elif self._cycle >= self._stop_at:
-            self._status = RunStatus.HALTED
+        if self._sch.stop:
+            self._sch.status = (RunStatus.FAULT if any(f is not None for f in self._tl.faults)
+                                else RunStatus.HALTED)
         else:
-            self._status = RunStatus.TIMEOUT
-        if self.trace is not None:
-            self.trace.sort(key=lambda r: (r["cycle"], r["tile"]))
+            self._sch.status = RunStatus.TIMEOUT
         return self._result()
 
     def _update_next_event(self) -> None:
-        self._next_event = min(self._next_pend, int(self._xphase_end.min()), self._release)
+        self._sch.next_event = min(self._sch.next_pend, int(self._tl.xphase_end.min()),
+                                   self._bar.release)
 
     def _events(self, k: int) -> None:
         """State changes visible at k, barrier decisions at k, counter categories from k."""
-        if self._next_pend == k:
-            m = self._pend_cycle == k
-            m &= (self._vis != FAULT) | (self._pend_state == FAULT)    # FAULT is final
-            self._vis[m] = self._pend_state[m]
-            m = self._pend_cycle == k
-            self._pend_cycle[m] = _NEVER
-            self._next_pend = int(self._pend_cycle.min())
-        m = self._xphase_end == k
+        ctx, tl, bar, sch = self._ctx, self._tl, self._bar, self._sch
+        if sch.next_pend == k:
+            m = ctx.pend_cycle == k
+            ctx.state[m] = ctx.pend_state[m]
+            ctx.pend_cycle[m] = _NEVER
+            sch.next_pend = int(ctx.pend_cycle.min())
+        m = tl.xphase_end == k
         if m.any():
-            self._xphase[m] = False
-            self._xphase_end[m] = _NEVER
-        if self._release == k:                  # ARRAY release: every tile's exchange phase
-            self._release = _NEVER
-            self._armed = False
-            self._xphase[:] = True
-            no_prog = self._x.start(k, self._xprog)
+            tl.xphase[m] = False
+            tl.xphase_end[m] = _NEVER
+        if bar.release == k:                  # ARRAY release: every tile's exchange phase
+            bar.release = _NEVER
+            bar.armed = False
+            tl.xphase[:] = True
+            no_prog = self._x.start(k, tl.xprog)
             self._end_exchange(k, no_prog)
-        vis = self._vis
-        if not self._armed:
+        vis = ctx.state
+        if not bar.armed:
             rel = sync.tile_release(vis)
             if rel.any():
                 self._schedule(k + 1, (vis == WAIT_TILE) & rel[:, None], RUNNING)
-            arr = sync.arrived(vis, self._xphase)
+            arr = sync.arrived(vis, tl.xphase)
             if arr.all() and (vis == WAIT_ARRAY).any():
-                self._armed = True
-                self._release = k + self._d           # r = k* + D (§5)
-        cat = sync.categories(vis, self._xphase)
-        ch = np.nonzero(cat != self._cat)[0]
+                bar.armed = True
+                bar.release = k + self.config.sync_latency
+        cat = sync.categories(vis, tl.xphase)
+        ch = np.nonzero(cat != tl.category)[0]
         if len(ch):
-            self._acc[self._cat[ch], ch] += k - self._since[ch]
-            self._since[ch] = k
-            self._cat[ch] = cat[ch]
-        self._running_ctx = (vis == RUNNING).any(axis=0)
+            tl.acc[tl.category[ch], ch] += k - tl.since[ch]
+            tl.since[ch] = k
+            tl.category[ch] = cat[ch]
+        sch.running_ctx = (vis == RUNNING).any(axis=0)
         self._update_next_event()
 
     def _schedule(self, cycle: int, mask: np.ndarray, state: int) -> None:
-        if state != FAULT:                  # a context that is (or becomes) FAULT stays so
-            mask = mask & (self._vis != FAULT) & ~((self._pend_state == FAULT)
-                                                   & (self._pend_cycle != _NEVER))
-        self._pend_cycle[mask] = cycle
-        self._pend_state[mask] = state
-        if cycle < self._next_pend:
-            self._next_pend = cycle
-            if cycle < self._next_event:
-                self._next_event = cycle
+        self._ctx.pend_cycle[mask] = cycle
+        self._ctx.pend_state[mask] = state
+        if cycle < self._sch.next_pend:
+            self._sch.next_pend = cycle
+            if cycle < self._sch.next_event:
+                self._sch.next_event = cycle
 
     def _end_exchange(self, e: int, tiles: np.ndarray) -> None:
         """END of ``tiles``' exchange at cycle e: resume their WAIT_ARRAY contexts at e+1."""
         if len(tiles) == 0:
             return
-        self._xphase_end[tiles] = e + 1
+        self._tl.xphase_end[tiles] = e + 1
         m = np.zeros((self.n, self.t), dtype=bool)
-        m[tiles] = self._vis[tiles] == WAIT_ARRAY
+        m[tiles] = self._ctx.state[tiles] == WAIT_ARRAY
         self._schedule(e + 1, m, RUNNING)
         self._update_next_event()
 
     def _exchange(self, k: int) -> None:
         ended, faults, events = self._x.step(k)
-        for tile, pc, addr in faults:       # visible from k + 1 (§7 "Stop")
-            self._record_fault(tile, Fault(None, FaultCause.EXCHANGE_FAULT, pc, addr),
-                               k + STEP_FAULT_VISIBLE_DELAY)
+        for tile, pc, addr in faults:
+            self._tl.faults[tile] = Fault(None, FaultCause.EXCHANGE_FAULT, pc, addr)
+            self._sch.stop = True
         if self._trace_on:
             self.xtrace.extend(events)
         self._end_exchange(k, ended)
 
     # ------------------------------------------------------------------ matrix engines
     def _engine_cycle(self, k: int) -> None:
-        """Step every busy engine for which k is an engine cycle (§12 "Engine cycles"): not in
-        the tile's exchange phase, and the word issued at k − 4 (in M at k) is no LOAD/STORE."""
+        """Step every busy engine for which k is an engine cycle (§12 "Engine cycles")."""
         mx = self._mx
-        cand = mx.busy & (mx.accept < k) & ~self._xphase
-        i = (k - _M_DELAY) % _LS_RING
-        if self._ls_cyc[i] == k - _M_DELAY:
-            cand &= ~self._ls[i]
+        cand = mx.busy & (mx.accept < k) & ~self._tl.xphase
+        if self._lsu.cycle[k & 1] == k - 2:          # the words issued at k-2 are in X at k
+            cand &= ~self._lsu.ls[k & 1]
+        self._mx_k = k
         tiles = np.nonzero(cand)[0]
         if len(tiles) == 0:
             return
-        self._mx_faults += mx.step_tiles(tiles, np.zeros(len(tiles), dtype=bool), k, self._port)
+        # tiles whose instruction issued at k-1 is a store or a load take the corrected path
+        solo = np.zeros(len(tiles), dtype=bool)
+        if self._st.cycle == k - 1:
+            solo |= self._st.word[tiles] >= 0
+        rec = self._ld_rec
+        if rec is not None and rec.cycle == k - 1:
+            solo |= np.isin(tiles, np.fromiter(rec.tiles, dtype=np.int64, count=len(rec.tiles)))
+        self._mx_faults += mx.step_tiles(tiles, solo, k, self._port)
+
+    def _engine_idle_at_x(self, k: int, tiles: np.ndarray) -> np.ndarray:
+        """Idle at k+2, the X cycle of ``mrun``/``mwait`` issued at k on ``tiles`` (bool)."""
+        if not self._mx.nbusy:
+            return np.ones(len(tiles), dtype=bool)
+        ls_prev = self._lsu.at(k - 1, tiles)
+        return self._mx.idle_at_next_x(tiles, k, ~ls_prev)
 
     def _engine_faults(self, k: int) -> None:
-        """Record the engine faults of cycle k, visible from k + 1 (§7, §12 "Engine faults"):
-        context c_e enters FAULT from k + 1 with pc = pc_e. The faulting step had no effect,
-        so the engine stays busy and repeats it in its next engine cycle (until the stop)."""
+        """Record the engine faults of cycle k, after its issue: an instruction fault of the
+        same tile in the same cycle keeps its record (§12 "Engine faults")."""
         mx = self._mx
-        vis = k + STEP_FAULT_VISIBLE_DELAY
         for t, addr in self._mx_faults:
-            if self._fault_vis[t] == vis:
-                # an instruction fault of this tile visible from the same cycle: the record is
-                # the instruction's and this engine fault is dropped (§12 "Engine faults")
+            if self._tl.faults[t] is not None:
                 continue
             ce, pce = int(mx.issuer[t]), int(mx.issuer_pc[t])
-            self._record_fault(t, Fault(ce, FaultCause.ENGINE_FAULT, pce, addr & _M32), vis)
-            self._pc[t, ce] = pce
+            self._tl.faults[t] = Fault(ce, FaultCause.ENGINE_FAULT, pce, addr & _M32)
+            self._ctx.pc[t, ce] = pce
             m = np.zeros((self.n, self.t), dtype=bool)
             m[t, ce] = True
-            self._schedule(vis, m, FAULT)
+            self._schedule(k + STATE_VISIBLE_DELAY, m, FAULT)
         self._mx_faults = []
+        self._sch.stop = True
 
     # ------------------------------------------------------------------ issue
     def _issue(self, k: int, c: int) -> None:
-        run = self._vis[:, c] == RUNNING
+        """The issue slot of context c at cycle k (§4): fetch (its faults, the word a store
+        issued at k - 1 overwrote), the LOAD/STORE record of §12, decode, dispatch per op."""
+        run = self._ctx.state[:, c] == RUNNING
         tiles = self._ar if run.all() else np.nonzero(run)[0]
-        pcs = self._pc[tiles, c]
+        pcs = self._ctx.pc[tiles, c]
         bad = (pcs & _U32(3)) != 0
         bad_range = pcs >= self.nbytes
         if bad.any() or bad_range.any():
             mis = bad
-            self._fault(k, c, tiles[mis], FaultCause.MISALIGNED_FETCH, pcs[mis], pcs[mis])
+            self._isa.fault(k, c, tiles[mis], FaultCause.MISALIGNED_FETCH, pcs[mis], pcs[mis])
             oor = bad_range & ~bad
-            self._fault(k, c, tiles[oor], FaultCause.ACCESS_FAULT_FETCH, pcs[oor], pcs[oor])
+            self._isa.fault(k, c, tiles[oor], FaultCause.ACCESS_FAULT_FETCH, pcs[oor], pcs[oor])
             keep = ~(bad | bad_range)
             tiles, pcs = tiles[keep], pcs[keep]
             if len(tiles) == 0:
                 return
-        # the fetch at k sees the SRAM writes of cycles < k: stores issued <= k-5 (§4)
         words = self.sram.w32[tiles, pcs >> 2]
-        if self._has_engine:             # §12: a LOAD/STORE in M at k+4 takes the SRAM ports
-            slot = k % _LS_RING
-            self._ls[slot] = False
-            self._ls[slot, tiles] = (words & _LS_MASK) == _LS_MATCH
-            self._ls_cyc[slot] = k
+        if self._st.cycle == k - 1:
+            # a store issued at k-1 writes the SRAM at k+1: this fetch (at k) sees the old word
+            hit = self._st.word[tiles] == (pcs >> 2)
+            if hit.any():
+                words = words.copy()
+                words[hit] = self._st.old[tiles[hit]]
+        if self._mx.nbusy:               # §12: a LOAD/STORE in X at k+2 takes the SRAM ports
+            slot = k & 1
+            self._lsu.ls[slot] = False
+            self._lsu.ls[slot, tiles] = (words & _LS_MASK) == _LS_MATCH
+            self._lsu.cycle[slot] = k
         if self._trace_on:
-            self._tr = {}
+            self._isa.tr = {}
         eng = self._has_engine
         w0 = int(words[0])
         if (words == w0).all():
             d = decode(w0, eng)
-            self._exec(d.op, k, c, tiles, pcs, d.rd, d.rs1, d.rs2, d.imm, words)
+            self._dispatch(d.op, k, c, tiles, pcs, d.rd, d.rs1, d.rs2, d.imm, words)
         else:
             uniq, inv = np.unique(words, return_inverse=True)
             decs = [decode(int(w), eng) for w in uniq]
@@ -689,321 +550,91 @@ class Array:
             for op in np.unique(ops_u):
                 sel = np.nonzero(ops == op)[0]
                 fi = f_u[inv[sel]]
-                self._exec(Op(int(op)), k, c, tiles[sel], pcs[sel], fi[:, 0], fi[:, 1],
-                           fi[:, 2], fi[:, 3].astype(_U32), words[sel])
+                self._dispatch(Op(int(op)), k, c, tiles[sel], pcs[sel], fi[:, 0], fi[:, 1],
+                               fi[:, 2], fi[:, 3].astype(_U32), words[sel])
         if self._trace_on:
-            for tile in sorted(self._tr):
-                self.trace.append(self._tr[tile])
-            self._tr = None
+            tr = self._isa.tr
+            for tile in sorted(tr):
+                self.trace.append(tr[tile])
+            self._isa.tr = None
 
-    def _exec(self, op, k, c, tiles, pcs, rd, rs1, rs2, imm, words) -> None:
-        """Execute one operation on ``tiles`` (context c, issue cycle k); fields are scalars
-        (same word everywhere) or arrays aligned with ``tiles``."""
-        R = self._regs
-        ok = None  # tiles that retire (None = all)
-        if self._div_ctx[c] and op not in _DIVS:  # a non-division issue sets n to 0 (§4)
-            self._dturn[tiles, c] = 0
-            self._div_ctx[c] = bool(self._dturn[:, c].any())
+    def _dispatch(self, op, k, c, tiles, pcs, rd, rs1, rs2, imm, words) -> None:
+        """Issue of ``op`` on ``tiles`` (context c, cycle k): the division turns (§4), the
+        operation's effects (:meth:`IsaSemantics.execute`) and the retire count (§8)."""
+        ctx = self._ctx
+        if ctx.div_any[c] and op not in _DIVS:  # a non-division issue sets n to 0 (§4)
+            ctx.div_turn[tiles, c] = 0
+            ctx.div_any[c] = bool(ctx.div_turn[:, c].any())
         if op in _DIVS:
-            ok = self._division(op, k, c, tiles, pcs, rd, rs1, rs2, words)
-        elif op in ALU:
-            a = R[tiles, c, rs1]
-            b = imm if op in _IMM_FORM else R[tiles, c, rs2]
-            ok = self._write_result(k, c, tiles, pcs, rd, ALU[op](a, b))
-        elif op in _LOADS:
-            ok = self._load(op, k, c, tiles, pcs, rd, rs1, imm)
-        elif op in _STORES:
-            ok = self._store(op, k, c, tiles, pcs, rs1, rs2, imm)
-        elif op in _BRANCHES:
-            taken = branch_taken(op, R[tiles, c, rs1], R[tiles, c, rs2])
-            target = (pcs + np.asarray(imm, dtype=_U32)).astype(_U32)
-            ok = self._jump(k, c, tiles, pcs, target, taken, None)
-        elif op == Op.JAL:
-            target = (pcs + np.asarray(imm, dtype=_U32)).astype(_U32)
-            ok = self._jump(k, c, tiles, pcs, target, None, rd)
-        elif op == Op.JALR:
-            target = (R[tiles, c, rs1] + np.asarray(imm, dtype=_U32)).astype(_U32) & _U32(~1 & _M32)
-            ok = self._jump(k, c, tiles, pcs, target, None, rd)
-        elif op == Op.LUI:
-            ok = self._write_result(k, c, tiles, pcs, rd, np.broadcast_to(
-                np.asarray(imm, dtype=_U32), tiles.shape))
-        elif op == Op.AUIPC:
-            ok = self._write_result(k, c, tiles, pcs, rd,
-                                    (pcs + np.asarray(imm, dtype=_U32)).astype(_U32))
-        elif op in (Op.DOT4, Op.DOT4SU):
-            val = dot4(R[tiles, c, rd], R[tiles, c, rs1], R[tiles, c, rs2], op == Op.DOT4)
-            ok = self._write_result(k, c, tiles, pcs, rd, val)
-            self._macs[tiles if ok is None else tiles[ok]] += MACS_PER_DOT4
-        elif op in (Op.MRUN, Op.MWAIT):   # decided in M, k + 4 (§12): see _m_engine
-            d = self._regs[tiles, c, rs1].astype(np.int64) if op == Op.MRUN else None
-            self._enqueue(k, ("eng", op, c, tiles.copy(), np.array(pcs, dtype=_U32), d,
-                              np.broadcast_to(np.asarray(words, dtype=_U32), tiles.shape).copy(),
-                              self._trace_on))
-            return
-        elif op in _CSR_OPS:
-            ok = self._csr(op, k, c, tiles, pcs, rd, rs1, imm)
-        elif op == Op.FENCE:
-            self._pc[tiles, c] = pcs + _U32(4)
-        elif op == Op.ECALL:
-            self._exit[tiles, c] = R[tiles, c, 10]
-            self._pc[tiles, c] = pcs + _U32(4)
-            m = np.zeros((self.n, self.t), dtype=bool)
-            m[tiles, c] = True
-            self._schedule(k + STATE_VISIBLE_DELAY, m, HALTED)
-            self._live -= len(tiles)
-            if self._live == 0:         # every context HALTED from k + 5 (§7 "Stop")
-                self._stop_from(k + STATE_VISIBLE_DELAY)
-        elif op in (Op.SYNC_TILE, Op.SYNC_ARRAY):
-            self._pc[tiles, c] = pcs + _U32(4)
-            m = np.zeros((self.n, self.t), dtype=bool)
-            m[tiles, c] = True
-            self._schedule(k + STATE_VISIBLE_DELAY, m,
-                           WAIT_TILE if op == Op.SYNC_TILE else WAIT_ARRAY)
-        elif op == Op.EBREAK:
-            self._fault(k, c, tiles, FaultCause.BREAKPOINT, pcs, pcs)
-            return
-        else:  # Op.ILLEGAL: addr = the instruction word
-            self._fault(k, c, tiles, FaultCause.ILLEGAL_INSTRUCTION, pcs, words)
-            return
+            ok = self._division_turn(op, k, c, tiles, pcs, rd, rs1, rs2, imm, words)
+        else:
+            ok = self._isa.execute(op, k, c, tiles, pcs, rd, rs1, rs2, imm, words)
+            if ok is False:
+                return
         rt = tiles if ok is None else tiles[ok]
-        self._retired[rt, c] += 1
+        ctx.retired[rt, c] += 1
         if self._trace_on:
-            self._trace_retire(k, c, rt, tiles, pcs, words, ok)
+            self._isa.trace_retire(k, c, rt, tiles, pcs, words, ok)
 
-    def _division(self, op, k, c, tiles, pcs, rd, rs1, rs2, words):
+    def _division_turn(self, op, k, c, tiles, pcs, rd, rs1, rs2, imm, words):
         """One turn of a division (§4, "Division"); returns the mask of ``tiles`` whose
         division is in its last turn (they execute and retire)."""
-        n = self._dturn[tiles, c]
-        j = np.where((self._dword[tiles, c] == words) & (n > 0), n, 0)
+        ctx = self._ctx
+        n = ctx.div_turn[tiles, c]
+        j = np.where((ctx.div_word[tiles, c] == words) & (n > 0), n, 0)
         last = j == DIV_TURNS - 1
         busy = ~last
         if busy.any():
             tb = tiles[busy]
-            self._dword[tb, c] = words[busy]
-            self._dturn[tb, c] = j[busy] + 1
-            self._div_ctx[c] = True
+            ctx.div_word[tb, c] = words[busy]
+            ctx.div_turn[tb, c] = j[busy] + 1
+            ctx.div_any[c] = True
         if last.any():
             t = tiles[last]
-            self._dturn[t, c] = 0
+            ctx.div_turn[t, c] = 0
             sel = (lambda f: f[last] if np.ndim(f) else f)
-            R = self._regs
-            done = self._write_result(k, c, t, pcs[last], sel(rd),
-                                      ALU[op](R[t, c, sel(rs1)], R[t, c, sel(rs2)]))
+            done = self._isa.execute(op, k, c, t, pcs[last], sel(rd), sel(rs1), sel(rs2),
+                                     sel(imm), words[last])
             if done is not None:     # a stack_overflow fault: no retire
                 last = last.copy()
                 last[np.nonzero(last)[0][~done]] = False
         return last
 
-    def _sp_ok(self, k, c, tiles, pcs, rd, val):
-        """§7 stack limit: mask of ``tiles`` whose write of ``val`` to ``rd`` is allowed (None:
-        all); the others fault ``stack_overflow`` (addr = val)."""
-        if np.ndim(rd) == 0:
-            if rd != 2:
-                return None
-            bad = np.broadcast_to(np.asarray(val, dtype=_U32), np.shape(tiles)) \
-                < self._slimit[tiles, c]
-        else:
-            bad = (np.asarray(rd) == 2) & (np.asarray(val, dtype=_U32) < self._slimit[tiles, c])
-        if not bad.any():
-            return None
-        vals = np.broadcast_to(np.asarray(val, dtype=_U32), np.shape(tiles))
-        self._fault(k, c, tiles[bad], FaultCause.STACK_OVERFLOW, np.asarray(pcs)[bad]
-                    if np.ndim(pcs) else pcs, vals[bad])
-        return ~bad
-
-    def _write_result(self, k, c, tiles, pcs, rd, val):
-        """Write ``val`` to ``rd`` and pc + 4 for the tiles the stack limit allows; returns
-        the retire mask (None: all)."""
-        ok = self._sp_ok(k, c, tiles, pcs, rd, val)
-        if ok is not None:
-            tiles, pcs = tiles[ok], np.asarray(pcs)[ok] if np.ndim(pcs) else pcs
-            val = np.broadcast_to(np.asarray(val, dtype=_U32), ok.shape)[ok]
-            if np.ndim(rd):
-                rd = np.asarray(rd)[ok]
-        self._wr(tiles, c, rd, val)
-        self._pc[tiles, c] = pcs + _U32(4)
-        return ok
-
-    def _wr(self, tiles, c, rd, val) -> None:
-        R = self._regs
-        if np.ndim(rd) == 0:
-            if rd:
-                R[tiles, c, rd] = val
-        else:
-            R[tiles, c, rd] = val
-            R[tiles, c, 0] = 0
-        if self._trace_on:
-            self._wr_trace(tiles, rd, val)
-
-    def _wr_trace(self, tiles, rd, val) -> None:
-        rds = np.broadcast_to(np.asarray(rd), np.shape(tiles))
-        vals = np.broadcast_to(np.asarray(val, dtype=_U32), np.shape(tiles))
-        for t, r, v in zip(np.asarray(tiles).tolist(), rds.tolist(), vals.tolist()):
-            self._tr.setdefault(t, {})["rd"] = (r, v) if r else None
-
-    def _fault(self, k, c, tiles, cause, pcs, addrs) -> None:
-        if len(tiles) == 0:
-            return
-        vis = k + STATE_VISIBLE_DELAY       # the context is FAULT from t + 5 (§7 "Stop")
-        for t, p, a in zip(np.asarray(tiles).tolist(),
-                           np.broadcast_to(np.asarray(pcs), np.shape(tiles)).tolist(),
-                           np.broadcast_to(np.asarray(addrs), np.shape(tiles)).tolist()):
-            self._record_fault(t, Fault(c, FaultCause(cause), int(p), int(a) & _M32), vis)
+    # ------------------------------------------------------------------ what the semantics ask
+    def _state_change(self, k: int, c: int, tiles: np.ndarray, state: int) -> None:
+        """Context c of ``tiles`` enters ``state``, visible at k + 3 (§4 "State changes"):
+        HALTED counts the contexts out of the run, FAULT ends it (§7)."""
         m = np.zeros((self.n, self.t), dtype=bool)
         m[tiles, c] = True
-        self._schedule(vis, m, FAULT)
+        self._schedule(k + STATE_VISIBLE_DELAY, m, state)
+        if state == HALTED:
+            self._sch.live -= len(tiles)
+            if self._sch.live == 0:
+                self._sch.stop = True
+        elif state == FAULT:
+            self._sch.stop = True
 
-    def _jump(self, k, c, tiles, pcs, target, taken, rd):
-        """Common part of branches (``taken`` given) and jumps (rd given)."""
-        mis = (target & _U32(3)) != 0
-        if taken is not None:
-            mis &= taken
-        ok = ~mis
-        if mis.any():
-            self._fault(k, c, tiles[mis], FaultCause.MISALIGNED_FETCH, pcs[mis], target[mis])
-            tiles_ok, pcs_ok, tgt = tiles[ok], pcs[ok], target[ok]
-            if taken is not None:
-                taken = taken[ok]
-            if np.ndim(rd):
-                rd = rd[ok]
-        else:
-            tiles_ok, pcs_ok, tgt = tiles, pcs, target
-        nxt = (pcs_ok + _U32(4)).astype(_U32)
-        if rd is not None:
-            sp = self._sp_ok(k, c, tiles_ok, pcs_ok, rd, nxt)
-            if sp is not None:
-                ok = ok.copy()
-                ok[np.nonzero(ok)[0][~sp]] = False
-                tiles_ok, tgt, nxt = tiles_ok[sp], tgt[sp], nxt[sp]
-                if np.ndim(rd):
-                    rd = rd[sp]
-            self._wr(tiles_ok, c, rd, nxt)
-            self._pc[tiles_ok, c] = tgt
-        else:
-            self._pc[tiles_ok, c] = np.where(taken, tgt, nxt)
-        return ok
+    def _note_loads(self, k, c, tiles, rd, addrs, size, signed) -> None:
+        """Record the loads issued at k while an engine is busy: an engine write at k + 1 may
+        have to reach them (§12 "Memory order")."""
+        if not self._mx.nbusy:
+            return
+        if self._ld_rec is None or self._ld_rec.cycle != k:
+            self._ld_rec = LoadRecord(k, c, {})
+        rec = self._ld_rec.tiles
+        for tt, r, aa in zip(tiles.tolist(), np.broadcast_to(rd, tiles.shape).tolist(),
+                             addrs.tolist()):
+            rec[tt] = (r, aa, size, signed)
 
-    def _addr_checks(self, k, c, tiles, pcs, A, size, load: bool):
-        mis = (A & _U32(size - 1)) != 0 if size > 1 else np.zeros(len(tiles), dtype=bool)
-        oor = ~mis & (A >= self.nbytes)
-        if mis.any():
-            cause = FaultCause.MISALIGNED_LOAD if load else FaultCause.MISALIGNED_STORE
-            self._fault(k, c, tiles[mis], cause, pcs[mis], A[mis])
-        if oor.any():
-            cause = FaultCause.ACCESS_FAULT_LOAD if load else FaultCause.ACCESS_FAULT_STORE
-            self._fault(k, c, tiles[oor], cause, pcs[oor], A[oor])
-        return ~(mis | oor)
-
-    def _load(self, op, k, c, tiles, pcs, rd, rs1, imm):
-        size, signed = _LOADS[op]
-        A = (self._regs[tiles, c, rs1] + np.asarray(imm, dtype=_U32)).astype(_U32)
-        ok = self._addr_checks(k, c, tiles, pcs, A, size, True)
-        t, a = tiles[ok], A[ok]
-        if np.ndim(rd):
-            rd = rd[ok]
-        if self._trace_on:              # the trace entry; its value is set in M
-            self._wr_trace(t, rd, np.zeros(len(t), dtype=_U32))
-        self._enqueue(k, ("ld", c, t, rd, a, size, signed, self._tr))
-        self._pc[t, c] = pcs[ok] + _U32(4)
-        return ok
-
-    def _store(self, op, k, c, tiles, pcs, rs1, rs2, imm):
-        size = _STORES[op]
-        A = (self._regs[tiles, c, rs1] + np.asarray(imm, dtype=_U32)).astype(_U32)
-        ok = self._addr_checks(k, c, tiles, pcs, A, size, False)
-        t, a = tiles[ok], A[ok]
-        if np.ndim(rs2):
-            rs2 = rs2[ok]
-        v = self._regs[t, c, rs2]
-        self._enqueue(k, ("st", t, a, v.copy(), size))     # writes the SRAM in M (§4)
-        self._pc[t, c] = pcs[ok] + _U32(4)
-        if self._trace_on:
-            sh = (a & _U32(3)).astype(np.int64) * 8
-            data = ((v.astype(np.int64) << sh) & _M32)
-            mask = (((1 << size) - 1) << (a & _U32(3)).astype(np.int64)) & 0xF
-            for tt, aa, dd, mm in zip(t.tolist(), a.tolist(), data.tolist(), mask.tolist()):
-                self._tr.setdefault(tt, {})["store"] = (aa & ~3, dd, mm)
-        return ok
-
-    def _csr(self, op, k, c, tiles, pcs, rd, rs1, csr):
-        """A Zicsr instruction (§3.2); returns the retire mask of ``tiles`` (None: all)."""
-        if np.ndim(csr):  # different CSRs in one group: one vectorized call per CSR number
-            ok_all = np.ones(len(tiles), dtype=bool)
-            for num in np.unique(csr):
-                sel = np.nonzero(csr == num)[0]
-                r = self._csr(op, k, c, tiles[sel], pcs[sel],
-                              rd[sel] if np.ndim(rd) else rd, rs1[sel] if np.ndim(rs1) else rs1,
-                              int(num))
-                if r is not None:
-                    ok_all[sel[~r]] = False
-            return None if ok_all.all() else ok_all
-        csr = int(csr)
-        n = len(tiles)
-        if csr == Csr.CYCLE:
-            old = np.full(n, k & _M32, dtype=_U32)
-        elif csr == Csr.CYCLEH:
-            old = np.full(n, (k >> 32) & _M32, dtype=_U32)
-        elif csr == Csr.INSTRET:
-            old = (self._retired[tiles, c] & np.uint64(_M32)).astype(_U32)
-        elif csr == Csr.INSTRETH:
-            old = (self._retired[tiles, c] >> np.uint64(32)).astype(_U32)
-        elif csr == Csr.TILE_ID:
-            old = tiles.astype(_U32)
-        elif csr == Csr.CONTEXT_ID:
-            old = np.full(n, c, dtype=_U32)
-        elif csr == Csr.TILE_COUNT:
-            old = np.full(n, self.n, dtype=_U32)
-        elif csr == Csr.CONTEXT_COUNT:
-            old = np.full(n, self.t, dtype=_U32)
-        elif csr == Csr.SRAM_BYTES:
-            old = np.full(n, self.nbytes, dtype=_U32)
-        elif csr == Csr.XPROG:
-            old = self._xprog[tiles].copy()
-        elif csr == Csr.STACK_LIMIT:
-            old = self._slimit[tiles, c].copy()
-        else:  # pragma: no cover - decode() makes unlisted CSRs illegal
-            raise AssertionError(hex(csr))
-        ok = self._sp_ok(k, c, tiles, pcs, rd, old)   # §7: csrr sp, ... is checked too
-        if ok is not None:
-            tiles, old = tiles[ok], old[ok]
-            pcs = np.asarray(pcs)[ok] if np.ndim(pcs) else pcs
-            rd = np.asarray(rd)[ok] if np.ndim(rd) else rd
-            rs1 = np.asarray(rs1)[ok] if np.ndim(rs1) else rs1
-            n = len(tiles)
-        if csr in (Csr.XPROG, Csr.STACK_LIMIT):  # the writable CSRs; decode() rejected RO writes
-            if op in (Op.CSRRWI, Op.CSRRSI, Op.CSRRCI):
-                src = np.broadcast_to(np.asarray(rs1, dtype=_U32), (n,))
-                writes = np.broadcast_to(np.asarray(rs1) != 0, (n,)) | (op == Op.CSRRWI)
-            else:
-                src = self._regs[tiles, c, rs1]
-                writes = np.broadcast_to(np.asarray(rs1) != 0, (n,)) | (op == Op.CSRRW)
-            if op in (Op.CSRRW, Op.CSRRWI):
-                new = src
-            elif op in (Op.CSRRS, Op.CSRRSI):
-                new = old | src
-            else:
-                new = old & ~src
-            if csr == Csr.XPROG:
-                self._xprog[tiles[writes]] = new[writes]
-            else:
-                self._slimit[tiles[writes], c] = new[writes]
-        self._wr(tiles, c, rd, old)
-        self._pc[tiles, c] = pcs + _U32(4)
-        return ok
-
-    def _trace_retire(self, k, c, rt, tiles, pcs, words, ok) -> None:
-        if ok is not None:
-            pcs, words = pcs[ok], np.broadcast_to(words, tiles.shape)[ok]
-        for t, p, w in zip(rt.tolist(), pcs.tolist(), np.broadcast_to(words, rt.shape).tolist()):
-            info = self._tr.get(t, {})
-            rdv = info.get("rd")
-            st = info.get("store")
-            self._tr[t] = {"cycle": k, "tile": t, "context": c, "pc": p, "insn": w,
-                           "rd": None if rdv is None else rdv[0],
-                           "value": None if rdv is None else rdv[1],
-                           "store_addr": None if st is None else st[0],
-                           "store_data": None if st is None else st[1],
-                           "store_mask": None if st is None else st[2]}
+    def _note_stores(self, k, tiles, addrs, size) -> None:
+        """Record the stores issued at k before they are applied: the word each overwrites (a
+        fetch at k + 1 sees it, §4) and, while an engine is busy, the byte enables (§12)."""
+        st = self._st
+        st.begin(k)
+        st.word[tiles] = addrs >> 2
+        st.old[tiles] = self.sram.w32[tiles, addrs >> 2]
+        if self._mx.nbusy:      # byte enables, for an engine step of cycle k+1 (§12 port)
+            st.mask[tiles] = (((1 << size) - 1) << (addrs & _U32(3))).astype(np.uint8)
 
     # ------------------------------------------------------------------ result
     def not_arrived(self) -> list[int]:
@@ -1014,9 +645,9 @@ class Array:
     def _result(self) -> RunResult:
         state = self.state
         counters = self.counters
-        regs = self._regs.tolist()
-        pcs = self._pc.tolist()
-        retired = self._retired.tolist()
+        regs = self._ctx.regs.tolist()
+        pcs = self._ctx.pc.tolist()
+        retired = self._ctx.retired.tolist()
         tiles = []
         for i in range(self.n):
             ctxs = []
@@ -1024,29 +655,77 @@ class Array:
                 st = ContextState(int(state[i, c]))
                 ctxs.append(ContextResult(
                     context=c, state=st, pc=pcs[i][c],
-                    exit_code=int(self._exit[i, c]) if st == ContextState.HALTED else None,
+                    exit_code=int(self._ctx.exit_code[i, c]) if st == ContextState.HALTED else None,
                     retired=retired[i][c], regs=regs[i][c]))
             tiles.append(TileResult(tile=i, counters={k: int(v[i]) for k, v in counters.items()},
-                                    fault=self._faults[i], contexts=ctxs))
-        status = self._status
-        return RunResult(config=self.config, status=status, cycles=self._cycle, tiles=tiles,
+                                    fault=self._tl.faults[i], contexts=ctxs))
+        status = self._sch.status
+        return RunResult(config=self.config, status=status, cycles=self._sch.cycle, tiles=tiles,
                          not_arrived=self.not_arrived() if status == RunStatus.TIMEOUT else [],
                          backend="model")
 
 
 class _EnginePort:
-    """The SRAM as seen by a matrix-engine step of cycle k (§12 "Memory order"): the model
-    applies every data-memory effect in its own cycle, so reads and writes go straight to the
-    SRAM (a read sees all writes of cycles < k; an engine write of cycle k is seen by fetches,
-    loads and sends of cycles > k)."""
+    """The SRAM as seen by a matrix-engine step of cycle ``arr._mx_k`` (§12 "Memory order").
 
-    def __init__(self, sram: Sram):
-        self.sram = sram
+    The instruction issued at k − 1 is in X at k + 1, after the engine step of cycle k, but
+    the model has applied it already: its store is hidden from the engine's reads and kept over
+    the engine's write, and its load is re-read when the engine writes bytes it reads.
+    """
+
+    def __init__(self, arr: Array):
+        self.arr = arr
+        self.sram = arr.sram
+
+    def _store(self, t: int):
+        a = self.arr
+        if a._st.cycle == a._mx_k - 1 and a._st.word[t] >= 0:
+            return int(a._st.word[t]), int(a._st.mask[t])
+        return None
 
     def read8(self, t: int, addr: int) -> np.ndarray:
-        """The 8 bytes at ``addr`` (8-byte aligned), uint8 [8] (a copy)."""
-        return self.sram.w8[t, addr:addr + 8].copy()
+        """The 8 bytes at ``addr`` (8-byte aligned) as after all writes of cycles < k, uint8 [8]."""
+        a = self.arr
+        wi = addr >> 2
+        words = a.sram.w32[t, wi:wi + 2].copy()
+        st = self._store(t)
+        if st is not None and wi <= st[0] <= wi + 1:
+            words[st[0] - wi] = a._st.old[t]
+        return words.view(np.uint8)
 
     def write(self, t: int, addr: int, data: bytes) -> None:
         """Write ``data`` at ``addr`` (inside one aligned 8-byte word) in cycle k."""
-        self.sram.w8[t, addr:addr + len(data)] = np.frombuffer(data, dtype=np.uint8)
+        a = self.arr
+        k = a._mx_k
+        buf = np.frombuffer(data, dtype=np.uint8)
+        n = len(buf)
+        st = self._store(t)
+        if st is None or not addr >> 2 <= st[0] <= (addr + n - 1) >> 2:
+            a.sram.w8[t, addr:addr + n] = buf
+        else:
+            sw, smask = st
+            old = a._st.old[t:t + 1].view(np.uint8)     # the word the k-1 store overwrote
+            for i in range(n):
+                p = addr + i
+                if p >> 2 == sw:
+                    old[p & 3] = buf[i]                 # fetches at k see the engine's byte
+                    if smask >> (p & 3) & 1:
+                        continue                        # the later store's byte stays
+                a.sram.w8[t, p] = buf[i]
+        rec = a._ld_rec
+        if rec is None or rec.cycle != k - 1 or t not in rec.tiles:
+            return
+        rd, la, size, signed = rec.tiles[t]
+        if la + size <= addr or la >= addr + n:
+            return
+        raw = int.from_bytes(a.sram.w8[t, la:la + size].tobytes(), "little")
+        if signed and raw >> (8 * size - 1) & 1:
+            raw -= 1 << (8 * size)
+        val = raw & _M32
+        if rd:
+            a._ctx.regs[t, rec.context, rd] = val
+            if a._trace_on:
+                for r in reversed(a.trace):
+                    if r["cycle"] == k - 1 and r["tile"] == t:
+                        r["value"] = val
+                        break

@@ -3,7 +3,7 @@
 One :class:`MatrixEngines` object holds the engine state of every tile of an array (numpy
 arrays indexed by tile) and executes engine **steps**: :meth:`MatrixEngines.step` runs step s of
 one tile's command in the engine cycle given by the caller. Which cycles are engine cycles
-(exchange phase, a LOAD/STORE in M), the ``mrun``/``mwait`` issue rules and the ordering against
+(exchange phase, a LOAD/STORE in X), the ``mrun``/``mwait`` issue rules and the ordering against
 the cores' loads and stores are the cycle loop's business (:mod:`tessera.golden_model.array`);
 this module only knows the command: descriptor, parameters, lanes, accumulators, the step
 schedule, the output rules and the engine-fault checks, in the order §12 lists them.
@@ -13,10 +13,11 @@ and ``write``), so the caller can apply the §12 memory-order rule against instr
 effects the model applied early.
 
 The step schedule of a command with C channels, J = J0·J1 elements, KB = K0·K1 blocks and OW
-output words per element (1 in ``TFLITE``, ⌈C/2⌉ in ``RAW``)::
+output words per element (⌈C/2⌉ in ``RAW``, else 1)::
 
     0..7                     descriptor word i (fields checked in step 7)
     8 + 2m, 9 + 2m           (bias, multiplier), (shift, -) of channel m (shift checked in 9+2m)
+    K_GATHER, k0 = 0         one gather step: g = the u32 at ak_s1 + 8 k1
     block b < KB-1           C lane loads W(0..C-1, b), then J stream steps X(0..J-1, b)
     block KB-1               C lane loads, then per element one stream step + OW-1 silent steps
     writes                   word w of element j in step s_j + 2 + w (s_j: its last stream step)
@@ -31,16 +32,17 @@ import struct
 
 import numpy as np
 
-from tessera.spec.engine import (ACC_DEPTH, DESC_CHECK_STEP, DESC_FIELDS, DESC_FORMAT,
-                                 DESC_WORDS, MAX_SHIFT, MIN_SHIFT, PARAM_BYTES, VECTOR_BYTES,
-                                 WRITE_DELAY, Flag, Mode, output_words)
+from tessera.spec.engine import (ACC_DEPTH, BYTE_MODES, DESC_CHECK_STEP, DESC_FIELDS,
+                                 DESC_FORMAT, DESC_WORDS, F32_EXP_SPECIAL, MAX_SHIFT, MIN_SHIFT,
+                                 PARAM_BYTES, VECTOR_BYTES, WRITE_DELAY, Flag, Mode,
+                                 output_words)
 
-__all__ = ["MatrixEngines", "Command", "mbqm", "mbqm_array", "NOT_YET"]
+__all__ = ["MatrixEngines", "Command", "mbqm", "mbqm_array", "f32_round_array", "NOT_YET"]
 
 _M32 = 0xFFFFFFFF
 #: ``total`` of a command whose descriptor is not read yet (more steps than any command has).
 NOT_YET = 1 << 40
-_RESERVED_FLAGS = 0xFF & ~int(Flag.A_UNSIGNED | Flag.OUT_UNSIGNED)
+_RESERVED_FLAGS = 0xFF & ~int(Flag.A_UNSIGNED | Flag.OUT_UNSIGNED | Flag.K_GATHER)
 _I32_MIN = -(1 << 31)
 
 
@@ -92,13 +94,47 @@ def mbqm_array(x: np.ndarray, multiplier: np.ndarray, shift: np.ndarray) -> np.n
     return (high >> right) + ((high & mask) > threshold)
 
 
+#: |p| bound applied before ``rne`` in :func:`f32_round_array`: every byte-mode result with
+#: |rne(p)| >= 2^10 saturates (zp, qmin, qmax are within -128..255), so clipping there first
+#: changes no output and keeps the integer conversion in range.
+_F32_SAT = np.float32(1 << 10)
+
+
+def f32_round_array(acc: np.ndarray, multiplier_bits: np.ndarray) -> np.ndarray:
+    """``rne(fl32(fl32(acc) · M))`` of the ``FLOAT32`` output mode (§12 "Semantics"), clipped
+    to ±2^10 (beyond that every output saturates).
+
+    Parameters
+    ----------
+    acc : numpy.ndarray of int (int32 values)
+        Accumulators (bias included).
+    multiplier_bits : numpy.ndarray of int, broadcastable to ``acc``
+        The 32-bit ``multiplier`` words: binary32 bit patterns of finite M (checked in step
+        8+2m).
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        IEEE binary32 arithmetic of numpy (round to nearest even, subnormals kept): ``fl32`` of
+        an int32 through float64 (exact) to float32 (one rounding), the float32 product (one
+        rounding), then ``numpy.rint`` (ties to even).
+    """
+    a = np.asarray(acc, dtype=np.int64).astype(np.float64).astype(np.float32)
+    m = (np.asarray(multiplier_bits, dtype=np.int64) & _M32).astype(np.uint32).view(np.float32)
+    with np.errstate(over="ignore"):            # a product beyond binary32 is ±inf (saturates)
+        p = a * m
+    return np.rint(np.clip(p, -_F32_SAT, _F32_SAT)).astype(np.int64)
+
+
 @dataclasses.dataclass
 class Command:
     """The decoded descriptor of one tile's running command, with its step-schedule offsets.
 
     Fields are the descriptor's (§12 table; u32 fields as unsigned ints) plus the derived
-    counts: ``J``, ``KB``, ``OW``; ``block`` = C + J (steps of a block b < KB−1); ``last`` =
-    first step of block KB−1; ``total`` = steps of the command (``command_steps``).
+    counts: ``J``, ``KB``, ``OW``; ``G`` = 1 with ``K_GATHER`` (one gather step per k1);
+    ``block`` = C + J (steps of a block b < KB−1, without the gather step); ``group`` = G +
+    K0·block (steps of one k1 but the last); ``last`` = first step of block KB−1; ``total``
+    = steps of the command (``command_steps``).
     """
     a_base: int
     a_s0: int
@@ -123,23 +159,32 @@ class Command:
     J: int = 0
     KB: int = 0
     OW: int = 0
+    G: int = 0
     block: int = 0
+    group: int = 0
     last: int = 0
     total: int = 0
 
     def __post_init__(self):
         self.J, self.KB = self.J0 * self.J1, self.K0 * self.K1
         self.OW = output_words(self.mode, self.C)
+        self.G = 1 if self.flags & Flag.K_GATHER else 0
         self.block = self.C + self.J
-        self.last = DESC_WORDS + 2 * self.C + (self.KB - 1) * self.block
+        self.group = self.G + self.K0 * self.block
+        self.last = DESC_WORDS + 2 * self.C + (self.KB - 1) * self.block + self.G * self.K1
         self.total = self.last + self.C + self.J * self.OW + WRITE_DELAY
 
-    def x_addr(self, j: int, b: int) -> int:
-        """Byte address of the streamed vector X(j, b)."""
+    def x_addr(self, j: int, b: int, g: int = 0) -> int:
+        """Byte address of the streamed vector X(j, b); ``g``: the gather offset of b's k1."""
         j1, j0 = divmod(j, self.J0)
         k1, k0 = divmod(b, self.K0)
-        return (self.a_base + j1 * self.a_s1 + j0 * self.a_s0 + k1 * self.ak_s1
+        o = g if self.G else k1 * self.ak_s1
+        return (self.a_base + j1 * self.a_s1 + j0 * self.a_s0 + o
                 + VECTOR_BYTES * k0) & _M32
+
+    def g_addr(self, k1: int) -> int:
+        """Byte address of the gather word of k1 (``K_GATHER``)."""
+        return (self.ak_s1 + VECTOR_BYTES * k1) & _M32
 
     def w_addr(self, m: int, b: int) -> int:
         """Byte address of the stationary vector W(m, b)."""
@@ -154,11 +199,11 @@ class Command:
         """The step-7 field check of §12 "Engine faults" item 2 (True: the fields are valid)."""
         if not 1 <= self.C <= lanes or 0 in (self.J0, self.J1, self.K0, self.K1):
             return False
-        if self.J > ACC_DEPTH or self.mode not in (Mode.RAW, Mode.TFLITE):
+        if self.J > ACC_DEPTH or self.mode not in (Mode.RAW, Mode.TFLITE, Mode.FLOAT32):
             return False
         if self.flags & _RESERVED_FLAGS:
             return False
-        if self.mode == Mode.TFLITE:
+        if self.mode in BYTE_MODES:
             lo, hi = (0, 255) if self.flags & Flag.OUT_UNSIGNED else (-128, 127)
             if self.qmin > self.qmax or not all(lo <= v <= hi
                                                 for v in (self.zp, self.qmin, self.qmax)):
@@ -198,6 +243,8 @@ class MatrixEngines:
         Channel parameters as read in steps 8..8+2C−1.
     lanes_w : numpy.ndarray, int64 [N, M, 8]
         Stationary vectors S[m] (int8 values).
+    gather : numpy.ndarray, int64 [N]
+        The gather offset g (u32) of the current k1 (``K_GATHER`` commands).
     acc : numpy.ndarray, uint32 [N, ACC_DEPTH, M]
         Accumulators acc[j][m] (two's complement int32, wrapping), allocated at the first accept.
     busy_done : numpy.ndarray, int64 [N]
@@ -225,6 +272,7 @@ class MatrixEngines:
         self.multiplier = np.zeros((n, m), dtype=np.int64)
         self.shift = np.zeros((n, m), dtype=np.int64)
         self.lanes_w = np.zeros((n, m, VECTOR_BYTES), dtype=np.int64)
+        self.gather = np.zeros(n, dtype=np.int64)
         self.acc: np.ndarray | None = None
         self.busy_done = np.zeros(n, dtype=np.int64)
         self.cmd: list[Command | None] = [None] * n
@@ -238,6 +286,39 @@ class MatrixEngines:
         self.group = True
 
     # ------------------------------------------------------------------ issue side
+    def idle_at_next_x(self, tiles: np.ndarray, k: int,
+                       engine_cycle_next: np.ndarray) -> np.ndarray:
+        """Is each tile's engine idle at cycle k + 2 (the X cycle of an instruction issued at k)?
+
+        Called while the engine cycles ≤ k have been stepped. The engine is idle at k + 2 if it
+        is not busy, or if its one remaining step falls in cycle k + 1.
+
+        Parameters
+        ----------
+        tiles : numpy.ndarray of int
+            Tiles to ask.
+        k : int
+            Issue cycle.
+        engine_cycle_next : numpy.ndarray of bool, aligned with ``tiles``
+            Cycle k + 1 is not excluded as an engine cycle (no LOAD/STORE issued at k − 1;
+            a tile that issues at k is never in its exchange phase at k + 1).
+
+        Returns
+        -------
+        numpy.ndarray of bool, aligned with ``tiles``
+        """
+        busy = self.busy[tiles]
+        last_one = ((self.total[tiles] - self.step_no[tiles]) == 1) \
+            & (self.accept[tiles] < k + 1) & engine_cycle_next
+        # ... unless that last step faults: it then has no effect, the command never ends and
+        # the engine is still busy at k + 2 (§12 "Engine faults"; the run stops at k + 1)
+        for i in np.nonzero(last_one & busy)[0].tolist():
+            t = int(tiles[i])
+            if self._streaming_access(self.cmd[t], int(self.step_no[t]),
+                                      int(self.gather[t]))[0] is not None:
+                last_one[i] = False
+        return ~busy | last_one
+
     def accept_cmd(self, tiles: np.ndarray, x: int, d: np.ndarray, context: int,
                    pcs: np.ndarray) -> None:
         """Accept a command on ``tiles`` at cycle ``x`` (descriptor byte addresses ``d``,
@@ -249,10 +330,8 @@ class MatrixEngines:
         tiles = np.asarray(tiles)
         d = np.broadcast_to(np.asarray(d, dtype=np.int64) & _M32, tiles.shape)
         pcs = np.broadcast_to(np.asarray(pcs, dtype=np.int64), tiles.shape)
-        # A tile whose last step is still to come starts the new command when that step is
-        # done (v1 fast-engine hand-off state; the contract-v2 cycle loop of array.py decides
-        # mrun in M from the engine state after the steps of earlier cycles and accepts only
-        # idle engines).
+        # A tile whose last step is still to come (in cycle x - 1, see idle_at_next_x) starts
+        # the new command when that step is done.
         q = self.busy[tiles]
         for t, dd, pp in zip(tiles[q].tolist(), d[q].tolist(), pcs[q].tolist()):
             self.queued[t] = (x, dd, context, pp)
@@ -267,6 +346,7 @@ class MatrixEngines:
         self.issuer_pc[tiles] = pcs
         self.step_no[tiles] = 0
         self.total[tiles] = NOT_YET
+        self.gather[tiles] = 0
         for t in np.asarray(tiles).tolist():
             self.cmd[t] = None
         self.cmd_id[tiles] = -1
@@ -331,6 +411,8 @@ class MatrixEngines:
                 return a
             lo, hi = struct.unpack("<ii", port.read8(t, a).tobytes())
             if half == 0:
+                if cmd.mode == Mode.FLOAT32 and (hi >> 23) & 0xFF == F32_EXP_SPECIAL:
+                    return a                                  # check 3: infinity or NaN
                 self.bias[t, m], self.multiplier[t, m] = lo, hi
             else:
                 if cmd.mode == Mode.TFLITE and not MIN_SHIFT <= lo <= MAX_SHIFT:
@@ -338,13 +420,15 @@ class MatrixEngines:
                 self.shift[t, m] = lo
             return self._advance(t, k, s)
         # streaming part: at most one read (lane load or stream step), then at most one write
-        bad, read, a, write, wa = self._streaming_access(cmd, s)
+        bad, read, a, write, wa = self._streaming_access(cmd, s, int(self.gather[t]))
         if bad is not None:
             return bad
         if read is not None:
             kind, i, b = read                                  # the read sees cycles < k
             data = port.read8(t, a)
-            if kind == "w":
+            if kind == "g":
+                self.gather[t] = int(data[:4].view("<u4")[0])
+            elif kind == "w":
                 self.lanes_w[t, i] = data.view(np.int8)
             else:
                 xv = data if cmd.flags & Flag.A_UNSIGNED else data.view(np.int8)
@@ -372,7 +456,8 @@ class MatrixEngines:
             s0 = int(s[0])
             cmd = self.cmd[int(grp[0])]
             if ids[0] >= 0 and (s == s0).all() and (ids == ids[0]).all() \
-                    and s0 >= DESC_WORDS + 2 * cmd.C:
+                    and s0 >= DESC_WORDS + 2 * cmd.C \
+                    and (not cmd.G or (self.gather[grp] == self.gather[grp[0]]).all()):
                 addr = self._step_group(grp, k, s0, cmd, port.sram)
                 if addr is not None:
                     faults += [(t, addr) for t in grp.tolist()]
@@ -387,14 +472,16 @@ class MatrixEngines:
         """One streaming step s of ``cmd`` on the tiles ``g`` (no memory-order corrections):
         the addresses, hence the fault checks, are the same for all of them."""
         C = cmd.C
-        bad, read, a, write, wa = self._streaming_access(cmd, s)
+        bad, read, a, write, wa = self._streaming_access(cmd, s, int(self.gather[g[0]]))
         if bad is not None:
             return bad
         w8 = sram.w8
         if read is not None:
             kind, i, b = read
             data = w8[g, a:a + VECTOR_BYTES]                                  # [G, 8]
-            if kind == "w":
+            if kind == "g":
+                self.gather[g] = np.ascontiguousarray(data[:, :4]).view("<u4")[:, 0]
+            elif kind == "w":
                 self.lanes_w[g, i] = data.view(np.int8)
             else:
                 xv = (data if cmd.flags & Flag.A_UNSIGNED else data.view(np.int8)).astype(np.int64)
@@ -410,7 +497,10 @@ class MatrixEngines:
                 vals = acc[:, 2 * w:2 * w + 2].astype("<i4")
                 w8[g, wa:wa + 4 * vals.shape[1]] = vals.view(np.uint8).reshape(len(g), -1)
             else:
-                y = mbqm_array(acc, self.multiplier[g, :C], self.shift[g, :C]) + cmd.zp
+                if cmd.mode == Mode.TFLITE:
+                    y = mbqm_array(acc, self.multiplier[g, :C], self.shift[g, :C]) + cmd.zp
+                else:
+                    y = f32_round_array(acc, self.multiplier[g, :C]) + cmd.zp
                 w8[g, wa:wa + C] = (np.clip(y, cmd.qmin, cmd.qmax) & 0xFF).astype(np.uint8)
         self.step_no[g] = s + 1
         if s + 1 >= cmd.total:
@@ -429,21 +519,23 @@ class MatrixEngines:
             self._next_id += 1
         return i
 
-    def _streaming_access(self, cmd: Command, s: int):
-        """The SRAM accesses of streaming step s (s ≥ 8 + 2C) and their fault checks.
+    def _streaming_access(self, cmd: Command, s: int, g: int = 0):
+        """The SRAM accesses of streaming step s (s ≥ 8 + 2C) and their fault checks; ``g``
+        is the tile's gather offset.
 
         Returns
         -------
         (fault, read, read_addr, write, write_addr)
             ``fault``: None or the engine-fault address (check 1 for the read first, then check
-            4 for the write, §12); ``read``: None, ("w", m, b) or ("x", j, b); ``write``: None
-            or (j, w), the output word w of element j.
+            4 for the write, §12); ``read``: None, ("g", k1, b), ("w", m, b) or ("x", j, b);
+            ``write``: None or (j, w), the output word w of element j.
         """
         read = self._read_of(cmd, s)
         a = None
         if read is not None:
             kind, i, b = read
-            a = cmd.w_addr(i, b) if kind == "w" else cmd.x_addr(i, b)
+            a = (cmd.g_addr(i) if kind == "g" else cmd.w_addr(i, b) if kind == "w"
+                 else cmd.x_addr(i, b, g))
             if self._bad_read(a):
                 return a, None, None, None, None
         write = self._write_of(cmd, s)
@@ -451,7 +543,7 @@ class MatrixEngines:
         if write is not None:
             j, w = write
             cj = cmd.c_addr(j)
-            if cmd.mode == Mode.TFLITE:
+            if cmd.mode in BYTE_MODES:
                 if cj % 8 + cmd.C > 8 or cj >= self.nbytes:
                     return cj, None, None, None, None
                 wa = cj
@@ -469,17 +561,27 @@ class MatrixEngines:
 
     @staticmethod
     def _read_of(cmd: Command, s: int):
-        """("w", m, b), ("x", j, b) or None: the read of streaming step s (s ≥ 8 + 2C)."""
+        """("g", k1, b), ("w", m, b), ("x", j, b) or None: the read of streaming step s
+        (s ≥ 8 + 2C). Steps per k1: G gather step, then K0 blocks of C + J steps (the last
+        block of the last k1: C + J·OW, then the write tail)."""
         C = cmd.C
-        if s < cmd.last:
-            b, q = divmod(s - DESC_WORDS - 2 * C, cmd.block)
-            return ("w", q, b) if q < C else ("x", q - C, b)
-        q = s - cmd.last
-        if q < C:
-            return ("w", q, cmd.KB - 1)
-        j, sub = divmod(q - C, cmd.OW)
+        q = s - DESC_WORDS - 2 * C
+        k1 = min(q // cmd.group, cmd.K1 - 1)
+        r = q - k1 * cmd.group
+        if cmd.G:
+            if r == 0:
+                return ("g", k1, k1 * cmd.K0)
+            r -= 1
+        k0 = min(r // cmd.block, cmd.K0 - 1)
+        r -= k0 * cmd.block
+        b = k1 * cmd.K0 + k0
+        if r < C:
+            return ("w", r, b)
+        if b < cmd.KB - 1:
+            return ("x", r - C, b)
+        j, sub = divmod(r - C, cmd.OW)
         if j < cmd.J and sub == 0:
-            return ("x", j, cmd.KB - 1)
+            return ("x", j, b)
         return None
 
     @staticmethod
@@ -491,10 +593,13 @@ class MatrixEngines:
         return None
 
     def _output(self, t: int, cmd: Command, j: int, w: int) -> bytes:
-        """Bytes of output word w of element j (RAW: int32 pairs; TFLITE: C bytes)."""
+        """Bytes of output word w of element j (RAW: int32 pairs; TFLITE, FLOAT32: C bytes)."""
         acc = self.acc[t, j, :cmd.C].view(np.int32)
         if cmd.mode == Mode.RAW:
             return acc[2 * w:2 * w + 2].astype("<i4").tobytes()
+        if cmd.mode == Mode.FLOAT32:
+            y = f32_round_array(acc, self.multiplier[t, :cmd.C]) + cmd.zp
+            return (np.clip(y, cmd.qmin, cmd.qmax) & 0xFF).astype(np.uint8).tobytes()
         out = bytearray()
         for m in range(cmd.C):
             v = mbqm(int(acc[m]), int(self.multiplier[t, m]), int(self.shift[t, m])) + cmd.zp

@@ -1,16 +1,23 @@
-"""BSP barrier decisions and the per-cycle tile category (docs/architecture.md §5 and §8).
+"""BSP barrier decisions, the ARRAY barrier's state and the per-cycle tile category
+(docs/architecture.md §5 and §8).
 
-Pure functions of the context states visible at a cycle k (shape [N, T], values
-:class:`tessera.spec.result.ContextState`) and the tiles' exchange-phase flags (shape [N]).
+The decisions are pure functions of the context states visible at a cycle k (shape [N, T],
+values :class:`tessera.spec.result.ContextState`) and the tiles' exchange-phase flags (shape
+[N]); :class:`Barrier` is the state the ARRAY barrier keeps between its decision and its
+release.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
 from tessera.spec.result import ContextState
 
-__all__ = ["tile_release", "arrived", "categories", "CAT_COMPUTE", "CAT_SYNC", "CAT_EXCHANGE",
+from .contexts import NEVER
+
+__all__ = ["Barrier", "tile_release", "arrived", "categories", "CAT_COMPUTE", "CAT_SYNC", "CAT_EXCHANGE",
            "CAT_HALTED"]
 
 RUNNING = ContextState.RUNNING
@@ -21,6 +28,23 @@ FAULT = ContextState.FAULT
 
 # Index into the first four entries of tessera.spec.result.COUNTER_NAMES.
 CAT_COMPUTE, CAT_SYNC, CAT_EXCHANGE, CAT_HALTED = 0, 1, 2, 3
+
+
+@dataclasses.dataclass(eq=False, slots=True)
+class Barrier:
+    """The ARRAY barrier between its decision and its release (§5).
+
+    Members
+    -------
+    release : int
+        The release cycle r = k* + sync_latency once every tile arrived at k* (int64 max:
+        not decided).
+    armed : bool
+        Decided and not yet released: no further decision until the release.
+    """
+
+    release: int = NEVER
+    armed: bool = False
 
 
 def tile_release(state: np.ndarray) -> np.ndarray:

@@ -17,7 +17,7 @@ import struct
 __all__ = [
     "DESC_BYTES", "DESC_WORDS", "PARAM_BYTES", "ACC_DEPTH", "VECTOR_BYTES", "Mode", "Flag",
     "DESC_FIELDS", "DESC_FORMAT", "Descriptor", "ChannelParams", "command_steps",
-    "output_words", "DESC_CHECK_STEP", "WRITE_DELAY", "MIN_SHIFT", "MAX_SHIFT",
+    "output_words", "DESC_CHECK_STEP", "BYTE_MODES", "F32_EXP_SPECIAL", "WRITE_DELAY", "MIN_SHIFT", "MAX_SHIFT",
 ]
 
 #: Bytes of a descriptor (8 SRAM words of 8 bytes, read in steps 0..7).
@@ -41,13 +41,21 @@ class Mode(enum.IntEnum):
     """Output rule of a command (descriptor byte 49)."""
     RAW = 0        # write the C int32 accumulators (4C bytes per element)
     TFLITE = 1     # architecture §11 rule 1 (MultiplyByQuantizedMultiplier), + zp, clamp
-    # 2 is reserved for the ONNX float32 rule (§11 rule 2); 2..255 fault today.
+    FLOAT32 = 2    # §11 rule 2 (onnxruntime): rne(fl32(fl32(acc) * M)) + zp, clamp
+    # 3..255 are reserved (an engine fault).
+
+
+#: The byte-output modes (C bytes per element, OW = 1; ``zp``/``qmin``/``qmax`` are checked).
+BYTE_MODES = (Mode.TFLITE, Mode.FLOAT32)
+#: Exponent field of a binary32 infinity or NaN: a FLOAT32 multiplier with it faults (§12).
+F32_EXP_SPECIAL = 0xFF
 
 
 class Flag(enum.IntFlag):
     """Descriptor byte 50."""
     A_UNSIGNED = 1     # streamed bytes are uint8 (else int8)
-    OUT_UNSIGNED = 2   # TFLITE output is uint8 (else int8)
+    OUT_UNSIGNED = 2   # TFLITE / FLOAT32 output is uint8 (else int8)
+    K_GATHER = 4       # k1 offsets from the gather table at ak_s1 (one gather step per k1)
 
 
 #: (name, struct code, byte offset) of every descriptor field, in layout order.
@@ -137,10 +145,47 @@ class Descriptor:
 
 @dataclasses.dataclass(frozen=True)
 class ChannelParams:
-    """One channel's 16-byte parameter record at ``p_base + 16 m`` (§12)."""
+    """One channel's 16-byte parameter record at ``p_base + 16 m`` (§12).
+
+    ``multiplier`` is the int32 word as stored: the TFLite quantized multiplier in ``TFLITE``
+    mode, the binary32 bit pattern of the float32 multiplier M in ``FLOAT32`` mode (build that
+    record with :meth:`float32`).
+    """
     bias: int = 0
     multiplier: int = 0
     shift: int = 0
+
+    @classmethod
+    def float32(cls, bias: int, multiplier) -> "ChannelParams":
+        """The ``FLOAT32``-mode record of one channel (architecture §12 "Semantics").
+
+        Parameters
+        ----------
+        bias : int
+            int32 bias at scale ``x_scale · w_scale`` (added to the accumulator, wrapping).
+        multiplier : float
+            The float32 multiplier ``M = fl32(fl32(x_scale · w_scale) / y_scale)`` of
+            architecture §11 rule 2 (e.g. ``numpy.float32``, or a Python float that is exactly
+            a float32 value); stored as its binary32 bit pattern, ``shift`` = 0.
+
+        Raises
+        ------
+        ValueError
+            If ``multiplier`` is not finite or not exactly representable in binary32 (a
+            silent rounding here would change the rule's result), or ``bias`` is not int32.
+        """
+        v = float(multiplier)
+        if v != v or v in (float("inf"), float("-inf")):
+            raise ValueError(f"ChannelParams.float32: multiplier {multiplier!r} is not finite")
+        try:
+            bits = struct.pack("<f", v)
+        except OverflowError:
+            raise ValueError(f"ChannelParams.float32: multiplier {multiplier!r} is outside "
+                             f"the float32 range") from None
+        if struct.unpack("<f", bits)[0] != v:
+            raise ValueError(f"ChannelParams.float32: multiplier {multiplier!r} is not a float32 "
+                             f"value (round it with numpy.float32 first)")
+        return cls(int(bias), struct.unpack("<i", bits)[0], 0)
 
     def pack(self) -> bytes:
         """16 bytes: bias, multiplier, shift as little-endian int32, then 4 zero bytes.
@@ -158,16 +203,18 @@ class ChannelParams:
 
 
 def output_words(mode: int, channels: int) -> int:
-    """OW: steps (and written words) per element in the last block: 1 in TFLITE, ceil(C/2) in RAW."""
+    """OW: steps (and written words) per element in the last block: ceil(C/2) in RAW, else 1."""
     return (channels + 1) // 2 if mode == Mode.RAW else 1
 
 
 def command_steps(desc: Descriptor) -> int:
-    """Steps of a command that does not fault: ``8 + 2C + KB·C + (KB−1)·J + J·OW + 2`` (§12).
+    """Steps of a command that does not fault: ``8 + 2C + G·K1 + KB·C + (KB−1)·J + J·OW + 2``
+    (§12; G = 1 with ``K_GATHER``).
 
     The engine is busy from its accept cycle through the cycle of its last step; with no
     load, store or exchange on the tile, step s is at cycle accept + 1 + s.
     """
     c, j, kb = desc.C, desc.J, desc.KB
-    return (DESC_WORDS + 2 * c + kb * c + (kb - 1) * j + j * output_words(desc.mode, c)
+    g = desc.K1 if desc.flags & Flag.K_GATHER else 0
+    return (DESC_WORDS + 2 * c + g + kb * c + (kb - 1) * j + j * output_words(desc.mode, c)
             + WRITE_DELAY)

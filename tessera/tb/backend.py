@@ -120,6 +120,79 @@ def run_on_rtl(config: ArrayConfig, image, max_cycles: int, *, preload=(), readb
     return result, data
 
 
+def run_jobs_on_rtl(config: ArrayConfig, image, max_cycles: int, jobs) -> list:
+    """Several runs of ``image`` in one RTL simulation (one Verilator process, one load of the
+    image): run ``i`` writes ``jobs[i]``'s preload, starts, waits, collects and reads back.
+
+    Start resets everything but the SRAM (docs/architecture.md §9), so run ``i`` behaves like a
+    separate :func:`run_on_rtl` whose preload is the SRAM after run ``i-1`` plus ``jobs[i]``'s
+    preload; only the first run loads the image segments. This saves the per-run simulator
+    start and the full-SRAM load and read-back of a run (most of an RTL run's wall time for a
+    program of a few hundred thousand cycles).
+
+    Parameters
+    ----------
+    config : ArrayConfig
+    image : tessera.toolchain.elf.Image or compatible
+    max_cycles : int
+        Cycle limit of each run.
+    jobs : list of (preload, readback)
+        As :func:`run_on_rtl`'s ``preload`` and ``readback``, per run.
+
+    Returns
+    -------
+    list of (RunResult, list of bytes)
+        Per run.
+
+    Raises
+    ------
+    BackendError
+        The RTL cannot be built or simulated, or a run's job failed (naming it).
+    ValueError
+        A segment does not fit the SRAM; no jobs.
+    """
+    from .runner import RtlRunError, build_array
+    jobs = list(jobs)
+    if not jobs:
+        raise ValueError("run_jobs_on_rtl: no jobs")
+    payload = []
+    for i, (preload, readback) in enumerate(jobs):
+        readback = [(int(t), int(a), int(n)) for t, a, n in readback]
+        segs = image_segments(config, image, preload) if i == 0 else \
+            image_segments(config, _NoSegments, preload)
+        payload.append({"name": f"run{i}", "segments": segs, "entry": int(image.entry),
+                        "max_cycles": int(max_cycles),
+                        "ops": ["load", "start", "wait", "collect"]
+                        + ([{"op": "readback", "regions": readback}] if readback else [])})
+    try:
+        model = build_array(config)
+        out = model.run({"jobs": payload})
+    except RtlRunError as e:
+        raise BackendError(f"rtl backend: {e}") from None
+    results = []
+    for i, res in enumerate(out["jobs"]):
+        if res["error"] is not None:
+            raise BackendError(f"rtl backend: simulation job {i} of {len(jobs)} failed:\n"
+                               f"{res['error']}")
+        results.append((result_from_json(res["result"]),
+                        [bytes.fromhex(h) for h in res.get("readback", [])]))
+    last_run_info.clear()
+    last_run_info.update(build_dir=str(model.build_dir), build_seconds=model.build_seconds,
+                         work_dir=out.get("work_dir"),
+                         sim_cycles=sum(r["sim_cycles"] for r in out["jobs"]),
+                         wall_s=sum(r["wall_s"] for r in out["jobs"]))
+    return results
+
+
+class _NoSegments:
+    segments = ()
+
+
+#: Found by :meth:`tessera.toolchain.graph.Engine.run_many` through the backend registry
+#: (the toolchain does not import ``tessera.tb``).
+run_on_rtl.run_jobs = run_jobs_on_rtl
+
+
 class BackendMismatch(BackendError):
     """``--backend both``: the RTL and the golden model disagree (CLI exit code 3)."""
     exit_code = 3

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import random
+import struct
 from dataclasses import dataclass, field
 
 from tessera.toolchain import asm
@@ -65,6 +66,8 @@ _LOOP, _BASE = 30, 31
 ENGINE_BYTES = 8192
 _E_DESCS = 12              # pool descriptors (64 bytes each) + 1 bad one
 _E_A, _E_W, _E_PAR, _E_DESC, _E_OUT = 0, 3072, 4608, 5120, 6144   # offsets in the area
+#: K_GATHER tables (16 bytes per pool descriptor, k1 < 2) after the bad descriptor
+_E_GATHER = _E_DESC + 64 * (_E_DESCS + 1)
 _E_A_BYTES, _E_W_BYTES, _E_OUT_BYTES = 3072, 1536, 2048
 #: With ``engine=True`` the bodies do not write these: x29 = the output area's base, x28 = a
 #: pool descriptor address (only ever set by ``addi x28, x29, -1024 + 64k``), so a forward
@@ -87,13 +90,21 @@ def _nest_span(base, strides_counts):
     return lo, hi
 
 
-def _engine_desc(rng: random.Random, cfg: ArrayConfig, base: int, k: int) -> Descriptor:
+def finite_f32(word: int) -> int:
+    """``word`` (int32) with bit 30 cleared if its exponent field is 255, so that as a FLOAT32
+    multiplier (§12) it is finite and the command does not fault."""
+    return word & ~(1 << 30) if (word >> 23) & 0xFF == 0xFF else word
+
+
+def _engine_desc(rng: random.Random, cfg: ArrayConfig, base: int, k: int,
+                 gather: list) -> Descriptor:
     """A random valid descriptor whose reads stay in the operand areas and whose writes stay
-    in the output area; its parameter records at the k-th parameter slot."""
+    in the output area; its parameter records at the k-th parameter slot; a ``K_GATHER``
+    descriptor appends its table's (address, bytes) to ``gather``."""
     M = cfg.engine_lanes
     while True:
         c = rng.randint(1, M)
-        mode = rng.choice((Mode.RAW, Mode.TFLITE))
+        mode = rng.choice((Mode.RAW, Mode.TFLITE, Mode.FLOAT32))
         flags = rng.randrange(4)
         j0, j1 = rng.choice(((1, 1), (rng.randint(1, 6), rng.randint(1, 3)),
                              (rng.randint(1, 12), 1)))
@@ -125,6 +136,13 @@ def _engine_desc(rng: random.Random, cfg: ArrayConfig, base: int, k: int) -> Des
         qa, qb = sorted((rng.randint(lo, hi), rng.randint(lo, hi)))
         if rng.random() < 0.2:
             qa, qb = lo, hi
+        if rng.random() < 0.25:       # K_GATHER: the k1 offsets k1·ak_s1 in random order
+            offs = [i * ak_s1 for i in range(k1)]
+            rng.shuffle(offs)
+            gt = base + _E_GATHER + 16 * k
+            gather.append((gt, b"".join(struct.pack("<Ii", o & 0xFFFF_FFFF, rng.randint(
+                -(1 << 31), (1 << 31) - 1)) for o in offs)))
+            ak_s1, flags = gt, flags | Flag.K_GATHER
         return Descriptor(a_base=a_base, a_s0=a_s0, a_s1=a_s1, ak_s1=ak_s1, w_base=w_base,
                           w_sm=w_sm, c_base=c_base, c_s0=c_s0, c_s1=c_s1,
                           p_base=base + _E_PAR + 16 * M * (k % 2), J0=j0, J1=j1, K0=k0, K1=k1,
@@ -133,7 +151,7 @@ def _engine_desc(rng: random.Random, cfg: ArrayConfig, base: int, k: int) -> Des
 
 def _engine_bad(rng: random.Random, cfg: ArrayConfig, good: Descriptor, base: int):
     """(descriptor bytes, extra (addr, bytes) writes) of a command that faults (§12 checks)."""
-    kind = rng.choice(("C", "J", "mode", "flags", "qrange", "shift", "write", "read"))
+    kind = rng.choice(("C", "J", "mode", "flags", "qrange", "shift", "fmult", "write", "read"))
     d = dict(good.__dict__)
     extra = []
     if kind == "C":
@@ -141,15 +159,22 @@ def _engine_bad(rng: random.Random, cfg: ArrayConfig, good: Descriptor, base: in
     elif kind == "J":
         d.update(J0=rng.choice((0, 17, 300)), J1=rng.choice((0, 16, 20)))
     elif kind == "mode":
-        d["mode"] = rng.choice((2, 3, 255))
+        d["mode"] = rng.choice((3, 4, 255))
     elif kind == "flags":
-        d["flags"] = d["flags"] | 4 << rng.randrange(6)
+        d["flags"] = d["flags"] | 8 << rng.randrange(5)
     elif kind == "qrange":
-        d.update(mode=Mode.TFLITE, qmin=100, qmax=rng.choice((-5, 300)))
+        d.update(mode=rng.choice((Mode.TFLITE, Mode.FLOAT32)), qmin=100,
+                 qmax=rng.choice((-5, 300)))
     elif kind == "shift":
         d.update(mode=Mode.TFLITE, p_base=base + _E_PAR + 16 * cfg.engine_lanes * 2)
         recs = [ChannelParams(bias=1, multiplier=1 << 30, shift=0) for _ in range(d["C"])]
         recs[-1] = ChannelParams(bias=1, multiplier=1 << 30, shift=rng.choice((31, -32, 1000)))
+        extra.append((d["p_base"], b"".join(r.pack() for r in recs)))
+    elif kind == "fmult":        # FLOAT32: a binary32 infinity or NaN multiplier (check 3)
+        d.update(mode=Mode.FLOAT32, p_base=base + _E_PAR + 16 * cfg.engine_lanes * 2)
+        recs = [ChannelParams(bias=1, multiplier=0x3F000000, shift=0) for _ in range(d["C"])]
+        bad = rng.choice((0x7F800000, 0xFF800000, 0x7FC00001, 0xFFFFFFFF))
+        recs[-1] = ChannelParams(bias=1, multiplier=bad - (bad >> 31 << 32), shift=0)
         extra.append((d["p_base"], b"".join(r.pack() for r in recs)))
     elif kind == "write":
         d["c_base"] = rng.choice((cfg.sram_bytes, 0xFFFF_FFF8))
@@ -391,20 +416,23 @@ def generate(config: ArrayConfig, seed: int, *, total: int = 10_000, body_len: i
         fault_words = {}
         e_segs = []
         if engine:
-            descs = [_engine_desc(trng, cfg, e_base, k) for k in range(_E_DESCS)]
+            gtabs: list = []
+            descs = [_engine_desc(trng, cfg, e_base, k, gtabs) for k in range(_E_DESCS)]
             max_steps = max([max_steps] + [command_steps(d) for d in descs])
             dbytes = b"".join(d.pack() for d in descs)
             M = cfg.engine_lanes
             params = b"".join(ChannelParams(
                 bias=trng.choice((0, 1, -1, trng.randint(-(1 << 31), (1 << 31) - 1),
                                   trng.randint(-5000, 5000))),
-                multiplier=trng.choice((trng.randint(1 << 30, (1 << 31) - 1),
-                                        trng.randint(-(1 << 31), (1 << 31) - 1), -(1 << 31))),
+                multiplier=finite_f32(trng.choice((
+                    trng.randint(1 << 30, (1 << 31) - 1), trng.randint(-(1 << 31), (1 << 31) - 1),
+                    -(1 << 31), trng.randint(100, 140) << 23 | trng.randrange(1 << 23)))),
                 shift=trng.randint(-31, 30)).pack() for _ in range(4 * M))
             e_segs = [(e_base + _E_DESC, dbytes), (e_base + _E_PAR, params),
                       (e_base + _E_A, bytes(trng.randrange(256) for _ in range(_E_A_BYTES))),
                       (e_base + _E_W, bytes(trng.randrange(256) for _ in range(_E_W_BYTES))),
                       (e_base + _E_OUT, bytes(trng.randrange(256) for _ in range(_E_OUT_BYTES)))]
+            e_segs += gtabs
         if fault_at and fault_at[0] == tile:
             if fault_at[2] == "engine":
                 bad, extra = _engine_bad(trng, cfg, descs[0], e_base)

@@ -5,8 +5,9 @@ generation path of the RTL, :func:`tessera.hdl.gen.convert` (top module ``tesser
 same port names as ``tessera gen``; all-zero memory ``initial`` blocks removed), and Verilator
 builds it with the waivers :data:`tessera.hdl.gen.LINT_WAIVERS`. A build is cached in
 ``<cache>/<design>-<key>/`` where ``<cache>`` is ``$TESSERA_BUILD_DIR`` or the user cache
-(:func:`cache_root`) and ``key`` hashes the configuration, the Verilator and wave options and
-every ``*.py`` source under ``tessera/hdl/`` and ``tessera/spec/``. A file lock (``fcntl.flock``) serialises builds of the same key
+(:func:`cache_root`) and ``key`` hashes the configuration, the Verilator and wave options,
+the Verilator and cocotb installation paths (the build's Makefiles name them) and every ``*.py``
+source under ``tessera/hdl/`` and ``tessera/spec/``. A file lock (``fcntl.flock``) serialises builds of the same key
 across processes (e.g. pytest-xdist workers), so each key is compiled once.
 
 Running: :meth:`RtlModel.run` writes a JSON *payload* to a fresh work directory, runs a cocotb
@@ -354,9 +355,17 @@ def _build_key(design, config, sources, waves, extra_args, public_ports_only):
         args.append("--no-public-flat-rw")
     # the preset name does not change the hardware: `--tiles 4` reuses the `small` build
     hw = {k: v for k, v in config.to_dict().items() if k != "name"}
+    # The build's Makefile and dependency files hold absolute paths of the Verilator and
+    # cocotb installations (cocotb's verilator.cpp, VPI libraries): a build made from another
+    # virtual environment fails to rebuild here ("No rule to make target .../verilator.cpp")
+    # once that environment is gone, so the installation paths are part of the key.
+    from cocotb_tools import config as cocotb_config
     key_doc = {"design": design, "config": hw, "waves": waves, "args": args,
                "public": "ports" if public_ports_only else "all", "zero_init": "stripped", "dedupe": True,
-               "verilator": inst.version, "src": source_digest(sources)}
+               "verilator": inst.version, "src": source_digest(sources),
+               "paths": {"verilator_root": str(inst.root),
+                         "cocotb_share": str(cocotb_config.share_dir),
+                         "cocotb_libs": str(cocotb_config.libs_dir)}}
     key = hashlib.sha256(json.dumps(key_doc, sort_keys=True).encode()).hexdigest()[:16]
     return cache_root() / f"{design}-{config.tiles}t{config.contexts}c-{key}", key, key_doc, args
 

@@ -17,7 +17,7 @@ from elftools.elf.elffile import ELFFile
 from tessera.spec.config import ArrayConfig
 
 from . import ToolchainError
-from .header import DEFAULT_STACK_BYTES, XLATENCY_SECTION
+from .header import DEFAULT_STACK_BYTES, ENGINE_SECTION, XLATENCY_SECTION
 
 __all__ = ["Image", "Segment", "Symbol", "load_elf", "ElfError", "ProgramTooBig",
            "XLatencyMismatch", "StackSizeError", "MIN_STACK_BYTES", "STACK_ALIGN",
@@ -42,6 +42,10 @@ class ProgramTooBig(ToolchainError):
 
 class XLatencyMismatch(ToolchainError):
     """The program was compiled for another exchange latency (see :meth:`Image.check_xlatency`)."""
+
+
+class EngineMismatch(ToolchainError):
+    """The program was compiled for another matrix-engine P (see :meth:`Image.check_engine`)."""
 
 
 class StackSizeError(ToolchainError):
@@ -146,6 +150,10 @@ class Image:
         ELF ``e_flags`` (:data:`EF_RISCV_RVC` = compressed instructions).
     symbol_table : dict of str to Symbol
         The same symbols with size, type and section (for ``--load`` and source maps).
+    engine_macs : tuple of int
+        The distinct ``TSR_ENGINE_MACS`` values recorded in section ``.tessera.engine`` by
+        ``tsr_mrun`` (sorted; empty if the program starts no engine command through
+        tessera.h). Architecture §11.
     """
     path: str
     entry: int
@@ -154,6 +162,7 @@ class Image:
     xlatency: tuple = ()
     flags: int = 0
     symbol_table: dict = field(default_factory=dict)
+    engine_macs: tuple = ()
 
     @property
     def end(self) -> int:
@@ -198,11 +207,12 @@ class Image:
 
     def check_runnable(self, config: ArrayConfig) -> None:
         """All loader checks before a run: :meth:`check_format`, :meth:`check_stack`,
-        :meth:`check_fits` and :meth:`check_xlatency`."""
+        :meth:`check_fits`, :meth:`check_xlatency` and :meth:`check_engine`."""
         self.check_format()
         self.check_stack()
         self.check_fits(config)
         self.check_xlatency(config)
+        self.check_engine(config)
 
     def symbol(self, name: str) -> Symbol:
         """The :class:`Symbol` ``name``.
@@ -276,6 +286,31 @@ class Image:
             f"exchange latency {want}; recompile with `tessera cc -DTSR_XLATENCY={want}` or "
             f"run with --xlatency {self.xlatency[0]}")
 
+    def check_engine(self, config: ArrayConfig) -> None:
+        """Raise :class:`EngineMismatch` if the program was built for another engine P.
+
+        Programs that start engine commands through tessera.h (``tsr_mrun``) record the
+        ``TSR_ENGINE_MACS`` they were compiled with (architecture §11): their descriptors
+        use up to P/8 channels per command, which engine-faults on a smaller engine and
+        wastes lanes on a larger one, and ``mrun`` is illegal without an engine. Programs
+        with no record run on any P.
+
+        Raises
+        ------
+        EngineMismatch
+            Message names the program, the P it was built for and the array's.
+        """
+        want = config.engine_macs
+        if not self.engine_macs or self.engine_macs == (want,):
+            return
+        built = ("mixed engine_macs " + "/".join(map(str, self.engine_macs))
+                 if len(self.engine_macs) > 1 else f"engine_macs {self.engine_macs[0]}")
+        have = f"engine_macs {want}" if want else "no matrix engine (engine_macs 0)"
+        raise EngineMismatch(
+            f"{self.path}: program was compiled for {built} (TSR_ENGINE_MACS: matrix-engine "
+            f"MACs per cycle) but the array has {have}; recompile with `tessera cc "
+            f"--engine-macs {want}` or run with --engine-macs {self.engine_macs[0]}")
+
     def flat(self, size: int | None = None) -> bytes:
         """The image as one byte string from address 0 (gaps and ``.bss`` zero)."""
         n = self.end if size is None else size
@@ -343,16 +378,21 @@ def load_elf(path) -> Image:
                                              int(sym["st_size"]), sym["st_info"]["type"], sec)
         flags = int(elf.header["e_flags"])
         entry = int(elf.header["e_entry"])
-        xlat = ()
+        xlat, emacs = (), ()
         note = elf.get_section_by_name(XLATENCY_SECTION)
         if note is not None:
             raw_note = note.data()
             xlat = tuple(sorted({int.from_bytes(raw_note[i:i + 4], "little")
                                  for i in range(0, len(raw_note) - 3, 4)}))
+        note = elf.get_section_by_name(ENGINE_SECTION)
+        if note is not None:
+            raw_note = note.data()
+            emacs = tuple(sorted({int.from_bytes(raw_note[i:i + 4], "little")
+                                  for i in range(0, len(raw_note) - 3, 4)}))
     except ElfError:
         raise
     except (ELFError, ValueError, KeyError, IndexError, OSError) as e:  # truncated / corrupt
         raise ElfError(f"{p}: corrupt ELF file ({e})") from None
     if not segs:
         raise ElfError(f"{p}: ELF has no loadable (PT_LOAD) segment")
-    return Image(str(p), entry, segs, symbols, xlat, flags, table)
+    return Image(str(p), entry, segs, symbols, xlat, flags, table, emacs)

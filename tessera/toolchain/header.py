@@ -41,6 +41,9 @@ DEFAULT_STACK_BYTES = 1024
 #: Non-allocated ELF section where ``tsr_set_xprog`` records the TSR_XLATENCY a program was
 #: compiled for (architecture §11; checked by :meth:`tessera.toolchain.elf.Image.check_xlatency`).
 XLATENCY_SECTION = ".tessera.xlatency"
+#: Non-allocated ELF section where ``tsr_mrun`` records the TSR_ENGINE_MACS a program was
+#: compiled for (architecture §11; checked by :meth:`tessera.toolchain.elf.Image.check_engine`).
+ENGINE_SECTION = ".tessera.engine"
 
 
 def exchange_layout() -> dict[str, int]:
@@ -209,6 +212,12 @@ def generate() -> str:
     w("#define TSR_ENGINE_MACS TSR_ENGINE_MACS_DEFAULT")
     w("#endif")
     w(f"#define TSR_ENGINE_LANES (TSR_ENGINE_MACS / {es.VECTOR_BYTES})")
+    w(f"/* tsr_mrun() records TSR_ENGINE_MACS in the non-loaded ELF section {ENGINE_SECTION}:")
+    w("   the loader refuses to run the program on an array with another engine_macs (section 11).")
+    w("   Define TSR_ENGINE_NOTE=0 for code whose descriptors do not depend on P. */")
+    w("#ifndef TSR_ENGINE_NOTE")
+    w("#define TSR_ENGINE_NOTE 1")
+    w("#endif")
     w(f"#define TSR_MDESC_BYTES {es.DESC_BYTES}")
     w(f"#define TSR_MPARAM_BYTES {es.PARAM_BYTES}")
     w(f"#define TSR_ACC_DEPTH {es.ACC_DEPTH}")
@@ -277,6 +286,10 @@ def generate() -> str:
     w("   (no effect) while the tile's engine is busy. The engine reads and writes the SRAM:")
     w("   the memory clobber keeps the compiler from caching data across it. */")
     w("static inline void tsr_mrun(const void *desc) {")
+    w("#if TSR_ENGINE_NOTE")
+    w(f'    __asm__ volatile(".pushsection {ENGINE_SECTION},\\"\\",@progbits\\n.balign 4\\n"')
+    w('                     ".word " TSR_STR(TSR_ENGINE_MACS) "\\n.popsection");')
+    w("#endif")
     w(f'    __asm__ volatile(".insn r {op0:#04x}, {f_mrun}, {f7_dot4}, x0, %0, x0" :: "r"(desc) : "memory");')
     w("}")
     w("/* Wait until this tile's engine is idle (every command started before has finished). */")

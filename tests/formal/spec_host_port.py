@@ -54,8 +54,10 @@ def tile_reg_offsets(contexts):
 
 class HostPortSpec(Elaboratable):
     def __init__(self, config, prop):
-        assert prop in PROPS, prop
-        self.config, self.prop = config, prop
+        # one property, or several proved jointly in one wrapper (tests/formal/run.py)
+        self.props = (prop,) if isinstance(prop, str) else tuple(prop)
+        assert self.props and set(self.props) <= set(PROPS), prop
+        self.config = config
         self.dut = HostPort(config)
         self.dut._MustUse__silence = True     # elaborated by hand in elaborate()
         self.tiles = list(self.dut.tiles)
@@ -225,8 +227,8 @@ class HostPortSpec(Elaboratable):
             with m.If(in_state[name]):
                 m.d.comb += Assert(cond)
 
-        prop = self.prop
-        if prop == "axi_valid_held":
+        props = self.props
+        if "axi_valid_held" in props:
             for valid, ready, payload in (("rvalid", "rready", ("rdata", "rresp")),
                                           ("bvalid", "bready", ("bresp",))):
                 pend = past(m, ax(valid) & ~mi[ready], f"p_{valid}_held")
@@ -237,10 +239,10 @@ class HostPortSpec(Elaboratable):
                         m.d.comb += Assert(ax(p) == prev[p])
                 m.d.comb += Cover(pend & ax(valid) & ~mi[ready]
                                   & past(m, pend, f"pp_{valid}_held"))
-        elif prop == "axi_responses":
+        if "axi_responses" in props:
             m.d.comb += [Cover(r_hs), Cover(b_hs),
                          Cover(b_hs & past(m, mi["awvalid"] & ~mi["wvalid"], "p_aw_only"))]
-        elif prop == "sram_running":
+        if "sram_running" in props:
             for t in self.tiles:
                 with m.If(running):
                     m.d.comb += [Assert(t.sram.we == 0), Assert(~t.sram.re)]
@@ -250,7 +252,7 @@ class HostPortSpec(Elaboratable):
                 m.d.comb += [Assert(ax("rresp") == SLVERR), Assert(ax("rdata") == 0)]
             m.d.comb += [Cover(b_hs & w_now_all & self.sram_hit(waddr, n - 1)),
                          Cover(r_hs & r_now_all & self.sram_hit(raddr, n - 1))]
-        elif prop == "sram_stopped":
+        if "sram_stopped" in props:
             # the strobe of a write while stopped: the addressed tile only, the word's address
             # inside the SRAM (low two bits ignored), the written data and byte strobes
             for i, t in enumerate(self.tiles):
@@ -270,7 +272,7 @@ class HostPortSpec(Elaboratable):
             m.d.comb += [Cover(b_hs & w_now_none & self.sram_hit(waddr, n - 1) & (wstrb == 0xF)),
                          Cover(r_hs & r_now_none & self.sram_hit(raddr, n - 1)
                                & (ax("rdata") != 0))]
-        else:
+        if "decerr" in props:
             # checked in every cycle the response is offered (not only at the handshake), which
             # makes the property inductive while the master stalls
             with m.If(ax("bvalid")):

@@ -29,7 +29,11 @@ def run_descriptor(sram: bytearray, d: Descriptor) -> None:
             j = j1 * d.J0 + j0
             x = []
             for k1 in range(d.K1):
-                a = (d.a_base + j1 * d.a_s1 + j0 * d.a_s0 + k1 * d.ak_s1) % 2**32
+                if d.flags & Flag.K_GATHER:         # g[k1]: the u32 at ak_s1 + 8·k1
+                    o = struct.unpack_from("<I", sram, (d.ak_s1 + 8 * k1) % 2**32)[0]
+                else:
+                    o = k1 * d.ak_s1
+                a = (d.a_base + j1 * d.a_s1 + j0 * d.a_s0 + o) % 2**32
                 assert a % 8 == 0, hex(a)
                 x.append(mem[a:a + 8 * d.K0])
             xv = np.concatenate(x)
@@ -43,6 +47,18 @@ def run_descriptor(sram: bytearray, d: Descriptor) -> None:
             if d.mode == Mode.RAW:
                 assert cj % 8 == 0, hex(cj)
                 sram[cj:cj + 4 * c] = acc[j].astype("<i4").tobytes()
+            elif d.mode == Mode.FLOAT32:
+                # min(max(rne(fl32(fl32(acc) M)) + zp, qmin), qmax) in IEEE binary32 (numpy);
+                # |rne(.)| beyond 2^10 saturates every byte output, so clip there first
+                assert cj % 8 + c <= 8, hex(cj)
+                m = (np.array([p[1] for p in prm], np.int64) & 0xFFFFFFFF).astype(
+                    np.uint32).view(np.float32)
+                with np.errstate(over="ignore"):
+                    p_ = acc[j].astype(np.float64).astype(np.float32) * m
+                y = np.rint(np.clip(p_, -1024, 1024)).astype(np.int64)
+                y = np.clip(y + d.zp, d.qmin, d.qmax)
+                dt = np.uint8 if d.flags & Flag.OUT_UNSIGNED else np.int8
+                sram[cj:cj + c] = y.astype(dt).tobytes()
             else:
                 assert cj % 8 + c <= 8, hex(cj)
                 y = multiply_by_quantized_multiplier(acc[j], [p[1] for p in prm],

@@ -211,7 +211,8 @@ def run(quick: bool = True) -> Section:
                                      bound=rep["slot_bound"], cycles=rep["cycles"],
                                      cycle_bound=rep["cycle_bound"], met=rep["bound_met"],
                                      sched_s=None))
-        except Exception as e:  # graph compiler missing/broken: report, keep the rest
+        except Exception as e:  # the graph compiler failed: the section fails, rows kept
+            sec.error = f"{type(e).__name__}: graph matmul exchange phases not measured: {e}"
             sec.notes.append(f"graph matmul exchange phases not measured: {e}")
     sec.seconds = tt.s
     met = sum(r["met"] for r in sec.rows)

@@ -260,7 +260,8 @@ def time_demo(engine: str, images: int = 450) -> dict:
     import tempfile
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "demo.json")
-        cmd = [sys.executable, "-m", "tessera.cli", "demo", "--backend", "model", "--no-progress",
+        cmd = [sys.executable, "-m", "tessera.cli", "demo", "--model", "mlp", "--backend",
+               "model", "--no-progress",
                "--images", str(images), "--json", out]
         env = dict(os.environ, TESSERA_MODEL_ENGINE=engine)
         with Timer() as t:

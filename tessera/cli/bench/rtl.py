@@ -5,8 +5,8 @@ Method (from ``scripts/bench_rtl.py``): every context of every tile runs ``j .``
 itself) until MAX_CYCLES, so the whole array issues one instruction per tile per cycle for the
 whole run. On Verilator the cocotb test only sleeps until ``done`` (one trigger, no Python per
 cycle; :meth:`tessera.tb.host.TesseraHost.wait_done`), and the rate is ``wait_cycles / wait_s``; the run
-must end with ``status = timeout`` and ``cycles = MAX_CYCLES``. The build time is measured on an
-empty cache (Verilog generation + Verilator compile, ``make -j2``).
+must end with ``status = timeout`` and ``cycles = MAX_CYCLES``. The build time is measured in a
+new empty build directory (Verilog generation + Verilator compile, ``make -j2``).
 
 The Amaranth simulator (``amaranth.sim``) runs the same ``tessera.hdl.array.Array`` with the program
 written into the SRAMs through the simulation backdoor, one AXI write to CONTROL (start), then
@@ -15,9 +15,11 @@ written into the SRAMs through the simulation backdoor, one AXI write to CONTROL
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -42,7 +44,9 @@ def bench_config(n: int) -> ArrayConfig:
 
 
 def bench_cache() -> Path:
-    """Verilator build cache of the benchmarks (``<repo>/.build/bench-rtl``)."""
+    """Verilator build cache of the benchmarks: ``bench-rtl`` in the user cache
+    (:func:`tessera.paths.cache_root`, default ``~/.cache/tessera/bench-rtl``), shared by
+    every checkout of the user."""
     from tessera.paths import cache_root
     return cache_root() / "bench-rtl"
 
@@ -67,7 +71,11 @@ def build(cfg: ArrayConfig, *, cold: bool = False, cache: Path | None = None):
     ----------
     cfg : ArrayConfig
     cold : bool
-        Delete this configuration's cached builds first, so the build time is measured.
+        Build from nothing, so the build time is measured: into a new private directory
+        under the cache (removed when the process exits), never by deleting cached builds.
+        The user cache is shared by every checkout and process of the user, and a build
+        directory deleted under a running build or simulation breaks it (a full bench's
+        64-tile build failed that way while another checkout measured a cold build).
     cache : path, optional
         Cache directory (default :func:`bench_cache`).
 
@@ -84,17 +92,19 @@ def build(cfg: ArrayConfig, *, cold: bool = False, cache: Path | None = None):
     from tessera.tb.runner import RtlRunError, build_array
     if not cold and cache is None and cfg in _BUILT:
         return _BUILT[cfg], 0.0           # built earlier in this process (RTL may have moved on)
+    shared = cache is None
     cache = Path(cache) if cache is not None else bench_cache()
-    if cold and cache.exists():
-        for d in cache.glob(f"array-{cfg.tiles}t{cfg.contexts}c-*"):
-            shutil.rmtree(d, ignore_errors=True)
+    if cold:
+        cache.mkdir(parents=True, exist_ok=True)
+        cache = Path(tempfile.mkdtemp(prefix=f"cold-{cfg.tiles}t{cfg.contexts}c-", dir=cache))
+        atexit.register(shutil.rmtree, cache, ignore_errors=True)
     with _build_dir(cache):
         t0 = time.monotonic()
         try:
             model = build_array(cfg)
         except RtlRunError as e:
             raise BenchError(f"Verilator build of {cfg.tiles} tiles failed: {e}") from None
-        if cache == bench_cache():
+        if shared:
             _BUILT[cfg] = model
         return model, time.monotonic() - t0
 
@@ -255,7 +265,7 @@ def run(quick: bool = True) -> Section:
         "Program: `j .` on every context of every tile, run until MAX_CYCLES (status timeout, "
         "cycles = MAX_CYCLES checked), so each tile issues one instruction per cycle. "
         "Verilator: `-O2`, built by `tessera.tb.runner.build_array` (cocotb 2.1 runner, `make -j2`) "
-        "into an emptied cache `.build/bench-rtl` (quick mode reuses a cached 16-tile build "
+        "into a new empty directory (quick mode reuses a cached 16-tile build "
         "for the current RTL sources: its build time then shows as –); cocotb sleeps on `done` "
         "(no Python per cycle), the rate is simulated cycles over the wall time of that wait.",
         "Amaranth pysim: the same `tessera.hdl.array.Array`, SRAM written through the simulation "

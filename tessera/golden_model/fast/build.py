@@ -109,7 +109,7 @@ def spec_header() -> str:
     for f in espec.Flag:
         d(f"#define FLAG_{f.name} {int(f)}")
     for name in ("DESC_BYTES", "DESC_WORDS", "PARAM_BYTES", "ACC_DEPTH", "VECTOR_BYTES",
-                 "DESC_CHECK_STEP", "WRITE_DELAY", "MIN_SHIFT", "MAX_SHIFT"):
+                 "DESC_CHECK_STEP", "WRITE_DELAY", "MIN_SHIFT", "MAX_SHIFT", "F32_EXP_SPECIAL"):
         d(f"#define E_{name} ({getattr(espec, name)})")
     if espec.VECTOR_BYTES != 8 or espec.DESC_WORDS != 8 or espec.PARAM_BYTES != 16:
         raise FastEngineUnavailable("fast engine: the matrix engine assumes 8-byte vectors, "

@@ -626,7 +626,7 @@ static void exchange_step(Model *M, i64 k) {
  * eng_commit after the issues of u, so an instruction fault of the same tile and cycle wins);
  * in a window it rolls the window back (re-run in lock step).
  */
-enum { PH_DESC, PH_PARAM, PH_LOAD, PH_STREAM, PH_DRAIN };
+enum { PH_DESC, PH_PARAM, PH_LOAD, PH_STREAM, PH_DRAIN, PH_GATHER };
 #define ELANES 8
 
 typedef struct {
@@ -648,7 +648,8 @@ typedef struct {
     /* descriptor fields (valid from step 8) */
     u32 a_base, a_s0, a_s1, ak_s1, w_base, w_sm, c_base, c_s0, c_s1, p_base;
     u32 J0, J1, K0, K1, C, mode, flags, J, OW, pad0;
-    i64 KB;
+    i64 KB, G;                 /* G = 1 with K_GATHER (one gather step per k1) */
+    i64 g;                     /* the gather offset of the current k1 (u32) */
     i32 zp, qmin, qmax, pad1;
     /* cursors */
     i64 ph, r, b, k0, k1, j, j0, j1, sub, wj, wj0, wj1, ww;
@@ -711,6 +712,23 @@ static inline i32 mbqm(i32 x, i32 m, i32 sh) {
     return rdbpot(srdhm((i32)((u32)x << left), m), right);
 }
 
+/* FLOAT32 mode (§12, the onnxruntime rule of §11 rule 2): rne(fl32(fl32(acc) * M)) with M the
+ * binary32 value of the bits mb (finite: checked in step 8+2m), clipped to +-2^10 (every
+ * byte output beyond saturates). IEEE binary32 arithmetic of the host (x86-64 SSE: round to
+ * nearest even, no excess precision, subnormals kept; the build has no -ffast-math). */
+static inline i64 f32_round(i32 acc, u32 mb) {
+    union { u32 u; float f; } m = { .u = mb };
+    volatile float p = (float)acc * m.f;    /* int32 -> float32 rounds to nearest even */
+    float q = p;
+    if (q > 1024.0f) q = 1024.0f;           /* +inf too */
+    if (q < -1024.0f) q = -1024.0f;
+    i64 i = (i64)q;                         /* toward zero; q - i is exact (|q| <= 2^10) */
+    float fr = q - (float)i;
+    if (fr > 0.5f || (fr == 0.5f && (i & 1))) i++;
+    else if (fr < -0.5f || (fr == -0.5f && (i & 1))) i--;
+    return i;
+}
+
 static inline int bad_read(const Model *M, u32 a) { return (a & 7) || (i64)a >= M->nbytes; }
 
 /* A pending engine fault in cycle u (the step has no effect). */
@@ -732,9 +750,9 @@ static int eng_parse(Model *M, Eng *E) {
     i32 zp = S16(DESC_ZP), qmin = S16(DESC_QMIN), qmax = S16(DESC_QMAX);
     if (C == 0 || C > (u32)M->lanes || !J0 || !J1 || !K0 || !K1) return 0;
     if (J0 * J1 > E_ACC_DEPTH) return 0;
-    if (mode != MODE_RAW && mode != MODE_TFLITE) return 0;
-    if (flags & ~(u32)(FLAG_A_UNSIGNED | FLAG_OUT_UNSIGNED)) return 0;
-    if (mode == MODE_TFLITE) {
+    if (mode != MODE_RAW && mode != MODE_TFLITE && mode != MODE_FLOAT32) return 0;
+    if (flags & ~(u32)(FLAG_A_UNSIGNED | FLAG_OUT_UNSIGNED | FLAG_K_GATHER)) return 0;
+    if (mode == MODE_TFLITE || mode == MODE_FLOAT32) {
         i32 lo = (flags & FLAG_OUT_UNSIGNED) ? 0 : -128, hi = (flags & FLAG_OUT_UNSIGNED) ? 255 : 127;
         if (qmin > qmax || zp < lo || zp > hi || qmin < lo || qmin > hi || qmax < lo || qmax > hi)
             return 0;
@@ -747,7 +765,9 @@ static int eng_parse(Model *M, Eng *E) {
     E->zp = zp; E->qmin = qmin; E->qmax = qmax;
     E->J = J0 * J1; E->KB = (i64)K0 * K1;
     E->OW = mode == MODE_RAW ? (C + 1) / 2 : 1;
-    i64 last = E_DESC_WORDS + 2 * (i64)C + (E->KB - 1) * (C + E->J);   /* first step of block KB-1 */
+    E->G = (flags & FLAG_K_GATHER) ? 1 : 0;
+    i64 last = E_DESC_WORDS + 2 * (i64)C + (E->KB - 1) * (C + E->J)    /* first step of block KB-1 */
+               + E->G * (i64)K1;
     E->ws = last + C + E_WRITE_DELAY;
     E->nsteps = last + C + (i64)E->J * E->OW + E_WRITE_DELAY;
 #undef H16
@@ -811,7 +831,7 @@ static void eng_start(Model *M, i64 i, Eng *E, i64 x, u32 d, i64 c, u32 pc) {
     E->busy = 1; E->x = x; E->next = x + 1; E->step = 0; E->nsteps = NEVER; E->ws = NEVER;
     E->c_e = c; E->d = d; E->pc_e = pc; E->fpend = NEVER;
     E->ls0 = E->ls1 = -10;
-    E->ph = PH_DESC; E->r = 0; E->wj = E->wj0 = E->wj1 = E->ww = 0;
+    E->ph = PH_DESC; E->r = 0; E->wj = E->wj0 = E->wj1 = E->ww = 0; E->g = 0;
     M->ebusy[i] = 1;
     M->n_ebusy++;
 }
@@ -834,7 +854,12 @@ __attribute__((noinline)) static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
         ra = E->p_base + E_PARAM_BYTES * (u32)m + 8 * (u32)(E->r & 1);
         if (bad_read(M, ra)) return efault(M, E, u, ra);
         eng_read(M, i, E, ra, u, v);
-        if ((E->r & 1) == 0) { E->bias[m] = (i32)ld32(v); E->mult[m] = (i32)ld32(v + 4); }
+        if ((E->r & 1) == 0) {
+            u32 mb = ld32(v + 4);          /* FLOAT32: a binary32 infinity or NaN faults */
+            if (E->mode == MODE_FLOAT32 && ((mb >> 23) & 0xFF) == E_F32_EXP_SPECIAL)
+                return efault(M, E, u, ra);
+            E->bias[m] = (i32)ld32(v); E->mult[m] = (i32)mb;
+        }
         else {
             i32 sh = (i32)ld32(v);
             if (E->mode == MODE_TFLITE && (sh < E_MIN_SHIFT || sh > E_MAX_SHIFT))
@@ -843,6 +868,10 @@ __attribute__((noinline)) static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
         }
         break;
     }
+    case PH_GATHER:                            /* the gather word of k1 (K_GATHER) */
+        ra = E->ak_s1 + 8 * (u32)E->k1;
+        if (bad_read(M, ra)) return efault(M, E, u, ra);
+        break;
     case PH_LOAD:
         ra = E->w_base + (u32)E->r * E->w_sm + 8 * (u32)E->b;
         if (bad_read(M, ra)) return efault(M, E, u, ra);
@@ -850,8 +879,8 @@ __attribute__((noinline)) static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
         break;
     case PH_STREAM:
         if (E->sub == 0) {
-            ra = E->a_base + (u32)E->j1 * E->a_s1 + (u32)E->j0 * E->a_s0 + (u32)E->k1 * E->ak_s1
-                 + 8 * (u32)E->k0;
+            ra = E->a_base + (u32)E->j1 * E->a_s1 + (u32)E->j0 * E->a_s0
+                 + (E->G ? (u32)E->g : (u32)E->k1 * E->ak_s1) + 8 * (u32)E->k0;
             if (bad_read(M, ra)) return efault(M, E, u, ra);
             stream = 1;
         }
@@ -865,11 +894,12 @@ __attribute__((noinline)) static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
     if (E->step >= E->ws) {
         u32 cj = E->c_base + (u32)E->wj1 * E->c_s1 + (u32)E->wj0 * E->c_s0;
         const i32 *acc = (*EACC(M, i))[E->wj];
-        if (E->mode == MODE_TFLITE) {
+        if (E->mode != MODE_RAW) {
             if ((cj & 7) + C > 8 || (i64)cj >= M->nbytes) return efault(M, E, u, cj);
             wa = cj; wn = (int)C;
             for (u32 m = 0; m < C; m++) {
-                i64 y = (i64)mbqm(acc[m], E->mult[m], E->shift[m]) + E->zp;
+                i64 y = (E->mode == MODE_TFLITE ? (i64)mbqm(acc[m], E->mult[m], E->shift[m])
+                                                : f32_round(acc[m], (u32)E->mult[m])) + E->zp;
                 if (y < E->qmin) y = E->qmin;
                 if (y > E->qmax) y = E->qmax;
                 wd[m] = (u8)y;
@@ -884,6 +914,10 @@ __attribute__((noinline)) static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
     }
     /* commit */
     E->j_cycle = u; E->j_macs = 0; E->j_widx = -1; E->j_undone = 0;
+    if (E->ph == PH_GATHER) {
+        eng_read(M, i, E, ra, u, v);
+        E->g = ld32(v);
+    }
     if (load) {
         eng_read(M, i, E, ra, u, v);
         i32 *S = E->S[E->r];
@@ -914,8 +948,9 @@ __attribute__((noinline)) static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
     switch (E->ph) {
     case PH_DESC: if (++E->r == E_DESC_WORDS) { E->ph = PH_PARAM; E->r = 0; } break;
     case PH_PARAM:
-        if (++E->r == 2 * (i64)C) { E->ph = PH_LOAD; E->r = 0; E->b = E->k0 = E->k1 = 0; }
+        if (++E->r == 2 * (i64)C) { E->ph = E->G ? PH_GATHER : PH_LOAD; E->r = 0; E->b = E->k0 = E->k1 = 0; }
         break;
+    case PH_GATHER: E->ph = PH_LOAD; E->r = 0; break;
     case PH_LOAD:
         if (++E->r == C) { E->ph = PH_STREAM; E->j = E->j0 = E->j1 = 0; E->sub = 0; }
         break;
@@ -927,7 +962,12 @@ __attribute__((noinline)) static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
         if (++E->j0 == E->J0) { E->j0 = 0; E->j1++; }
         if (E->j == E->J) {
             if (last) E->ph = PH_DRAIN;
-            else { E->b++; if (++E->k0 == E->K0) { E->k0 = 0; E->k1++; } E->ph = PH_LOAD; E->r = 0; }
+            else {
+                E->b++;
+                E->ph = PH_LOAD;
+                if (++E->k0 == E->K0) { E->k0 = 0; E->k1++; if (E->G) E->ph = PH_GATHER; }
+                E->r = 0;
+            }
         }
         break;
     }
@@ -970,7 +1010,7 @@ __attribute__((noinline, cold)) static int eng_upto(Model *M, i64 i, i64 u) {
 static int eng_final_write_faults(const Model *M, const Eng *E) {
     i64 jl = E->J - 1;
     u32 cj = E->c_base + (u32)(jl / E->J0) * E->c_s1 + (u32)(jl % E->J0) * E->c_s0;
-    if (E->mode == MODE_TFLITE) return (cj & 7) + E->C > 8 || (i64)cj >= M->nbytes;
+    if (E->mode != MODE_RAW) return (cj & 7) + E->C > 8 || (i64)cj >= M->nbytes;
     u32 wa = cj + 8 * (E->OW - 1);
     return (cj & 7) || (i64)wa >= M->nbytes;
 }
@@ -1449,7 +1489,7 @@ i64 tsr_eng_layout(i64 *out) {
                   OFF(ls1), OFF(j_undone), OFF(st_mcycle), OFF(st_mmask), OFF(ld_cycle),
                   OFF(ld_ctx), OFF(ld_rd), OFF(ld_addr), OFF(ld_size), OFF(ld_signed),
                   OFF(q_x), OFF(q_d), OFF(q_c), OFF(q_pc),
-                  OFF(desc), OFF(bias), OFF(mult), OFF(shift), OFF(S)};
+                  OFF(desc), OFF(bias), OFF(mult), OFF(shift), OFF(S), OFF(g)};
 #undef OFF
     for (int q = 0; q < (int)(sizeof(offs) / sizeof(offs[0])); q++) out[q] = offs[q];
     return (i64)sizeof(Eng);
@@ -1469,11 +1509,21 @@ i64 tsr_eng_seek(u8 *blob, i64 i, i64 lanes) {
     i64 C = E->C, J = E->J, q = s - E_DESC_WORDS;
     if (q < 2 * C) { E->ph = PH_PARAM; E->r = q; return 0; }
     q -= 2 * C;
-    i64 lastb = (E->KB - 1) * (C + J);
-    i64 b, rq;
-    if (q < lastb) { b = q / (C + J); rq = q % (C + J); }
-    else { b = E->KB - 1; rq = q - lastb; }
-    E->b = b; E->k0 = b % E->K0; E->k1 = b / E->K0;
+    /* per k1: G gather step, then K0 blocks of C + J steps (the last block longer) */
+    i64 grp = E->G + E->K0 * (C + J);
+    i64 k1 = q / grp;
+    if (k1 > E->K1 - 1) k1 = E->K1 - 1;
+    i64 rq = q - k1 * grp;
+    if (E->G && rq == 0) {
+        E->ph = PH_GATHER; E->r = 0; E->k1 = k1; E->k0 = 0; E->b = k1 * E->K0;
+        return 0;
+    }
+    rq -= E->G;
+    i64 k0 = rq / (C + J);
+    if (k0 > E->K0 - 1) k0 = E->K0 - 1;
+    rq -= k0 * (C + J);
+    i64 b = k1 * E->K0 + k0;
+    E->b = b; E->k0 = k0; E->k1 = k1;
     if (rq < C) { E->ph = PH_LOAD; E->r = rq; }
     else {
         rq -= C;

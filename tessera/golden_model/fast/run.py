@@ -1,7 +1,8 @@
 """The fast engine's side of :meth:`tessera.golden_model.Array.run`: hand the array's numpy
 state to the compiled loop (``engine.c``, ``tsr_run``) and take the scalars and fault records back.
 
-The state layout is the vectorized engine's (``tessera/golden_model/array.py``); the only
+The state layout is the vectorized engine's (the records of ``tessera/golden_model/contexts.py``,
+``tiles.py``, ``schedule.py``, ``sync.Barrier`` and ``memorder.py``); the only
 translation is the fetch-after-store record, which the vectorized engine keeps for the
 latest cycle with stores and the compiled loop keeps per tile. After a call every cache of
 the vectorized engine is brought up to date, so a run may be continued by either engine.
@@ -18,6 +19,7 @@ from tessera.spec.result import ContextState, Fault
 
 from tessera.spec.engine import ACC_DEPTH
 
+from ..memorder import LoadRecord
 from .build import library
 
 __all__ = ["run_fast", "decode_fast"]
@@ -68,7 +70,7 @@ ENG_FIELDS = (
     ("ld_ctx", "<i8", ()), ("ld_rd", "<i8", ()), ("ld_addr", "<i8", ()), ("ld_size", "<i8", ()),
     ("ld_signed", "<i8", ()), ("q_x", "<i8", ()), ("q_d", "<i8", ()), ("q_c", "<i8", ()),
     ("q_pc", "<i8", ()), ("desc", "u1", (64,)), ("bias", "<i4", (8,)),
-    ("mult", "<i4", (8,)), ("shift", "<i4", (8,)), ("S", "<i4", (8, 8)),
+    ("mult", "<i4", (8,)), ("shift", "<i4", (8,)), ("S", "<i4", (8, 8)), ("g", "<i8", ()),
 )
 _ENG_DTYPE = None
 
@@ -92,7 +94,7 @@ def _engines(arr) -> np.ndarray:
     lib = library()
     blob = getattr(arr, "_fast_eng", None)
     mark = getattr(arr, "_fast_eng_mark", None)
-    if blob is not None and mark is not None and mark[0] is arr._mx and mark[1] == arr._cycle:
+    if blob is not None and mark is not None and mark[0] is arr._mx and mark[1] == arr._sch.cycle:
         return blob
     if blob is None or blob.shape[0] != arr.n:
         blob = np.zeros(arr.n, _eng_dtype())
@@ -108,7 +110,7 @@ def _engines(arr) -> np.ndarray:
 def _import_engines(arr, blob) -> None:
     """Shared state (vectorized engine's representation) → compiled records."""
     mx = arr._mx
-    k0 = arr._cycle
+    k0 = arr._sch.cycle
     blob["busy_done"] = mx.busy_done
     for t in np.nonzero(mx.busy)[0].tolist():
         e = blob[t]
@@ -125,6 +127,7 @@ def _import_engines(arr, blob) -> None:
         e["mult"][:m] = mx.multiplier[t]
         e["shift"][:m] = mx.shift[t]
         e["S"][:m] = mx.lanes_w[t]
+        e["g"] = mx.gather[t]
         if mx.acc is not None:
             arr._fast_eacc[t, :, :m] = mx.acc[t]
         library().tsr_eng_seek(blob.ctypes.data, t, arr.config.engine_lanes)
@@ -134,26 +137,26 @@ def _import_engines(arr, blob) -> None:
         # the instructions issued at k0 - 2 and k0 - 1 (LOAD/STORE words, the store's bytes,
         # the load), for the first engine cycle of the run
         for c in (k0 - 2, k0 - 1):
-            if arr._ls_cyc[c & 1] == c and arr._ls[c & 1, t]:
+            if arr._lsu.cycle[c & 1] == c and arr._lsu.ls[c & 1, t]:
                 e["ls1"] = e["ls0"]
                 e["ls0"] = c
-        if arr._st_cycle == k0 - 1 and arr._st_widx[t] >= 0:
+        if arr._st.cycle == k0 - 1 and arr._st.word[t] >= 0:
             e["st_mcycle"] = k0 - 1
-            e["st_mmask"] = arr._st_mask[t]
+            e["st_mmask"] = arr._st.mask[t]
         rec = arr._ld_rec
-        if rec is not None and rec[0] == k0 - 1 and t in rec[2]:
-            rd, la, size, signed = rec[2][t]
-            e["ld_cycle"], e["ld_ctx"], e["ld_rd"] = k0 - 1, rec[1], rd
+        if rec is not None and rec.cycle == k0 - 1 and t in rec.tiles:
+            rd, la, size, signed = rec.tiles[t]
+            e["ld_cycle"], e["ld_ctx"], e["ld_rd"] = k0 - 1, rec.context, rd
             e["ld_addr"], e["ld_size"], e["ld_signed"] = la, size, int(bool(signed))
 
 
 def _export_engines(arr, blob) -> None:
-    """Compiled records → shared state, for the cycle count ``arr._cycle`` (C)."""
+    """Compiled records → shared state, for the cycle count ``arr._sch.cycle`` (C)."""
     from ..engine import Command, NOT_YET
     from tessera.spec.engine import DESC_FIELDS, DESC_FORMAT
     import struct
     mx = arr._mx
-    C = arr._cycle
+    C = arr._sch.cycle
     cnt = np.zeros(arr.n, np.int64)
     library().tsr_eng_counters(blob.ctypes.data, arr.n, C, cnt.ctypes.data)
     busy = blob["busy"] != 0
@@ -190,6 +193,7 @@ def _export_engines(arr, blob) -> None:
         mx.multiplier[t] = e["mult"][:m]
         mx.shift[t] = e["shift"][:m]
         mx.lanes_w[t] = e["S"][:m]
+        mx.gather[t] = e["g"]
         mx.acc[t] = arr._fast_eacc[t, :, :m]
         if late[t]:
             vals = struct.unpack(DESC_FORMAT, e["desc"].tobytes())
@@ -208,16 +212,16 @@ def _export_engines(arr, blob) -> None:
     # what the first engine cycle of a continued run needs of the issues at C-2 and C-1
     if mx.nbusy:
         for c in (C - 2, C - 1):
-            arr._ls_cyc[c & 1] = c
-            arr._ls[c & 1] = busy & ((blob["ls0"] == c) | (blob["ls1"] == c))
-        st = busy & (blob["st_mcycle"] == C - 1) & (arr._st_widx >= 0)
-        arr._st_mask[st] = blob["st_mmask"][st].astype(np.uint8)
+            arr._lsu.cycle[c & 1] = c
+            arr._lsu.ls[c & 1] = busy & ((blob["ls0"] == c) | (blob["ls1"] == c))
+        st = busy & (blob["st_mcycle"] == C - 1) & (arr._st.word >= 0)
+        arr._st.mask[st] = blob["st_mmask"][st].astype(np.uint8)
         ld = np.nonzero(busy & (blob["ld_cycle"] == C - 1))[0].tolist()
         if ld:
             c = int(blob["ld_ctx"][ld[0]])
-            arr._ld_rec = (C - 1, c, {t: (int(blob["ld_rd"][t]), int(blob["ld_addr"][t]),
-                                          int(blob["ld_size"][t]), bool(blob["ld_signed"][t]))
-                                      for t in ld})
+            arr._ld_rec = LoadRecord(C - 1, c, {
+                t: (int(blob["ld_rd"][t]), int(blob["ld_addr"][t]), int(blob["ld_size"][t]),
+                    bool(blob["ld_signed"][t])) for t in ld})
     arr._fast_eng_mark = (mx, C)
 
 
@@ -239,60 +243,62 @@ def run_fast(arr, max_cycles: int) -> None:
     x = arr._x
     n = arr.n
     # fetch-after-store record: per tile the cycle of its recorded store (-1: none)
-    s["st_cycle"][:] = np.where(arr._st_widx >= 0, arr._st_cycle, -1)
+    s["st_cycle"][:] = np.where(arr._st.word >= 0, arr._st.cycle, -1)
     s["f_has"][:] = 0
     lanes = arr.config.engine_lanes
     eng = _engines(arr) if lanes else np.zeros(1, np.uint64)
     eacc = arr._fast_eacc.reshape(-1) if lanes else np.zeros(1, np.uint32)
     u8, i8, i64, u32, u64 = np.uint8, np.int8, np.int64, np.uint32, np.uint64
     b = np.bool_
+    ctx, tl, st = arr._ctx, arr._tl, arr._st     # the named state records (P_* order below)
     arrays = [
-        (arr._regs, u32), (arr._pc, u32), (arr._vis, u8), (arr._pend_state, u8),
-        (arr._pend_cycle, i64), (arr._retired, u64), (arr._exit, u32), (arr._dturn, u8),
-        (arr._dword, u32), (arr._macs, u64), (arr._xprog, u32), (arr.sram.w32, u32),
-        (arr._xphase, b), (arr._xphase_end, i64), (arr._cat, i8), (arr._since, i64),
-        (arr._acc, i64),
+        (ctx.regs, u32), (ctx.pc, u32), (ctx.state, u8), (ctx.pend_state, u8),
+        (ctx.pend_cycle, i64), (ctx.retired, u64), (ctx.exit_code, u32), (ctx.div_turn, u8),
+        (ctx.div_word, u32), (tl.macs, u64), (tl.xprog, u32), (arr.sram.w32, u32),
+        (tl.xphase, b), (tl.xphase_end, i64), (tl.category, i8), (tl.since, i64),
+        (tl.acc, i64),
         (x.in_prog, b), (x.next_step, i64), (x.ptr, i64), (x.bus_val, u32), (x.bus_valid, b),
         (x.slot_cycle, i64),
-        (s["st_cycle"], i64), (arr._st_widx, i64), (arr._st_old, u32),
+        (s["st_cycle"], i64), (st.word, i64), (st.old, u32),
         (s["f_has"], u8), (s["f_ctx"], i64), (s["f_cause"], i64), (s["f_pc"], i64),
         (s["f_addr"], i64),
         (s["tev"], i64), (s["cnt"], i64), (s["arrived"], u8), (s["nrun_ctx"], i64),
         (s["tiles4"], i64), (s["ulog"], u32), (s["ckpt"], u8),
         (eng.view(u8), u8), (s["ebusy"], u8), (s["esnap"], u8), (s["esnap_gen"], i64),
         (s["etouched"], i64), (eacc, u32), (s["esnap_acc"], u32),
-        (arr._slimit, u32), (x.run_i, i64), (x.run_w, i64),
+        (ctx.stack_limit, u32), (x.run_i, i64), (x.run_w, i64),
     ]
     ptrs = np.array([_check(a, dt, str(i)).__array_interface__["data"][0]
                      for i, (a, dt) in enumerate(arrays)], dtype=np.uint64)
     g = np.array([n, arr.t, arr.nbytes, arr.config.exchange_latency, arr.config.sync_latency,
-                  arr._cycle, int(max_cycles), arr._live, arr._release, int(arr._armed),
+                  arr._sch.cycle, int(max_cycles), arr._sch.live, arr._bar.release,
+                  int(arr._bar.armed),
                   x.next_cycle, 0, ULOG_ENTRIES, 0, 0, arr.config.engine_lanes],
                  dtype=np.int64)
     lib.tsr_run(ptrs.ctypes.data, g.ctypes.data)
     gd = dict(zip(_G_FIELDS, g.tolist()))
     arr._fast_stats = {"windows": gd["windows"], "rollbacks": gd["rollbacks"]}
     k = gd["cycle"]
-    arr._cycle = k
-    arr._live = gd["live"]
-    arr._release = gd["release"]
-    arr._armed = bool(gd["armed"])
+    arr._sch.cycle = k
+    arr._sch.live = gd["live"]
+    arr._bar.release = gd["release"]
+    arr._bar.armed = bool(gd["armed"])
     x.next_cycle = gd["xnext"]
-    arr._stop = bool(gd["stop"])
+    arr._sch.stop = bool(gd["stop"])
     for t in np.nonzero(s["f_has"])[0].tolist():
-        ctx = int(s["f_ctx"][t])
-        arr._faults[t] = Fault(None if ctx < 0 else ctx, FaultCause(int(s["f_cause"][t])),
-                               int(s["f_pc"][t]), int(s["f_addr"][t]))
+        fc = int(s["f_ctx"][t])
+        tl.faults[t] = Fault(None if fc < 0 else fc, FaultCause(int(s["f_cause"][t])),
+                             int(s["f_pc"][t]), int(s["f_addr"][t]))
     if lanes:
         _export_engines(arr, eng)
     # back to the vectorized engine's representation and caches
     last = k - 1
-    arr._st_cycle = last
-    arr._st_widx[s["st_cycle"] != last] = -1
-    arr._next_pend = int(arr._pend_cycle.min())
+    arr._st.cycle = last
+    arr._st.word[s["st_cycle"] != last] = -1
+    arr._sch.next_pend = int(arr._ctx.pend_cycle.min())
     arr._update_next_event()
-    arr._running_ctx = (arr._vis == _RUNNING).any(axis=0)
-    arr._div_ctx = arr._dturn.any(axis=0)
+    arr._sch.running_ctx = (arr._ctx.state == _RUNNING).any(axis=0)
+    arr._ctx.div_any[:] = arr._ctx.div_turn.any(axis=0)
 
 
 def decode_fast(word: int) -> tuple[int, int, int, int, int]:

@@ -15,8 +15,8 @@ Internally a step goes through three stages, each advancing with ``adv``:
   stationary vector, or, for a stream step, through the M·8 multipliers into acc[j]
   (b = 0 starts from bias) — in the last block into the output register instead.
 * **stage 2** (the writes): output word w of element j in step s_j + 2 + w: RAW int32 pairs,
-  or the TFLITE bytes (MultiplyByQuantizedMultiplier, + zp, clamp) requantized from the output
-  register in the write step; write faults (check 4) are decided here.
+  or the TFLITE bytes (MultiplyByQuantizedMultiplier, + zp, clamp) or the FLOAT32 bytes
+  (:func:`f32_round`, + zp, clamp) requantized from the output register in the write step; write faults (check 4) are decided here.
 
 Data checks (check 2 in step 7, check 3 in step 9 + 2m) need the word read in that step, so they
 are decided in the cycle after the step. Every engine fault is then delayed to the cycle two
@@ -39,13 +39,14 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from tessera.spec.config import ArrayConfig
-from tessera.spec.engine import (ACC_DEPTH, DESC_CHECK_STEP, DESC_FIELDS, DESC_WORDS, MAX_SHIFT,
-                                 MIN_SHIFT, VECTOR_BYTES, WRITE_DELAY, Flag, Mode)
+from tessera.spec.engine import (ACC_DEPTH, BYTE_MODES, DESC_CHECK_STEP, DESC_FIELDS, DESC_WORDS,
+                                 F32_EXP_SPECIAL, MAX_SHIFT, MIN_SHIFT, VECTOR_BYTES,
+                                 WRITE_DELAY, Flag, Mode)
 from tessera.spec.faults import FaultCause
 
 from ..interfaces import EngineSramSignature, MatrixEngineSignature, check_config
 
-__all__ = ["MatrixEngine", "Phase", "mbqm"]
+__all__ = ["MatrixEngine", "Phase", "mbqm", "f32_round"]
 
 assert WRITE_DELAY == 2, "the pipeline below has stage 1 and stage 2 one step apart each"
 assert VECTOR_BYTES == 8 and DESC_CHECK_STEP == DESC_WORDS - 1
@@ -59,6 +60,7 @@ class Phase(enum.IntEnum):
     WLOAD = 3     # C steps: W(0, b) .. W(C-1, b)
     STREAM = 4    # one step per element (+ OW-1 steps without a read in the last block)
     TAIL = 5      # the last 2 steps (writes only)
+    GATHER = 6    # K_GATHER: one step before the lane loads of each k1 (the gather word)
 
 
 class Kind(enum.IntEnum):
@@ -68,6 +70,7 @@ class Kind(enum.IntEnum):
     PARAM = 2
     W = 3
     X = 4
+    G = 5         # a gather word (K_GATHER)
 
 
 _FIELD_BITS = {"I": (32, False), "H": (16, False), "B": (8, False), "h": (16, True)}
@@ -111,6 +114,96 @@ def mbqm(m, x, mult, shift):
     res = Signal(32)
     m.d.comb += res.eq(((his >> right) + (rem > thr))[:32])
     return res.as_signed()
+
+
+def _bit_length(m, v, name):
+    """Amaranth value: the bit length of unsigned ``v`` (0 for 0), a priority chain."""
+    n = Signal(range(len(v) + 1), name=name)
+    bl = Const(0, len(n))
+    for i in range(len(v)):
+        bl = Mux(v[i], i + 1, bl)
+    m.d.comb += n.eq(bl)
+    return n
+
+
+def _rne_shr(m, v, sh, name):
+    """Amaranth value: unsigned ``v`` / 2^``sh`` rounded to the nearest integer, ties to even."""
+    q = Signal(len(v), name=f"{name}_q")
+    m.d.comb += q.eq(v >> sh)
+    mask = Signal(len(v), name=f"{name}_mask")
+    m.d.comb += mask.eq(((Const(1, len(v) + 1) << sh) - 1)[:len(v)])
+    r = v & mask
+    half = (mask >> 1) + 1                      # 2^(sh-1) for sh >= 1
+    up = (sh != 0) & ((r > half) | ((r == half) & q[0]))
+    out = Signal(len(v) + 1, name=name)
+    m.d.comb += out.eq(q + up)
+    return out
+
+
+#: FLOAT32-mode results with |rne(p)| >= 2^10 saturate every byte output (zp, qmin, qmax are in
+#: -128..255), so :func:`f32_round` returns rne(p) clipped to ±2^10.
+F32_SAT_LOG2 = 10
+
+
+def f32_round(m, acc, mbits, name="f32"):
+    """Amaranth value of rne(fl32(fl32(acc) · M)) clipped to ±2^10 (§12 ``FLOAT32``), integer
+    logic only.
+
+    ``acc`` is the signed 32-bit accumulator, ``mbits`` the 32-bit binary32 pattern of a finite
+    M (the engine faults on exponent 255 in step 8+2m). fl32 and rne round to nearest, ties
+    to even:
+
+    1. fl32(|acc|) = ma · 2^ea: ``|acc|`` (≤ 2^31) rounded to its top 24 bits (ea = max(n − 24,
+       0) for bit length n, ma ≤ 2^24).
+    2. M = mm · 2^em: mm = fraction | (exponent ≠ 0) << 23, em = max(exponent, 1) − 150.
+    3. The exact product ma·mm · 2^e (e = ea + em, < 2^48 · 2^e) with bit length L: t = L + e.
+       t ≥ 11: |p| ≥ 2^10 (saturate); t ≤ −1 (or a zero factor): |p| < 1/2, rne gives 0 even
+       after the float rounding (which cannot pass 1/2).
+    4. Else fl32: the product rounded to its top 24 bits (s1 = max(L − 24, 0)): rp · 2^ep;
+       then rne(rp · 2^ep): a left shift by ep ≥ 0, or a rounded right shift by −ep (≤ 24
+       when 0 ≤ t ≤ 10).
+    """
+    sa = acc[31]
+    u = Signal(32, name=f"{name}_u")
+    m.d.comb += u.eq(Mux(sa, -acc.as_signed(), acc)[:32])
+    n = _bit_length(m, u, f"{name}_n")
+    ea = Signal(4, name=f"{name}_ea")
+    m.d.comb += ea.eq(Mux(n > 24, n - 24, 0))
+    ma = _rne_shr(m, u, ea, f"{name}_ma")                    # <= 2^24 (25 bits)
+    sm = mbits[31]
+    ex = mbits[23:31]
+    mm = Cat(mbits[:23], ex != 0)
+    ea_s = Signal(signed(10), name=f"{name}_eas")          # (unsigned - unsigned would wrap)
+    ex_s = Signal(signed(10), name=f"{name}_exs")
+    e = Signal(signed(10), name=f"{name}_e")
+    m.d.comb += [ea_s.eq(ea), ex_s.eq(Mux(ex == 0, 1, ex)), e.eq(ea_s + ex_s - 150)]
+    prod = Signal(49, name=f"{name}_prod")
+    m.d.comb += prod.eq(ma[:25] * mm)
+    L = _bit_length(m, prod, f"{name}_L")
+    t = Signal(signed(10), name=f"{name}_t")
+    m.d.comb += t.eq(L + e)
+    s1 = Signal(6, name=f"{name}_s1")
+    m.d.comb += s1.eq(Mux(L > 24, L - 24, 0))
+    rp = _rne_shr(m, prod, s1, f"{name}_rp")                 # <= 2^24
+    ep = Signal(signed(10), name=f"{name}_ep")
+    m.d.comb += ep.eq(e + s1)
+    s2 = Signal(5, name=f"{name}_s2")
+    m.d.comb += s2.eq(Mux(ep < 0, -ep, 0)[:5])              # <= 24 when 0 <= t <= 10
+    right = _rne_shr(m, rp[:25], s2, f"{name}_r")
+    left = Signal(F32_SAT_LOG2 + 1, name=f"{name}_l")
+    m.d.comb += left.eq((rp[:F32_SAT_LOG2 + 1] << ep.as_unsigned()[:4])[:F32_SAT_LOG2 + 1])
+    mag = Signal(F32_SAT_LOG2 + 1, name=f"{name}_mag")
+    with m.If((L == 0) | (t < 0)):
+        m.d.comb += mag.eq(0)
+    with m.Elif(t > F32_SAT_LOG2):
+        m.d.comb += mag.eq(1 << F32_SAT_LOG2)
+    with m.Elif(ep >= 0):
+        m.d.comb += mag.eq(left)
+    with m.Else():
+        m.d.comb += mag.eq(right[:F32_SAT_LOG2 + 1])
+    res = Signal(signed(F32_SAT_LOG2 + 2), name=name)
+    m.d.comb += res.eq(Mux(sa ^ sm, -mag, mag))
+    return res
 
 
 class MatrixEngine(wiring.Component):
@@ -210,6 +303,9 @@ class MatrixEngine(wiring.Component):
         w_ptr = Signal(32)                # ... + m·w_sm
         c_row = Signal(32)
         c_ptr = Signal(32)
+        g_ptr = Signal(32)                # ak_s1 + 8·k1: the gather word (K_GATHER)
+        xb_now = Signal(32)               # x_blk, or a gather word still in stage 1 (C = 1)
+        gat = (f["flags"] & Flag.K_GATHER) != 0
 
         last_blk = (k0 == f["K0"] - 1) & (k1 == f["K1"] - 1)
         first_blk = (k0 == 0) & (k1 == 0)
@@ -223,6 +319,8 @@ class MatrixEngine(wiring.Component):
                              kind.eq(Mux(phase == Phase.DESC, Kind.DESC, Kind.PARAM))]
             with m.Case(Phase.WLOAD):
                 m.d.comb += [rd.eq(1), raddr.eq(w_ptr), kind.eq(Kind.W)]
+            with m.Case(Phase.GATHER):
+                m.d.comb += [rd.eq(1), raddr.eq(g_ptr), kind.eq(Kind.G)]
             with m.Case(Phase.STREAM):
                 m.d.comb += [rd.eq(sub == 0), raddr.eq(x_ptr),
                              kind.eq(Mux(sub == 0, Kind.X, Kind.NONE))]
@@ -243,15 +341,17 @@ class MatrixEngine(wiring.Component):
                 with m.Case(Phase.PARAM):
                     m.d.sync += [ptr.eq(ptr + 8), cnt.eq(cnt + 1)]
                     with m.If(cnt == (Cat(0, n_c) - 1)[:8]):
-                        m.d.sync += [phase.eq(Phase.WLOAD), cnt.eq(0),
+                        m.d.sync += [phase.eq(Mux(gat, Phase.GATHER, Phase.WLOAD)), cnt.eq(0),
                                      w_blk.eq(f["w_base"]), w_ptr.eq(f["w_base"]),
                                      x_kblk.eq(f["a_base"]), x_blk.eq(f["a_base"]),
-                                     k0.eq(0), k1.eq(0)]
+                                     g_ptr.eq(f["ak_s1"]), k0.eq(0), k1.eq(0)]
+                with m.Case(Phase.GATHER):
+                    m.d.sync += [phase.eq(Phase.WLOAD), cnt.eq(0)]
                 with m.Case(Phase.WLOAD):
                     m.d.sync += [w_ptr.eq(w_ptr + f["w_sm"]), cnt.eq(cnt + 1)]
                     with m.If(cnt == n_c - 1):
                         m.d.sync += [phase.eq(Phase.STREAM), sub.eq(0), j.eq(0), j0.eq(0),
-                                     j1.eq(0), x_row.eq(x_blk), x_ptr.eq(x_blk),
+                                     j1.eq(0), x_row.eq(xb_now), x_ptr.eq(xb_now),
                                      c_row.eq(f["c_base"]), c_ptr.eq(f["c_base"])]
                 with m.Case(Phase.STREAM):
                     with m.If(last_blk & (sub != ow - 1)):
@@ -277,7 +377,9 @@ class MatrixEngine(wiring.Component):
                             with m.Else():
                                 nk = x_kblk + f["ak_s1"]
                                 m.d.sync += [k0.eq(0), k1.eq(k1 + 1), x_kblk.eq(nk),
-                                             x_blk.eq(nk)]
+                                             x_blk.eq(nk), g_ptr.eq(g_ptr + 8)]
+                                with m.If(gat):   # x_kblk/x_blk come from the gather word
+                                    m.d.sync += phase.eq(Phase.GATHER)
                 with m.Case(Phase.TAIL):
                     m.d.sync += cnt.eq(cnt + 1)
                     with m.If(cnt == WRITE_DELAY - 1):
@@ -325,7 +427,7 @@ class MatrixEngine(wiring.Component):
                 return v.as_signed() if signed else v
             return fv(name)
 
-        tfl = now("mode") == Mode.TFLITE
+        tfl = Cat(*(now("mode") == md for md in BYTE_MODES)).any()    # zp/qmin/qmax checked
         outu = (now("flags") & Flag.OUT_UNSIGNED) != 0
         lo = Mux(outu, 0, -128)
         hi = Mux(outu, 255, 127)
@@ -339,11 +441,13 @@ class MatrixEngine(wiring.Component):
         desc_bad = ((now("C") == 0) | (now("C") > M)
                     | (now("J0") == 0) | (now("J1") == 0) | (now("K0") == 0) | (now("K1") == 0)
                     | big_j | (now("mode") > max(Mode))
-                    | ((now("flags") & ~int(Flag.A_UNSIGNED | Flag.OUT_UNSIGNED) & 0xFF) != 0)
+                    | ((now("flags") & ~int(Flag.A_UNSIGNED | Flag.OUT_UNSIGNED | Flag.K_GATHER)
+                        & 0xFF) != 0)
                     | (tfl & ((now("qmin") > now("qmax")) | out_of_type(now("zp"))
                               | out_of_type(now("qmin")) | out_of_type(now("qmax")))))
         shv = word[:32].as_signed()
         shift_bad = (f["mode"] == Mode.TFLITE) & ((shv < MIN_SHIFT) | (shv > MAX_SHIFT))
+        mult_bad = (f["mode"] == Mode.FLOAT32) & (word[32 + 23:32 + 31] == F32_EXP_SPECIAL)
         dfault = Signal()
         dfault_addr = Signal(32)
         d_addr = Signal(32)               # d = the address of word 7 − 56
@@ -352,8 +456,13 @@ class MatrixEngine(wiring.Component):
             m.d.comb += [dfault.eq(1), dfault_addr.eq(d_addr)]
         with m.Elif(fresh & (s1_kind == Kind.PARAM) & s1_idx[0] & shift_bad):
             m.d.comb += [dfault.eq(1), dfault_addr.eq(s1_raddr)]
+        with m.Elif(fresh & (s1_kind == Kind.PARAM) & ~s1_idx[0] & mult_bad):
+            m.d.comb += [dfault.eq(1), dfault_addr.eq(s1_raddr)]
 
         # ---- stage 1 ------------------------------------------------------------------
+        g_base = Signal(32)               # a_base + g[k1] of the gather word in stage 1
+        m.d.comb += [g_base.eq(f["a_base"] + word[:32]),
+                     xb_now.eq(Mux(s1_kind == Kind.G, g_base, x_blk))]
         xs = [word[8 * i:8 * i + 8] for i in range(8)]
         a_uns = (f["flags"] & Flag.A_UNSIGNED) != 0
         sums = []
@@ -391,6 +500,8 @@ class MatrixEngine(wiring.Component):
                         m.d.sync += [bias[lane].eq(word[:32]), mult[lane].eq(word[32:])]
                 with m.Case(Kind.W):
                     m.d.sync += stat[s1_idx].eq(word)
+                with m.Case(Kind.G):
+                    m.d.sync += [x_kblk.eq(g_base), x_blk.eq(g_base)]
                 with m.Case(Kind.X):
                     with m.If(s1_last):
                         m.d.sync += [o.eq(s) for o, s in zip(out, sums)]
@@ -410,10 +521,12 @@ class MatrixEngine(wiring.Component):
         pair_data = Array(Cat(out[2 * p], out[2 * p + 1] if 2 * p + 1 < M else Const(0, 32))
                           for p in range(n_pairs))
         q = []
+        f32 = f["mode"] == Mode.FLOAT32
         for lane in range(M):
             y = mbqm(m, out[lane], mult[lane], shift[lane].as_signed())
+            yf = f32_round(m, out[lane], mult[lane], name=f"f32_{lane}")
             yz = Signal(signed(34), name=f"yz{lane}")
-            m.d.comb += yz.eq(y + fv("zp"))
+            m.d.comb += yz.eq(Mux(f32, yf, y) + fv("zp"))
             c = Signal(8, name=f"q{lane}")
             m.d.comb += c.eq(Mux(yz < fv("qmin"), fv("qmin"),
                                  Mux(yz > fv("qmax"), fv("qmax"), yz))[:8])

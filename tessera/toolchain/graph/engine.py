@@ -178,6 +178,70 @@ class Engine:
             _check(result, max_cycles, cg, self._regions)
         return result
 
+    def run_many(self, feeds, read, max_cycles: int = DEFAULT_MAX_CYCLES) -> list:
+        """Several runs, each after writing its inputs: ``feeds[i]`` (name -> data, as
+        :meth:`write_tensor`), then :meth:`run` (checked as ``check=True``), then the
+        variables ``read`` are read (as :meth:`read_tensor`).
+
+        The same as that loop on every backend; a backend whose run function has a
+        ``run_jobs`` attribute (``rtl``: :func:`tessera.tb.backend.run_jobs_on_rtl`) runs
+        them all in one simulation (the image and the SRAM are
+        loaded once, a run after the first writes only its inputs and reads back only
+        ``read``; the SRAM is read back in full after the last run).
+
+        Returns
+        -------
+        list of (RunResult, dict of name -> ndarray)
+
+        Raises
+        ------
+        GraphError, EngineError
+            As :meth:`write_tensor` / :meth:`run` (a fault or timeout in any run).
+        """
+        feeds = list(feeds)
+        from tessera.backends import get as get_backend
+        run_jobs = getattr(get_backend(self.backend), "run_jobs", None)
+        if run_jobs is None or len(feeds) < 2:
+            out = []
+            for f in feeds:
+                for k, v in f.items():
+                    self.write_tensor(k, v)
+                res = self.run(max_cycles)
+                out.append((res, {n: self.read_tensor(n) for n in read}))
+            return out
+        if not isinstance(max_cycles, int) or isinstance(max_cycles, bool) or max_cycles < 1:
+            raise ValueError(f"max_cycles must be a positive int, not {max_cycles!r}")
+        cg = self.compiled
+        base = cg.base
+
+        def ranges(names):
+            got = []
+            for n in names:
+                var, addrs = self._var(n)
+                isz = var.dtype.itemsize
+                got += [(iv.tile, int(a), iv.size * isz) for iv, a in zip(var.intervals, addrs)]
+            return got
+
+        full = [(t, base, len(r)) for t, r in enumerate(self._regions)]
+        jobs = []
+        for i, f in enumerate(feeds):
+            for k, v in f.items():
+                self.write_tensor(k, v)
+            if i == 0:
+                preload = [(t, base, bytes(r)) for t, r in enumerate(self._regions)]
+            else:
+                preload = [(t, a, bytes(self._regions[t][a - base:a - base + n]))
+                           for t, a, n in ranges(f)]
+            jobs.append((preload, full if i == len(feeds) - 1 else ranges(read)))
+        out = []
+        for i, (result, data) in enumerate(run_jobs(cg.config, cg.image, max_cycles, jobs)):
+            for (t, a, n), d in zip(jobs[i][1], data):
+                self._regions[t][a - base:a - base + n] = d
+            self.last_result = result
+            _check(result, max_cycles, cg, self._regions)
+            out.append((result, {n: self.read_tensor(n) for n in read}))
+        return out
+
     def diagnose(self, max_cycles: int | None = None) -> "EngineError | None":
         """The :class:`EngineError` that ``run(check=True)`` would have raised for the last
         run (None if it halted cleanly or nothing ran yet); for ``run(check=False)`` users."""

@@ -18,15 +18,15 @@ blocks of 4, 8 or 16), bit-exact with :func:`tessera.golden_model.kernels.block_
   row offset, then BS/4 steps of 8 loads + 16 ``dot4``.
 * **Matrix engine** (default when ``config.engine_macs > 0`` and K, N are multiples of 8;
   docs/architecture.md §12): blocks of 4 are regrouped into blocks of 8 (a block of 8 is
-  stored when any of its four blocks of 4 is). A command accumulates over its blocks only
-  when their rows form an arithmetic progression (the streamed address is affine in k1), so
-  each block column's stored block rows are covered by the shortest progression containing
-  them (the gaps become zero blocks in the packed stationary operand). Per tile, per group of
-  ≤ 256 rows, per stored block column and per M = P/8 of its channels one command; the
-  packed weights (per column, channel-major, only the progression's blocks) are a constant
-  replicated on each computing tile; the columns without stored blocks are never computed:
+  stored when any of its four blocks of 4 is). A command accumulates over exactly the
+  column's stored blocks: equally spaced block rows stream with the k1 stride, others
+  through a ``K_GATHER`` table (``<name>.gather``: the byte offset of each stored block in a
+  row of A, one 8-byte entry per block, §12). Per tile, per group of ≤ 256 rows, per stored
+  block column and per M = P/8 of its channels one command; the packed weights (per column,
+  channel-major, only the stored blocks) are a constant replicated on each computing tile; the columns without stored blocks are never computed:
   their output (the initial accumulators, or their requantization) is part of the output
-  variable's initial value. Optional fused TFLITE requantization (``requant``).
+  variable's initial value. Optional fused requantization (``requant``: the TFLite rule or
+  the ONNX float32 rule, :func:`tessera.toolchain.kernels.engine.output_rule`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ from tessera.toolchain.graph.program import Copy, Execute, Sequence
 
 from ._common import KernelError, check_init, check_var, codelet, unique_name
 from .matmul import _generated_source, _row_tiles
-from .engine import Command, add_engine_vertex, param_table, require_align, use_engine
+from .engine import (Command, add_engine_vertex, output_rule, param_table, require_align,
+                     use_engine)
 
 __all__ = ["block_sparse_matmul", "pack_blocks", "MAX_K"]
 
@@ -254,8 +255,8 @@ def progression_cover(rows) -> tuple[int, int, int]:
 
 def _block_sparse_engine(graph, a, w, iv_init, tiles, name, requant, where):
     from tessera.golden_model.kernels import requantize as ref_requantize
-    from tessera.spec.engine import ACC_DEPTH, Mode
-    from .requantize import requant_params
+    from tessera.golden_model.kernels import requantize_float32 as ref_requantize_float32
+    from tessera.spec.engine import ACC_DEPTH, Flag, Mode
     m, k = a.shape
     n = w.shape[1]
     dense = w.to_dense()
@@ -273,15 +274,24 @@ def _block_sparse_engine(graph, a, w, iv_init, tiles, name, requant, where):
     name = unique_name(graph, name)
     nt = len(tiles)
     lanes = graph.config.engine_lanes
-    # packed stationary operand: per stored block column, channel-major over the progression
-    plan, chunks, off = {}, [], 0
+    # packed stationary operand: per stored block column, channel-major over its stored
+    # block rows; rows in arithmetic progression stream with the k1 stride, others with a
+    # K_GATHER table (one 8-byte entry per stored block: its byte offset in a row of A)
+    plan, chunks, off, gtab = {}, [], 0, []
     for c in sorted(cols):
-        r0, d, L = progression_cover(cols[c])
+        rows_c = sorted(cols[c])
+        r0, d, L = progression_cover(rows_c)
+        if L == len(rows_c):
+            g = None                                       # exactly a progression
+        else:
+            g = len(gtab)
+            gtab += [r * bs for r in rows_c]
+            r0, d, L = 0, 0, len(rows_c)
+        rr = [r0 + l * d for l in range(L)] if g is None else rows_c
         blk = np.zeros((bs, L, bs), dtype=np.int8)         # [channel, block, row in block]
-        for l in range(L):
-            r = r0 + l * d
+        for l, r in enumerate(rr):
             blk[:, l, :] = dense[r * bs:(r + 1) * bs, c * bs:(c + 1) * bs].T
-        plan[c] = (r0, d, L, off)
+        plan[c] = (r0, d, L, off, g)
         chunks.append(blk.reshape(-1))
         off += blk.size
     packed = np.concatenate(chunks) if chunks else np.zeros(8, np.int8)
@@ -295,18 +305,28 @@ def _block_sparse_engine(graph, a, w, iv_init, tiles, name, requant, where):
         zp, qmin, qmax = 0, -128, 127
         empty_value = iv_init
     else:
-        mode, elem, dt = Mode.TFLITE, 1, "int8"
-        tb = np.broadcast_to(requant_params(requant["multiplier"], requant["shift"], iv_init,
-                                            n, where), (n, 3))
-        table = param_table(tb[:, 0], tb[:, 1], tb[:, 2])
-        zp = int(requant["zero_point"])
-        qmin, qmax = (zp if requant.get("relu") else -128), 127
-        empty_value = ref_requantize(np.zeros((1, n), np.int32), tb[:, 1], tb[:, 2], zp,
-                                     relu=bool(requant.get("relu")), bias=tb[:, 0])[0]
+        elem = 1
+        table, fields, dt = output_rule(requant, iv_init, n, where)
+        mode, zp, qmin, qmax = (fields[f] for f in ("mode", "zp", "qmin", "qmax"))
+        if mode == Mode.TFLITE:
+            empty_value = ref_requantize(np.zeros((1, n), np.int32), table[:, 1], table[:, 2],
+                                         zp, relu=bool(requant.get("relu")), bias=table[:, 0])[0]
+        else:       # FLOAT32: the §11 rule 2 reference of the bias alone, clamped at qmin
+            empty_value = np.maximum(ref_requantize_float32(
+                np.zeros((1, n), np.int32), table[:, 1].view(np.float32), zp, dtype=dt,
+                bias=table[:, 0])[0], qmin)
     pv = graph.add_constant(f"{name}.params", np.broadcast_to(table, (nt, n, 4)),
                             [(t, i * n * 4, (i + 1) * n * 4) for i, t in enumerate(tiles)],
                             dtype="int32")
     pv.align = 8
+    if gtab:
+        gt = np.zeros((len(gtab), 2), np.int32)
+        gt[:, 0] = gtab
+        gv = graph.add_constant(f"{name}.gather", np.broadcast_to(gt.reshape(-1),
+                                                                  (nt, gt.size)),
+                                [(t, i * gt.size, (i + 1) * gt.size)
+                                 for i, t in enumerate(tiles)], dtype="int32")
+        gv.align = 8
     # columns that are never computed keep the output's initial value
     c = graph.add_constant(f"{name}.c", np.broadcast_to(empty_value, (m, n)),
                            [(iv.tile, iv.start // k * n, iv.stop // k * n) for iv in a.intervals],
@@ -320,15 +340,20 @@ def _block_sparse_engine(graph, a, w, iv_init, tiles, name, requant, where):
         at, ct = a[ra:rb], c.flatten()[ra * n:rb * n]
         for g0 in range(0, rb - ra, ACC_DEPTH):
             nr = min(ACC_DEPTH, rb - ra - g0)
-            for col, (r0, d, L, woff) in plan.items():
+            for col, (r0, d, L, woff, g) in plan.items():
                 for m0 in range(0, bs, lanes):
                     nc = min(lanes, bs - m0)
+                    gather = {} if g is None else dict(ak_s1=(gv[i], 8 * g))
                     per_tile.setdefault(iv.tile, []).append(Command(
-                        a_base=(at, g0 * k + r0 * bs), a_s0=k, ak_s1=d * bs,
+                        a_base=(at, g0 * k + r0 * bs), a_s0=k,
+                        **(gather or dict(ak_s1=d * bs)),
                         w_base=(wv[i], woff + m0 * L * bs), w_sm=L * bs,
                         c_base=(ct, (g0 * n + col * bs + m0) * elem), c_s0=n * elem,
                         p_base=(pv[i], 16 * (col * bs + m0)), J0=nr, K0=bs // 8, K1=L,
-                        C=nc, mode=mode, zp=zp, qmin=qmin, qmax=qmax))
+                        C=nc, mode=mode,
+                        flags=(0 if requant is None else fields["flags"])
+                        | (0 if g is None else Flag.K_GATHER),
+                        zp=zp, qmin=qmin, qmax=qmax))
     if not per_tile:                     # no stored block: the output is its initial value
         return c, Sequence()
     cs = graph.add_compute_set(f"{name}.mm")

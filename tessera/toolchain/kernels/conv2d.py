@@ -188,8 +188,12 @@ def conv2d_nhwc(graph: Graph, xp, w, in_shape, *, stride=1, padding="valid",
         Added to the accumulators (wrapping).
     requant : None or dict
         ``{"multiplier", "shift", "zero_point", "relu"}`` (per-tensor or per-channel): fused
-        TFLite requantization in the engine's output stage (``TFLITE`` mode); the output is
-        then int8 ``[N, OH, OW, Coutp]``, Coutp = Cout rounded up to 8, columns Cout.. unused.
+        TFLite requantization in the engine's output stage (``TFLITE`` mode), or
+        ``{"rule": "float32", "multiplier": float32 M, "zero_point", "dtype", "relu"}``: the
+        ONNX float32 rule (``FLOAT32`` mode, bit-exact with
+        :func:`tessera.golden_model.kernels.requantize_float32`); see
+        :func:`tessera.toolchain.kernels.engine.output_rule`. The output is then int8 (or
+        uint8) ``[N, OH, OW, Coutp]``, Coutp = Cout rounded up to 8, columns Cout.. unused.
         None: ``RAW`` int32 ``[N, OH, OW, Cout]`` (Cout must be even).
 
     Returns
@@ -202,8 +206,7 @@ def conv2d_nhwc(graph: Graph, xp, w, in_shape, *, stride=1, padding="valid",
         Shapes that do not match, an odd Cout in RAW mode, no engine.
     """
     from tessera.spec.engine import ACC_DEPTH, Mode
-    from .engine import Command, add_engine_vertex, param_table, require_align
-    from .requantize import requant_params
+    from .engine import Command, add_engine_vertex, output_rule, param_table, require_align
     from ._common import unique_name
     from tessera.toolchain.graph.program import Execute
     where = f"conv2d_nhwc({name!r})"
@@ -240,14 +243,11 @@ def conv2d_nhwc(graph: Graph, xp, w, in_shape, *, stride=1, padding="valid",
             raise KernelError(f"{where}: RAW (int32) output needs an even Cout, not {cout}")
         mode, elem, coutp = Mode.RAW, 4, cout
         table = param_table(init)
-        zp, qmin, qmax = 0, -128, 127
+        fields, odtype = dict(mode=mode), "int32"
     else:
-        mode, elem, coutp = Mode.TFLITE, 1, -(-cout // 8) * 8
-        t = np.broadcast_to(requant_params(requant["multiplier"], requant["shift"], init, cout,
-                                           where), (cout, 3))
-        table = param_table(t[:, 0], t[:, 1], t[:, 2])
-        zp = int(requant["zero_point"])
-        qmin, qmax = (zp if requant.get("relu") else -128), 127
+        elem, coutp = 1, -(-cout // 8) * 8
+        table, fields, odtype = output_rule(requant, init, cout, where)
+        mode = fields["mode"]
     name = unique_name(graph, name)
     tiles = xp.tiles()
     nt = len(tiles)
@@ -260,8 +260,7 @@ def conv2d_nhwc(graph: Graph, xp, w, in_shape, *, stride=1, padding="valid",
                             dtype="int32")
     pv.align = 8
     osz = oh * ow * coutp
-    out = graph.add_variable(f"{name}.out", (nb, oh, ow, coutp), "int32" if mode == Mode.RAW
-                             else "int8", [(iv.tile, iv.start // img * osz, iv.stop // img * osz)
+    out = graph.add_variable(f"{name}.out", (nb, oh, ow, coutp), odtype, [(iv.tile, iv.start // img * osz, iv.stop // img * osz)
                                            for iv in xp.intervals])
     out.align = 8
     lanes = graph.config.engine_lanes
@@ -282,7 +281,7 @@ def conv2d_nhwc(graph: Graph, xp, w, in_shape, *, stride=1, padding="valid",
                     ak_s1=wp * cp, w_base=(wv[i], m0 * k), w_sm=k,
                     c_base=(out[n], (r0 * ow * coutp + m0) * elem), c_s0=coutp * elem,
                     c_s1=ow * coutp * elem, p_base=(pv[i], 16 * m0), J0=ow, J1=nr,
-                    K0=kw * cp // 8, K1=kh, C=nc, mode=mode, zp=zp, qmin=qmin, qmax=qmax))
+                    K0=kw * cp // 8, K1=kh, C=nc, **fields))
     cs = graph.add_compute_set(f"{name}.conv")
     for t, cl in cmds.items():
         add_engine_vertex(graph, cs, t, cl, f"{name}.desc{t}")

@@ -14,17 +14,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from tessera.spec.engine import DESC_BYTES, PARAM_BYTES, ChannelParams, Descriptor, Mode
+from tessera.spec.engine import DESC_BYTES, PARAM_BYTES, ChannelParams, Descriptor, Flag, Mode
 from tessera.toolchain.graph.graph import ComputeSet, Graph
 from tessera.toolchain.graph.tensor import Tensor, Variable
 
 from ._common import KernelError, codelet
 
 __all__ = ["use_engine", "require_align", "Command", "add_engine_vertex", "param_table",
-           "ADDRESS_FIELDS", "engine_steps"]
+           "float32_param_table", "output_rule", "ADDRESS_FIELDS", "engine_steps"]
 
-#: Descriptor fields that hold byte addresses (given as (tensor, byte offset) in a Command).
-ADDRESS_FIELDS = ("a_base", "w_base", "c_base", "p_base")
+#: Descriptor fields that hold byte addresses (given as (tensor, byte offset) in a Command;
+#: ``ak_s1`` is one with ``K_GATHER``: the gather table's address).
+ADDRESS_FIELDS = ("a_base", "w_base", "c_base", "p_base", "ak_s1")
 
 
 def use_engine(graph: Graph, engine=None) -> bool:
@@ -87,6 +88,102 @@ def param_table(bias, multiplier=None, shift=None, channels: int | None = None) 
     if out.min() < -2**31 or out.max() >= 2**31:
         raise KernelError("engine parameter table: a value does not fit int32")
     return out.astype(np.int32)
+
+
+def float32_param_table(bias, multiplier, channels: int, where: str = "engine") -> np.ndarray:
+    """``FLOAT32``-mode channel parameter records (architecture §12) as int32 ``[C, 4]``.
+
+    Parameters
+    ----------
+    bias : None, int or array_like [C] of int32
+        Added to the accumulators (32-bit wrap), at scale ``x_scale · w_scale``.
+    multiplier : float32 scalar or array_like [C]
+        onnxruntime's ``M = fl32(fl32(x_scale · w_scale) / y_scale)`` per tensor or per output
+        channel (:func:`tessera.golden_model.kernels.float32_multiplier`); must be float32
+        values (a float64 is refused unless it is exactly a float32 value) and finite.
+    channels : int
+        C.
+
+    Returns
+    -------
+    numpy.ndarray of int32 [C, 4]
+        ``(bias, bits(M), 0, 0)`` per channel; ``bits`` is the binary32 bit pattern.
+
+    Raises
+    ------
+    KernelError
+        A multiplier that is not a finite float32 value, a bias outside int32, or a length
+        other than 1 or ``channels``; the message names ``where`` and the value.
+    """
+    m = np.asarray(multiplier)
+    b = np.asarray(0 if bias is None else bias)
+    for nm, v in (("multiplier", m), ("bias", b)):
+        if v.ndim > 1 or (v.ndim == 1 and v.shape[0] not in (1, channels)):
+            raise KernelError(f"{where}: {nm} must be a scalar or have {channels} values, "
+                              f"got shape {v.shape}")
+    m = np.broadcast_to(m.reshape(-1) if m.ndim else m, (channels,))
+    b = np.broadcast_to(b.reshape(-1) if b.ndim else b, (channels,))
+    rows = []
+    for i in range(channels):
+        try:
+            rec = ChannelParams.float32(int(b[i]), m[i])
+            rows.append((rec.bias, rec.multiplier, 0, 0))
+        except (ValueError, TypeError, OverflowError) as e:
+            raise KernelError(f"{where}: channel {i}: {e}") from None
+        if not -2**31 <= int(b[i]) < 2**31:
+            raise KernelError(f"{where}: channel {i}: bias {int(b[i])} does not fit int32")
+    return np.array(rows, dtype=np.int64).astype(np.int32).reshape(channels, 4)
+
+
+def output_rule(requant, bias, channels: int, where: str = "engine"):
+    """Parameter table and descriptor fields of an engine kernel's byte-output rule.
+
+    Parameters
+    ----------
+    requant : dict
+        Either the TFLite rule (``TFLITE`` mode, architecture §11 rule 1)
+        ``{"multiplier": int32, "shift": int, "zero_point": int, "relu": bool}`` (per tensor or
+        per channel), or the ONNX float32 rule (``FLOAT32`` mode, §11 rule 2, onnxruntime's
+        QLinearConv / QLinearMatMul) ``{"rule": "float32", "multiplier": float32 M,
+        "zero_point": int, "dtype": "int8" | "uint8", "relu": bool}`` (``dtype`` default int8).
+        ``relu`` clamps below at the zero point (``qmin = zp``).
+    bias : None, int or array_like [C] of int32
+        The accumulators' start (the kernel's folded bias).
+    channels : int
+        C.
+
+    Returns
+    -------
+    (numpy.ndarray, dict, str)
+        int32 ``[C, 4]`` parameter records; descriptor fields ``mode``, ``flags``, ``zp``,
+        ``qmin``, ``qmax``; the output dtype (``"int8"`` or ``"uint8"``).
+
+    Raises
+    ------
+    KernelError
+        An unknown ``rule`` or ``dtype``, a zero point outside the output type, bad values.
+    """
+    from .requantize import requant_params
+    rule = requant.get("rule", "tflite")
+    zp = int(requant["zero_point"])
+    if rule == "tflite":
+        dtype, mode, flags = "int8", Mode.TFLITE, 0
+        t = np.broadcast_to(requant_params(requant["multiplier"], requant["shift"], bias,
+                                           channels, where), (channels, 3))
+        table = param_table(t[:, 0], t[:, 1], t[:, 2])
+    elif rule == "float32":
+        dtype = requant.get("dtype", "int8")
+        if dtype not in ("int8", "uint8"):
+            raise KernelError(f"{where}: requant dtype must be 'int8' or 'uint8', not {dtype!r}")
+        mode, flags = Mode.FLOAT32, (Flag.OUT_UNSIGNED if dtype == "uint8" else 0)
+        table = float32_param_table(bias, requant["multiplier"], channels, where)
+    else:
+        raise KernelError(f"{where}: requant rule must be 'tflite' or 'float32', not {rule!r}")
+    lo, hi = (0, 255) if dtype == "uint8" else (-128, 127)
+    if not lo <= zp <= hi:
+        raise KernelError(f"{where}: requant zero_point {zp} is outside {dtype} ({lo}..{hi})")
+    return table, dict(mode=mode, flags=int(flags), zp=zp,
+                       qmin=zp if requant.get("relu") else lo, qmax=hi), dtype
 
 
 def _engine_codelet(graph: Graph):

@@ -36,7 +36,8 @@ from tessera.toolchain.graph.program import Copy, Execute, Sequence
 from tessera.spec.engine import Mode
 
 from ._common import KernelError, check_init, check_var, codelet, unique_name
-from .engine import add_engine_vertex, matmul_commands, param_table, require_align, use_engine
+from .engine import (add_engine_vertex, matmul_commands, output_rule, param_table, require_align,
+                     use_engine)
 from .requantize import requant_params, requantize
 
 __all__ = ["matmul", "matmul_requantize", "matmul_codelet", "matmul_cols"]
@@ -349,8 +350,11 @@ def matmul_cols(graph: Graph, a, bt, *, init=None, name: str = "mmcols", engine=
         As :func:`matmul` (engine: K % 8 == 0 and an even number of channels per tile).
     requant : None or dict
         Engine only: ``{"multiplier", "shift", "zero_point", "relu"}`` — the TFLite
-        requantization fused in the engine's output stage (``init`` is the bias); ``<name>.c``
-        is then int8 ``[tiles_used, M, ncp]``, ncp = N / tiles_used rounded up to 8.
+        requantization fused in the engine's output stage (``init`` is the bias) — or
+        ``{"rule": "float32", "multiplier": float32 M, "zero_point", "dtype", "relu"}``, the
+        ONNX float32 rule (``FLOAT32`` mode; :func:`tessera.toolchain.kernels.engine.
+        output_rule`); ``<name>.c`` is then int8 (or uint8) ``[tiles_used, M, ncp]``, ncp =
+        N / tiles_used rounded up to 8.
 
     Returns
     -------
@@ -401,9 +405,9 @@ def matmul_cols(graph: Graph, a, bt, *, init=None, name: str = "mmcols", engine=
         if not _engine_ok(graph, True if engine is None else engine, k, nc, where, False):
             raise KernelError(f"{where}: requant needs the matrix engine")
         ncp = -(-nc // 8) * 8
-        tb = np.broadcast_to(requant_params(requant["multiplier"], requant["shift"], iv_init, n,
-                                            where), (n, 3)).reshape(nt, nc, 3)
-        c = graph.add_variable(f"{name}.c", (nt, m, ncp), "int8",
+        tb, rq_fields, odtype = output_rule(requant, iv_init, n, where)
+        tb = tb.reshape(nt, nc, 4)
+        c = graph.add_variable(f"{name}.c", (nt, m, ncp), odtype,
                                [(t, i * m * ncp, (i + 1) * m * ncp) for i, t in enumerate(tiles)])
     else:
         c = graph.add_variable(f"{name}.c", (nt, m, nc), "int32",
@@ -417,10 +421,8 @@ def matmul_cols(graph: Graph, a, bt, *, init=None, name: str = "mmcols", engine=
             tables = [param_table(per[i]) for i in range(nt)]
             rq = dict(mode=Mode.RAW, c_row=4 * nc, c_elem=4)
         else:
-            tables = [param_table(tb[i, :, 0], tb[i, :, 1], tb[i, :, 2]) for i in range(nt)]
-            zp = int(requant["zero_point"])
-            rq = dict(mode=Mode.TFLITE, c_row=ncp, c_elem=1, zp=zp,
-                      qmin=zp if requant.get("relu") else -128, qmax=127)
+            tables = [tb[i] for i in range(nt)]
+            rq = dict(c_row=ncp, c_elem=1, **rq_fields)
         params = graph.add_constant(f"{name}.params", np.stack(tables),
             [(t, i * nc * 4, (i + 1) * nc * 4) for i, t in enumerate(tiles)], dtype="int32")
         params.align = 8

@@ -34,6 +34,9 @@ def add_arguments(p) -> None:
                         "output element differs")
     p.add_argument("--dense", action="store_true",
                    help="force the dense kernels (no block-sparse detection)")
+    p.add_argument("--dot4", action="store_true",
+                   help="run the matmuls on the dot4 kernels even when the array has a matrix "
+                        "engine (engine_macs > 0), for comparison")
     p.add_argument("--samples-per-tile", type=int, default=None, metavar="S",
                    help="samples each tile processes per run (default: as many as fit)")
 
@@ -49,6 +52,12 @@ def _load_npz(path):
         raise InputError(f"--inputs {path}: not a readable .npz file ({e})") from None
 
 
+def sparse_block(s: dict) -> str:
+    """A layer's ``sparse`` entry's block as text: ``4x4`` (dot4 kernels, square blocks) or
+    ``8x4`` (the engine: 8 rows of K by ``block_channels`` output channels)."""
+    return f"{s['block_size']}x{s.get('block_channels', s['block_size'])}"
+
+
 def format_report(r: dict) -> str:
     lines = [f"Tessera onnx: {r['model']} on {r['config']['tiles']} tiles x "
              f"{r['config']['contexts']} contexts, backend {r['backend']}",
@@ -60,7 +69,7 @@ def format_report(r: dict) -> str:
         sp = ""
         if l.get("sparse"):
             s = l["sparse"]
-            sp = f"  block-sparse {s['block_size']}x{s['block_size']}, {s['density']:.0%} blocks kept"
+            sp = f"  block-sparse {sparse_block(s)}, {s['density']:.0%} blocks kept"
         lines.append(f"    {l['name'][:32]:32s} {'/'.join(l['onnx_ops'])[:40]:40s} "
                      f"{l['cycles'] if l['cycles'] is not None else '-':>9} cycles{sp}")
     if "reference_mismatches" in r:
@@ -88,7 +97,8 @@ def run_cli(args, config) -> int:
     except (IndexError, ValueError):
         hint = None
     prog = import_model(model, config, samples_per_tile=args.samples_per_tile,
-                        sparse="dense" if args.dense else "auto", batch_hint=hint)
+                        sparse="dense" if args.dense else "auto", batch_hint=hint,
+                        engine="dot4" if args.dot4 else "auto")
     prog.source_name = args.model
     prog.check_inputs(inputs)
     run = prog.run(inputs, backend=args.backend,

@@ -18,6 +18,10 @@ Arithmetic (all bit-exact with ``tessera.golden_model.kernels`` and onnxruntime'
   are the matmul's initial accumulators; ``zw·Σx`` is applied by ``tso_zpfix`` from the row sums
   of the patches when a weight zero point is not 0.
 * requantization: ``tso_rqf`` (onnxruntime's float32 rule, docs/architecture.md §11).
+* matrix engine (``config.engine_macs > 0``, unless ``engine="dot4"``): the same dot products
+  in engine commands (docs/architecture.md §12, ``RAW`` int32 output, the initial accumulators
+  as the channel biases); convolutions with one group, no dilation and weight zero points 0
+  stream their input from a padded NHWC copy (no im2col), uint8 with ``A_UNSIGNED`` (no XOR).
 """
 
 from __future__ import annotations
@@ -43,6 +47,10 @@ _INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 def _a4(n: int) -> int:
     return -(-int(n) // 4) * 4
+
+
+def _up(n: int, q: int) -> int:
+    return -(-int(n) // q) * q
 
 
 # ---------------------------------------------------------------------------------------------
@@ -142,12 +150,19 @@ class Lowered:
     arena_bytes: int      # per tile
     arena_peak: tuple     # (per-sample bytes, op label, largest live tensor, its bytes)
     profile: object
+    padded_bytes: int = 0  # per tile per sample: the padded inputs of engine convolutions
 
 
 class _Lowerer:
     def __init__(self, ir: IRGraph, config, samples: int, tiles, sparse_mode="auto",
-                 block_size=None):
+                 block_size=None, engine="auto"):
         self.ir, self.cfg, self.S = ir, config, samples
+        if engine not in ("auto", "dot4"):
+            raise UnsupportedError(f"engine must be 'auto' or 'dot4', not {engine!r}")
+        #: matmuls on the matrix engine (docs/architecture.md §12) when the array has one
+        self.engine = engine == "auto" and config.engine_macs > 0
+        #: buffer alignment: the engine reads and writes aligned 8-byte words
+        self.align = 8 if self.engine else 4
         self.tiles = list(tiles)
         self.nt = len(self.tiles)
         self.g = Graph(config)
@@ -156,6 +171,7 @@ class _Lowerer:
         self.steps = []           # Execute programs in order
         self.layers = []
         self.consts = 0
+        self.padded_bytes = 0     # per sample: padded engine-convolution inputs (op<i>.xpad)
 
     # -- naming / constants ------------------------------------------------------------
     def const(self, layer: Layer, what: str, arr, dtype, tensor: str | None = None) -> list:
@@ -278,6 +294,8 @@ class _Lowerer:
                 self.pool_of[i], self.pooled_by[j] = j, i
                 self.virtual.add(op.output)
         io = set(ir.inputs) | set(self.outputs)
+        # convolutions the engine runs straight from a padded copy of their input (no im2col)
+        self.direct = {i for i, op in enumerate(ops) if op.kind == "conv" and self._direct_ok(op)}
         # temporaries per op (per-sample bytes)
         self.temps = {}
         for idx, op in enumerate(ops):
@@ -290,14 +308,14 @@ class _Lowerer:
                 r = self.root(op.output)
                 if r not in io and r not in self.virtual:
                     first.setdefault(r, idx)
-                    size[r] = _a4(self.values[r].nbytes)
+                    size[r] = _up(self.values[r].nbytes, self.align)
             for x in op.inputs + ([op.output] if op.kind == "alias" else []):
                 r = self.root(x)
                 if r not in io and r not in self.virtual:
                     last[r] = max(last.get(r, idx), idx)
             for tname, nb in self.temps[idx].items():
                 key = (idx, tname)
-                first[key], last[key], size[key] = idx, idx, _a4(nb)
+                first[key], last[key], size[key] = idx, idx, _up(nb, self.align)
         for r in size:
             last.setdefault(r, first[r])
         order = sorted(size, key=lambda k: (first[k], -size[k]))
@@ -331,7 +349,17 @@ class _Lowerer:
     def _conv_dims(self, op):
         gm = op.attrs["geom"]
         K = gm["cg"] * gm["kh"] * gm["kw"]
-        return gm, K, _a4(K), gm["OH"] * gm["OW"], gm["M"] // op.attrs["group"]
+        Mg = gm["M"] // op.attrs["group"]
+        return gm, K, _up(K, 8 if self.on_engine(op) else 4), gm["OH"] * gm["OW"], Mg
+
+    def _direct_ok(self, op) -> bool:
+        """A convolution the engine reads from its padded input (:meth:`_conv_direct`): on the
+        engine, one group, no dilation, a 4-D input, weight zero points 0 (there are no patch
+        row sums to correct them with) and output rows that fit the accumulators."""
+        a, gm = op.attrs, op.attrs["geom"]
+        return (self.on_engine(op) and a["group"] == 1 and gm["dh"] == 1 and gm["dw"] == 1
+                and len(self.values[op.inputs[0]].shape) == 4 and gm["OW"] <= 256
+                and not np.any(_zp8(a["w_zp"], a["w"].dtype) != 0))
 
     def temps_conv(self, op):
         gm, K, Kp, P, Mg = self._conv_dims(op)
@@ -339,7 +367,8 @@ class _Lowerer:
         nimg = self.values[op.inputs[0]].shape[0]
         t = {}
         for g in range(G):
-            t[f"p{g}"] = nimg * P * Kp
+            if self._plan_idx not in self.direct:
+                t[f"p{g}"] = nimg * P * Kp
             t[f"acc{g}"] = 4 * nimg * P * Mg
         if np.any(_zp8(op.attrs["w_zp"], op.attrs["w"].dtype) != 0):
             for g in range(G):
@@ -356,12 +385,24 @@ class _Lowerer:
         K, N = op.attrs["K"], op.attrs["N"]
         rows = int(np.prod(a.shape[:-1]))             # per sample
         L = int(np.prod(a.shape[:-2])) if len(a.shape) > 2 else 1
-        return a, K, _a4(K), N, rows, L
+        return a, K, _up(K, 8 if self.on_engine(op) else 4), N, rows, L
+
+    def on_engine(self, op) -> bool:
+        """Whether the matmul of a conv / constant-weight matmul runs on the matrix engine:
+        the array has one (and ``engine="auto"``) and the int32 rows of its ``RAW`` output are
+        whole 8-byte words (an even number of output channels per group); otherwise ``dot4``."""
+        if not self.engine:
+            return False
+        if op.kind == "conv":
+            return (op.attrs["geom"]["M"] // op.attrs["group"]) % 2 == 0
+        if op.kind == "matmul":
+            return op.attrs["b"] is not None and op.attrs["N"] % 2 == 0
+        return False
 
     def temps_matmul(self, op):
         a, K, Kp, N, rows, L = self._mm_dims(op)
         t = {}
-        if K % 4 or op.attrs["a_dtype"] == "uint8":
+        if K != Kp or op.attrs["a_dtype"] == "uint8":
             t["a"] = rows * Kp
         if op.attrs["b"] is None:
             t["bt"] = L * N * Kp
@@ -390,6 +431,7 @@ class _Lowerer:
                                         [(t, i * arena_bytes, (i + 1) * arena_bytes)
                                          for i, t in enumerate(self.tiles)]),
             f"activation arena (largest live tensor {self.peak_at[1]!r})", arena_bytes)
+        self.arena.align = max(self.arena.align, self.align)
         self.io_in, self.io_out = {}, {}
         io_info_in, io_info_out = {}, {}
         for kind, names, store, info in (("in", ir.inputs, self.io_in, io_info_in),
@@ -419,7 +461,8 @@ class _Lowerer:
             f"scratch {big[1]!r} of {self.ops[big[0]].label}" if big else "")
         return Lowered(self.g, Sequence(*self.steps), self.tiles, S, io_info_in, io_info_out,
                        [l for l in self.layers if l.compute_sets], arena_bytes,
-                       (self.peak, peak_label, big_name, self.peak_at[2]), prof)
+                       (self.peak, peak_label, big_name, self.peak_at[2]), prof,
+                       self.padded_bytes)
 
     def _fit(self, make, what, need):
         """Run ``make`` (an add_variable); ModelMemoryError naming ``what`` if it does not fit."""
@@ -443,9 +486,11 @@ class _Lowerer:
         from .errors import ModelMemoryError
         per = shape[1]
         try:
-            return self.g.add_variable(var_name, shape, dt,
-                                       [(t, i * self.S * per, (i + 1) * self.S * per)
-                                        for i, t in enumerate(self.tiles)])
+            v = self.g.add_variable(var_name, shape, dt,
+                                    [(t, i * self.S * per, (i + 1) * self.S * per)
+                                     for i, t in enumerate(self.tiles)])
+            v.align = max(v.align, self.align)
+            return v
         except GraphError as e:
             if "out of memory" not in str(e):
                 raise
@@ -500,14 +545,14 @@ class _Lowerer:
                         params=pv[i], n=self.S * v.size, inner=a["inner"], C=C, kind=kind)
 
     # conv
-    def _rq_vertices(self, layer, cset, i, acc, out_view, out, P, M, os_s, os_p, os_m, pv,
-                     nrows=None):
-        """tso_rqf over ``nrows`` rows (default: all acc rows of the S samples), ``P`` rows per
-        output block of ``os_s`` bytes."""
+    def _rq_vertices(self, layer, cset, i, acc, out_view, out, P, M, os_s, os_p, os_m, pv, *,
+                     nrows):
+        """tso_rqf over ``nrows`` rows of ``acc`` (not derived from the view's size: buffers
+        are rounded up to the alignment), ``P`` rows per output block of ``os_s`` bytes."""
         _, mult, zp, dt = out
         qmin, qmax = qrange(dt)
-        if nrows is None:
-            nrows = acc.size * acc.variable.dtype.itemsize // (4 * M)
+        if os_s == P * os_p:
+            P = os_s = nrows           # the blocks are contiguous: one block (fewer calls)
         self.vertex(cset, "tso_rqf", i, acc=acc, out=out_view, params=pv, rows=nrows, P=P,
                     M=M, os_s=os_s, os_p=os_p, os_m=os_m, zp=zp, ylo=qmin - zp, yhi=qmax - zp)
 
@@ -519,15 +564,14 @@ class _Lowerer:
         return (h * w, w, 1), c * h * w
 
     def emit_conv(self, op, layer):
+        """A convolution: engine from the padded input (:meth:`_conv_direct`) or im2col +
+        matmul (:meth:`_conv_im2col`), then pooling / requantization (:meth:`_conv_output`)."""
         a = op.attrs
         idx = self.cur
         gm, K, Kp, P, Mg = self._conv_dims(op)
-        G, M, cg = a["group"], gm["M"], gm["cg"]
-        x, y = op.inputs[0], op.output
-        xv = self.values[x]
-        nimg = xv.shape[0]
+        M = gm["M"]
+        nimg = self.values[op.inputs[0]].shape[0]
         imgs = self.S * nimg
-        rows = imgs * P
         xdt = a["x_dtype"]
         xorv = 0x80 if xdt == "uint8" else 0
         zx = int(_zp8(a["x_zp"], xdt))
@@ -535,17 +579,148 @@ class _Lowerer:
         zw = _zp8(a["w_zp"], a["w"].dtype)                  # [M]
         bias = a["bias"] if a["bias"] is not None else np.zeros(M, np.int64)
         layer.macs = nimg * P * M * K
+        if idx in self.direct:
+            self._conv_direct(op, layer, idx, imgs, w8, bias)
+        else:
+            self._conv_im2col(op, layer, idx, imgs, w8, zw, bias, xorv, zx)
+        self._conv_output(op, layer, idx, imgs)
+
+    def _conv_direct(self, op, layer, idx, imgs, w8, bias):
+        """Engine convolution from a padded NHWC copy of the input (docs/compiler.md, "ONNX
+        importer"): ``op<i>.xpad``, per image ``Hp × Wp × Cp`` bytes (Cp = C rounded up to 8),
+        a constant whose padding taps hold the input zero point (the ``pad`` step's
+        ``tso_copy`` rewrites only the interior, so the padding stays); 8-bit data as they are
+        (uint8 with the engine's ``A_UNSIGNED``). Per image, group of output rows (J ≤ 256)
+        and group of ≤ M channels one command: dense, k0 over the ``kw·Cp/8`` blocks of a
+        kernel row and k1 over the ``kh`` rows; a group whose nonzero 8-byte weight blocks lie
+        on an arithmetic progression of block addresses ``(r·Wp + s)·Cp/8 + c`` shorter than
+        its ``kh·kw·Cp/8`` blocks streams only that progression (zero weights in its gaps:
+        block-sparse). Accumulators start at ``bias - zx·Σw``; ``RAW`` int32 into the same
+        ``acc`` rows as the im2col path, so pooling and requantization are shared."""
+        from tessera.spec.engine import ACC_DEPTH, Flag, Mode
+        from tessera.toolchain.kernels.block_sparse import progression_cover
+        from tessera.toolchain.kernels.engine import Command, add_engine_vertex, require_align
+        a = op.attrs
+        gm = a["geom"]
+        x = op.inputs[0]
+        C, H, W, M = gm["C"], gm["H"], gm["W"], gm["M"]
+        kh, kw, sh, sw, OH, OW = gm["kh"], gm["kw"], gm["sh"], gm["sw"], gm["OH"], gm["OW"]
+        pt, pl = gm["pt"], gm["pl"]
+        nimg = self.values[x].shape[0]
+        unsigned = a["x_dtype"] == "uint8"
+        zx = int(a["x_zp"])                             # as stored (uint8 read unsigned)
+        Cp = _up(C, 8)
+        CB = Cp // 8
+        Hp, Wp = (OH - 1) * sh + kh, (OW - 1) * sw + kw
+        img = Hp * Wp * Cp
+        K = kh * kw * Cp
+        KB = kh * kw * CB
+        wt = np.zeros((M, kh, kw, Cp), np.int8)
+        wt[..., :C] = w8.transpose(0, 2, 3, 1)
+        init = wrap32(bias - zx * w8.astype(np.int64).reshape(M, -1).sum(axis=1))
+        # padded input: zero point in the real channels, the interior rewritten every run
+        pad = np.zeros((Hp, Wp, Cp), np.uint8 if unsigned else np.int8)
+        pad[..., :C] = zx
+        xpad = self.const(layer, "xpad", np.broadcast_to(pad, (self.S * nimg,) + pad.shape),
+                          "uint8" if unsigned else "int8")
+        require_align(xpad[0])
+        self.padded_bytes += _up(nimg * img, 8)
+        # weights per channel group: dense, or the progression of its nonzero blocks
+        lanes = self.cfg.engine_lanes
+        nzb = (wt.reshape(M, kh, kw, CB, 8) != 0).any(axis=4)          # [M, kh, kw, CB]
+        groups, chunks, off, stored, streamed = [], [], 0, 0, 0
+        for m0 in range(0, M, lanes):
+            nc = min(lanes, M - m0)
+            r, q, c = np.nonzero(nzb[m0:m0 + nc].any(axis=0))
+            addrs = (r * Wp + q) * CB + c                              # in 8-byte blocks
+            stored += len(addrs)
+            L = KB
+            if self.sparse_mode == "auto":
+                b0, d, L = progression_cover(addrs) if len(addrs) else (0, 1, 1)
+            if L < KB:
+                blk = np.zeros((nc, L, 8), np.int8)
+                for l in range(L):
+                    rr, rem = divmod(b0 + l * d, Wp * CB)
+                    qq, cc = divmod(rem, CB)
+                    if rr < kh and qq < kw:
+                        blk[:, l] = wt[m0:m0 + nc, rr, qq, 8 * cc:8 * cc + 8]
+                geo = dict(a_off=8 * b0, K0=1, K1=L, ak_s1=8 * d, w_sm=8 * L)
+            else:
+                blk, L = wt[m0:m0 + nc].reshape(nc, K), KB
+                geo = dict(a_off=0, K0=kw * CB, K1=kh, ak_s1=Wp * Cp, w_sm=K)
+            streamed += L
+            groups.append((m0, nc, off, geo))
+            chunks.append(blk.reshape(-1))
+            off += blk.size
+        total = len(groups) * KB
+        if streamed <= SPARSE_MAX_DENSITY * total:
+            layer.sparse = {"kernel": "engine_block_sparse", "block_size": 8,
+                            "block_channels": lanes, "blocks_stored": int(stored),
+                            "blocks_streamed": int(streamed), "blocks_total": int(total),
+                            "density": float(stored / total)}
+        wv = self.const(layer, "w", np.concatenate(chunks), "int8", a.get("w_name"))
+        require_align(wv[0])
+        pv = self._engine_params(layer, "ep", init)
+        # interior copy: the input (in its layout) -> rows pt.., columns pl.. of xpad
+        (xc, xh, xw), xs = self._layout_strides(self.root(x), (nimg, C, H, W))
+        hh, ww = min(H, Hp - pt), min(W, Wp - pl)
+        dims, src, dst, esz = [self.S * nimg, hh, ww, C], [xs, xh, xw, xc], [img, Wp * Cp, Cp, 1], 1
+        if xc == 1 and C % 4 == 0 and all(v % 4 == 0 for v in (xs, xh, xw)):
+            # whole words of channels (NHWC, C a multiple of 4): word copies
+            dims[3], esz = C // 4, 4
+            src, dst = [v // 4 for v in src[:3]] + [1], [v // 4 for v in dst[:3]] + [1]
+        elif C < ww:
+            # the longer axis innermost (the copy loops over the outer three)
+            dims, src, dst = ([dims[0], hh, C, ww], [xs, xh, xc, xw], [img, Wp * Cp, 1, Cp])
+        c1 = self.cs(layer, "pad")
+        for i in range(self.nt):
+            self.vertex(c1, "tso_copy", i, src=self.view(i, x),
+                        dst=xpad[i][(pt * Wp + pl) * Cp:], esz=esz, n0=dims[0], n1=dims[1],
+                        n2=dims[2], n3=dims[3], s0=src[0], s1=src[1], s2=src[2], s3=src[3],
+                        d0=dst[0], d1=dst[1], d2=dst[2], d3=dst[3])
+        P = OH * OW
+        rows = max(1, min(OH, ACC_DEPTH // OW))
+        flags = int(Flag.A_UNSIGNED) if unsigned else 0
+        c2 = self.cs(layer, "mm")
+        for i in range(self.nt):
+            acc = self.tview(idx, i, "acc0")
+            cmds = []
+            for n in range(imgs):
+                for r0 in range(0, OH, rows):
+                    nr = min(rows, OH - r0)
+                    for m0, nc, woff, geo in groups:
+                        cmds.append(Command(
+                            a_base=(xpad[i], n * img + r0 * sh * Wp * Cp + geo["a_off"]),
+                            a_s0=sw * Cp, a_s1=sh * Wp * Cp, ak_s1=geo["ak_s1"],
+                            w_base=(wv[i], woff), w_sm=geo["w_sm"],
+                            c_base=(acc, 4 * ((n * P + r0 * OW) * M + m0)), c_s0=4 * M,
+                            c_s1=4 * OW * M, p_base=(pv[i], 16 * m0), J0=OW, J1=nr,
+                            K0=geo["K0"], K1=geo["K1"], C=nc, mode=Mode.RAW, flags=flags))
+            add_engine_vertex(self.g, c2, self.tiles[i], cmds,
+                              f"op{layer.index}.mm.desc{self.tiles[i]}")
+
+    def _conv_im2col(self, op, layer, idx, imgs, w8, zw, bias, xorv, zx):
+        """im2col patches, then the matmul (engine or ``dot4``) and the zero-point fix."""
+        a = op.attrs
+        gm, K, Kp, P, Mg = self._conv_dims(op)
+        G, M, cg = a["group"], gm["M"], gm["cg"]
+        x = op.inputs[0]
+        nimg = self.values[x].shape[0]
+        rows = imgs * P
         use_rs = bool(np.any(zw != 0))
         (xc, xh, xw), xs = self._layout_strides(self.root(x), (nimg, gm["C"], gm["H"], gm["W"]))
         order = 1 if (self.root(x) in self.nhwc and gm["C"] > 1) else 0
         wk = (w8.transpose(0, 2, 3, 1) if order == 1 else w8).reshape(M, K)   # patch order
         init = wrap32(bias - zx * wk.astype(np.int64).sum(axis=1) + K * zx * zw)
         bts, inits, zws = [], [], []
+        eng = self.on_engine(op)
         for g in range(G):
             bt = np.zeros((Mg, Kp), np.int8)
             bt[:, :K] = wk[g * Mg:(g + 1) * Mg]
             bts.append(bt)
-            inits.append(self.const(layer, f"init{g}", init[g * Mg:(g + 1) * Mg], "int32"))
+            ig = init[g * Mg:(g + 1) * Mg]
+            inits.append(self._engine_params(layer, f"ep{g}", ig) if eng else
+                         self.const(layer, f"init{g}", ig, "int32"))
             if use_rs:
                 zws.append(self.const(layer, f"zw{g}", zw[g * Mg:(g + 1) * Mg], "int32"))
         c1 = self.cs(layer, "im2col")
@@ -563,12 +738,18 @@ class _Lowerer:
                 for g in range(G):
                     self.vertex(cr, "tso_rowsum", i, p=self.tview(idx, i, f"p{g}"),
                                 s=self.tview(idx, i, f"rs{g}"), rows=rows, Kp=Kp)
-        mms = [self._matmul_weights(layer, f"w{g}", bts[g], a.get("w_name")) for g in range(G)]
+        weights = self._engine_weights if eng else self._matmul_weights
+        mms = [weights(layer, f"w{g}", bts[g], a.get("w_name")) for g in range(G)]
         c2 = self.cs(layer, "mm")
         for i in range(self.nt):
             for g in range(G):
-                self._mm_vertex(c2, i, self.tview(idx, i, f"p{g}"), mms[g],
-                                self.tview(idx, i, f"acc{g}"), inits[g][i], rows, Mg, Kp)
+                if eng:
+                    self._engine_mm(layer, c2, i, self.tview(idx, i, f"p{g}"), mms[g],
+                                    self.tview(idx, i, f"acc{g}"), inits[g], rows, Mg, Kp,
+                                    f"mm{g}")
+                else:
+                    self._mm_vertex(c2, i, self.tview(idx, i, f"p{g}"), mms[g],
+                                    self.tview(idx, i, f"acc{g}"), inits[g][i], rows, Mg, Kp)
         if use_rs:
             cz = self.cs(layer, "zpfix")
             for i in range(self.nt):
@@ -576,6 +757,13 @@ class _Lowerer:
                     self.vertex(cz, "tso_zpfix", i, acc=self.tview(idx, i, f"acc{g}"),
                                 rsum=self.tview(idx, i, f"rs{g}"), csum=zws[g][i], zw=zws[g][i],
                                 rows=rows, cols=Mg, use_r=1, use_c=0, za=0)
+    def _conv_output(self, op, layer, idx, imgs):
+        """The accumulators ``acc<g>`` -> the output: optional fused max pool (on the int32
+        accumulators), then the requantization (or the int32 store)."""
+        a = op.attrs
+        gm, K, Kp, P, Mg = self._conv_dims(op)
+        G, M = a["group"], gm["M"]
+        y = op.output
         out = a["out"]
         j = self.pool_of.get(idx)
         if j is not None:
@@ -609,10 +797,10 @@ class _Lowerer:
                 if out[0] == "rq":
                     if y_nhwc:
                         self._rq_vertices(layer, c3, i, acc, self.view(i, y, g * Mg), out, P,
-                                          Mg, M * P, M, 1, pvs[g][i])
+                                          Mg, M * P, M, 1, pvs[g][i], nrows=imgs * P)
                     else:
                         self._rq_vertices(layer, c3, i, acc, self.view(i, y, g * Mg * P), out,
-                                          P, Mg, M * P, 1, P, pvs[g][i])
+                                          P, Mg, M * P, 1, P, pvs[g][i], nrows=imgs * P)
                 else:
                     self.vertex(c3, "tso_copy", i, src=acc, dst=self.view(i, y, 4 * g * Mg * P),
                                 esz=4, n0=imgs, n1=Mg, n2=1, n3=P, s0=P * Mg, s1=1, s2=0,
@@ -649,6 +837,80 @@ class _Lowerer:
                     "rowoff": self.const(layer, f"{what}.rowoff", rowoff, "int32"),
                     "groups": self.const(layer, f"{what}.groups", np.array(groups), "int32")})
         return ("dense", self.const(layer, what, bt, "int8", tensor))
+
+    # -- matrix engine (docs/architecture.md §12) ---------------------------------------
+    def _engine_params(self, layer, what, init):
+        """The engine's channel parameter records (bias = the initial accumulators; the
+        multiplier and shift are unused in ``RAW`` mode): per-tile views, 8-byte aligned."""
+        from tessera.toolchain.kernels.engine import param_table, require_align
+        v = self.const(layer, what, param_table(init), "int32")
+        require_align(v[0])
+        return v
+
+    def _engine_weights(self, layer, what, bt, tensor=None):
+        """Constant weights B^T int8 [N, Kp] (Kp a multiple of 8) as the engine's stationary
+        operand, per command *group* of at most M = ``engine_lanes`` output channels.
+
+        A group streams the 8-byte K blocks (rows 8b..8b+7 of B) of the shortest arithmetic
+        progression ``b0, b0 + d, ..`` that holds every block with a nonzero weight in the
+        group (:func:`tessera.toolchain.kernels.block_sparse.progression_cover`; a group
+        without one streams one zero block, so its accumulators are the bias). With
+        ``sparse_mode="auto"`` that layout is used when the streamed blocks are at most
+        :data:`SPARSE_MAX_DENSITY` of all blocks (``layer.sparse`` reports it), else every
+        group streams all Kp / 8 blocks (dense). Returns ``(per-tile views of the packed
+        bytes, [(m0, nc, b0, d, L, byte offset)])``: group bytes channel-major, ``8·L`` bytes
+        per channel."""
+        from tessera.toolchain.kernels.block_sparse import progression_cover
+        from tessera.toolchain.kernels.engine import require_align
+        N, Kp = bt.shape
+        KB = Kp // 8
+        lanes = self.cfg.engine_lanes
+        nzb = (bt.reshape(N, KB, 8) != 0).any(axis=2)                  # [N, KB]
+        cover, stored = [], 0
+        for m0 in range(0, N, lanes):
+            nc = min(lanes, N - m0)
+            used = np.nonzero(nzb[m0:m0 + nc].any(axis=0))[0]
+            stored += len(used)
+            cover.append((m0, nc) + (progression_cover(used) if len(used) else (0, 1, 1)))
+        total = len(cover) * KB
+        streamed = sum(c[4] for c in cover)
+        sparse = self.sparse_mode == "auto" and streamed <= SPARSE_MAX_DENSITY * total
+        if not sparse:
+            cover = [(m0, nc, 0, 1, KB) for m0, nc, *_ in cover]
+        else:
+            layer.sparse = {"kernel": "engine_block_sparse", "block_size": 8,
+                            "block_channels": lanes, "blocks_stored": int(stored),
+                            "blocks_streamed": int(streamed), "blocks_total": int(total),
+                            "density": float(stored / total)}
+        chunks, groups, off = [], [], 0
+        for m0, nc, b0, d, L in cover:
+            blk = bt[m0:m0 + nc].reshape(nc, KB, 8)[:, b0:b0 + (L - 1) * d + 1:d]
+            chunks.append(blk.reshape(-1))
+            groups.append((m0, nc, b0, d, L, off))
+            off += blk.size
+        v = self.const(layer, what, np.concatenate(chunks), "int8", tensor)
+        require_align(v[0])
+        return v, groups
+
+    def _engine_mm(self, layer, cset, i, a, wts, c, pv, rows, N, Kp, tag):
+        """Engine commands on tile ``i`` for ``c[r, :] = bias + a[r, :Kp] · B`` (int32,
+        ``RAW`` mode), ``rows`` rows of ``Kp`` bytes at ``a``, ``c`` rows of ``4·N`` bytes:
+        per group of ≤ ACC_DEPTH rows and per weight group (:meth:`_engine_weights`) one
+        command streaming the group's blocks (k1 over the progression, stride 8·d)."""
+        from tessera.spec.engine import ACC_DEPTH, Mode
+        from tessera.toolchain.kernels.engine import Command, add_engine_vertex
+        wv, groups = wts
+        cmds = []
+        for r0 in range(0, rows, ACC_DEPTH):
+            nr = min(ACC_DEPTH, rows - r0)
+            for m0, nc, b0, d, L, woff in groups:
+                cmds.append(Command(
+                    a_base=(a, r0 * Kp + 8 * b0), a_s0=Kp, a_s1=0, ak_s1=8 * d,
+                    w_base=(wv[i], woff), w_sm=8 * L, c_base=(c, 4 * (r0 * N + m0)),
+                    c_s0=4 * N, c_s1=0, p_base=(pv[i], 16 * m0), J0=nr, J1=1, K0=1, K1=L,
+                    C=nc, mode=Mode.RAW))
+        add_engine_vertex(self.g, cset, self.tiles[i], cmds,
+                          f"op{layer.index}.{tag}.desc{self.tiles[i]}")
 
     def _mm_vertex(self, cset, i, a, w, c, init, rows, cols, Kp):
         kind, data = w
@@ -697,11 +959,20 @@ class _Lowerer:
             bt = np.zeros((N, Kp), np.int8)
             bt[:, :K] = b8.T
             init = wrap32(bias - za * b8.sum(axis=0) + K * za * zb)
-            wts = self._matmul_weights(layer, "bt", bt, a.get("b_name"))
-            iv = self.const(layer, "init", init, "int32")
+            eng = self.on_engine(op)
+            if eng:
+                wts = self._engine_weights(layer, "bt", bt, a.get("b_name"))
+                pv = self._engine_params(layer, "ep", init)
+            else:
+                wts = self._matmul_weights(layer, "bt", bt, a.get("b_name"))
+                iv = self.const(layer, "init", init, "int32")
             c2 = self.cs(layer, "mm")
             for i in range(self.nt):
-                self._mm_vertex(c2, i, aview(i), wts, accv(i), iv[i], S * rows, N, Kp)
+                if eng:
+                    self._engine_mm(layer, c2, i, aview(i), wts, accv(i), pv, S * rows, N, Kp,
+                                    "mm")
+                else:
+                    self._mm_vertex(c2, i, aview(i), wts, accv(i), iv[i], S * rows, N, Kp)
             if use_rs:
                 zwv = self.const(layer, "zw", zb, "int32")
                 cz = self.cs(layer, "zpfix")
@@ -982,7 +1253,8 @@ def wrap32(x) -> np.ndarray:
     return wrap_int32(np.asarray(x, dtype=np.int64)).astype(np.int64)
 
 
-def lower(ir: IRGraph, config, samples: int, *, sparse_mode="auto", block_size=None) -> Lowered:
+def lower(ir: IRGraph, config, samples: int, *, sparse_mode="auto", block_size=None,
+          engine="auto") -> Lowered:
     """Build the graph for ``samples`` samples per tile (see the module docstring).
 
     Parameters
@@ -994,11 +1266,15 @@ def lower(ir: IRGraph, config, samples: int, *, sparse_mode="auto", block_size=N
     sparse_mode : {"auto", "dense"}
         ``auto`` uses the block-sparse kernels for constant weights with zero blocks.
     block_size : int or None
-        Force a block size for the detection (4, 8 or 16).
+        Force a block size for the detection (4, 8 or 16; the ``dot4`` kernels only).
+    engine : {"auto", "dot4"}
+        ``auto``: the matmuls of convolutions and constant-weight matmuls run on the matrix
+        engine when ``config.engine_macs > 0`` (``RAW`` int32 output; the requantization
+        stays ``tso_rqf``); ``dot4`` forces the ``dot4`` kernels (for comparison).
 
     Returns
     -------
     Lowered
     """
     tiles = list(range(config.tiles)) if ir.batched else [0]
-    return _Lowerer(ir, config, samples, tiles, sparse_mode, block_size).run()
+    return _Lowerer(ir, config, samples, tiles, sparse_mode, block_size, engine).run()

@@ -143,10 +143,15 @@ class OnnxProgram:
         return data
 
     def _read(self, eng):
+        return self._decode({self.lowered.outputs[n][0]: eng.read_tensor(self.lowered.outputs[n][0])
+                             for n in self.output_names})
+
+    def _decode(self, got):
+        """Output variables' values (variable name -> array) -> model outputs."""
         out = {}
         for n in self.output_names:
             var, shape, dt = self.lowered.outputs[n]
-            a = eng.read_tensor(var)
+            a = got[var]
             if dt == "float32":
                 a = a.view(np.float32)
             if self.batched:
@@ -192,7 +197,25 @@ class OnnxProgram:
         marks = {}
         t0 = time.monotonic()
         sim = {b: 0.0 for b in backends}
-        for r in range(runs):
+        if backend == "rtl" and runs > 1:
+            # one RTL simulation for all runs (Engine.run_many): the per-run simulator start
+            # and full-SRAM load / read-back were most of the wall time
+            eng = self.engine("rtl")
+            outvars = [self.lowered.outputs[n][0] for n in self.output_names]
+            ts = time.monotonic()
+            done = eng.run_many([self._chunk(inputs, r) for r in range(runs)],
+                                outvars + [self.lowered.profile.name], max_cycles)
+            sim["rtl"] += time.monotonic() - ts
+            for r, (res, got) in enumerate(done):
+                results["rtl"].append(res)
+                dec = self._decode(got)
+                for n in self.output_names:
+                    outs["rtl"][n].append(dec[n])
+                if r == 0:
+                    marks["rtl"] = got[self.lowered.profile.name]
+            if progress is not None:
+                progress(batch, batch)
+        for r in (range(runs) if not (backend == "rtl" and runs > 1) else ()):
             data = self._chunk(inputs, r)
             for b in backends:
                 eng = self.engine(b)
@@ -309,13 +332,13 @@ def _fit_samples(ir, config, kwargs, cap) -> tuple:
     free = min(comp.memory[t]["free"] for t in low.tiles)
     io = sum(-(-int(np.prod(s)) * (4 if d in ("float32", "int32") else 1) // 4) * 4
              for _, s, d in list(low.inputs.values()) + list(low.outputs.values()))
-    per = low.arena_peak[0] + io
+    per = low.arena_peak[0] + io + low.padded_bytes
     s = max(1, min(cap, 1 + (free - 256) // max(per, 1)))
     while s > 1:
-        low2 = lower(ir, config, s, **kwargs)
         try:
+            low2 = lower(ir, config, s, **kwargs)
             return low2, compile_graph(low2.graph, low2.program, profile=low2.profile)
-        except GraphMemoryError:
+        except (GraphMemoryError, ModelMemoryError):
             s = max(1, s * 3 // 4)
     return low, comp
 
@@ -340,7 +363,7 @@ def _memory_error(e, low, samples) -> ModelMemoryError:
 
 def import_model(source, config=None, *, samples_per_tile=None, constants=None,
                  batch_mode="auto", sparse="auto", block_size=None,
-                 batch_hint=None) -> OnnxProgram:
+                 batch_hint=None, engine="auto") -> OnnxProgram:
     """Load, check, map and compile an ONNX model for a Tessera array.
 
     Parameters
@@ -364,6 +387,10 @@ def import_model(source, config=None, *, samples_per_tile=None, constants=None,
     batch_hint : int or None
         The batch the program will mostly run: the automatic samples-per-tile choice does not
         exceed ``ceil(batch_hint / tiles)`` (fewer padding samples per run).
+    engine : {"auto", "dot4"}
+        ``auto``: convolution and constant-weight matmuls on the matrix engine when
+        ``config.engine_macs > 0`` (docs/compiler.md, "ONNX importer"); ``dot4``: the ``dot4``
+        kernels on any array (for comparison).
 
     Returns
     -------
@@ -381,11 +408,13 @@ def import_model(source, config=None, *, samples_per_tile=None, constants=None,
         raise TypeError(f"import_model: config must be an ArrayConfig, not {config!r}")
     if sparse not in ("auto", "dense"):
         raise UnsupportedError(f"sparse must be 'auto' or 'dense', not {sparse!r}")
+    if engine not in ("auto", "dot4"):
+        raise UnsupportedError(f"engine must be 'auto' or 'dot4', not {engine!r}")
     model = load_model(source)
     name = str(source) if isinstance(source, (str,)) or hasattr(source, "__fspath__") else \
         (model.graph.name or "model")
     ir = convert(model, constants=constants, batch_mode=batch_mode)
-    kwargs = {"sparse_mode": sparse, "block_size": block_size}
+    kwargs = {"sparse_mode": sparse, "block_size": block_size, "engine": engine}
     if samples_per_tile is not None:
         if not isinstance(samples_per_tile, int) or samples_per_tile < 1:
             raise UnsupportedError(f"samples_per_tile must be a positive int, not {samples_per_tile!r}")

@@ -395,9 +395,17 @@ class Core(wiring.Component):
             eng.desc.eq(rs1v), eng.ctx.eq(x.ctx), eng.pc.eq(x.pc),
         ]
 
-        # Memory request.
-        x_load = x_retire & dec.load
-        x_store = x_retire & dec.store
+        # Memory request. ``x_retire & dec.load`` / ``x_retire & dec.store``, written without
+        # the faults and waits a load or store cannot have (the decoder's classes are one-hot
+        # by opcode: a LOAD/STORE word is no jump, CSR, ebreak, division or engine
+        # instruction, and writes no rd for the stack-limit check): the same values, but the
+        # SRAM's port-B address and write enables no longer wait for the ALU, multiplier,
+        # dot4 and the stack-limit compare (docs/synthesis.md, "The clock").
+        mem_fault = x.misaligned | x.range | ~dec.legal | lsu.misaligned | lsu.out_of_range
+        x_load = Signal()
+        x_store = Signal()
+        m.d.comb += [x_load.eq(x_valid & dec.load & ~mem_fault),
+                     x_store.eq(x_valid & dec.store & ~mem_fault)]
         m.d.comb += [
             self.mem.re.eq(x_load),
             self.mem.we.eq(Mux(x_store, lsu.mask, 0)),

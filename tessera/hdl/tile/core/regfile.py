@@ -7,7 +7,7 @@ without spending cycles: a register never written since ``start`` reads as 0. x0
 never written, so it always reads 0.
 """
 
-from amaranth import Cat, Module, Mux, Signal
+from amaranth import Array, C, Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -65,31 +65,38 @@ class RegFile(wiring.Component):
         t = self.config.contexts
         m.submodules.mem = mem = Memory(shape=32, depth=t * 32, init=[])
         wp = mem.write_port()
-        valid = Signal(t * 32)
+        # One row of 32 valid bits per context: a read selects its context's row, then the
+        # register's bit (the three pipeline ports share r_ctx, so they share the row select).
+        rows = [Signal(32, name=f"valid{c}") for c in range(t)]
+        # contexts t..2^cb-1 do not exist: their (never valid) rows read as 0
+        row_of = Array(rows + [C(0, 32)] * ((1 << self.config.context_bits) - t))
 
-        w_index = Cat(self.w_addr, self.w_ctx)
         do_write = self.w_en & (self.w_addr != 0)
         m.d.comb += [
-            wp.addr.eq(w_index),
+            wp.addr.eq(Cat(self.w_addr, self.w_ctx)),
             wp.data.eq(self.w_data),
             wp.en.eq(do_write),
         ]
         with m.If(self.clear):
-            m.d.sync += valid.eq(0)
+            m.d.sync += [r.eq(0) for r in rows]
         with m.Elif(do_write):
-            m.d.sync += valid.bit_select(w_index, 1).eq(1)
+            for c, row in enumerate(rows):
+                with m.If(self.w_ctx == c):
+                    m.d.sync += row.bit_select(self.w_addr, 1).eq(1)
 
+        r_row = Signal(32)
+        d_row = Signal(32)
+        m.d.comb += [r_row.eq(row_of[self.r_ctx]), d_row.eq(row_of[self.dbg_ctx])]
         reads = [
-            (self.r_ctx, self.r_addr1, self.r_data1),
-            (self.r_ctx, self.r_addr2, self.r_data2),
-            (self.r_ctx, self.r_addr3, self.r_data3),
-            (self.dbg_ctx, self.dbg_addr, self.dbg_data),
+            (self.r_ctx, self.r_addr1, self.r_data1, r_row),
+            (self.r_ctx, self.r_addr2, self.r_data2, r_row),
+            (self.r_ctx, self.r_addr3, self.r_data3, r_row),
+            (self.dbg_ctx, self.dbg_addr, self.dbg_data, d_row),
         ]
-        for n, (ctx, addr, data) in enumerate(reads):
+        for n, (ctx, addr, data, row) in enumerate(reads):
             rp = mem.read_port(transparent_for=())
-            index = Cat(addr, ctx)
             v = Signal(name=f"valid_q{n}")
-            m.d.comb += [rp.addr.eq(index), rp.en.eq(1)]
-            m.d.sync += v.eq(valid.bit_select(index, 1) & ~self.clear)
+            m.d.comb += [rp.addr.eq(Cat(addr, ctx)), rp.en.eq(1)]
+            m.d.sync += v.eq(row.bit_select(addr, 1) & ~self.clear)
             m.d.comb += data.eq(Mux(v, rp.data, 0))
         return m

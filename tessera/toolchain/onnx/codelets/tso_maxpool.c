@@ -58,6 +58,30 @@ void tso_maxpool(const tso_maxpool_fields *f, uint32_t part, uint32_t nparts)
                                    + (uint32_t)(iw0 + (int32_t)j0 * dw) * xw;
             const uint32_t ni = i1 - i0, nj = j1 - j0;
             const uint32_t rstep = (uint32_t)dh * xh, cstep = (uint32_t)dw * xw;
+            if (!empty && ni == 2 && nj == 2 && kind == 3) {
+                /* the common case (a 2x2 window of int32 accumulators): no per-channel
+                 * dispatch */
+                const int32_t *p = (const int32_t *)X + first;
+                int32_t *q = (int32_t *)Y + yb;
+                for (uint32_t c = 0; c < C; c++, p += xc, q += yc) {
+                    int32_t v0 = p[0], v1 = p[cstep], v2 = p[rstep], v3 = p[rstep + cstep];
+                    v0 = v1 > v0 ? v1 : v0;
+                    v2 = v3 > v2 ? v3 : v2;
+                    *q = v2 > v0 ? v2 : v0;
+                }
+                continue;
+            }
+            if (!empty && ni == 2 && nj == 2 && kind == 0) {
+                const int8_t *p = (const int8_t *)X + first;
+                uint8_t *q = Y + yb;
+                for (uint32_t c = 0; c < C; c++, p += xc, q += yc) {
+                    int32_t v0 = p[0], v1 = p[cstep], v2 = p[rstep], v3 = p[rstep + cstep];
+                    v0 = v1 > v0 ? v1 : v0;
+                    v2 = v3 > v2 ? v3 : v2;
+                    *q = (uint8_t)(v2 > v0 ? v2 : v0);
+                }
+                continue;
+            }
             for (uint32_t c = 0; c < C; c++) {
                 int32_t m = lowest;
                 if (!empty) {
