@@ -76,7 +76,7 @@ def run_exchange(cfg, progs, xprogs, mems, maxc, extra_reads=()):
         await ax.write(Ctrl.CONTROL, 1)
         while not ctx.get(dut.done):
             for i, t in enumerate(dut.tiles):
-                if ctx.get(dut.status) == Status.RUNNING and ctx.get(t.core.run | t.xen):
+                if ctx.get(dut.status) == Status.RUNNING and ctx.get(t.run):
                     if ctx.get(t.engine.resume):
                         out["resume"][i].append(ctx.get(t.cycle))
                     out["inx"][i] += ctx.get(t.in_exchange)
@@ -124,13 +124,13 @@ def random_case(cfg, rng):
     return progs, xprogs, mems
 
 
-@pytest.mark.parametrize("tiles,lat,seed", [(4, 3, 1), (3, 1, 2), (4, 2, 3), (5, 4, 4),
-                                            (2, 1, 5), (1, 2, 6)])
+@pytest.mark.parametrize("tiles,lat,seed", [(4, 3, 1), (3, 2, 2), (4, 2, 3), (5, 4, 4),
+                                            (2, 2, 5), (1, 2, 6)])
 def test_random_schedules(tiles, lat, seed):
-    cfg = ArrayConfig(tiles=tiles, contexts=4, sram_bytes=16 * 1024, exchange_latency=lat)
+    cfg = ArrayConfig(tiles=tiles, contexts=6, sram_bytes=16 * 1024, exchange_latency=lat)
     rng = random.Random(seed)
     progs, xprogs, mems = random_case(cfg, rng)
-    r = cfg.sync_latency                      # every tile arrived at cycle 0: k* = 0
+    r = cfg.decision_latency                  # every tile arrived at cycle 0: k* = 0, r = k* + D
     exp_mem = [dict(m) for m in mems]
     ends = reference(cfg, progs, exp_mem, r)
     maxc = max(ends) + 6
@@ -146,7 +146,7 @@ def test_random_schedules(tiles, lat, seed):
 def test_multicast_and_ordering_by_hand():
     # N = 3, L = 2, S = 4 -> r = 4. Tile 0 sends A (0x800) at r and r+1; tile 0 first
     # receives into A at r+2 from itself (value A of cycle r -> unchanged) ...
-    cfg = ArrayConfig(tiles=3, contexts=4, sram_bytes=16 * 1024, exchange_latency=2)
+    cfg = ArrayConfig(tiles=3, contexts=6, sram_bytes=16 * 1024, exchange_latency=2)
     A, B, C = 0x800, 0x804, 0x808
     mems = [{A: 0x11111111, B: 0x22222222, C: 0}, {A: 0x33333333, B: 0, C: 0},
             {A: 0x44444444, B: 0, C: 0}]
@@ -178,7 +178,7 @@ def test_multicast_and_ordering_by_hand():
 
 
 def _fault_case(prog_raw, xprog, tiles=2, steps_before=0):
-    cfg = ArrayConfig(tiles=tiles, contexts=4, sram_bytes=16 * 1024, exchange_latency=1)
+    cfg = ArrayConfig(tiles=tiles, contexts=6, sram_bytes=16 * 1024, exchange_latency=2)
     mems = [{0x800: 0x5A5A5A5A, 0x804: 7} for _ in range(tiles)]
     progs = [prog_raw] + [[Step.send_recv(0x800), Step.end()]] * (tiles - 1)
     xprogs = [xprog] + [0x200] * (tiles - 1)
@@ -204,11 +204,15 @@ def _raw(*words):
     ("off_the_end", _raw((1 << 30) | 2, 0), 16 * 1024 - 8, 3, 16 * 1024),
 ])
 def test_exchange_faults(name, raw, xprog, cidx, addr):
+    # v2 (architecture §7 "Stop"): the fault of the step at c is visible from v = c + 1, the
+    # array stops at the end of t_s = v + D - 1 and cycles = v + D = c + 1 + D (N = 2: D = 3,
+    # r = k* + D = 3 since every stub tile is arrived at cycle 0).
     cfg, got = _fault_case(raw, xprog)
-    r = cfg.sync_latency
+    D = cfg.decision_latency
+    r = D
     c = r + cidx
     assert got["status"] == Status.FAULT
-    assert got["cycles"] == c + 1
+    assert got["cycles"] == c + 1 + D
     pc = addr if name in ("reserved_op", "xprog_misaligned", "off_the_end") else xprog + 8 * (
         cidx if name != "recv_range" else 1)
     assert got["rec"][0] == [1, 0xFFFFFFFF, FaultCause.EXCHANGE_FAULT, pc, addr]
@@ -216,29 +220,43 @@ def test_exchange_faults(name, raw, xprog, cidx, addr):
     assert got["mem"][0][0x800] == 0x5A5A5A5A
 
 
-def test_fault_step_has_no_effect_and_others_stop():
-    # tile 0: STEP recv from tile 1 into 0x804 at r, then op 3 at r+1.
-    # tile 1: sends 0x800 at r, r+1, r+2 and receives into 0x804 at r+1 and r+2 (from tile 0).
-    cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=16 * 1024, exchange_latency=1)
-    p0 = _raw((1 << 28), (1 << 20) | (0x804 // 4), 3 << 30, 0)
+def test_fault_step_has_no_effect_and_others_run_until_the_stop():
+    # v2, by hand (architecture §6, §7 "Stop"). N = 2, L = 2, D = 3; every stub tile is arrived
+    # at cycle 0, so k* = 0 and r = k* + D = 3.
+    # tile 0: r = 3: STEP sends 0x800 (1) and receives from tile 1 into 0x804: bus1(r - L = 1)
+    #         carried nothing -> 0x804 = 0; r+1 = 4: op 3 -> exchange fault, pc = addr = 0x108,
+    #         visible from v = 5, so t_s = v + D - 1 = 7 and cycles = v + D = 8; then frozen:
+    #         the STEP at 0x110 (receive from tile 1 into 0x808) never happens, 0x808 stays 3,
+    #         and the tile stays in its exchange phase until the stop (cycles 3..7: 5 cycles)
+    #         and never resumes.
+    # tile 1: r = 3: sends 0x800 (0xAB); 4: sends, receives bus0(2) = nothing -> 0x804 = 0;
+    #         5 (<= t_s: takes effect in v2): sends, receives bus0(3) = 1 -> 0x808 = 1;
+    #         6: END -> resume at 6; exchange phase 3..6 (4 cycles).
+    cfg = ArrayConfig(tiles=2, contexts=6, sram_bytes=16 * 1024, exchange_latency=2)
+    p0 = _raw((1 << 29) | (1 << 28) | (0x800 // 4), (1 << 20) | (0x804 // 4), 3 << 30, 0,
+              1 << 28, (1 << 20) | (0x808 // 4), 2 << 30, 0)
     p1 = [Step.send_recv(0x800), Step.send_recv(0x800, 0, 0x804), Step.send_recv(0x800, 0, 0x808),
           Step.end()]
     mems = [{0x800: 1, 0x804: 2, 0x808: 3}, {0x800: 0xAB, 0x804: 5, 0x808: 6}]
     got = run_exchange(cfg, [p0, p1], [0x100, 0x100], mems, 60)
-    r = cfg.sync_latency
-    assert got["status"] == Status.FAULT and got["cycles"] == r + 2
-    assert got["mem"][0] == {0x800: 1, 0x804: 0, 0x808: 3}      # r: bus1(r-1) = nothing -> 0
-    # tile 1 at r+1 receives tile 0's bus of r (no send) -> 0; step r+2 never happens
-    assert got["mem"][1] == {0x800: 0xAB, 0x804: 0, 0x808: 6}
+    assert got["status"] == Status.FAULT and got["cycles"] == 8
+    assert got["rec"][0] == [1, 0xFFFFFFFF, FaultCause.EXCHANGE_FAULT, 0x108, 0x108]
+    assert got["rec"][1][0] == 0
+    assert got["mem"][0] == {0x800: 1, 0x804: 0, 0x808: 3}
+    assert got["mem"][1] == {0x800: 0xAB, 0x804: 0, 0x808: 1}
+    assert got["resume"] == [[], [6]]
+    assert got["inx"] == [5, 4]
 
 
 def test_send_sees_sram_before_same_cycle_receive():
-    # L = 1, r = 3 (N = 2). At r+1 tile 0 both sends A and receives into A (tile 1's bus of r
-    # = 0x77). Tile 1 receives tile 0's bus of r+1 at r+2: the OLD A (architecture §6).
-    cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=16 * 1024, exchange_latency=1)
+    # L = 2, N = 2, D = 3, r = 3. At r+2 tile 0 both sends A and receives into A (tile 1's bus
+    # of r = 0x77): its bus of r+2 carries the OLD A (architecture §6: the SRAM before the
+    # writes of that cycle), its bus of r+3 the new one. Tile 1 receives tile 0's bus of r+2
+    # at r+4 (0x1234) and of r+3 at r+5 (0x77).
+    cfg = ArrayConfig(tiles=2, contexts=6, sram_bytes=16 * 1024, exchange_latency=2)
     A = 0x800
-    p0 = [Step.idle(1), Step.send_recv(A, 1, A), Step.send_recv(A), Step.end()]
-    p1 = [Step.send_recv(A), Step.idle(1), Step.send_recv(None, 0, 0x804),
+    p0 = [Step.idle(2), Step.send_recv(A, 1, A), Step.send_recv(A), Step.end()]
+    p1 = [Step.send_recv(A), Step.idle(3), Step.send_recv(None, 0, 0x804),
           Step.send_recv(None, 0, 0x808), Step.end()]
     mems = [{A: 0x1234}, {A: 0x77, 0x804: 0, 0x808: 0}]
     got = run_exchange(cfg, [p0, p1], [0x100, 0x100], mems, 30)
@@ -247,15 +265,16 @@ def test_send_sees_sram_before_same_cycle_receive():
 
 
 def test_step_words_read_after_earlier_receives():
-    # Documented RTL assumption (docs/rtl.md): the step executed at c is read from the SRAM as
-    # after the writes of cycles < c. L = 1, N = 2, r = 3. Tile 1 sends an END word at r; tile 0
-    # receives it at r+1 into word0 of its step 2 (executed at r+2), which was a STEP.
-    cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=16 * 1024, exchange_latency=1)
+    # Architecture §6: the step that starts at c is read as the SRAM is after all writes of
+    # cycles < c. L = 2, N = 2, r = 3. Tile 1 sends an END word at r; tile 0 receives it at
+    # r+2 into word0 of its step at 0x110, executed at r+3 (the very next cycle), which was a
+    # STEP: it ends there (resume at r+3). Tile 1 ends at r+1.
+    cfg = ArrayConfig(tiles=2, contexts=6, sram_bytes=16 * 1024, exchange_latency=2)
     end_word = XOp.END << 30
-    p0 = [Step.idle(1), Step.send_recv(None, 1, 0x110), Step.send_recv(0x800),
+    p0 = [Step.idle(2), Step.send_recv(None, 1, 0x110), Step.send_recv(0x800),
           Step.send_recv(0x800), Step.end()]
     p1 = [Step.send_recv(0x808), Step.end()]
     mems = [{0x800: 1}, {0x808: end_word}]
     got = run_exchange(cfg, [p0, p1], [0x100, 0x100], mems, 30)
     r = 3
-    assert got["resume"] == [[r + 2], [r + 1]]
+    assert got["resume"] == [[r + 3], [r + 1]]

@@ -1,7 +1,9 @@
 """Sync controller (tessera/hdl/array/sync_controller.py) on the Amaranth simulator.
 
-Expected release cycles are computed from architecture §5 directly: r = k* + S with k* the first
-cycle in which every tile is arrived (and some context waits), S = ceil(log2 N) + 2.
+Expected release cycles are computed from architecture §5 directly: r = k* + D with k* the first
+cycle in which every tile is arrived (and some context waits), D = ceil(log2 N) + 2 (§7 "Array
+decisions"; the same number as v1's S). ``release`` has one entering register per tile: every
+bit pulses in the same cycle r; ``prerelease`` (the root register) in r − 1.
 """
 
 import math
@@ -46,6 +48,7 @@ def run_env(n, seed, barriers=6, halted=()):
         b = 0
         for k in range(horizon):
             rel = ctx.get(dut.release)
+            assert rel in (0, (1 << n) - 1), f"release bits {rel:#x} not simultaneous"
             if rel:
                 seen.append(k)
                 b += 1

@@ -1,50 +1,53 @@
 """``tessera_array``: the top level (docs/rtl.md "Top-level ports", architecture §4-§9).
 
-Run control. ``t`` is the global cycle counter: the issue cycle of the instruction in F, 0 in the
-first cycle after the start pulse; it keeps counting while the pipelines drain. A run ends by the
-first of these events (C = the run's ``cycles``):
+Run control (contract v2, architecture §7 "Array decisions", "Stop", "Timeout"). ``t`` is the
+global cycle counter: 0 in the first cycle after the start pulse reaches the tiles; it keeps
+counting while the pipelines drain. Every signal between the array and a tile goes through a
+register on the array's side:
 
-* core fault seen in X at counter value t (issued at t_f = t − 2): C = t − 1; ``kill`` (any
-  core's ``fault_valid``) squashes F and D on every tile in that cycle;
-* exchange fault in the step of cycle c: C = c + 1 (issue stops from c + 1; the instructions
-  issued up to c still complete, and a core fault of an instruction issued at c is also recorded;
-  one issued at c − 1, seen at c + 1, wins and the exchange record is dropped);
-* every tile ``halting`` at counter t (the run's last ``ecall`` is in X: issued at t − 2):
-  C = t − 1;
-* MAX_CYCLES = M ≠ 0 reached (t = M, nothing issues or steps at ≥ M): C = M, status timeout
-  unless a fault or halt with C ≤ M shows up while draining.
+* the start: the host port's ``start`` pulse goes through one register per tile (``start`` of
+  every tile in the same cycle) and one for the array's own run control, so every tile and the
+  counter share cycle 0;
+* the stop: :class:`.stop_controller.StopController` — a fault visible on some tile, or every
+  context HALTED, first at v: ``run`` of every tile is low from v + D (D = ceil(log2 N) + 2),
+  C = v + D; the timeout ends ``run`` at max_cycles (C = max_cycles unless the stop is earlier);
+* the ARRAY release: :class:`.sync_controller.SyncController`, r = k* + D;
+* ``count_commit`` of tile i is its ``run`` delayed by COMMIT_DELAY (a register chain per tile):
+  the cycle p − COMMIT_DELAY belongs to the run.
 
-The array keeps ``cbound`` = the smallest C known so far and ends the run (``done``) when
-t = cbound + 3: by then every event with a smaller C would have been seen and every instruction
-issued before C has left W. ``count_commit`` (docs/rtl.md) is high exactly while t − 3 < cbound.
+End of the run: the array's copy of ``run`` falls in cycle C (t = C). Everything issued or
+stepped at ≤ C − 1 takes effect by C + COMMIT_DELAY − 1 (the W of an instruction issued at C − 1;
+its fault is visible from C + COMMIT_DELAY − 1), and the fault tree's root reports cycle
+C + COMMIT_DELAY − 1 in C + COMMIT_DELAY + D − 2. Then STATUS leaves RUNNING (``done`` rises in
+the next cycle) with CYCLES = C: ``fault`` if a fault was visible on some tile by then, else
+``halted`` if the stop condition (not the timeout) ended the run, else ``timeout``.
 
 Wiring: the AXI4-Lite slave port goes to the host port, whose per-tile ports ``tiles[i]``
 connect to the tiles' ``host``; each tile's ``exchange`` link connects to the fabric's
-``tiles[i]``; ``arrive`` / ``waiting`` feed the sync controller, whose ``prerelease`` /
-``release`` go to every tile; the tiles' retire traces are concatenated into ``trace``.
+``tiles[i]``; ``arrive`` / ``waiting`` feed the sync controller, ``faulted`` / ``all_halted``
+the stop controller; the tiles' retire traces are concatenated into ``trace``.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal, Cat
+from amaranth.hdl import Module, Mux, Signal, Cat
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
 from tessera.spec.config import ArrayConfig
 from tessera.spec.hostmap import Status
-from tessera.spec.timing import COMMIT_DELAY, Stage
+from tessera.spec.timing import COMMIT_DELAY
 
 from ..interfaces import AXI4LiteSignature, TRACE_MEMBERS, TraceSignature
 from ..tile import Tile
 from ..variant import CONTRACT, Variant
 from .exchange_fabric import ExchangeFabric
 from .host_port import HostPort
+from .stop_controller import StopController
 from .sync_controller import SyncController
 from ..interfaces import check_config
 
 __all__ = ["Array"]
-
-_NEVER = (1 << 64) - 1
 
 
 class Array(wiring.Component):
@@ -99,10 +102,12 @@ class Array(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
+        n = cfg.tiles
         tiles = self.tiles
         for i, t in enumerate(tiles):
             m.submodules[f"tile{i}"] = t
         m.submodules.sync_ctl = sc = SyncController(cfg)
+        m.submodules.stop_ctl = stc = StopController(cfg)
         m.submodules.fabric = fab = ExchangeFabric(cfg)
         m.submodules.host = host = HostPort(cfg)
 
@@ -114,80 +119,61 @@ class Array(wiring.Component):
             m.d.comb += getattr(self.trace, name).eq(Cat(getattr(t.trace, name) for t in tiles))
 
         status = self.status
-        t_cnt = Signal(64)
-        cbound = Signal(64, init=_NEVER)
-        pend = Signal(Status, init=Status.TIMEOUT)
-        stopping = Signal()
-        start = host.start
         running = status == Status.RUNNING
-        maxc = Signal(64)           # MAX_CYCLES latched at start
 
-        kill = Signal()
-        halt_now = Signal()
-        xf_now = Signal()
-        m.d.comb += [
-            kill.eq(running & Cat(t.core_fault for t in tiles).any()),
-            halt_now.eq(running & Cat(t.halting for t in tiles).all()),
-            xf_now.eq(running & Cat(t.xfault for t in tiles).any()),
-        ]
-        time_ok = (maxc == 0) | (t_cnt < maxc)
-        issue = Signal()
-        xen = Signal()
-        commit = Signal()
-        m.d.comb += [
-            issue.eq(running & ~stopping & time_ok & ~kill & ~halt_now),
-            xen.eq(issue),
-            commit.eq(running & (t_cnt >= COMMIT_DELAY) & (t_cnt - COMMIT_DELAY < cbound)),
-            sc.enable.eq(running & ~stopping), sc.clear.eq(start), fab.clear.eq(start),
-        ]
+        # -- the start: one register to the run control, one to every tile
+        start = Signal(name="start_q")
+        tile_start = Signal(n, name="tile_start_q")
+        m.d.sync += [start.eq(host.start), tile_start.eq(host.start.replicate(n))]
+
+        t_cnt = Signal(64)
+        maxc = Signal(64)            # MAX_CYCLES latched at start (0 = no limit)
+        maxc_m1 = Signal(64)
+        m.d.comb += stc.last.eq((maxc != 0) & (t_cnt == maxc_m1))
+        m.d.comb += [stc.clear.eq(start), sc.clear.eq(start), fab.clear.eq(start),
+                     sc.enable.eq(running & ~start)]
 
         for i, t in enumerate(tiles):
+            commit = t.run
+            for k in range(COMMIT_DELAY):
+                q = Signal(name=f"commit{i}_{k}")
+                with m.If(start):
+                    m.d.sync += q.eq(0)
+                with m.Else():
+                    m.d.sync += q.eq(commit)
+                commit = q
             m.d.comb += [
-                t.start.eq(start), t.entry.eq(host.entry), t.run.eq(issue), t.kill.eq(kill),
-                t.cycle.eq(t_cnt), t.count_commit.eq(commit), t.xen.eq(xen),
-                t.xcommit.eq(~kill & ~halt_now),
-                t.prerelease.eq(sc.prerelease), t.release.eq(sc.release),
+                t.start.eq(tile_start[i]), t.entry.eq(host.entry), t.run.eq(stc.run[i]),
+                t.cycle.eq(t_cnt), t.count_commit.eq(commit),
+                t.prerelease.eq(sc.prerelease), t.release.eq(sc.release[i]),
                 sc.arrive[i].eq(t.arrive), sc.waiting[i].eq(t.waiting),
+                stc.fault[i].eq(t.faulted), stc.halted[i].eq(t.all_halted),
             ]
 
-        # -- end-of-run events: candidate C values, smallest wins (ties: not timeout).
-        # The candidates of one cycle are ordered by construction: a core fault (kill) or the
-        # last ecall (halt_now) ends the run with C = t-1, a timeout (only possible when
-        # t_cnt = maxc) with C = t, an exchange fault with C = t+1. So each is compared with
-        # the pending bound in parallel (no dependency on the events), and the events only
-        # select: the tile fault -> stop path stays short (docs/synthesis.md, "The clock").
-        timeout_now = running & ~stopping & ~time_ok
-        cand = [kill, xf_now, halt_now, timeout_now]
-        c_lo = t_cnt - (Stage.X - 1)     # seen in X at t: issued at t - X, C = that + 1
-        c_hi = t_cnt + 1
-
-        def better(c):
-            return (c < cbound) | ((c == cbound) & (pend == Status.TIMEOUT))
-
-        b_lo, b_t, b_hi = better(c_lo), better(maxc), better(c_hi)
-        nb = Signal(64)
-        ns = Signal(Status)
-        with m.If(b_lo & halt_now):
-            m.d.comb += [nb.eq(c_lo), ns.eq(Status.HALTED)]
-        with m.Elif(b_lo & kill):
-            m.d.comb += [nb.eq(c_lo), ns.eq(Status.FAULT)]
-        with m.Elif(b_t & timeout_now):
-            m.d.comb += [nb.eq(maxc), ns.eq(Status.TIMEOUT)]
-        with m.Elif(b_hi & xf_now):
-            m.d.comb += [nb.eq(c_hi), ns.eq(Status.FAULT)]
-        with m.Else():
-            m.d.comb += [nb.eq(cbound), ns.eq(pend)]
-        any_event = Cat(*cand).any()
-
+        # -- the end of the run: C = t when the array's run copy falls; the status after the
+        # effects of cycle C - 1 are all done and the fault tree has reported them
+        ended = Signal()
+        by_stop = Signal()
+        c_end = Signal(64)
+        drain = Signal(range(COMMIT_DELAY + cfg.decision_latency))
         with m.If(start):
-            m.d.sync += [status.eq(Status.RUNNING), t_cnt.eq(0), cbound.eq(_NEVER),
-                         pend.eq(Status.TIMEOUT), stopping.eq(0), maxc.eq(host.max_cycles)]
+            m.d.sync += [status.eq(Status.RUNNING), t_cnt.eq(0), ended.eq(0),
+                         maxc.eq(host.max_cycles), maxc_m1.eq(host.max_cycles - 1)]
+        with m.Elif(host.start):
+            m.d.sync += status.eq(Status.RUNNING)
         with m.Elif(running):
-            m.d.sync += [t_cnt.eq(t_cnt + 1), cbound.eq(nb), pend.eq(ns)]
-            with m.If(any_event):
-                m.d.sync += stopping.eq(1)
-            with m.If(stopping & (t_cnt >= cbound + COMMIT_DELAY)):
-                m.d.sync += [status.eq(pend), t_cnt.eq(cbound)]
+            m.d.sync += t_cnt.eq(t_cnt + 1)
+            with m.If(~ended & ~stc.running):
+                # t = C; the stop root was high in C - 1 = t_s unless the timeout ended the run
+                m.d.sync += [ended.eq(1), c_end.eq(t_cnt), by_stop.eq(stc.stop), drain.eq(0)]
+            with m.Elif(ended):
+                m.d.sync += drain.eq(drain + 1)
+                # t = C + 1 + drain; the root reports cycle C + COMMIT_DELAY - 1 at
+                # t = C + COMMIT_DELAY + D - 2
+                with m.If(drain == COMMIT_DELAY + cfg.decision_latency - 3):
+                    m.d.sync += [t_cnt.eq(c_end),
+                                 status.eq(Mux(stc.faulted, Status.FAULT,
+                                               Mux(by_stop, Status.HALTED, Status.TIMEOUT)))]
 
         m.d.comb += [
             host.status.eq(status), host.cycles.eq(t_cnt),

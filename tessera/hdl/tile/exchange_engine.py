@@ -18,7 +18,13 @@ received per cycle.
 Faults (``exchange_fault``, checked in this order, the faulting step has no effect): step address
 outside the SRAM or not 8-byte aligned (pc = addr = step address); op = 3 (pc = addr = step
 address); send address outside the SRAM (addr = that byte address); absolute source ≥ N (addr =
-the source index); receive address outside the SRAM (addr = that byte address).
+the source index); receive address outside the SRAM (addr = that byte address). The fault of
+the step at c is presented in c (the tile's record holds it, visible, from c + 1); after it the
+engine makes no further step and stays in the exchange phase (``in_exchange`` high, no
+``resume``) until the array stops (architecture §6, contract v2).
+
+Steps happen only while ``enable`` (the tile's ``run``: cycles ≤ t_s) is high; a release in a
+cycle without ``enable`` (after the stop) starts nothing (architecture §5).
 """
 
 from __future__ import annotations
@@ -93,7 +99,7 @@ class ExchangeEngine(wiring.Component):
     xprog : In(32)
         The tile's xprog CSR (byte address, 0 = no program).
     enable : In(1)
-        The step of this cycle may take effect (array running, no stop in this cycle).
+        The tile's ``run``: the step of this cycle happens (cycle ≤ t_s, architecture §7).
     clear : In(1)
         Start pulse: abandon any program.
     sram : Out(ExchangeSramSignature(config))
@@ -103,7 +109,7 @@ class ExchangeEngine(wiring.Component):
     resume : Out(1)
         Pulse in the END cycle e.
     in_exchange : Out(1)
-        The tile is in its exchange phase (r..e).
+        The tile is in its exchange phase (r..e; after a faulting step until the stop).
     fault : Out(FaultSignature(config))
         Exchange fault detected in this cycle's step (``xchg`` = 1, ``context`` = 0, ``cause``
         = EXCHANGE_FAULT: constants).
@@ -149,12 +155,13 @@ class ExchangeEngine(wiring.Component):
         run_recv_en = Signal()
         run_src = Signal(cfg.tile_bits)
 
+        dead = Signal()                 # a step faulted: no further step until the stop (§6)
         has_prog = self.xprog != 0
-        start_prog = self.release & has_prog
+        start_prog = self.release & self.enable & has_prog
         active = busy | start_prog
         cur = Signal(32)
         m.d.comb += cur.eq(Mux(busy, pc, self.xprog))
-        m.d.comb += self.in_exchange.eq(busy | self.release)
+        m.d.comb += self.in_exchange.eq(busy | (self.release & self.enable))
 
         w0 = self.sram.step_data[:32]
         w1 = self.sram.step_data[32:]
@@ -198,7 +205,7 @@ class ExchangeEngine(wiring.Component):
             m.d.comb += self.fault.addr.eq(s)
         with m.Else():
             m.d.comb += self.fault.addr.eq(recv_byte)
-        m.d.comb += self.fault.valid.eq(fault & self.enable)
+        m.d.comb += self.fault.valid.eq(fault & self.enable & ~dead)
 
         rel_src = relative_source(m, self.tile_id, cfg.tiles, s)
         next_pc = Signal(32)
@@ -208,8 +215,8 @@ class ExchangeEngine(wiring.Component):
             m.d.comb += [self.sram.step_en.eq(1), self.sram.step_addr.eq(addr[3:ab])]
 
         with m.If(self.clear):
-            m.d.sync += [busy.eq(0), in_idle.eq(0), in_run.eq(0)]
-        with m.Elif(self.enable):
+            m.d.sync += [busy.eq(0), in_idle.eq(0), in_run.eq(0), dead.eq(0)]
+        with m.Elif(self.enable & ~dead):
             with m.If(self.prerelease & has_prog & ~active):
                 prefetch(self.xprog)
             with m.If(active & in_idle):
@@ -219,7 +226,7 @@ class ExchangeEngine(wiring.Component):
                 with m.Else():
                     m.d.sync += idle_rem.eq(idle_rem - 1)
             with m.Elif(in_run_now & fault):
-                m.d.sync += [busy.eq(0), in_run.eq(0)]
+                m.d.sync += dead.eq(1)          # busy stays: still in the exchange phase
             with m.Elif(in_run_now):
                 m.d.comb += [
                     self.sram.send.eq(run_send_en), self.sram.send_addr.eq(run_send[:ab - 2]),
@@ -233,7 +240,7 @@ class ExchangeEngine(wiring.Component):
                     m.d.sync += [run_rem.eq(run_rem - 1), run_send.eq(run_send + 1),
                                  run_recv.eq(run_recv + 1)]
             with m.Elif(fresh & fault):
-                m.d.sync += busy.eq(0)
+                m.d.sync += [busy.eq(1), dead.eq(1)]
             with m.Elif(fresh):
                 m.d.sync += busy.eq(1)
                 with m.Switch(op):

@@ -1,16 +1,17 @@
-"""The tile's fault record (architecture §7): the first fault of the run, core or exchange.
+"""The tile's fault record (architecture §7): the first visible fault of the run.
 
-The record is cleared by ``start`` and then takes the first fault:
+The record is cleared by ``start`` and then takes the first fault presented to it, written at the
+end of the cycle it is presented in, so it holds (``record.valid``) from the next cycle:
 
-* a core fault is final when it is seen (in X): every earlier fault was seen earlier;
-* an exchange fault in the step of cycle c is final in c + 1 unless the run ended before c (a
-  core fault issued at c − 1, or the run's last ``ecall`` issued at c − 1, both seen at
-  c + 1: ``xcommit`` low). So the exchange event goes through a one-cycle register. Its
-  ``xchg``, ``context`` and ``cause`` members are constants of the exchange engine (1, null,
-  EXCHANGE_FAULT), so only ``valid``, ``pc`` and ``addr`` need registering.
+* the core's fault (``core``): an instruction fault decided in this cycle (visible from the
+  next), else the matrix engine's fault that the core forwards (§12);
+* the exchange engine's fault of this cycle's step (``xchg``), visible from c + 1 (§6, §7
+  "Stop"). Its ``xchg``, ``context`` and ``cause`` members are constants of the exchange engine
+  (1, null, EXCHANGE_FAULT).
 
-When both are candidates in one cycle the core fault is taken (``xcommit`` is low then
-anyway: that core fault ends the run before the exchange step).
+Contract v2 squashes nothing issued or stepped before the stop, so every presented fault is
+final. When both are candidates in one cycle the core's is taken (an exchange step and a core
+fault in one cycle: not reachable, the core does not issue during the tile's exchange phase).
 """
 
 from __future__ import annotations
@@ -40,11 +41,9 @@ class FaultRecord(wiring.Component):
     clear : In(1)
         The start pulse: no record from the next cycle on.
     core : In(FaultSignature(config))
-        The core's fault in X this cycle.
+        The core's fault of this cycle (visible from the next).
     xchg : In(FaultSignature(config))
-        The exchange engine's fault in this cycle's step.
-    xcommit : In(1)
-        The exchange step of the previous cycle belongs to the run.
+        The exchange engine's fault in this cycle's step (visible from the next).
     record : Out(FaultSignature(config))
         The record (``record.valid`` = 0: none).
 
@@ -58,28 +57,22 @@ class FaultRecord(wiring.Component):
         self.config = check_config("FaultRecord", config)
         super().__init__({
             "clear": In(1), "core": In(FaultSignature(config)),
-            "xchg": In(FaultSignature(config)), "xcommit": In(1),
+            "xchg": In(FaultSignature(config)),
             "record": Out(FaultSignature(config)),
         })
 
     def elaborate(self, platform):
         m = Module()
         core, xchg, rec = self.core, self.xchg, self.record
-        xf_q = Signal()
-        xf_pc = Signal(32)
-        xf_addr = Signal(32)
         fields = [rec.valid, rec.xchg, rec.context, rec.cause, rec.pc, rec.addr]
         with m.If(self.clear):
-            m.d.sync += [s.eq(0) for s in fields] + [xf_q.eq(0)]
-        with m.Else():
-            m.d.sync += [xf_q.eq(xchg.valid), xf_pc.eq(xchg.pc), xf_addr.eq(xchg.addr)]
-            with m.If(~rec.valid):
-                with m.If(core.valid):
-                    m.d.sync += [rec.valid.eq(1), rec.xchg.eq(core.xchg),
-                                 rec.context.eq(core.context), rec.cause.eq(core.cause),
-                                 rec.pc.eq(core.pc), rec.addr.eq(core.addr)]
-                with m.Elif(xf_q & self.xcommit):
-                    m.d.sync += [rec.valid.eq(1), rec.xchg.eq(xchg.xchg),
-                                 rec.context.eq(xchg.context), rec.cause.eq(xchg.cause),
-                                 rec.pc.eq(xf_pc), rec.addr.eq(xf_addr)]
+            m.d.sync += [s.eq(0) for s in fields]
+        with m.Elif(~rec.valid):
+            def take(src):
+                m.d.sync += [rec.valid.eq(1), rec.xchg.eq(src.xchg), rec.context.eq(src.context),
+                             rec.cause.eq(src.cause), rec.pc.eq(src.pc), rec.addr.eq(src.addr)]
+            with m.If(core.valid):
+                take(core)
+            with m.Elif(xchg.valid):
+                take(xchg)
         return m

@@ -1,9 +1,9 @@
 """The tile's matrix engine (docs/architecture.md §12): M = P/8 lanes of 8 int8 MACs.
 
 Architectural step schedule (§12 "Step schedule"): step s is the s-th engine cycle after the
-accept cycle x; the engine advances only in engine cycles (``run`` high and no LOAD/STORE word in
-the core's X stage: the tile computes that), so the whole pipeline below has one enable, ``adv``
-= busy and an engine cycle.
+accept cycle x; the engine advances only in engine cycles (``run`` high — the tile runs and is
+not in its exchange phase — and no LOAD/STORE word in the core's M stage, ``core.x_mem``), so
+the whole pipeline below has one enable, ``adv`` = busy, not frozen and an engine cycle.
 
 Internally a step goes through three stages, each advancing with ``adv``:
 
@@ -18,15 +18,19 @@ Internally a step goes through three stages, each advancing with ``adv``:
   or the TFLITE bytes (MultiplyByQuantizedMultiplier, + zp, clamp) or the FLOAT32 bytes
   (:func:`f32_round`, + zp, clamp) requantized from the output register in the write step; write faults (check 4) are decided here.
 
-Data checks (check 2 in step 7, check 3 in step 9 + 2m) need the word read in that step, so they
-are decided in the cycle after the step. Every engine fault is then delayed to the cycle two
-after its step and presented to the core like the fault of an instruction issued in the step's
-cycle (the core lets its own instruction fault win, §12; the array ends the run with
-C = step cycle + 1 through the usual ``kill``). A fault of step k is dropped if ``commit`` is low
-in k + 1 (a core fault or the last ``ecall`` issued at k − 1 ended the run before k).
+Faults (contract v2, §7 "Stop": an engine fault of step s is visible from s + 1). A read-address
+or write fault (checks 1, 4) is known in its step s and presented on ``core.fault`` in s, like an
+instruction fault decided in M at s (the core lets its own instruction fault of that cycle win,
+§12; the tile's record holds it from s + 1). The data checks (check 2 in step 7, check 3 in
+steps 8 + 2m / 9 + 2m) need the word read in that step, so they are decided in s + 1, presented
+on ``core.fault`` in s + 1 and, because that is already the cycle the fault is visible in, also on
+``fault_now`` (the tile's ``fault`` output to the stop tree in that cycle). After a faulting step
+the engine is **frozen** (§12): no further step, still busy, until the start of the next run; a
+step in the cycle that detects a data fault (the next step, a descriptor, parameter or lane-load
+read with no architectural effect) is not reported.
 
-SRAM writes are handed to the tile SRAM (:mod:`.sram`), which commits them one cycle later under
-``xcommit`` and forwards them to reads meanwhile.
+SRAM writes are handed to the tile SRAM (:mod:`.sram`), which commits them one cycle later and
+forwards them to reads meanwhile.
 """
 
 from __future__ import annotations
@@ -219,12 +223,12 @@ class MatrixEngine(wiring.Component):
     clear : In(1)
         The start pulse: the engine becomes idle.
     run : In(1)
-        This cycle may be an engine cycle: the array runs (no stop) and the tile is not in its
-        exchange phase. The engine adds the core's ``x_mem`` (a LOAD/STORE word in X).
-    commit : In(1)
-        The tile's ``xcommit``: the step of the previous cycle belongs to the run.
+        This cycle may be an engine cycle: the tile's ``run`` (cycle ≤ t_s) and the tile is not
+        in its exchange phase. The engine adds the core's ``x_mem`` (a LOAD/STORE word in M).
     core : In(MatrixEngineSignature(config))
-        ``mrun`` accept from the core's X stage; busy, counters and the engine fault back.
+        ``mrun`` accept from the core's M stage; busy, counters and the engine fault back.
+    fault_now : Out(1)
+        A data-check fault of the previous cycle's step, decided (and visible, §7) in this cycle.
     sram : Out(EngineSramSignature(config))
         Port B reads and the writes (committed by the SRAM).
 
@@ -243,7 +247,7 @@ class MatrixEngine(wiring.Component):
             raise ValueError("MatrixEngine needs engine_macs > 0")
         self.acc = Memory(shape=32 * config.engine_lanes, depth=ACC_DEPTH, init=[])
         super().__init__({
-            "clear": In(1), "run": In(1), "commit": In(1),
+            "clear": In(1), "run": In(1), "fault_now": Out(1),
             "core": In(MatrixEngineSignature(config)),
             "sram": Out(EngineSramSignature(config)),
         })
@@ -262,8 +266,10 @@ class MatrixEngine(wiring.Component):
         c_e = Signal(cfg.context_bits)
         pc_e = Signal(32)
         adv = Signal()
+        frozen = Signal()                 # a step faulted (§12): no further step
+        wfault_now = Signal()             # this step's write faults (check 4, stage 2)
         m.d.comb += [
-            adv.eq(busy & self.run & ~core.x_mem),
+            adv.eq(busy & ~frozen & self.run & ~core.x_mem),
             core.busy.eq(busy),
             core.active.eq(busy | core.accept),
         ]
@@ -382,7 +388,7 @@ class MatrixEngine(wiring.Component):
                                     m.d.sync += phase.eq(Phase.GATHER)
                 with m.Case(Phase.TAIL):
                     m.d.sync += cnt.eq(cnt + 1)
-                    with m.If(cnt == WRITE_DELAY - 1):
+                    with m.If((cnt == WRITE_DELAY - 1) & ~wfault_now):
                         m.d.sync += [busy.eq(0), phase.eq(Phase.IDLE)]
 
         # SRAM read of this step; accumulator read acc[j]
@@ -548,7 +554,7 @@ class MatrixEngine(wiring.Component):
                 wfault.eq((off + n_c > 8) | (out_caddr >= sb)),
                 wf_addr.eq(out_caddr),
             ]
-        wfault_now = adv & writing & wfault
+        m.d.comb += wfault_now.eq(adv & writing & wfault)
         m.d.comb += [
             sram.wr_en.eq(adv & writing & ~wfault & ~rfault),
             sram.wr_addr.eq(Mux(raw, wbyte, out_caddr)[3:cfg.sram_addr_bits]),
@@ -565,24 +571,19 @@ class MatrixEngine(wiring.Component):
             with m.Elif(writing):
                 m.d.sync += wcnt.eq(wcnt - 1)
 
-        # ---- faults: step k -> decided by k+1 -> presented in k+2 -----------------------
-        af_q = Signal()
-        af_addr = Signal(32)
-        with m.If(clear):
-            m.d.sync += af_q.eq(0)
-        with m.Else():
-            m.d.sync += [af_q.eq(adv & (rfault | wfault_now)),
-                         af_addr.eq(Mux(rfault, raddr, wf_addr))]
-        ef2 = Signal()
-        ef2_addr = Signal(32)
-        with m.If(clear):
-            m.d.sync += ef2.eq(0)
-        with m.Else():
-            m.d.sync += [ef2.eq((af_q | dfault) & self.commit),
-                         ef2_addr.eq(Mux(af_q, af_addr, dfault_addr))]
+        # ---- faults: address faults of step k presented in k, data faults in k + 1 ----------
+        afault = Signal()
+        dq = Signal()                     # a data fault of the previous cycle's step
+        m.d.comb += [dq.eq(dfault & ~frozen), afault.eq(adv & (rfault | wfault_now) & ~dq)]
+        with m.If(clear | core.accept):
+            m.d.sync += frozen.eq(0)
+        with m.Elif(afault | dq):
+            m.d.sync += frozen.eq(1)
         m.d.comb += [
-            core.fault.valid.eq(ef2), core.fault.xchg.eq(0), core.fault.context.eq(c_e),
-            core.fault.cause.eq(FaultCause.ENGINE_FAULT), core.fault.pc.eq(pc_e),
-            core.fault.addr.eq(ef2_addr),
+            core.fault.valid.eq(afault | dq), core.fault.xchg.eq(0),
+            core.fault.context.eq(c_e), core.fault.cause.eq(FaultCause.ENGINE_FAULT),
+            core.fault.pc.eq(pc_e),
+            core.fault.addr.eq(Mux(dq, dfault_addr, Mux(rfault, raddr, wf_addr))),
+            self.fault_now.eq(dq),
         ]
         return m

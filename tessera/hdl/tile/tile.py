@@ -5,18 +5,22 @@ Wiring (every link is a signature of :mod:`tessera.hdl.interfaces`):
 * core ``fetch`` / ``mem`` → SRAM ``fetch`` / ``data`` (:mod:`.sram`: port A, port B and the
   write port, shared with the exchange engine's ``sram`` and the host's ``host.sram``);
 * exchange engine: started by the sync controller's ``prerelease`` / ``release``, runs the
-  program at the core's ``xprog``, resumes the core's WAIT_ARRAY contexts at its END step;
+  program at the core's ``xprog`` while ``run`` is high, resumes the core's WAIT_ARRAY
+  contexts at its END step;
   the SRAM drives the tile's ``exchange.send``, the engine its ``exchange.src``;
 * core ``fault`` and engine ``fault`` → :class:`.fault_record.FaultRecord` → ``host.fault``
   (the tile's one fault record);
 * ``host.dbg`` → core ``dbg``; core ``trace`` → tile ``trace``;
 * with ``engine_macs`` > 0 the matrix engine (:mod:`.matrix_engine`): core ``eng`` → engine
   ``core`` (``mrun`` accept, busy, counters; the engine fault goes through the core's
-  ``fault``), engine ``sram`` → SRAM ``eng``; it steps in the cycles where the array runs
-  (``xen``) and the tile is not exchanging (the core's LOAD/STORE in X is the engine's own
-  check), and commits under ``xcommit``.
+  ``fault``), engine ``sram`` → SRAM ``eng``; it steps in the cycles where the tile runs
+  (``run``) and is not exchanging (the core's LOAD/STORE in M is the engine's own check).
 
-The tile is arrived (``arrive``) when its core is, except during its exchange phase.
+The tile is arrived (``arrive``) when its core is, except during its exchange phase. Contract
+v2: the array reaches the tile through registers only (docs/rtl.md "Tile ↔ array"): ``run``
+drops D cycles after a fault or the last halt became visible (architecture §7), and nothing the
+tile issued or stepped before is squashed, so the SRAM and the fault record commit every step
+at once (``xcommit`` = 1).
 """
 
 from __future__ import annotations
@@ -57,21 +61,24 @@ class Tile(wiring.Component):
 
     Members
     -------
-    start, entry, run, kill, cycle, count_commit : In
+    start : In(1)
+        Pulse in the cycle before cycle 0 (the same cycle on every tile).
+    entry, cycle : In
         Forwarded to the core (docs/rtl.md).
-    xen : In(1)
-        Exchange steps may take effect this cycle (array running, no stop this cycle).
-    xcommit : In(1)
-        The exchange step of the previous cycle belongs to the run (no core fault issued two
-        cycles ago and no run-ending ``ecall`` seen in this cycle): its receive write and
-        fault record are committed in this cycle.
+    run : In(1)
+        High in the run's cycles 0 .. C − 1 (architecture §7: the cycles ≤ t_s): the core
+        issues, the exchange engine and the matrix engine step only then.
+    count_commit : In(1)
+        ``run`` delayed by COMMIT_DELAY: cycle ``cycle`` − COMMIT_DELAY is one of the run's.
     prerelease, release : In(1)
         From the sync controller (cycles r − 1 and r).
-    arrive, waiting, all_halted, halting, in_exchange : Out(1)
-        Barrier state (``arrive`` masked by the exchange phase; ``waiting``: arrived and some
-        context in WAIT_ARRAY); ``halting``: every context HALTED or halting by an ecall in X.
-    core_fault, xfault : Out(1)
-        Core fault in X this cycle; exchange fault in this cycle's step.
+    arrive, waiting, all_halted, in_exchange : Out(1)
+        Visible states of this cycle (architecture §4, §5): ``arrive`` masked by the exchange
+        phase; ``waiting``: arrived and some context in WAIT_ARRAY; ``all_halted``: every
+        context HALTED.
+    faulted : Out(1)
+        A fault is visible on this tile in this cycle (architecture §7 "Stop"): the fault record
+        holds one, or the matrix engine's data check of the previous cycle's step failed.
     exchange : Out(ExchangeLinkSignature(config))
         Send bus of the previous cycle, receive mux select, the fabric's word.
     host : In(HostTileSignature(config))
@@ -111,11 +118,10 @@ class Tile(wiring.Component):
         self.fault = FaultRecord(config)
         self.matrix = MatrixEngine(config) if config.engine_macs else None
         super().__init__({
-            "start": In(1), "entry": In(32), "run": In(1), "kill": In(1), "cycle": In(64),
-            "count_commit": In(1), "xen": In(1), "xcommit": In(1),
-            "prerelease": In(1), "release": In(1),
-            "arrive": Out(1), "waiting": Out(1), "all_halted": Out(1), "halting": Out(1),
-            "in_exchange": Out(1), "core_fault": Out(1), "xfault": Out(1),
+            "start": In(1), "entry": In(32), "run": In(1), "cycle": In(64),
+            "count_commit": In(1), "prerelease": In(1), "release": In(1),
+            "arrive": Out(1), "waiting": Out(1), "all_halted": Out(1), "faulted": Out(1),
+            "in_exchange": Out(1),
             "exchange": Out(ExchangeLinkSignature(config)),
             "host": In(HostTileSignature(config)),
             "trace": Out(TraceSignature(config)),
@@ -130,8 +136,9 @@ class Tile(wiring.Component):
         m.submodules.fault = rec
 
         # -- core: run control from the array, barrier resume from the engine
-        for name in ("start", "entry", "run", "kill", "cycle", "count_commit"):
+        for name in ("start", "entry", "run", "cycle", "count_commit"):
             m.d.comb += getattr(core, name).eq(getattr(self, name))
+        m.d.comb += core.kill.eq(0)         # v2: nothing issued at <= t_s is squashed
         m.d.comb += [core.resume.eq(eng.resume), core.in_exchange.eq(eng.in_exchange)]
 
         # -- memories: the core's fetch and data access, the engine's, the host's
@@ -139,35 +146,35 @@ class Tile(wiring.Component):
         connect(m, core.mem, sram.data)
         connect(m, eng.sram, sram.xchg)
         connect(m, flipped(self.host.sram), sram.host)
-        m.d.comb += [sram.clear.eq(self.start), sram.xcommit.eq(self.xcommit),
+        # v2: every exchange / engine step that happens (run high: cycle <= t_s) takes effect
+        m.d.comb += [sram.clear.eq(self.start), sram.xcommit.eq(1),
                      sram.x_data.eq(self.exchange.data),
                      self.exchange.send.eq(sram.x_send), self.exchange.src.eq(eng.src)]
 
         # -- exchange engine
         m.d.comb += [
             eng.prerelease.eq(self.prerelease), eng.release.eq(self.release),
-            eng.xprog.eq(core.xprog), eng.enable.eq(self.xen), eng.clear.eq(self.start),
+            eng.xprog.eq(core.xprog), eng.enable.eq(self.run), eng.clear.eq(self.start),
             self.in_exchange.eq(eng.in_exchange),
             self.arrive.eq(core.arrive & ~eng.in_exchange),
             self.waiting.eq(core.arrive & ~eng.in_exchange & ~core.all_halted),
-            self.all_halted.eq(core.all_halted), self.halting.eq(core.halting),
-            self.core_fault.eq(core.fault.valid),
-            self.xfault.eq(eng.fault.valid),
+            self.all_halted.eq(core.all_halted),
         ]
 
         # -- the one fault record, host read-back, retire trace
         connect(m, core.fault, rec.core)
         connect(m, eng.fault, rec.xchg)
         connect(m, rec.record, flipped(self.host.fault))
-        m.d.comb += [rec.clear.eq(self.start), rec.xcommit.eq(self.xcommit),
-                     self.host.xprog.eq(core.xprog)]
+        m.d.comb += [rec.clear.eq(self.start), self.host.xprog.eq(core.xprog)]
+        fault_now = rec.record.valid
         # -- matrix engine
         if self.matrix is not None:
             m.submodules.matrix = mx = self.matrix
             connect(m, core.eng, mx.core)
             connect(m, mx.sram, sram.eng)
-            m.d.comb += [mx.clear.eq(self.start), mx.commit.eq(self.xcommit),
-                         mx.run.eq(self.xen & ~eng.in_exchange)]
+            m.d.comb += [mx.clear.eq(self.start), mx.run.eq(self.run & ~eng.in_exchange)]
+            fault_now = fault_now | mx.fault_now
+        m.d.comb += self.faulted.eq(fault_now)
 
         connect(m, flipped(self.host.dbg), core.dbg)
         connect(m, core.trace, flipped(self.trace))
