@@ -211,7 +211,7 @@ def test_randprog_engine_streams():
     from tessera.spec.config import ArrayConfig
     from tessera.spec.instructions import lookup
     from tessera.tb.randprog import engine_region, generate
-    cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=32768)
+    cfg = ArrayConfig(tiles=2, contexts=6, sram_bytes=32768)
 
     def names(p):
         seen = {}
@@ -245,7 +245,7 @@ def test_dedupe_modules_defines_each_block_once():
     from tessera.hdl.array import Array
     from tessera.hdl.gen import convert
     from tessera.spec.config import ArrayConfig
-    cfg = ArrayConfig(tiles=3, contexts=4, sram_bytes=16384)
+    cfg = ArrayConfig(tiles=3, contexts=6, sram_bytes=16384)
     plain = convert(Array(cfg), zero_memory_init=False)
     dd = convert(Array(cfg), zero_memory_init=False, dedupe=True)
     mods = lambda v: re.findall(r"^module (\S+)", v, re.M)          # noqa: E731

@@ -36,12 +36,12 @@ def test_generate_tiny_and_lint(tmp_path):
 
 
 def test_cli_gen(tmp_path, capsys):
-    rc = main(["gen", "--tiles", "2", "--contexts", "4", "--sram-bytes", "16384",
-               "--xlatency", "1", "-o", str(tmp_path / "out")])
+    rc = main(["gen", "--tiles", "2", "--contexts", "6", "--sram-bytes", "16384",
+               "--xlatency", "2", "-o", str(tmp_path / "out")])
     assert rc == 0
     cfg = json.loads((tmp_path / "out" / "config.json").read_text())
     assert (cfg["tiles"], cfg["contexts"], cfg["sram_bytes"], cfg["exchange_latency"]) == \
-        (2, 4, 16384, 1)
+        (2, 6, 16384, 2)
     v = (tmp_path / "out" / "tessera_array.v").read_text()
     assert "trace_valid" in v and "module tessera_array(" in v
 

@@ -30,7 +30,7 @@ def test_host_port_map():
         # geometry / control
         assert await ax.read_ok(Ctrl.MAGIC) == MAGIC
         assert await ax.read_ok(Ctrl.TILES) == 2
-        assert await ax.read_ok(Ctrl.CONTEXTS) == 4
+        assert await ax.read_ok(Ctrl.CONTEXTS) == 6
         assert await ax.read_ok(Ctrl.SRAM_BYTES) == 16384
         assert await ax.read_ok(Ctrl.XLATENCY) == 2
         assert await ax.read_ok(Ctrl.STATUS) == Status.IDLE
@@ -74,7 +74,7 @@ def test_host_port_map():
                 for r in (0, 5, 31):
                     assert await ax.read_ok(context_reg_addr(t, c, ContextReg.REGS + 4 * r)) == \
                         (t << 24) | (c << 8) | r
-        assert (await ax.read(context_reg_addr(0, 4, ContextReg.STATE)))[1] == DECERR  # T = 4
+        assert (await ax.read(context_reg_addr(0, 6, ContextReg.STATE)))[1] == DECERR  # T = 6
         assert (await ax.read(context_reg_addr(0, 0, 0x10)))[1] == DECERR
         assert (await ax.read(tile_reg_addr(0, 0x38)))[1] == DECERR   # after ENGINE_HI (0x34)
         assert (await ax.read(tile_reg_addr(2, 0)))[1] == DECERR
@@ -118,9 +118,9 @@ def _run_control(event, at, maxc=0):
                     ctx.set(core.fault.context, 2)
                     ctx.set(core.fault.pc, 0x44)
                     ctx.set(core.fault.addr, 0xFFFF)
-                elif event == "halt":
+                elif event == "halt":           # held: HALTED stays visible
                     for t in dut.tiles:
-                        ctx.set(t.core.halting, 1)
+                        ctx.set(t.core.all_halted, 1)
             elif event == "fault":
                 ctx.set(core.fault.valid, 0)
             await ctx.tick()
@@ -144,24 +144,30 @@ def test_timeout_cycles_and_commit():
     assert o["fault_tiles"] == 0
 
 
-def test_core_fault_stops_at_tf_plus_1():
-    # fault_valid in X at counter 20 -> issued at 18 -> cycles = 19 (architecture §7)
+def test_core_fault_stops_at_v_plus_d():
+    # v2 (architecture §4, §7 "Stop"): the core presents its fault in M at counter 20, so the
+    # instruction was issued at t = 16 and its fault is visible from v = t + 5 = 21; N = 2 gives
+    # D = ceil(log2 2) + 2 = 3, so the array stops at the end of t_s = v + D - 1 = 23 and
+    # cycles = v + D = 24; the counters see exactly cycles 0..23.
     o = _run_control("fault", 20)
-    assert o["status"] == Status.FAULT and o["cycles"] == 19
-    assert o["commits"] == [19, 19]
+    assert o["status"] == Status.FAULT and o["cycles"] == 24
+    assert o["commits"] == [24, 24]
     assert o["fault_tiles"] == 1
     assert o["rec"][1] == [1, 2, FaultCause.ILLEGAL_INSTRUCTION, 0x44, 0xFFFF]
     assert o["rec"][0] == [0, 0, 0, 0, 0]
 
 
 def test_fault_in_drain_beats_timeout():
-    # limit 30, fault seen at 31 -> issued at 29 < 30 -> fault, cycles 30
-    o = _run_control("fault", 31, maxc=30)
+    # v2 (§7 "Timeout"): limit 30; the fault presented in M at 33 is the one of an instruction
+    # issued at 29 < 30 (visible from 34, after max_cycles): status fault, cycles = 30
+    o = _run_control("fault", 33, maxc=30)
     assert o["status"] == Status.FAULT and o["cycles"] == 30
+    assert o["commits"] == [30, 30]
 
 
 def test_halt_cycles():
-    # every tile `halting` at 25 (last ecall in X) -> issued at 23 -> cycles = 24
+    # v2 (§7 "Stop"): every context of both tiles HALTED from v = 25 (the last ecall issued at
+    # 20, visible from 20 + 5) -> stop at the end of v + D - 1 = 27, cycles = v + D = 28 (D = 3)
     o = _run_control("halt", 25)
-    assert o["status"] == Status.HALTED and o["cycles"] == 24
-    assert o["commits"] == [24, 24]
+    assert o["status"] == Status.HALTED and o["cycles"] == 28
+    assert o["commits"] == [28, 28]

@@ -133,7 +133,7 @@ def test_host_port_owns_one_port_per_tile():
 
 
 def test_top_port_names_are_the_documented_ones():
-    cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=16 * 1024)
+    cfg = ArrayConfig(tiles=2, contexts=6, sram_bytes=16 * 1024)
     dut = Array(cfg)
     ports = top_ports(dut)
     axil = ("awaddr awprot awvalid awready wdata wstrb wvalid wready bresp bvalid bready "
@@ -141,7 +141,7 @@ def test_top_port_names_are_the_documented_ones():
     trace = "valid context pc insn rd value st_mask st_addr st_data".split()
     assert sorted(ports) == sorted([f"s_axil_{n}" for n in axil] + ["done"]
                                    + [f"trace_{n}" for n in trace])
-    assert len(ports["trace_valid"][0]) == 2 and len(ports["trace_context"][0]) == 4
+    assert len(ports["trace_valid"][0]) == 2 and len(ports["trace_context"][0]) == 6  # 2 tiles x context_bits 3 (T = 6)
     assert len(ports["s_axil_bresp"][0]) == 2 and len(ports["s_axil_wstrb"][0]) == 4
     dut._MustUse__silence = True
     for t in dut.tiles:

@@ -19,10 +19,7 @@ the tile's signal itself), which keeps the count at D(1) = 2.
 
 from __future__ import annotations
 
-import operator
-from functools import reduce
-
-from amaranth.hdl import Module, Signal, Value
+from amaranth.hdl import Cat, Module, Signal, Value
 
 __all__ = ["reduce_tree", "tree_levels"]
 
@@ -74,7 +71,10 @@ def reduce_tree(m: Module, leaves, op: str, *, name: str, clear: Value) -> Value
         raise ValueError(f"reduce_tree {name}: no leaves")
     if op not in ("and", "or"):
         raise ValueError(f"reduce_tree {name}: op must be 'and' or 'or', not {op!r}")
-    fn = operator.and_ if op == "and" else operator.or_
+    def fn(values):
+        v = Cat(*values)
+        return v.all() if op == "and" else v.any()
+
     if len(leaves) == 1:
         return leaves[0]
 
@@ -89,7 +89,7 @@ def reduce_tree(m: Module, leaves, op: str, *, name: str, clear: Value) -> Value
     level = [register(v, f"{name}_leave{i}") for i, v in enumerate(leaves)]
     depth = 1
     while len(level) > 2:
-        level = [register(reduce(fn, level[j:j + 2]), f"{name}_l{depth}_{j // 2}")
+        level = [register(fn(level[j:j + 2]), f"{name}_l{depth}_{j // 2}")
                  for j in range(0, len(level), 2)]
         depth += 1
-    return reduce(fn, level)
+    return fn(level)
