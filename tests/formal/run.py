@@ -44,20 +44,20 @@ from common import Spec  # noqa: E402
 SRAM = 16 * 1024
 
 
-def _cfg(n=1, t=4, lat=3):
+def _cfg(n=1, t=6, lat=3):
     return ArrayConfig(tiles=n, contexts=t, sram_bytes=SRAM, exchange_latency=lat)
 
 
 def all_specs(max_tiles=8, quick=False):
     """Every property with the configurations it is proved for."""
     tiles = range(1, (4 if quick else max_tiles) + 1)
-    ts = (4, 6) if quick else (4, 5, 6, 8, 16)
-    lats = (1, 3) if quick else (1, 2, 3)
+    ts = (6, 8) if quick else (6, 8, 16)          # contract v2: T >= 6
+    lats = (2, 3) if quick else (2, 3, 4)         # contract v2: L >= 2
     out = []
     out += spec_sync.specs([(f"N={n}", _cfg(n)) for n in tiles])
     out += spec_fabric.specs([(f"N={n} L={lat}", _cfg(n, lat=lat)) for n in tiles for lat in lats])
     out += spec_scheduler.specs([(f"T={t}", _cfg(1, t)) for t in ts])
-    out += spec_host_port.specs([(f"N={n} T={t}", _cfg(n, t)) for n in tiles for t in (4, 6)])
+    out += spec_host_port.specs([(f"N={n} T={t}", _cfg(n, t)) for n in tiles for t in (6, 8)])
     return out
 
 
@@ -167,7 +167,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", action="append", default=[],
                     help="run properties/configs whose 'property config' contains this text")
-    ap.add_argument("--quick", action="store_true", help="N <= 4, T in {4, 6}, L in {1, 3}")
+    ap.add_argument("--quick", action="store_true", help="N <= 4, T in {6, 8}, L in {2, 3}")
     ap.add_argument("--max-tiles", type=int, default=8)
     ap.add_argument("--tiles", help="comma-separated tile counts to keep (e.g. 1,3)")
     ap.add_argument("--build", default=str(ROOT / "build" / "formal"))

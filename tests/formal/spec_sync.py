@@ -2,9 +2,10 @@
 docs/architecture.md §5.
 
 Contract: let k* be the first cycle in which every tile is arrived and some context of the
-array is WAIT_ARRAY; the release happens at r = k* + S, S = ceil(log2 N) + 2, simultaneously on
-every tile; each barrier releases exactly once; arrivals of the next barrier are never lost or
-merged. docs/rtl.md adds ``prerelease`` at r − 1.
+array is WAIT_ARRAY; the release happens at r = k* + D, D = ceil(log2 N) + 2 (architecture §7
+"Array decisions"; v1 called the same number S), simultaneously on every tile; each barrier
+releases exactly once; arrivals of the next barrier are never lost or merged. docs/rtl.md adds
+``prerelease`` at r − 1.
 
 Environment (assumptions), all taken from the contract and the array's wiring:
 
@@ -17,9 +18,10 @@ Environment (assumptions), all taken from the contract and the array's wiring:
   one cycle) and tiles that toggle before the next k* (a superset of what tiles can do).
 
 The spec monitor below knows only these contract events (k*, r); the property compares the
-controller's outputs with it in every cycle. One Verilog net fans ``release`` out to every tile
-(tessera/hdl/array/array.py connects ``t.release.eq(sc.release)`` for each tile), so "simultaneously on every
-tile" is a property of this single output.
+controller's outputs with it in every cycle of the run (``enable`` high; after the run the
+tiles' ``run`` is low and they ignore the release, architecture §5). ``release`` has one bit
+(one entering register) per tile, and the property requires every bit to equal the monitor's
+r, so "simultaneously on every tile" is checked bit by bit.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ class SyncSpec(Elaboratable):
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
-        S = cfg.sync_latency
+        S = cfg.decision_latency
         m.submodules.dut = dut = SyncController(cfg)
         m.d.comb += [dut.arrive.eq(self.arrive), dut.waiting.eq(self.waiting),
                      dut.enable.eq(self.enable), dut.clear.eq(self.clear)]
@@ -100,24 +102,24 @@ class SyncSpec(Elaboratable):
         seen = Signal()
         with m.If(clr):
             m.d.sync += [seen.eq(0), since.eq(0)]
-        with m.Elif(dut.release):
+        with m.Elif(dut.release[0]):
             m.d.sync += [seen.eq(1), since.eq(1)]
         with m.Elif(since < 4 * S + 7):
             m.d.sync += since.eq(since + 1)
         if "release_exact" in self.props:
-            m.d.comb += Assert(dut.release == at_r)
+            m.d.comb += Assert(~en | (dut.release == at_r.replicate(cfg.tiles)))
             # non-vacuity: a barrier; the tightest back-to-back pair (re-arrival at r + 1);
             # a barrier where a tile takes part with all contexts halted (arrived, not waiting)
-            m.d.comb += Cover(dut.release)
-            m.d.comb += Cover(dut.release & seen & (since == S + 1))
+            m.d.comb += Cover(en & dut.release[0])
+            m.d.comb += Cover(en & dut.release[0] & seen & (since == S + 1))
             if cfg.tiles > 1:
                 p_halted_tile = past(m, en & allarr & (arr & ~wt).any(), "p_halted_tile")
                 hseen = Signal()
                 with m.If(p_halted_tile):
                     m.d.sync += hseen.eq(1)
-                m.d.comb += Cover(dut.release & hseen)
+                m.d.comb += Cover(en & dut.release[0] & hseen)
         if "prerelease" in self.props:
-            m.d.comb += Assert(dut.prerelease == at_pre)
+            m.d.comb += Assert(~en | (dut.prerelease == at_pre))
             m.d.comb += Cover(dut.prerelease)
             m.d.comb += Cover(dut.prerelease & seen & (since == S))
         return m
@@ -129,6 +131,6 @@ def build(config, prop):
 
 
 def specs(configs):
-    S = lambda c: c.sync_latency   # noqa: E731
+    S = lambda c: c.decision_latency   # noqa: E731
     return [Spec("sync", p, t, build, prove_depth=lambda c: 2 * S(c) + 4,
                  cover_depth=lambda c: 2 * S(c) + 6, configs=configs) for p, t in PROPS.items()]
