@@ -1,21 +1,23 @@
-"""The tile's fault record (architecture §7): the first fault of the run, core or exchange.
+"""The tile's fault record (architecture §7): the first visible fault, core, engine or exchange.
 
-The record is cleared by ``start`` and then takes the first fault:
+The record is cleared by ``start`` and then takes the first fault that becomes visible on the
+tile (contract v2, §7 "Stop": "a tile keeps the fault that became visible first"):
 
-* a core fault is final when it is seen (in X): every earlier fault was seen earlier;
-* an exchange fault in the step of cycle c is final in c + 1 unless the run ended before c (a
-  core fault issued at c − 1, or the run's last ``ecall`` issued at c − 1, both seen at
-  c + 1: ``xcommit`` low). So the exchange event goes through a one-cycle register. Its
-  ``xchg``, ``context`` and ``cause`` members are constants of the exchange engine (1, null,
-  EXCHANGE_FAULT), so only ``valid``, ``pc`` and ``addr`` need registering.
+* the core's ``fault`` in cycle k — the instruction in M (issued at k - 4, visible from k + 1)
+  or, if none, the matrix engine's step fault of cycle k (visible from k + 1; the core already
+  drops it when an instruction fault of the same cycle exists, §12);
+* the exchange engine's ``fault`` of the step of cycle c (visible from c + 1).
 
-When both are candidates in one cycle the core fault is taken (``xcommit`` is low then
-anyway: that core fault ends the run before the exchange step).
+Each is written at the end of its cycle, so ``record.valid`` is high exactly from the cycle the
+first fault is visible: the tile's "fault visible" output for the array's stop decision. Every
+fault of a cycle <= t_s takes effect (no commit condition in v2). The core and the exchange
+engine never fault in the same cycle (a tile in its exchange phase has no instruction in M and
+its matrix engine does not step); should they, the core's is taken.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -40,13 +42,11 @@ class FaultRecord(wiring.Component):
     clear : In(1)
         The start pulse: no record from the next cycle on.
     core : In(FaultSignature(config))
-        The core's fault in X this cycle.
+        The core's fault decided this cycle (instruction in M or matrix-engine step).
     xchg : In(FaultSignature(config))
         The exchange engine's fault in this cycle's step.
-    xcommit : In(1)
-        The exchange step of the previous cycle belongs to the run.
     record : Out(FaultSignature(config))
-        The record (``record.valid`` = 0: none).
+        The record (``record.valid`` = 0: none), from the cycle its fault is visible.
 
     Raises
     ------
@@ -58,28 +58,23 @@ class FaultRecord(wiring.Component):
         self.config = check_config("FaultRecord", config)
         super().__init__({
             "clear": In(1), "core": In(FaultSignature(config)),
-            "xchg": In(FaultSignature(config)), "xcommit": In(1),
+            "xchg": In(FaultSignature(config)),
             "record": Out(FaultSignature(config)),
         })
 
     def elaborate(self, platform):
         m = Module()
         core, xchg, rec = self.core, self.xchg, self.record
-        xf_q = Signal()
-        xf_pc = Signal(32)
-        xf_addr = Signal(32)
         fields = [rec.valid, rec.xchg, rec.context, rec.cause, rec.pc, rec.addr]
         with m.If(self.clear):
-            m.d.sync += [s.eq(0) for s in fields] + [xf_q.eq(0)]
-        with m.Else():
-            m.d.sync += [xf_q.eq(xchg.valid), xf_pc.eq(xchg.pc), xf_addr.eq(xchg.addr)]
-            with m.If(~rec.valid):
-                with m.If(core.valid):
-                    m.d.sync += [rec.valid.eq(1), rec.xchg.eq(core.xchg),
-                                 rec.context.eq(core.context), rec.cause.eq(core.cause),
-                                 rec.pc.eq(core.pc), rec.addr.eq(core.addr)]
-                with m.Elif(xf_q & self.xcommit):
-                    m.d.sync += [rec.valid.eq(1), rec.xchg.eq(xchg.xchg),
-                                 rec.context.eq(xchg.context), rec.cause.eq(xchg.cause),
-                                 rec.pc.eq(xf_pc), rec.addr.eq(xf_addr)]
+            m.d.sync += [s.eq(0) for s in fields]
+        with m.Elif(~rec.valid):
+            with m.If(core.valid):
+                m.d.sync += [rec.valid.eq(1), rec.xchg.eq(core.xchg),
+                             rec.context.eq(core.context), rec.cause.eq(core.cause),
+                             rec.pc.eq(core.pc), rec.addr.eq(core.addr)]
+            with m.Elif(xchg.valid):
+                m.d.sync += [rec.valid.eq(1), rec.xchg.eq(xchg.xchg),
+                             rec.context.eq(xchg.context), rec.cause.eq(xchg.cause),
+                             rec.pc.eq(xchg.pc), rec.addr.eq(xchg.addr)]
         return m

@@ -263,7 +263,7 @@ class MatrixEngine(wiring.Component):
         pc_e = Signal(32)
         adv = Signal()
         m.d.comb += [
-            adv.eq(busy & self.run & ~core.x_mem),
+            adv.eq(busy & self.run & ~core.m_mem),
             core.busy.eq(busy),
             core.active.eq(busy | core.accept),
         ]

@@ -13,8 +13,17 @@ Wiring (every link is a signature of :mod:`tessera.hdl.interfaces`):
 * with ``engine_macs`` > 0 the matrix engine (:mod:`.matrix_engine`): core ``eng`` → engine
   ``core`` (``mrun`` accept, busy, counters; the engine fault goes through the core's
   ``fault``), engine ``sram`` → SRAM ``eng``; it steps in the cycles where the array runs
-  (``xen``) and the tile is not exchanging (the core's LOAD/STORE in X is the engine's own
-  check), and commits under ``xcommit``.
+  (``xen``) and the tile is not exchanging (the core's LOAD/STORE in M is the engine's own
+  check).
+
+Contract v2 (architecture §4, §7): every output the array reduces over the tiles is a function
+of this tile's **visible** states, held in registers: ``arrive``, ``waiting``, ``all_halted``
+from the context states (a state change of an instruction issued at t is visible from
+t + ``STATE_VISIBLE_DELAY`` = t+5), ``faulted`` from the fault record (visible from t+5 for an
+instruction, c+1 / s+1 for an exchange / engine step). The array registers them once more on
+the way out (the first register of D). ``run`` is high exactly in the run's cycles 0..C-1
+(C - 1 = t_s): the tile stops issuing, releasing and counting from the first cycle it is low,
+and completes the instructions issued up to t_s.
 
 The tile is arrived (``arrive``) when its core is, except during its exchange phase.
 """
@@ -57,21 +66,20 @@ class Tile(wiring.Component):
 
     Members
     -------
-    start, entry, run, kill, cycle, count_commit : In
-        Forwarded to the core (docs/rtl.md).
+    start, entry, run, cycle : In
+        Forwarded to the core (docs/rtl.md; ``run``: this cycle is one of the run's cycles
+        0..C-1).
     xen : In(1)
-        Exchange steps may take effect this cycle (array running, no stop this cycle).
-    xcommit : In(1)
-        The exchange step of the previous cycle belongs to the run (no core fault issued two
-        cycles ago and no run-ending ``ecall`` seen in this cycle): its receive write and
-        fault record are committed in this cycle.
+        Exchange and matrix-engine steps may take effect this cycle (a cycle of the run).
     prerelease, release : In(1)
         From the sync controller (cycles r − 1 and r).
-    arrive, waiting, all_halted, halting, in_exchange : Out(1)
-        Barrier state (``arrive`` masked by the exchange phase; ``waiting``: arrived and some
-        context in WAIT_ARRAY); ``halting``: every context HALTED or halting by an ecall in X.
-    core_fault, xfault : Out(1)
-        Core fault in X this cycle; exchange fault in this cycle's step.
+    arrive, waiting, all_halted, in_exchange : Out(1)
+        Barrier state from the visible context states (``arrive`` masked by the exchange
+        phase; ``waiting``: arrived and some context in WAIT_ARRAY); ``all_halted``: every
+        context HALTED (visible).
+    faulted : Out(1)
+        A fault is visible on this tile (its fault record is set): from t+5 for an
+        instruction issued at t, from c+1 / s+1 for an exchange / matrix-engine step.
     exchange : Out(ExchangeLinkSignature(config))
         Send bus of the previous cycle, receive mux select, the fabric's word.
     host : In(HostTileSignature(config))
@@ -111,11 +119,10 @@ class Tile(wiring.Component):
         self.fault = FaultRecord(config)
         self.matrix = MatrixEngine(config) if config.engine_macs else None
         super().__init__({
-            "start": In(1), "entry": In(32), "run": In(1), "kill": In(1), "cycle": In(64),
-            "count_commit": In(1), "xen": In(1), "xcommit": In(1),
+            "start": In(1), "entry": In(32), "run": In(1), "cycle": In(64), "xen": In(1),
             "prerelease": In(1), "release": In(1),
-            "arrive": Out(1), "waiting": Out(1), "all_halted": Out(1), "halting": Out(1),
-            "in_exchange": Out(1), "core_fault": Out(1), "xfault": Out(1),
+            "arrive": Out(1), "waiting": Out(1), "all_halted": Out(1),
+            "in_exchange": Out(1), "faulted": Out(1),
             "exchange": Out(ExchangeLinkSignature(config)),
             "host": In(HostTileSignature(config)),
             "trace": Out(TraceSignature(config)),
@@ -130,7 +137,7 @@ class Tile(wiring.Component):
         m.submodules.fault = rec
 
         # -- core: run control from the array, barrier resume from the engine
-        for name in ("start", "entry", "run", "kill", "cycle", "count_commit"):
+        for name in ("start", "entry", "run", "cycle"):
             m.d.comb += getattr(core, name).eq(getattr(self, name))
         m.d.comb += [core.resume.eq(eng.resume), core.in_exchange.eq(eng.in_exchange)]
 
@@ -139,8 +146,7 @@ class Tile(wiring.Component):
         connect(m, core.mem, sram.data)
         connect(m, eng.sram, sram.xchg)
         connect(m, flipped(self.host.sram), sram.host)
-        m.d.comb += [sram.clear.eq(self.start), sram.xcommit.eq(self.xcommit),
-                     sram.x_data.eq(self.exchange.data),
+        m.d.comb += [sram.clear.eq(self.start), sram.x_data.eq(self.exchange.data),
                      self.exchange.send.eq(sram.x_send), self.exchange.src.eq(eng.src)]
 
         # -- exchange engine
@@ -150,23 +156,23 @@ class Tile(wiring.Component):
             self.in_exchange.eq(eng.in_exchange),
             self.arrive.eq(core.arrive & ~eng.in_exchange),
             self.waiting.eq(core.arrive & ~eng.in_exchange & ~core.all_halted),
-            self.all_halted.eq(core.all_halted), self.halting.eq(core.halting),
-            self.core_fault.eq(core.fault.valid),
-            self.xfault.eq(eng.fault.valid),
+            self.all_halted.eq(core.all_halted),
+            self.faulted.eq(rec.record.valid),
         ]
 
         # -- the one fault record, host read-back, retire trace
         connect(m, core.fault, rec.core)
         connect(m, eng.fault, rec.xchg)
         connect(m, rec.record, flipped(self.host.fault))
-        m.d.comb += [rec.clear.eq(self.start), rec.xcommit.eq(self.xcommit),
-                     self.host.xprog.eq(core.xprog)]
+        m.d.comb += [rec.clear.eq(self.start), self.host.xprog.eq(core.xprog)]
         # -- matrix engine
         if self.matrix is not None:
             m.submodules.matrix = mx = self.matrix
             connect(m, core.eng, mx.core)
             connect(m, mx.sram, sram.eng)
-            m.d.comb += [mx.clear.eq(self.start), mx.commit.eq(self.xcommit),
+            # v2: every step of a cycle <= t_s takes effect, so the engine's v1 ``commit``
+            # (owned by the matrix engine, to be removed there) is constant 1.
+            m.d.comb += [mx.clear.eq(self.start), mx.commit.eq(1),
                          mx.run.eq(self.xen & ~eng.in_exchange)]
 
         connect(m, flipped(self.host.dbg), core.dbg)
