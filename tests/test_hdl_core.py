@@ -1,21 +1,14 @@
-"""Core-level tests of tessera.hdl.tile.core.Core: small programs on a one-tile harness.
+"""Core-level tests of tessera.hdl.tile.core.Core: small programs on the one-tile harness of
+tests/helpers/core_harness.py (the core, an SRAM, the tile's fault record and a testbench
+playing the v2 array controller for one tile: stop at v + D, ARRAY release at k* + D).
 
-The harness is an Amaranth SRAM (sync read ports, byte-enable write port) wired to the
-core, the tile's fault record (tessera/hdl/tile/fault_record.py) fed by the core's ``fault``,
-and a Python testbench playing the array controller of docs/architecture.md for a
-single tile: ``run`` for cycles 0..C-1, ``kill`` in the X cycle of a fault, ``count_commit``
-for cycles 3..C+2, the ARRAY-barrier release r = k* + S after ``arrive`` and an exchange phase r..e of a
-chosen length (``in_exchange`` during it, ``resume`` at e; default e = r). Expected cycle numbers are derived
-by hand in the comments from the barrel schedule (context c issues at t ≡ c mod T).
+Expected values are derived by hand in the comments from the v2 barrel schedule: context c
+issues at t ≡ c mod T, an instruction issued at t has its M at t+4 (memory effects, state
+change decided) and W at t+5 (register write, trace); a state change is visible from t+5; a
+fetch at t sees the stores issued at <= t-5.
 """
 
-from dataclasses import dataclass, field
-
 import pytest
-from amaranth import Elaboratable, Module
-from amaranth.lib.memory import Memory
-from amaranth.lib.wiring import connect
-from amaranth.sim import Simulator
 
 from tessera.toolchain import asm
 from tessera.spec.config import ArrayConfig, PRESETS
@@ -25,173 +18,12 @@ from tessera.spec.isa import DIV_TURNS, Opcode, encode_i, is_division
 from tessera.spec.result import ContextState as CS
 
 from tessera.hdl.tile.core import Core
-from tessera.hdl.tile.fault_record import FaultRecord
 
-TINY = PRESETS["tiny"]      # 1 tile, T = 4, 16 KiB
+from helpers.core_harness import flatten, run_program
+
+TINY = PRESETS["tiny"]      # 1 tile, T = 6, 16 KiB, D = 2
 M32 = 0xFFFFFFFF
-
-
-def flatten(words):
-    out = []
-    for w in words:
-        if isinstance(w, list):
-            out.extend(flatten(w))
-        else:
-            out.append(w)
-    return out
-
-
-class Harness(Elaboratable):
-    def __init__(self, config, image):
-        self.config = config
-        self.core = Core(config, 0)
-        self.fault = FaultRecord(config)
-        init = [0] * config.sram_words
-        for addr, word in image.items():
-            init[addr // 4] = word
-        self.mem = Memory(shape=32, depth=config.sram_words, init=init)
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.core = core = self.core
-        m.submodules.mem = mem = self.mem
-        m.submodules.fault = rec = self.fault
-        connect(m, core.fault, rec.core)
-        m.d.comb += rec.clear.eq(core.start)
-        aw = self.config.sram_addr_bits
-        wp = mem.write_port(granularity=8)
-        # As in tessera/hdl/tile/tile.py: the fetch port sees a store of the same cycle (issued 2 earlier).
-        fp = mem.read_port(transparent_for=(wp,))
-        dp = mem.read_port(transparent_for=())
-        f, d = core.fetch, core.mem
-        m.d.comb += [
-            fp.addr.eq(f.addr[2:aw]), fp.en.eq(f.en), f.data.eq(fp.data),
-            dp.addr.eq(d.addr[2:aw]), dp.en.eq(d.re), d.rdata.eq(dp.data),
-            wp.addr.eq(d.addr[2:aw]), wp.en.eq(d.we), wp.data.eq(d.wdata),
-        ]
-        return m
-
-
-@dataclass
-class Run:
-    status: str
-    cycles: int
-    states: list
-    pcs: list
-    retired: list
-    regs: list
-    counters: dict
-    fault: tuple | None
-    trace: list
-    arrive_cycles: list = field(default_factory=list)
-    mem: dict = field(default_factory=dict)
-    xprog: int = 0
-
-
-def run_program(words, *, config=TINY, entry=0, max_cycles=400, data=None, kill_at=None,
-                read_mem=(), end_on_halt=True, exchange_cycles=1):
-    """Run ``words`` (placed at address 0) on one tile; return a :class:`Run`.
-
-    ``kill_at``: inject an external ``kill`` in that cycle (another tile's fault issued at
-    kill_at - 2), ending the run with C = kill_at - 1. ``end_on_halt=False`` plays an array
-    whose other tiles keep running: this tile's halting does not end the run.
-    ``exchange_cycles``: length of each exchange phase r..e (1: no exchange program, e = r).
-    """
-    image = {4 * i: w for i, w in enumerate(flatten(words))}
-    image.update(data or {})
-    h = Harness(config, image)
-    core = h.core
-    T = config.contexts
-    S = config.sync_latency
-    res = {}
-
-    async def bench(ctx):
-        ctx.set(core.entry, entry)
-        ctx.set(core.start, 1)
-        await ctx.tick()
-        ctx.set(core.start, 0)
-        end = None          # C, once known
-        status = None
-        trace, arrive_cycles = [], []
-        kstar = None        # first arrival cycle of the current ARRAY barrier
-        exch_end = None     # e of the current exchange phase
-        t = 0
-        while True:
-            running = end is None and t < max_cycles
-            ctx.set(core.run, running)
-            ctx.set(core.cycle, t)
-            last = end if end is not None else max_cycles
-            ctx.set(core.count_commit, 3 <= t and t - 3 < last)
-            # ARRAY barrier controller (one tile): r = k* + S, exchange phase r..e.
-            if running and kstar is not None and t == kstar + S:
-                exch_end = t + exchange_cycles - 1
-            in_exch = running and exch_end is not None and t <= exch_end
-            ctx.set(core.in_exchange, in_exch)
-            ctx.set(core.resume, in_exch and t == exch_end)
-            kill = False
-            if running and ctx.get(core.arrive) and not ctx.get(core.all_halted) \
-                    and kstar is None and not in_exch:
-                kstar = t
-                arrive_cycles.append(t)
-            if in_exch:
-                kstar = None
-                if t == exch_end:
-                    exch_end = None
-            if end is None and ctx.get(core.fault.valid):
-                end, status, kill = t - 1, "fault", True
-            elif end is None and kill_at is not None and t == kill_at:
-                end, status, kill = t - 1, "killed", True
-            elif end is None and end_on_halt and t >= 2 and ctx.get(core.halting) \
-                    and t - 2 < max_cycles:
-                end, status = t - 1, "halted"
-            ctx.set(core.kill, kill)
-            tr = core.trace
-            if ctx.get(tr.valid):
-                trace.append(dict(
-                    cycle=t, ctx=ctx.get(tr.context), pc=ctx.get(tr.pc),
-                    insn=ctx.get(tr.insn), rd=ctx.get(tr.rd),
-                    value=ctx.get(tr.value), st_mask=ctx.get(tr.st_mask),
-                    st_addr=ctx.get(tr.st_addr), st_data=ctx.get(tr.st_data)))
-            await ctx.tick()
-            t += 1
-            if end is None and t >= max_cycles:
-                end, status = max_cycles, "timeout"
-            if end is not None and t >= end + 4:
-                break
-        ctx.set(core.kill, 0)
-        ctx.set(core.run, 0)
-        ctx.set(core.count_commit, 0)
-        states, pcs, retired, regs = [], [], [], []
-        dbg = core.dbg
-        for c in range(T):
-            ctx.set(dbg.ctx, c)
-            states.append(CS(ctx.get(dbg.state)))
-            pcs.append(ctx.get(dbg.pc))
-            retired.append(ctx.get(dbg.retired))
-            rv = []
-            for r in range(32):
-                ctx.set(dbg.reg, r)
-                await ctx.tick()
-                rv.append(ctx.get(dbg.x))
-            regs.append(rv)
-        cnt = dbg.counters
-        counters = dict(compute=ctx.get(cnt.compute), sync=ctx.get(cnt.sync),
-                        exchange=ctx.get(cnt.exchange), halted=ctx.get(cnt.halted),
-                        retired_tile=ctx.get(cnt.retired), macs=ctx.get(cnt.macs))
-        fault = None
-        rec = h.fault.record
-        if ctx.get(rec.valid):
-            fault = (ctx.get(rec.context), FaultCause(ctx.get(rec.cause)),
-                     ctx.get(rec.pc), ctx.get(rec.addr))
-        mem = {a: ctx.get(h.mem.data[a // 4]) for a in read_mem}
-        res["run"] = Run(status, end, states, pcs, retired, regs, counters, fault, trace,
-                         arrive_cycles, mem, ctx.get(core.xprog))
-
-    sim = Simulator(h)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
-    return res["run"]
+R = CS.RUNNING
 
 
 def check_counter_sum(r):
@@ -204,65 +36,70 @@ def check_counter_sum(r):
 
 @pytest.mark.parametrize("config", [
     TINY, PRESETS["small"], ArrayConfig(tiles=1, contexts=7, sram_bytes=16384),
-    ArrayConfig(tiles=2, contexts=16, sram_bytes=32768)], ids=["T4", "T6", "T5", "T16"])
+    ArrayConfig(tiles=2, contexts=16, sram_bytes=32768)], ids=["T6", "T6N4", "T7", "T16N2"])
 def test_spmd_ecall_cycles(config):
     T = config.contexts
+    D = config.decision_latency       # 2, 4 (N = 4), 2, 3 (N = 2)
     prog = [
         asm.csrr("a1", Csr.CONTEXT_ID),
         asm.addi("a0", "a1", 10),
         asm.ecall(),
     ]
     r = run_program(prog, config=config)
-    # Context c issues at c, c+T, c+2T; the last ecall (context T-1) at 3T-1 -> C = 3T.
-    assert r.status == "halted" and r.cycles == 3 * T
+    # Context c issues at c, c+T, c+2T; the last ecall (context T-1) at 3T-1 is visible
+    # (every context HALTED) from v = 3T-1+5 = 3T+4: C = v + D.
+    assert r.status == "halted" and r.cycles == 3 * T + 4 + D
     assert r.states == [CS.HALTED] * T
     assert r.pcs == [12] * T
     assert r.retired == [3] * T
     for c in range(T):
         assert r.regs[c][10] == c + 10 and r.regs[c][11] == c
         assert r.regs[c][0] == 0 and all(v == 0 for i, v in enumerate(r.regs[c]) if i not in (10, 11))
-    # Every context is RUNNING (visible) until its ecall's t+3 > C-1 for the last one.
-    assert r.counters == dict(compute=3 * T, sync=0, exchange=0, halted=0,
+    # Context T-1 is RUNNING (visible) in cycles 0..3T+3; cycles v..v+D-1 are halted cycles.
+    assert r.counters == dict(compute=3 * T + 4, sync=0, exchange=0, halted=D,
                               retired_tile=3 * T, macs=0)
-    # Trace: one entry per retired instruction, at issue cycle + 3, in issue order.
+    # Trace: one entry per retired instruction, in W = issue cycle + 5, in issue order.
     assert [(e["cycle"], e["ctx"], e["pc"]) for e in r.trace] == \
-        [(t + 3, t % T, 4 * (t // T)) for t in range(3 * T)]
+        [(t + 5, t % T, 4 * (t // T)) for t in range(3 * T)]
     assert [e["rd"] for e in r.trace] == [11] * T + [10] * T + [0] * T
     assert [e["value"] for e in r.trace] == list(range(T)) + [c + 10 for c in range(T)] + [0] * T
 
 
+TILE_SYNC_PROG = [
+    asm.csrr("a1", Csr.CONTEXT_ID),      # 0
+    asm.bne("a1", "zero", 8),            # 4: contexts 1..5 skip to 12
+    asm.addi("a2", "zero", 5),           # 8: context 0 only
+    asm.sync_tile(),                     # 12
+    asm.csrr("a0", Csr.CYCLE),           # 16: a0 = issue cycle after the release
+    asm.ecall(),                         # 20
+]
+
+
 def test_tile_sync_timing_and_counters():
-    prog = [
-        asm.csrr("a1", Csr.CONTEXT_ID),      # 0
-        asm.bne("a1", "zero", 8),            # 4: contexts 1..3 skip to 12
-        asm.addi("a2", "zero", 5),           # 8: context 0 only
-        asm.sync_tile(),                     # 12
-        asm.csrr("a0", Csr.CYCLE),           # 16: a0 = issue cycle after the release
-        asm.ecall(),                         # 20
-    ]
-    r = run_program(prog)
-    # ctx0 syncs at 12 (WAIT_TILE from 15); ctx1..3 at 9,10,11. At k = 15 all wait -> RUNNING
-    # from 16. csrr cycle at 16,17,18,19; ecalls at 20..23 -> C = 24.
-    assert r.status == "halted" and r.cycles == 24
-    assert [r.regs[c][10] for c in range(4)] == [16, 17, 18, 19]
+    r = run_program(TILE_SYNC_PROG)
+    # T = 6. ctx0: csrr@0, bne@6, addi@12, sync@18 -> WAIT_TILE visible from 23; ctx c = 1..5:
+    # sync@c+12 -> visible from c+17 = 18..22. At k = 23 all wait: RUNNING from 24. csrr cycle
+    # at 24+c; ecalls at 30+c; the last (ctx5, 35) is visible at v = 40: C = 40 + D = 42.
+    assert r.status == "halted" and r.cycles == 42
+    assert [r.regs[c][10] for c in range(6)] == [24 + c for c in range(6)]
     assert r.regs[0][12] == 5 and r.regs[1][12] == 0
-    assert r.retired == [6, 5, 5, 5]
-    # compute 0..14 and 16..23, sync at 15.
-    assert r.counters == dict(compute=23, sync=1, exchange=0, halted=0, retired_tile=21, macs=0)
+    assert r.retired == [6, 5, 5, 5, 5, 5]
+    # compute 0..22 and 24..39, sync at 23, halted 40..41.
+    assert r.counters == dict(compute=39, sync=1, exchange=0, halted=2, retired_tile=31, macs=0)
     check_counter_sum(r)
 
 
 def test_array_sync_arrive_and_resume():
     prog = [asm.sync_array(), asm.csrr("a0", Csr.CYCLE), asm.ecall()]
     r = run_program(prog)
-    # sync ARRAY at 0..3 -> last visible at 6 = k*; S = 2 -> r = 8 = e; RUNNING from 9.
-    # Slots: ctx1 at 9, ctx2 10, ctx3 11, ctx0 12 (its slot at 8 is still waiting).
-    assert r.arrive_cycles == [6]
-    assert [r.regs[c][10] for c in range(4)] == [12, 9, 10, 11]
-    # ecalls at 13, 14, 15, 16 -> C = 17.
-    assert r.status == "halted" and r.cycles == 17
-    # compute 0..5, sync 6..7, exchange 8, compute 9..16.
-    assert r.counters == dict(compute=14, sync=2, exchange=1, halted=0, retired_tile=12, macs=0)
+    # sync ARRAY at 0..5 -> WAIT_ARRAY visible from 5..10: k* = 10; D = 2 -> r = 12 = e;
+    # RUNNING from 13. Slots: ctx1 at 13, ..., ctx5 at 17, ctx0 at 18 (its slot 12 waits).
+    assert r.arrive_cycles == [10]
+    assert [r.regs[c][10] for c in range(6)] == [18, 13, 14, 15, 16, 17]
+    # ecalls at 19..24 (ctx1..ctx5, ctx0) -> v = 29, C = 31.
+    assert r.status == "halted" and r.cycles == 31
+    # compute 0..9, sync 10..11, exchange 12, compute 13..28, halted 29..30.
+    assert r.counters == dict(compute=26, sync=2, exchange=1, halted=2, retired_tile=18, macs=0)
 
 
 def fault_prog(bad):
@@ -276,7 +113,7 @@ def fault_prog(bad):
     ]
 
 
-BAD_AT_14 = [
+BAD_AT_20 = [
     ("illegal_zero", 0x00000000, FaultCause.ILLEGAL_INSTRUCTION, 0),
     ("illegal_compressed", 0x00004501, FaultCause.ILLEGAL_INSTRUCTION, 0x4501),
     ("fence_i", 0x0000100F, FaultCause.ILLEGAL_INSTRUCTION, 0x100F),
@@ -297,34 +134,41 @@ BAD_AT_14 = [
 ]
 
 
-@pytest.mark.parametrize("name,bad,cause,addr", BAD_AT_14, ids=[b[0] for b in BAD_AT_14])
-def test_fault_in_x_stops_at_issue_cycle(name, bad, cause, addr):
+@pytest.mark.parametrize("name,bad,cause,addr", BAD_AT_20, ids=[b[0] for b in BAD_AT_20])
+def test_fault_in_m_stops_d_cycles_after_it_is_visible(name, bad, cause, addr):
     r = run_program(fault_prog(bad))
-    # Context 2: csrr@2, addi@6, beq@10 (taken), bad@14 -> t_f = 14, C = 15.
-    assert r.status == "fault" and r.cycles == 15
+    # Context 2: csrr@2, addi@8, beq@14 (taken), bad@20: decided in M at 24, visible from
+    # v = 25; t_s = v + D - 1 = 26, C = 27.
+    assert r.status == "fault" and r.cycles == 27 and r.fault_visible == 25
     if addr is None:
         addr = bad
     assert r.fault == (2, cause, 20, addr)
-    assert r.states == [CS.RUNNING, CS.RUNNING, CS.FAULT, CS.RUNNING]
-    # Issued <= 14: ctx0 at 0,4,8,12 ; ctx1 at 1,5,9,13 ; ctx3 at 3,7,11.
-    assert r.retired == [4, 4, 3, 3]
-    assert r.pcs == [16, 16, 20, 12]
-    assert [r.regs[c][10] for c in range(4)] == [1, 1, 0, 0]
+    assert r.states == [R, R, CS.FAULT, R, R, R]
+    # Issued <= t_s = 26 and retired (the faulting one does not): ctx0 at 0,6,12,18,24 (csrr,
+    # addi, beq, addi@12, j@16 -> pc 12); ctx1 at 1..25 likewise; ctx2 at 2,8,14 (20 faults,
+    # 26 is FAULT: no issue); ctx3..5 at c, c+6, c+12, c+18 (..., addi@12 -> pc 16).
+    assert r.retired == [5, 5, 3, 4, 4, 4]
+    assert r.pcs == [12, 12, 20, 16, 16, 16]
+    assert [r.regs[c][10] for c in range(6)] == [1, 1, 0, 1, 1, 1]
     assert r.regs[2][1] == 0              # jumps that fault do not write rd
-    assert r.counters == dict(compute=15, sync=0, exchange=0, halted=0, retired_tile=14, macs=0)
-    assert all(e["cycle"] <= 14 + 3 for e in r.trace) and len(r.trace) == 14
+    assert r.counters == dict(compute=27, sync=0, exchange=0, halted=0, retired_tile=25, macs=0)
+    # the instructions issued at 21..26 complete after the fault: W up to 26 + 5 = 31
+    assert len(r.trace) == 25 and max(e["cycle"] for e in r.trace) == 30
+    assert [e["cycle"] - 5 for e in r.trace if e["cycle"] > 25] == [21, 22, 23, 24, 25]
 
 
 def test_jump_outside_sram_faults_at_fetch():
     r = run_program(fault_prog(asm.jalr("ra", "zero", -4)))
-    # jalr at 14 retires (ra = 24, pc = 0xFFFFFFFC); the fetch at 18 faults -> C = 19.
-    assert r.status == "fault" and r.cycles == 19
+    # jalr at 20 retires (ra = 24, pc = 0xFFFFFFFC); ctx2's fetch at 26 faults (M at 30,
+    # visible from 31) -> t_s = 32, C = 33.
+    assert r.status == "fault" and r.cycles == 33 and r.fault_visible == 31
     assert r.fault == (2, FaultCause.ACCESS_FAULT_FETCH, 0xFFFFFFFC, 0xFFFFFFFC)
     assert r.regs[2][1] == 24
-    # ctx0: 0,4,8,12,16 ; ctx1: 1,5,9,13,17 ; ctx2: 2,6,10,14 ; ctx3: 3,7,11,15.
-    assert r.retired == [5, 5, 4, 4]
-    assert r.pcs == [12, 12, 0xFFFFFFFC, 16]
-    assert [r.regs[c][10] for c in range(4)] == [1, 1, 0, 1]
+    # ctx0: 0,6,..,30 (csrr addi beq addi j addi: pc 16, a0 2); ctx1: 1..31 likewise;
+    # ctx2: 2,8,14,20 retire, 26 faults; ctx3..5: c..c+24 (csrr addi beq addi j: pc 12, a0 1).
+    assert r.retired == [6, 6, 4, 5, 5, 5]
+    assert r.pcs == [16, 16, 0xFFFFFFFC, 12, 12, 12]
+    assert [r.regs[c][10] for c in range(6)] == [2, 2, 0, 1, 1, 1]
     check_counter_sum(r)
 
 
@@ -332,46 +176,63 @@ def test_jump_outside_sram_faults_at_fetch():
                                          (TINY.sram_bytes, FaultCause.ACCESS_FAULT_FETCH)])
 def test_bad_entry(entry, cause):
     r = run_program([asm.ecall()], entry=entry)
-    assert r.status == "fault" and r.cycles == 1
+    # Every context's first fetch (at c = 0..5) faults; ctx0's is visible first (v = 5):
+    # t_s = 6, C = 7. The others are issued <= t_s too, so each enters FAULT (visible from
+    # c + 5); the tile keeps the first (§7 "Stop").
+    assert r.status == "fault" and r.cycles == 7 and r.fault_visible == 5
     assert r.fault == (0, cause, entry, entry)
-    assert r.states == [CS.FAULT, CS.RUNNING, CS.RUNNING, CS.RUNNING]
-    assert r.pcs == [entry] * 4 and r.retired == [0] * 4
-    assert r.counters["compute"] == 1 and r.trace == []
+    assert r.states == [CS.FAULT] * 6
+    assert r.pcs == [entry] * 6 and r.retired == [0] * 6
+    # cycles 0..6 all have a RUNNING context (ctx5 is FAULT from 10)
+    assert r.counters["compute"] == 7 and r.trace == []
 
 
 def test_timeout_counts_exactly():
     r = run_program([asm.addi("a0", "a0", 1), asm.j(-4)], max_cycles=21)
-    # cycles 0..20 issue: ctx0 at 0,4,..,20 (6), ctx1..3: 5 each.
+    # cycles 0..20 issue: ctx0..2 at c, c+6, c+12, c+18 (addi j addi j: pc 0), ctx3..5 at
+    # c, c+6, c+12 (addi j addi: pc 4); a0 = 2 everywhere.
     assert r.status == "timeout" and r.cycles == 21
-    assert r.retired == [6, 5, 5, 5]
-    assert [r.regs[c][10] for c in range(4)] == [3, 3, 3, 3]   # addi at 0,8,16 / 1,9,17 ...
-    assert r.pcs == [0, 4, 4, 4]          # ctx0 last issued j@20; ctx1..3 addi@17..19
+    assert r.retired == [4, 4, 4, 3, 3, 3]
+    assert [r.regs[c][10] for c in range(6)] == [2] * 6
+    assert r.pcs == [0, 0, 0, 4, 4, 4]
     assert r.counters == dict(compute=21, sync=0, exchange=0, halted=0, retired_tile=21, macs=0)
 
 
-@pytest.mark.parametrize("kill_at,states,compute", [
-    # Release decided at 15; kill in 16 ends the run at C = 15: the release is undone.
-    (16, [CS.WAIT_TILE] * 4, 15),
-    # kill in 15 ends at C = 14: ctx0's sync (X at 14) completes, no release.
-    (15, [CS.WAIT_TILE] * 4, 14),
-    # kill in 17: C = 16 includes the release at 15; ctx0's csrr at 16 is squashed.
-    (17, [CS.RUNNING] * 4, 15),
+@pytest.mark.parametrize("max_cycles,states,sync", [
+    # TILE_SYNC_PROG: the release is decided at k = 23. A run of 23 cycles (t_s = 22) ends
+    # before it: every context stays WAIT_TILE (ctx0's sync, issued at 18, completes its M at
+    # 22 and is WAIT_TILE from 23, after the run).
+    (23, [CS.WAIT_TILE] * 6, 0),
+    # A run of 24 cycles (t_s = 23) includes the release: RUNNING from 24, but nothing issues
+    # at 24 (after t_s); cycle 23 is a sync cycle.
+    (24, [R] * 6, 1),
 ])
-def test_kill_undoes_late_tile_release(kill_at, states, compute):
-    prog = [asm.csrr("a1", Csr.CONTEXT_ID), asm.bne("a1", "zero", 8), asm.addi("a2", "zero", 5),
-            asm.sync_tile(), asm.csrr("a0", Csr.CYCLE), asm.ecall()]
-    r = run_program(prog, kill_at=kill_at)
-    assert r.cycles == kill_at - 1
+def test_tile_release_only_in_a_cycle_of_the_run(max_cycles, states, sync):
+    r = run_program(TILE_SYNC_PROG, max_cycles=max_cycles)
+    assert r.status == "timeout" and r.cycles == max_cycles
     assert r.states == states
-    assert r.retired == [4, 3, 3, 3]
-    assert r.pcs == [16] * 4
-    assert r.counters["compute"] == compute
-    assert r.counters["sync"] == r.cycles - compute
+    assert r.retired == [4, 3, 3, 3, 3, 3]
+    assert r.pcs == [16] * 6
+    assert r.counters["compute"] == 23 and r.counters["sync"] == sync
     check_counter_sum(r)
 
 
+def test_stop_from_another_tile_completes_the_instructions_in_flight():
+    # Another tile's fault is visible from v = 20: t_s = 21, C = 22. Context c issues
+    # addi a0 at c, c+12, c+24 ... and j at c+6, c+18: issued <= 21: ctx0 0,6,12,18 (a0 2,
+    # pc 0), ctx1..3 at c,c+6,c+12,c+18 (a0 2, pc 0), ctx4,5 at c,c+6,c+12 (a0 2, pc 4). The
+    # instructions issued at 17..21 retire in M at 21..25, after t_s.
+    r = run_program([asm.addi("a0", "a0", 1), asm.j(-4)], other_stop=20)
+    assert r.status == "stopped" and r.cycles == 22
+    assert r.retired == [4, 4, 4, 4, 3, 3]
+    assert r.pcs == [0, 0, 0, 0, 4, 4]
+    assert [r.regs[c][10] for c in range(6)] == [2] * 6
+    assert [e["cycle"] for e in r.trace][-5:] == [22, 23, 24, 25, 26]
+    assert r.counters == dict(compute=22, sync=0, exchange=0, halted=0, retired_tile=22, macs=0)
+
+
 def test_loads_stores_alu_branches_single_context():
-    # Contexts 1..3 halt at once; context 0 runs the sequence.
+    # Contexts 1..5 halt at once; context 0 runs the sequence.
     base = 0x200
     prog = [
         asm.csrr("t0", Csr.CONTEXT_ID),       # 0
@@ -422,25 +283,26 @@ def test_loads_stores_alu_branches_single_context():
     assert regs[22] == 2
     jal_pc = 4 * words.index(asm.jal("s7", 8))
     assert regs[23] == jal_pc + 4
-    assert r.states == [CS.HALTED] * 4
+    assert r.states == [CS.HALTED] * 6
     assert r.pcs[0] == 4 * len(words)
     # ctx0 skips the ecall at 8 and the two branched-over addi's.
-    assert r.retired[1:] == [3, 3, 3] and r.retired[0] == len(words) - 3
+    assert r.retired[1:] == [3] * 5 and r.retired[0] == len(words) - 3
     # The trace shows the stores with lane data and masks.
     stores = [e for e in r.trace if e["st_mask"]]
     assert [(e["st_addr"], e["st_mask"], e["st_data"]) for e in stores] == [
         (base, 0b1111, t1), (base, 0b0010, 0), (base, 0b1100, 0xFFFEFFFE)]
-    # Once the other contexts are halted (ecall at 9..11 -> visible 12..14) compute stays.
+    # ctx0 RUNNING until its ecall is visible (v); then D = 2 halted cycles until the stop.
     check_counter_sum(r)
-    assert r.counters["halted"] == 0
+    assert r.counters["halted"] == 2
 
 
 def test_store_then_load_across_contexts():
     prog = [asm.csrr("a1", Csr.CONTEXT_ID), asm.sw("a1", 0x100, "zero"),
             asm.lw("a3", 0x100, "zero"), asm.ecall()]
     r = run_program(prog)
-    # Stores at 4..7 (ctx 0..3), loads at 8..11: every load sees ctx3's store at 7.
-    assert [r.regs[c][13] for c in range(4)] == [3, 3, 3, 3]
+    # Stores issued at 6..11 (ctx 0..5, M at 10..15), loads at 12..17 (M at 16..21): every
+    # load's M comes after ctx5's store's M (15), so each reads 5.
+    assert [r.regs[c][13] for c in range(6)] == [5] * 6
 
 
 def test_dot4_macs_csrs_and_xprog():
@@ -467,18 +329,20 @@ def test_dot4_macs_csrs_and_xprog():
     ]
     words = flatten(prog)
     r = run_program(words)
-    for c in range(4):
+    for c in range(6):
         regs = r.regs[c]
         assert regs[10] == 867
         assert regs[13] == (-128 * 128 + 127 * 127 - 255 + 1 + 7) & M32
         assert regs[8] == 9
-        assert (regs[9], regs[18], regs[19], regs[20], regs[21], regs[22]) == (1, 4, 16384, 0, 0, 0)
+        assert (regs[9], regs[18], regs[19], regs[20], regs[21], regs[22]) == (1, 6, 16384, 0, 0, 0)
     assert r.regs[0][23] == 0 and r.regs[0][24] == 24
-    # bne is instruction k; ctx0 writes xprog at slots k+1 (24) and k+2 (27); ctx1..3 read
-    # it at slot k+1 (cycles 4(k+1)+c), after the first write but before the second.
-    assert [r.regs[c][25] for c in range(4)] == [27, 24, 24, 24]
+    # bne is instruction k = 16 (li of a1 and a2 are two words each); ctx0 writes xprog in
+    # slots k+1 (24, M at 6·17 + 4 = 106) and k+2 (27, M at 112); ctx1..5 read it in slot k+1
+    # (M at 106 + c = 107..111), after the first write but before the second.
+    assert words.index(asm.bne("t0", "zero", 12)) == 16
+    assert [r.regs[c][25] for c in range(6)] == [27, 24, 24, 24, 24, 24]
     assert r.xprog == 27
-    assert r.counters["macs"] == 4 * 2 * 4
+    assert r.counters["macs"] == 4 * 2 * 6
     check_counter_sum(r)
 
 
@@ -517,28 +381,29 @@ def test_verilog_conversion_and_lint(tmp_path):
 
 
 def test_halted_counter_when_other_tiles_run():
-    r = run_program([asm.ecall()], max_cycles=10, end_on_halt=False)
-    # ecalls at 0..3 -> HALTED visible from 3..6: compute 0..5, halted 6..9.
-    assert r.status == "timeout" and r.cycles == 10
-    assert r.states == [CS.HALTED] * 4 and r.pcs == [4] * 4
-    assert r.counters == dict(compute=6, sync=0, exchange=0, halted=4, retired_tile=4, macs=0)
+    r = run_program([asm.ecall()], max_cycles=14, end_on_halt=False)
+    # ecalls at 0..5 -> HALTED visible from 5..10: compute 0..9, halted 10..13.
+    assert r.status == "timeout" and r.cycles == 14
+    assert r.states == [CS.HALTED] * 6 and r.pcs == [4] * 6
+    assert r.counters == dict(compute=10, sync=0, exchange=0, halted=4, retired_tile=6, macs=0)
 
 
 def test_tile_release_ignores_halted_contexts():
     prog = [
         asm.csrr("a1", Csr.CONTEXT_ID),      # 0
-        asm.bne("a1", "zero", 8),            # 4: contexts 1..3 -> 12
-        asm.ecall(),                         # 8: context 0 halts at 8 (visible 11)
-        asm.sync_tile(),                     # 12: ctx1..3 at 9, 10, 11 -> waiting 12, 13, 14
+        asm.bne("a1", "zero", 8),            # 4: contexts 1..5 -> 12
+        asm.ecall(),                         # 8: context 0 halts at 12 (visible 17)
+        asm.sync_tile(),                     # 12: ctx1..5 at 13..17 -> waiting from 18..22
         asm.csrr("a0", Csr.CYCLE),           # 16
         asm.ecall(),                         # 20
     ]
     r = run_program(prog)
-    # Release at k = 14 -> RUNNING from 15: ctx3 at 15, ctx1 at 17, ctx2 at 18.
-    assert [r.regs[c][10] for c in range(4)] == [0, 17, 18, 15]
-    # ecalls at 19 (ctx3), 21 (ctx1), 22 (ctx2) -> C = 23; cycle 14 is the only sync cycle.
-    assert r.status == "halted" and r.cycles == 23
-    assert r.counters == dict(compute=22, sync=1, exchange=0, halted=0, retired_tile=18, macs=0)
+    # Release at k = 22 -> RUNNING from 23: ctx5 at 23, ctx1..4 at 25..28.
+    assert [r.regs[c][10] for c in range(6)] == [0, 25, 26, 27, 28, 23]
+    # ecalls at 29 (ctx5), 31..34 (ctx1..4) -> v = 39, C = 41; cycle 22 is the only sync
+    # cycle, 39..40 are halted cycles.
+    assert r.status == "halted" and r.cycles == 41
+    assert r.counters == dict(compute=38, sync=1, exchange=0, halted=2, retired_tile=28, macs=0)
 
 
 def test_tile_and_array_waits_deadlock_until_timeout():
@@ -547,15 +412,16 @@ def test_tile_and_array_waits_deadlock_until_timeout():
         asm.bne("a1", "zero", 12),
         asm.sync_array(),                    # ctx0: WAIT_ARRAY
         asm.ecall(),
-        asm.sync_tile(),                     # ctx1..3: WAIT_TILE
+        asm.sync_tile(),                     # ctx1..5: WAIT_TILE
         asm.ecall(),
     ]
     r = run_program(prog, max_cycles=40)
     assert r.status == "timeout" and r.cycles == 40
-    assert r.states == [CS.WAIT_ARRAY] + [CS.WAIT_TILE] * 3
+    assert r.states == [CS.WAIT_ARRAY] + [CS.WAIT_TILE] * 5
     assert r.arrive_cycles == []
-    # ctx0 waits from 11, ctx1..3 from 12, 13, 14: compute 0..13, sync 14..39.
-    assert r.counters["compute"] == 14 and r.counters["sync"] == 26
+    # ctx0 syncs at 12 (waits from 17), ctx1..5 at 13..17 (from 18..22): compute 0..21,
+    # sync 22..39.
+    assert r.counters["compute"] == 22 and r.counters["sync"] == 18
 
 
 def test_noops_x0_and_untaken_misaligned_branch():
@@ -571,7 +437,7 @@ def test_noops_x0_and_untaken_misaligned_branch():
     ]
     r = run_program(prog)
     assert r.status == "halted" and r.fault is None
-    for c in range(4):
+    for c in range(6):
         assert r.regs[c][0] == 0 and r.regs[c][10] == 0xFFFFF000
         assert r.pcs[c] == 32 and r.retired[c] == 7
     first = [e for e in r.trace if e["ctx"] == 0]
@@ -617,7 +483,8 @@ def test_random_rv32im_against_unicorn(seed):
     words = prologue + body + [asm.ecall()]
     n_div = sum(is_division(w) for w in words)     # a division takes DIV_TURNS slots (§4)
     slots = len(words) + (DIV_TURNS - 1) * n_div
-    r = run_program(words, max_cycles=4 * slots + 40, read_mem=range(base, base + 64, 4))
+    r = run_program(words, max_cycles=TINY.contexts * slots + 40,
+                    read_mem=range(base, base + 64, 4))
     assert r.status == "halted" and r.fault is None
 
     uc = unicorn.Uc(unicorn.UC_ARCH_RISCV, unicorn.UC_MODE_RISCV32)
@@ -635,38 +502,44 @@ def test_random_rv32im_against_unicorn(seed):
 def test_array_sync_with_exchange_phase():
     prog = [asm.sync_array(), asm.csrr("a0", Csr.CYCLE), asm.ecall()]
     r = run_program(prog, exchange_cycles=4)
-    # k* = 6, r = 8, e = 11: RUNNING from 12; csrr at 12..15, ecalls at 16..19 -> C = 20.
-    assert r.arrive_cycles == [6]
-    assert [r.regs[c][10] for c in range(4)] == [12, 13, 14, 15]
-    assert r.status == "halted" and r.cycles == 20
-    assert r.counters == dict(compute=14, sync=2, exchange=4, halted=0, retired_tile=12, macs=0)
+    # k* = 10, r = 12, e = 15: RUNNING from 16; csrr at 16 (ctx4), 17 (ctx5), 18..21
+    # (ctx0..3); ecalls at 22..27 -> v = 32, C = 34.
+    assert r.arrive_cycles == [10]
+    assert [r.regs[c][10] for c in range(6)] == [18, 19, 20, 21, 16, 17]
+    assert r.status == "halted" and r.cycles == 34
+    # compute 0..9 and 16..31, sync 10..11, exchange 12..15, halted 32..33.
+    assert r.counters == dict(compute=26, sync=2, exchange=4, halted=2, retired_tile=18, macs=0)
 
 
 def test_two_array_barriers_are_not_merged():
     prog = [asm.sync_array(), asm.sync_array(), asm.csrr("a0", Csr.CYCLE), asm.ecall()]
     r = run_program(prog)
-    # 1st: k* = 6, r = e = 8, RUNNING from 9; 2nd syncs at 9..12 -> k* = 15, r = 17,
-    # RUNNING from 18: csrr at 18 (ctx2), 19 (ctx3), 20 (ctx0), 21 (ctx1); ecalls 22..25.
-    assert r.arrive_cycles == [6, 15]
-    assert [r.regs[c][10] for c in range(4)] == [20, 21, 18, 19]
-    assert r.status == "halted" and r.cycles == 26
-    assert r.counters == dict(compute=20, sync=4, exchange=2, halted=0, retired_tile=16, macs=0)
+    # 1st: k* = 10, r = e = 12, RUNNING from 13; 2nd syncs at 13..18 (ctx1..5, ctx0) ->
+    # visible from 18..23: k* = 23, r = e = 25, RUNNING from 26: csrr at 26..29 (ctx2..5),
+    # 30 (ctx0), 31 (ctx1); ecalls 32..37 -> v = 42, C = 44.
+    assert r.arrive_cycles == [10, 23]
+    assert [r.regs[c][10] for c in range(6)] == [30, 31, 26, 27, 28, 29]
+    assert r.status == "halted" and r.cycles == 44
+    # compute 0..9, 13..22, 26..41; sync 10..11, 23..24; exchange 12, 25; halted 42..43.
+    assert r.counters == dict(compute=36, sync=4, exchange=2, halted=2, retired_tile=24, macs=0)
 
 
-def test_fetch_sees_store_issued_two_cycles_earlier():
+def test_fetch_sees_stores_issued_five_cycles_earlier():
     old, new = asm.addi("a0", "zero", 1), asm.addi("a0", "zero", 42)
     prog = [
         asm.csrr("a1", Csr.CONTEXT_ID),       # 0
-        asm.bne("a1", "zero", 12),            # 4: ctx1..3 -> 16
-        asm.lw("a2", 0x100, "zero"),          # 8: ctx0 at 8
-        asm.sw("a2", 20, "zero"),             # 12: ctx0 at 12 (SRAM written in X = 14)
-        asm.nop(),                            # 16
-        old,                                  # 20: fetched by ctx1 at 13, ctx2 at 14, ctx3 at 15
+        asm.bne("a1", "zero", 12),            # 4: ctx1..5 -> 16
+        asm.lw("a2", 0x100, "zero"),          # 8: ctx0 at 12
+        asm.sw("a2", 20, "zero"),             # 12: ctx0 at 18 (SRAM written in M = 22)
+        asm.nop(),                            # 16: ctx c = 1..5 at 12 + c; ctx0 at 24
+        old,                                  # 20: fetched by ctx c at 18 + c; ctx0 at 30
         asm.ecall(),                          # 24
     ]
     r = run_program(prog, data={0x100: new}, read_mem=[20])
-    # Issue order: the store (12) precedes the fetches issued at 14 and 15, not the one at 13.
-    assert [r.regs[c][10] for c in range(4)] == [42, 1, 42, 42]
+    # §4: the fetch at t sees the stores issued at <= t - 5. The store is issued at 18: the
+    # fetches at 19..22 (ctx1..4, t - 18 = 1..4) read the old word, the one at 23 (ctx5,
+    # t - 5 = 18) and ctx0's at 30 the new one.
+    assert [r.regs[c][10] for c in range(6)] == [42, 1, 1, 1, 1, 42]
     assert r.mem[20] == new
 
 
@@ -682,41 +555,46 @@ def test_division_retires_nine_slots_later():
         asm.csrr(14, Csr.INSTRET),     # slot 13
         asm.ecall(),                   # slot 14
     ])
-    assert r.status == "halted" and r.cycles == 15 * T
+    # the last ecall: slot 14 of ctx T-1, cycle 14T + T - 1 -> v = 15T + 4, C = v + D
+    assert r.status == "halted" and r.cycles == 15 * T + 4 + 2
     for c in range(T):
         assert r.regs[c][10] == (-3) & 0xFFFFFFFF
         assert (r.regs[c][13], r.regs[c][14]) == (12 * T + c, 4)
-    assert r.retired == [6] * T and r.counters["compute"] == 15 * T
+    assert r.retired == [6] * T and r.counters["compute"] == 15 * T + 4
     divs = [e for e in r.trace if e["pc"] == 8]
-    assert [(e["cycle"], e["ctx"]) for e in divs] == [(11 * T + c + 3, c) for c in range(T)]
+    assert [(e["cycle"], e["ctx"]) for e in divs] == [(11 * T + c + 5, c) for c in range(T)]
 
 
 def test_division_timeout_mid_division_has_no_effect():
     r = run_program([asm.addi(11, 0, 100), asm.addi(12, 0, 7), asm.remu(10, 11, 12),
                      asm.ecall()], max_cycles=20)
-    # context 0: turns at 8, 12, 16 (no effect); the run ends with C = 20
+    # context 0: addi at 0, 6; remu turns at 12, 18 (no effect); the run ends with C = 20
     assert r.status == "timeout" and r.cycles == 20
     assert r.pcs[0] == 8 and r.regs[0][10] == 0 and r.retired[0] == 2
 
 
 def test_division_word_rewritten_by_another_context_restarts():
-    # Same program and hand derivation as tests/test_model_division.py: context 0's DIVU at 8
-    # is overwritten by REMU (stores at 17..19); at 20 it fetches REMU, a different word, and
-    # starts again at turn 0: retires at 56 (W at 59), ecall at 60, C = 61.
+    # Context 0's DIVU at 8 (turns at 12, 18, 24) is overwritten by REMU: ctx c = 1..5 run
+    # csrr@c, bne@6+c, li (lui@12+c, addi@18+c), sw@24+c (M at 28+c), ecall@30+c. The fetch
+    # at 30 sees the stores issued <= 25 (ctx1's): REMU, a different word from the previous
+    # issue's, so turn 0 again; retires in turn 9 at 30 + 9·6 = 84 (W at 89); ecall at 90 ->
+    # v = 95, C = 97. x11 = x12 = 0: remu 0 % 0 = 0 (table 7.1).
     new = asm.remu(10, 11, 12)
-    r = run_program([
-        asm.csrr(7, Csr.CONTEXT_ID), asm.bne(7, 0, 12), asm.divu(10, 11, 12), asm.ecall(),
-        *asm.li(5, new), asm.sw(5, 8, 0), asm.ecall()])
-    assert r.status == "halted" and r.cycles == 61
+    prog = [asm.csrr(7, Csr.CONTEXT_ID), asm.bne(7, 0, 12), asm.divu(10, 11, 12), asm.ecall(),
+            *asm.li(5, new), asm.sw(5, 8, 0), asm.ecall()]
+    assert len(asm.li(5, new)) == 2
+    r = run_program(prog)
+    assert r.status == "halted" and r.cycles == 97
     assert r.regs[0][10] == 0 and r.retired[0] == 4
     rec = [e for e in r.trace if e["ctx"] == 0 and e["pc"] == 8]
-    assert [(e["cycle"], e["insn"]) for e in rec] == [(59, new)]
+    assert [(e["cycle"], e["insn"]) for e in rec] == [(89, new)]
 
 
 def test_division_same_word_twice_takes_twenty_turns():
-    # the finished division resets the counter: slots 0, 1, 2..11, 12..21, ecall in slot 22
+    # the finished division resets the counter: slots 0, 1, 2..11, 12..21, ecall in slot 22;
+    # the last ecall at 22T + T - 1 -> v = 23T + 4, C = v + D
     T = TINY.contexts
     r = run_program([asm.addi(11, 0, 81), asm.addi(12, 0, 3), asm.divu(11, 11, 12),
                      asm.divu(11, 11, 12), asm.ecall()])
-    assert r.status == "halted" and r.cycles == 23 * T
+    assert r.status == "halted" and r.cycles == 23 * T + 4 + 2
     assert [r.regs[c][11] for c in range(T)] == [9] * T

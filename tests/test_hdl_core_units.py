@@ -231,12 +231,32 @@ def ref_muldiv(f3, a, b):
     return a if b == 0 else a % b
 
 
+def run_mul(vectors):
+    """The multiplier over X and M (contract v2, docs/design/contract-v2.md §1): operands
+    applied in one cycle, ``result`` read in the next."""
+    dut = Multiplier()
+    results = []
+
+    async def bench(ctx):
+        for vec in vectors:
+            for name, value in vec.items():
+                ctx.set(getattr(dut, name), value)
+            await ctx.tick()
+            results.append({"result": ctx.get(dut.result)})
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    return results
+
+
 def test_multiplier_random_and_edges():
     vecs = []
     for a, b in operand_pairs(40, 4):
         for f3 in range(4):
             vecs.append({"a": a, "b": b, "funct3": f3})
-    out = run_comb(Multiplier(), vecs, ["result"])
+    out = run_mul(vecs)
     bad = [(v, hex(o["result"])) for v, o in zip(vecs, out)
            if o["result"] != ref_muldiv(v["funct3"], v["a"], v["b"])]
     assert not bad, bad[:5]
@@ -248,8 +268,7 @@ def test_multiplier_by_hand():
         (3, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFE), (2, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF),
         (1, 0x80000000, 0x80000000, 0x40000000), (2, 0x80000000, 0x80000000, 0xC0000000),
     ]
-    out = run_comb(Multiplier(), [{"funct3": f, "a": a, "b": b} for f, a, b, _ in cases],
-                   ["result"])
+    out = run_mul([{"funct3": f, "a": a, "b": b} for f, a, b, _ in cases])
     assert [o["result"] for o in out] == [e for *_, e in cases]
 
 
@@ -257,8 +276,10 @@ _DIV_ASM = {4: asm.div, 5: asm.divu, 6: asm.rem, 7: asm.remu}
 
 
 def run_divider(T, streams):
-    """Drive a Divider the way the core does: at cycle k context k mod T is in X and context
-    (k+1) mod T in D. ``streams[c]`` is a list of (word, a, b) that context c issues in order;
+    """Drive a Divider the way the v2 core does (docs/design/contract-v2.md §1): at cycle k
+    context k mod T is in X (operands, word, ``last``/``result``), context (k+1) mod T in R
+    (row read address) and the instruction that was in X at k-1 is in M (``m_issue``: it
+    takes effect). ``streams[c]`` is a list of (word, a, b) that context c issues in order;
     an entry is issued again in each following turn until ``last`` (divisions) or once
     (other words). Returns per context the list of (word, turns, result)."""
     dut = Divider(ArrayConfig(tiles=1, contexts=T, sram_bytes=16 * 1024))
@@ -273,16 +294,19 @@ def run_divider(T, streams):
         pos = [0] * T
         turns = [0] * T
         k = 0
-        while any(pos[c] < len(streams[c]) for c in range(T)):
+        issued = False          # an instruction was in X in the previous cycle
+        while any(pos[c] < len(streams[c]) for c in range(T)) or issued:
             c = k % T
             ctx.set(dut.r_ctx, (k + 1) % T)
+            ctx.set(dut.m_issue, issued)
+            issued = False
+            ctx.set(dut.x_ctx, c)
             if pos[c] < len(streams[c]):
                 word, a, b = streams[c][pos[c]]
                 is_div = is_division(word)
-                ctx.set(dut.issue, 1)
-                ctx.set(dut.is_div, is_div)
-                ctx.set(dut.ctx, c)
-                ctx.set(dut.insn, word)
+                issued = True
+                ctx.set(dut.x_is_div, is_div)
+                ctx.set(dut.x_insn, word)
                 ctx.set(dut.a, a)
                 ctx.set(dut.b, b)
                 turns[c] += 1
@@ -292,7 +316,7 @@ def run_divider(T, streams):
                     turns[c] = 0
                 assert turns[c] <= DIV_TURNS, f"context {c}: no last turn after {DIV_TURNS}"
             else:
-                ctx.set(dut.issue, 0)
+                ctx.set(dut.x_is_div, 0)
             await ctx.tick()
             k += 1
 
@@ -303,8 +327,7 @@ def run_divider(T, streams):
     return out
 
 
-
-@pytest.mark.parametrize("T", [4, 6])
+@pytest.mark.parametrize("T", [6, 8])
 def test_divider_turns_and_results_interleaved(T):
     # every context runs its own mix of divisions; each takes exactly DIV_TURNS turns and
     # gives the RISC-V result (ref_muldiv: spec §7.2 and table 7.1, written independently)
@@ -331,8 +354,8 @@ def test_divider_turns_and_results_interleaved(T):
 
 def test_divider_all_operations_on_edge_pairs_and_table_7_1():
     # every DIV/DIVU/REM/REMU on every pair of edge values (incl. -2^31 / -1, x / 0, divisor
-    # and dividend -2^31), spread over 4 contexts; plus hand values of RISC-V table 7.1
-    T = 4
+    # and dividend -2^31), spread over 6 contexts; plus hand values of RISC-V table 7.1
+    T = 6
     jobs = [(_DIV_ASM[f3](10, 11, 12), a, b) for a in EDGE for b in EDGE for f3 in range(4, 8)]
     streams = [jobs[c::T] for c in range(T)]
     out = run_divider(T, streams)
@@ -348,14 +371,14 @@ def test_divider_all_operations_on_edge_pairs_and_table_7_1():
             (4, 7, (-2) & M32, (-3) & M32), (6, 7, (-2) & M32, 1),
             (4, 5, 0x80000000, 0), (6, 5, 0x80000000, 5),
             (4, 0x80000000, 0x80000000, 1), (6, 0x80000000, 0x80000000, 0)]
-    out = run_divider(4, [[(_DIV_ASM[f](10, 11, 12), a, b) for f, a, b, _ in hand], [], [], []])
+    out = run_divider(6, [[(_DIV_ASM[f](10, 11, 12), a, b) for f, a, b, _ in hand]] + [[]] * 5)
     assert [r for _w, _t, r in out[0]] == [e for *_, e in hand]
 
 
 def test_divider_restarts_when_the_word_changes():
     # turns 0..2 of DIVU, then the word becomes REMU (another context rewrote the code):
     # the REMU starts at turn 0 and needs its own DIV_TURNS turns (§4, "Division").
-    T = 4
+    T = 6
     dut = Divider(ArrayConfig(tiles=1, contexts=T, sram_bytes=16 * 1024))
     seen = []
 
@@ -364,17 +387,17 @@ def test_divider_restarts_when_the_word_changes():
         await ctx.tick()
         ctx.set(dut.start, 0)
         turn = 0
-        for k in range(4 * 20):
+        for k in range(T * 20):
             c = k % T
             ctx.set(dut.r_ctx, (k + 1) % T)
-            ctx.set(dut.issue, c == 0)
-            ctx.set(dut.is_div, 1)
-            ctx.set(dut.ctx, c)
+            ctx.set(dut.m_issue, c == 1)        # context 0's turn of k-1 takes effect now
+            ctx.set(dut.x_is_div, 1)
+            ctx.set(dut.x_ctx, c)
             ctx.set(dut.a, 100)
             ctx.set(dut.b, 7)
             if c == 0:
                 word = asm.divu(10, 11, 12) if turn < 3 else asm.remu(10, 11, 12)
-                ctx.set(dut.insn, word)
+                ctx.set(dut.x_insn, word)
                 turn += 1
                 if ctx.get(dut.last):
                     seen.append((turn, ctx.get(dut.result)))

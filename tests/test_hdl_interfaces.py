@@ -75,7 +75,7 @@ def test_signature_members_by_hand():
     assert _members(itf.ExchangeLinkSignature(SMALL)) == {
         "send": ("Out", 32), "src": ("Out", 2), "data": ("In", 32)}
     assert _members(itf.MatrixEngineSignature(SMALL)) == {
-        "x_mem": ("Out", 1), "accept": ("Out", 1), "desc": ("Out", 32), "ctx": ("Out", 3),
+        "m_mem": ("Out", 1), "accept": ("Out", 1), "desc": ("Out", 32), "ctx": ("Out", 3),
         "pc": ("Out", 32), "busy": ("In", 1), "active": ("In", 1), "macs": ("In", 8),
         "fault.valid": ("In", 1), "fault.xchg": ("In", 1), "fault.context": ("In", 3),
         "fault.cause": ("In", 5), "fault.pc": ("In", 32), "fault.addr": ("In", 32)}

@@ -7,14 +7,17 @@ the independent numpy references of ``tessera.golden_model.kernels`` (``matmul``
 
 Program layout used throughout (:func:`image`): a 3-word dispatch at 0 (``csrr x6,
 context_id``; ``slli x7, x6, 7``; ``jalr x0, 0x80(x7)``) sends context c to its own code at
-0x80·(c+1). With T contexts and no retries, instruction j of context c's code issues at
-t = (3 + j)·T + c (§4: instruction i of context c issues at i·T + c). Descriptors live at
+0x80·(c+1). With T = 6 contexts and no retries, instruction j of context c's code issues at
+t = (3 + j)·6 + c (§4: instruction i of context c issues at i·T + c). Descriptors live at
 0x400.. (so ``li`` is one ``addi``), data at 0x800 and above.
 
-Engine timing (§12): an ``mrun`` issued at t is accepted at x = t + 2; step s is the s-th
-engine cycle after x (cycles x+1, x+2, … minus those where a LOAD/STORE issued two cycles
-earlier is in X, or the tile is in its exchange phase); the engine is busy from x through its
-last step; ``mwait``/``mrun`` whose X (issue + 2) is a busy cycle retry in the next slot.
+Engine timing (§12, contract v2): an ``mrun`` issued at t is accepted in its M cycle
+x = t + 4; step s is the s-th engine cycle after x (cycles x+1, x+2, … minus those where a
+LOAD/STORE issued four cycles earlier is in M, or the tile is in its exchange phase); the
+engine is busy from x through its last step; ``mwait``/``mrun`` whose M (issue + 4) is a busy
+cycle retry in the next slot. A run whose last ecall issues at t ends with cycles = t + 5 + D
+(D = 2 for one tile); an engine fault in step s at cycle k is visible from k + 1 and ends the
+run with cycles = k + 1 + D (§7).
 """
 
 import numpy as np
@@ -35,18 +38,18 @@ from tessera.toolchain import asm
 from isa_contract import legal as contract_legal
 from helpers.model_engine import (  # noqa: F401 (model_engine: an autouse fixture)
     SRAM, CFG, D0, D1, XP, A, W, P, OUT, CODE, model_engine, image, issue, params, make, i32,
-    fault, wrap32, issuer, PC_MRUN, SA, SW, SP, SOUT, SOUT2, X_ROWS, W_ROW, RAW_ACC, raw_small,
-    run_cmd, fault_case, good, STD_MEM, check_fault)
+    fault, wrap32, issuer, PC_MRUN, SA, SW, SP, SOUT, SOUT2, X_ROWS, W_ROW, RAW_ACC, X_ROWS5,
+    RAW_ACC5, raw_small, run_cmd, fault_case, good, STD_MEM, check_fault)
 
 # ------------------------------------------------------------------------------ timing
 @pytest.mark.parametrize("J,last,mwait_at,cycles", [
     # S = 8 + 2C + KB*C + (KB-1)*J + J*OW + 2 = 8 + 2 + 1 + 0 + J + 2 = 13 + J.
-    # J = 2: S = 15, steps at 19..33, busy 18..33. mwait X = 22 + 4r: r = 3 gives X = 34 = last
-    # step + 1: retires at issue 32. csrr at 36 -> x10 = 36, ecall at 40 -> cycles 41.
-    (2, 33, 32, 41),
-    # J = 3: S = 16, last step at 34: the mwait with X = 34 (issue 32) is still busy; issue 36
-    # (X = 38) retires; csrr at 40, ecall at 44 -> cycles 45.
-    (3, 34, 36, 45),
+    # J = 2: S = 15, steps at 29..43, busy 28..43. mwait M = 34 + 6r: r = 2 gives M = 46 > 43:
+    # retires at issue 42. csrr at 48 -> x10 = 48, ecall at 54 -> HALTED 59 -> cycles 61.
+    (2, 43, 42, 61),
+    # J = 5: S = 18, last step at 46: the mwait with M = 46 (issue 42) is still busy; issue 48
+    # (M = 52) retires; csrr at 54, ecall at 60 -> cycles 60 + 5 + 2 = 67.
+    (5, 46, 48, 67),
 ])
 def test_step_timing_and_mwait_retire_cycle(J, last, mwait_at, cycles):
     assert command_steps(Descriptor.unpack(raw_small(J)[D0])) == 13 + J
@@ -54,89 +57,92 @@ def test_step_timing_and_mwait_retire_cycle(J, last, mwait_at, cycles):
     res = arr.run(1000)
     assert res.status == "halted" and res.cycles == cycles
     assert arr.last_engine == arr.engine         # the fast engine runs mrun/mwait itself
-    assert int(arr.regs[0, 0, 10]) == mwait_at + 4
+    assert int(arr.regs[0, 0, 10]) == mwait_at + 6
     c = res.tiles[0].counters
-    assert c["engine"] == last - 18 + 1          # busy from x = 18 through the last step
+    assert c["engine"] == last - 28 + 1          # busy from x = 28 through the last step
     assert c["macs"] == 8 * 1 * J                # one stream step per element, 8 C MACs each
     # retired: context 0 = 3 dispatch + li, mrun, mwait (once), csrr, ecall = 8; others 3 + 1
-    assert c["retired"] == 8 + 3 * 4
-    assert c["compute"] == cycles
-    assert list(i32(arr, SOUT, 2 * J)[::2]) == RAW_ACC[:J]
+    assert c["retired"] == 8 + 5 * 4
+    assert (c["compute"], c["halted"]) == (cycles - 2, 2)     # halted: the last D cycles
+    assert list(i32(arr, SOUT, 2 * J)[::2]) == RAW_ACC5[:J]
 
 
 def test_mwait_with_idle_engine_retires_at_once():
-    # no command: mwait (j0, t = 12) retires, csrr (t = 16) reads 16
+    # no command: mwait (j0, t = 18, M = 22) retires, csrr (t = 24) reads 24
     arr = make({0: [asm.mwait(), asm.csrr(10, Csr.CYCLE), asm.ecall()]}, {})
     res = arr.run(1000)
-    assert res.status == "halted" and int(arr.regs[0, 0, 10]) == 16
+    assert res.status == "halted" and int(arr.regs[0, 0, 10]) == 24
     assert res.tiles[0].counters["engine"] == 0
 
 
-def test_loads_and_stores_in_x_stall_the_engine():
-    # J = 2 (S = 15). Context 1 runs lw, sw, lw, sw, lw, sw from j0: issued at 13 + 4j, in X at
-    # 15, 19, 23, 27, 31, 35. Engine cycles after x = 18 without those: 20 21 22 24 25 26 28 29
-    # 30 32 33 34 36 37 38 -> the 15th (last) step at 38, busy 18..38 = 21 cycles.
-    # mwait X = 22 + 4r >= 39: r = 5 (issue 40); csrr at 44; ecall at 48 -> cycles 49.
+def test_loads_and_stores_in_m_stall_the_engine():
+    # J = 2 (S = 15). Context 1 runs lw, sw, lw, sw, lw, sw from j0: issued at 19 + 6j, in M at
+    # 23, 29, 35, 41, 47, 53. Engine cycles after x = 28 without those: 30 31 32 33 34 36 37
+    # 38 39 40 42 43 44 45 46 -> the 15th (last) step at 46, busy 28..46 = 19 cycles.
+    # mwait M = 34 + 6r >= 47: r = 3 (issue 48, M 52); csrr at 54; ecall at 60 -> cycles 67.
     mem_ops = [asm.lw(7, 0x7F0, 0), asm.sw(0, 0x7F8, 0)] * 3
     arr = make({0: issuer(), 1: [*mem_ops, asm.ecall()]}, raw_small(2))
     res = arr.run(1000)
-    assert res.status == "halted" and res.cycles == 49
-    assert int(arr.regs[0, 0, 10]) == 44
-    assert res.tiles[0].counters["engine"] == 21
+    assert res.status == "halted" and res.cycles == 67
+    assert int(arr.regs[0, 0, 10]) == 54
+    assert res.tiles[0].counters["engine"] == 19
     assert list(i32(arr, SOUT, 4)[::2]) == RAW_ACC[:2]
 
 
 def test_exchange_phase_stalls_the_engine():
-    # Context 0: j0 li x5 (12), j1 li x8 = XP (16), j2 csrw xprog (20), j3 mrun (24: x = 26),
-    # j4 sync ARRAY (28): WAIT_ARRAY visible at 31 = k* (contexts 1..3 halted by 18), release
-    # r = k* + S = 31 + 2 = 33 (N = 1). Program IDLE 3 (33, 34, 35), END at 36 = e. Context 0
-    # RUNNING from 37; its next slot 40: j5 mwait (X = 42).
-    # Engine (J = 2, S = 15): steps 0..5 at 27..32 (the barrier wait is no exchange phase),
-    # none at 33..36, steps 6..14 at 37..45. mwait X = 42 busy; issue 44 (X = 46) retires;
-    # csrr at 48; ecall at 52 -> cycles 53. engine = 26..45 = 20 cycles, exchange = 4.
+    # Context 0: j0 li x5 (18), j1 li x8 = XP (24), j2 csrw xprog (30), j3 mrun (36: x = 40),
+    # j4 sync ARRAY (42): WAIT_ARRAY visible at 47 = k* (contexts 1..5 halted by 28), release
+    # r = k* + D = 47 + 2 = 49 (N = 1). Program IDLE 3 (49, 50, 51), END at 52 = e. Context 0
+    # RUNNING from 53; its next slot 54: j5 mwait (M = 58).
+    # Engine (J = 2, S = 15): steps 0..7 at 41..48 (the barrier wait is no exchange phase),
+    # none at 49..52, steps 8..14 at 53..59. mwait M = 58 busy; issue 60 (M = 64) retires;
+    # csrr at 66; ecall at 72 -> cycles 72 + 5 + 2 = 79. engine = 40..59 = 20 cycles,
+    # exchange = 4.
     code = [*asm.li(5, D0), *asm.li(8, XP), asm.csrw(Csr.XPROG, 8), asm.mrun(5),
             asm.sync("ARRAY"), asm.mwait(), asm.csrr(10, Csr.CYCLE), asm.ecall()]
     mem = raw_small(2)
     mem[XP] = encode_program([Step.idle(3), Step.end()])
     arr = make({0: code}, mem)
     res = arr.run(1000)
-    assert res.status == "halted" and res.cycles == 53
-    assert int(arr.regs[0, 0, 10]) == 48
+    assert res.status == "halted" and res.cycles == 79
+    assert int(arr.regs[0, 0, 10]) == 66
     c = res.tiles[0].counters
     assert (c["engine"], c["exchange"]) == (20, 4)
     assert list(i32(arr, SOUT, 4)[::2]) == RAW_ACC[:2]
 
 
 def test_back_to_back_commands_from_two_contexts():
-    # Context 0: command J = 3 (S = 16) issued at 16: x = 18, steps 19..34.
-    # Context 1: li (13), mrun at 17 + 4r, X = 19 + 4r: busy at 19, 23, 27, 31; X = 35 = last
-    # step + 1 is idle: accepted at x = 35 (issue 33). Its command J = 2 (S = 15): steps
-    # 36..50. Context 0's mwait X = 22 + 4r: 34 (= last step of its own command) busy, then
-    # busy with context 1's command until 50: X = 54 (issue 52) retires; csrr 56; ecall 60.
-    # Context 1: mwait from 37 (X = 39 + 4r): X = 51 retires (issue 49); csrr 53; ecall 57.
-    # cycles = 61; engine = (34 - 18 + 1) + (50 - 35 + 1) = 17 + 16; macs = (3 + 2) * 8.
+    # Context 0: command J = 3 (S = 16) issued at 24: x = 28, steps 29..44.
+    # Context 1: li (19), mrun at 25 + 6r, M = 29 + 6r: busy at 29, 35, 41; M = 47 is idle
+    # (last step 44): accepted at x = 47 (issue 43). Its command J = 2 (S = 15): steps 48..62.
+    # Context 0's mwait M = 34 + 6r: 34, 40 busy; M = 46 idle (own command done at 44,
+    # context 1's accepted only at 47): retires at issue 42; csrr 48; ecall 54.
+    # Context 1: mwait from 49 (M = 53 + 6r): 53, 59 busy; M = 65 retires (issue 61); csrr 67;
+    # ecall 73 -> cycles = 73 + 5 + 2 = 80; engine = (44 - 28 + 1) + (62 - 47 + 1) = 17 + 16;
+    # macs = (3 + 2) * 8.
     mem = raw_small(3)
     d1 = Descriptor(a_base=SA + 8, a_s0=8, w_base=SW, w_sm=8, c_base=SOUT2, c_s0=8,
                     p_base=SP, J0=2, C=1, mode=Mode.RAW)
     mem[D1] = d1.pack()
     arr = make({0: issuer(D0), 1: issuer(D1)}, mem)
     res = arr.run(1000)
-    assert res.status == "halted" and res.cycles == 61
-    assert (int(arr.regs[0, 0, 10]), int(arr.regs[0, 1, 10])) == (56, 53)
+    assert res.status == "halted" and res.cycles == 80
+    assert (int(arr.regs[0, 0, 10]), int(arr.regs[0, 1, 10])) == (48, 67)
     c = res.tiles[0].counters
     assert (c["engine"], c["macs"]) == (33, 40)
-    assert c["retired"] == 2 * 8 + 2 * 4          # the retried mrun/mwait issues do not count
+    assert c["retired"] == 2 * 8 + 4 * 4          # the retried mrun/mwait issues do not count
     assert list(i32(arr, SOUT, 6)[::2]) == RAW_ACC
     assert list(i32(arr, SOUT2, 4)[::2]) == RAW_ACC[1:3]
 
 
 def test_timeout_continue_and_start_reset_the_engine():
-    # J = 3 as above (cycles 45, csrr 40, engine 17). Stop at 25: busy 18..24 = 7 cycles.
+    # J = 3: steps 29..44, busy 28..44 = 17; mwait M = 46 retires (issue 42), csrr 48, ecall
+    # 54 -> cycles 61. Stop at 35: busy 28..34 = 7 cycles.
     arr = make({0: issuer()}, raw_small(3))
-    res = arr.run(25)
+    res = arr.run(35)
     assert res.status == "timeout" and res.tiles[0].counters["engine"] == 7
     res = arr.run(1000)
-    assert res.status == "halted" and res.cycles == 45 and int(arr.regs[0, 0, 10]) == 40
+    assert res.status == "halted" and res.cycles == 61 and int(arr.regs[0, 0, 10]) == 48
     assert res.tiles[0].counters["engine"] == 17
     # Stop in the middle again, then start: the engine is idle, the rerun is a fresh run.
     arr.write_mem(0, SOUT, bytes(24))
@@ -145,44 +151,63 @@ def test_timeout_continue_and_start_reset_the_engine():
     arr.start(0)
     assert arr.counters["engine"][0] == 0
     res = arr.run(1000)
-    assert res.status == "halted" and res.cycles == 45 and int(arr.regs[0, 0, 10]) == 40
+    assert res.status == "halted" and res.cycles == 61 and int(arr.regs[0, 0, 10]) == 48
     assert res.tiles[0].counters["engine"] == 17
     assert list(i32(arr, SOUT, 6)[::2]) == RAW_ACC
 
 
+def test_halt_with_a_busy_engine_steps_until_the_stop():
+    # §7 "Stop" (contract v2): every context HALTED at v stops the array at the end of
+    # t_s = v + D - 1, and a busy matrix engine steps until t_s. Context 0: j0 li (18), j1 mrun
+    # (24: x = 28, steps 29 + s), j2 nop (30), j3 ecall (36) without mwait; the others ecall at
+    # 19..23. All HALTED from 41, t_s = 42, cycles = 43. J = 2 (S = 15): the write of element
+    # 0 is step 13 = cycle 42 <= t_s (it happens), element 1's is step 14 = 43 (it does not).
+    # macs: stream steps 11, 12 (cycles 40, 41) = 2 * 8; engine busy 28..42 = 15 cycles (still
+    # busy at the end).
+    mem = raw_small(2)
+    mem[SOUT] = (0x5A5A5A5A).to_bytes(4, "little") * 4
+    arr = make({0: [*asm.li(5, D0), asm.mrun(5), asm.nop(), asm.ecall()]}, mem)
+    res = arr.run(1000)
+    assert res.status == "halted" and res.cycles == 43
+    assert list(i32(arr, SOUT, 4)[::2]) == [RAW_ACC[0], 0x5A5A5A5A]
+    c = res.tiles[0].counters
+    assert (c["macs"], c["engine"], c["halted"]) == (16, 15, 2)
+
+
 # ------------------------------------------------------------------------------ memory order
-def test_engine_read_does_not_see_a_store_in_x_one_cycle_later():
-    # J = 2, no stall before: X(1) is read in step 12 at cycle 31. Context 2 stores to X(1)'s
-    # first word at issue 30 (j4: (3+4)*4+2), X = 32: the engine read at 31 sees the old bytes.
-    # Cycle 32 is then no engine cycle: steps 13, 14 at 33, 34.
+def test_engine_read_does_not_see_a_store_in_m_one_cycle_later():
+    # J = 2, no stall before: X(1) is read in step 12 at cycle 41. Context 2 stores to X(1)'s
+    # first word at issue 38 (j3: (3+3)*6+2), M = 42: the engine read at 41 sees the old bytes.
+    # Cycle 42 is then no engine cycle: steps 13, 14 at 43, 44.
     new = int.from_bytes(np.array([100, 0, 0, 0], np.int8).tobytes(), "little")
-    code2 = [*asm.li(9, new), asm.nop(), asm.nop(), asm.nop(), asm.sw(9, SA + 8, 0), asm.ecall()]
+    assert len(asm.li(9, new)) == 1
+    code2 = [*asm.li(9, new), asm.nop(), asm.nop(), asm.sw(9, SA + 8, 0), asm.ecall()]
     arr = make({0: issuer(), 2: code2}, raw_small(2))
     res = arr.run(1000)
     assert res.status == "halted"
     assert list(i32(arr, SOUT, 4)[::2]) == RAW_ACC[:2]
-    assert res.tiles[0].counters["engine"] == 34 - 18 + 1
+    assert res.tiles[0].counters["engine"] == 44 - 28 + 1
 
 
 def test_engine_read_sees_an_earlier_store():
-    # li of this word is lui + addi (j0, j1), nop (j2), the sw is j3 of context 2: issued at
-    # (3 + 3) * 4 + 2 = 26, X = 28. Steps 0..8 at 19..27, none at 28, step 12 (X(1)) at 32:
+    # li of this word is lui + addi (j0, j1), the sw is j2 of context 2: issued at
+    # (3 + 2) * 6 + 2 = 32, M = 36. Steps 0..6 at 29..35, none at 36, step 12 (X(1)) at 42:
     # after the store. X(1) = [100, -2, -3, -4, -5, -6, -7, -8]:
     # acc(1) = 1000 + 100 * 1 - (2*2 + 3*3 + ... + 8*8) = 1000 + 100 - (204 - 1) = 897.
     new = int.from_bytes(np.array([100, -2, -3, -4], np.int8).tobytes(), "little")
     assert len(asm.li(9, new)) == 2
-    code2 = [*asm.li(9, new), asm.nop(), asm.sw(9, SA + 8, 0), asm.ecall()]
+    code2 = [*asm.li(9, new), asm.sw(9, SA + 8, 0), asm.ecall()]
     arr = make({0: issuer(), 2: code2}, raw_small(2))
     res = arr.run(1000)
     assert list(i32(arr, SOUT, 4)[::2]) == [1204, 897]
 
 
-def test_load_in_x_after_the_engine_write_sees_it():
-    # Context 3 issues j at (3 + j) * 4 + 3. Run 1: lw x8 (j3, issued 27, X = 29) and lw x7
-    # (j4, issued 31, X = 33): no engine step at 29 and 33, so steps 0..9 at 19..28, 10..12 at
-    # 30..32, 13 (the write of element 0) at 34: both loads are before it and read the old
-    # word. Run 2: only the lw at 31 (X = 33): step 13 is at 32, the load (X = 33) sees it.
-    code3 = [asm.nop(), asm.nop(), asm.nop(), asm.lw(8, SOUT, 0), asm.lw(7, SOUT, 0), asm.ecall()]
+def test_load_in_m_after_the_engine_write_sees_it():
+    # Context 3 issues j at (3 + j) * 6 + 3. Run 1: lw x8 (j2, issued 33, M = 37) and lw x7
+    # (j3, issued 39, M = 43): no engine step at 37 and 43, so steps 0..7 at 29..36, 8..12 at
+    # 38..42, 13 (the write of element 0) at 44: both loads are before it and read the old
+    # word. Run 2: only the lw at 39 (M = 43): step 13 is at 42, the load (M = 43) sees it.
+    code3 = [asm.nop(), asm.nop(), asm.lw(8, SOUT, 0), asm.lw(7, SOUT, 0), asm.ecall()]
     mem = raw_small(2)
     mem[SOUT] = (0x11111111).to_bytes(4, "little")
     arr = make({0: issuer(), 3: code3}, mem)
@@ -190,7 +215,7 @@ def test_load_in_x_after_the_engine_write_sees_it():
     assert res.status == "halted"
     assert (int(arr.regs[0, 3, 8]), int(arr.regs[0, 3, 7])) == (0x11111111, 0x11111111)
 
-    code3 = [asm.nop(), asm.nop(), asm.nop(), asm.nop(), asm.lw(7, SOUT, 0), asm.ecall()]
+    code3 = [asm.nop(), asm.nop(), asm.nop(), asm.lw(7, SOUT, 0), asm.ecall()]
     arr = make({0: issuer(), 3: code3}, mem)
     res = arr.run(1000)
     assert res.status == "halted" and int(arr.regs[0, 3, 7]) == 1204
@@ -200,35 +225,39 @@ def test_load_in_x_after_the_engine_write_sees_it():
     for addr, data in mem.items():
         arr.write_mem(None, addr, data)
     assert arr.run(1000).status == "halted"
-    (rec,) = [r for r in arr.trace if r["cycle"] == 31]
+    (rec,) = [r for r in arr.trace if r["cycle"] == 39]
     assert (rec["context"], rec["rd"], rec["value"]) == (3, 7, 1204)
 
 
-def test_store_in_x_after_the_engine_write_keeps_its_byte():
-    # Element 0's write at cycle 32 (4 bytes at OUT); context 3's sb issued at 31 (X = 33) of
-    # 0xAB to OUT + 1 comes later: the word is 1204 = 0x4B4 with byte 1 replaced: 0x0000AB B4.
-    code3 = [*asm.li(9, 0xAB), asm.nop(), asm.nop(), asm.nop(), asm.sb(9, SOUT + 1, 0),
-             asm.ecall()]
+def test_store_in_m_after_the_engine_write_keeps_its_byte():
+    # Element 0's write at cycle 42 (4 bytes at OUT); context 3's sb issued at 39 (j3, M = 43)
+    # of 0xAB to OUT + 1 comes later: the word is 1204 = 0x4B4 with byte 1 replaced: 0x0000AB B4.
+    code3 = [*asm.li(9, 0xAB), asm.nop(), asm.nop(), asm.sb(9, SOUT + 1, 0), asm.ecall()]
     arr = make({0: issuer(), 3: code3}, raw_small(2))
     res = arr.run(1000)
     assert res.status == "halted"
     assert arr.read_mem(0, SOUT, 4) == bytes([0xB4, 0xAB, 0, 0])
 
 
-def test_fetch_sees_the_engine_write_of_its_cycle():
-    # Context 0: j0 nop (12), j1 li x5 (16), j2 mrun (20: x = 22), j3..j5 nop, j6 at 0x98 issued
-    # at 36. Command RAW, C = 1, J = 1 (S = 14: steps 23..36), element 0 written in step 13 =
-    # cycle 36 at C(0) = 0x98 with acc = bias = the word of `addi x9, x0, 77` (X = 0). A fetch
-    # at 36 sees an engine write of cycle 36 (§12 "Memory order"), so x9 = 77 (not 1).
+def test_fetch_sees_the_engine_write_from_the_next_cycle():
+    # Context 0: j0 nop (18), j1 li x5 (24), j2 nop (30), j3 mrun (36: x = 40), j4, j5 nop, j6
+    # at 0x98 issued at 54. Command RAW, C = 1, J = 1 (S = 14: steps 41..54), element 0
+    # written in step 13 = cycle 54 at C(0) = 0x98 with acc = bias = the word of
+    # `addi x9, x0, 77` (X = 0). An engine write of cycle k behaves like a store whose M is k:
+    # fetches see it from k + 1 (§12 "Memory order"). Context 0 fetches 0x98 at 54 = k: the old
+    # word, x9 = 1. Context 1 (code at 0x100: j0 at 19, ..., j5 = jal 0x98 at 49) fetches 0x98
+    # as its j6 at 55 = k + 1: the new word, x9 = 77.
     placeholder = asm.addi(9, 0, 1)
-    code0 = [asm.nop(), *asm.li(5, D0), asm.mrun(5), asm.nop(), asm.nop(), asm.nop(),
+    code0 = [asm.nop(), *asm.li(5, D0), asm.nop(), asm.mrun(5), asm.nop(), asm.nop(),
              placeholder, asm.mwait(), asm.ecall()]
     assert CODE + 4 * 6 == 0x98
+    code1 = [asm.nop()] * 5 + [asm.jal(0, 0x98 - (2 * CODE + 4 * 5))]
     desc = Descriptor(a_base=A, w_base=W, c_base=0x98, p_base=P, C=1, mode=Mode.RAW)
     mem = {D0: desc.pack(), A: bytes(8), W: W_ROW.tobytes(), P: params([asm.addi(9, 0, 77)])}
-    arr = make({0: code0}, mem)
+    arr = make({0: code0, 1: code1}, mem)
     res = arr.run(1000)
-    assert res.status == "halted" and int(arr.regs[0, 0, 9]) == 77
+    assert res.status == "halted"
+    assert (int(arr.regs[0, 0, 9]), int(arr.regs[0, 1, 9])) == (1, 77)
 
 
 # ------------------------------------------------------------------------------ arithmetic
@@ -407,28 +436,62 @@ def test_lane_counts_of_other_configurations(macs, C):
                      p_base=P, C=C + 1, mode=Mode.RAW)       # C > M: step-7 fault
     arr = make({0: issuer()}, {D0: bad.pack()}, cfg=cfg)
     res = arr.run(1000)
-    assert fault(res) == (0, FaultCause.ENGINE_FAULT, PC_MRUN, D0) and res.cycles == 19 + 7 + 1
+    # step 7 at 29 + 7 = 36 faults, visible 37: cycles = 37 + D = 39
+    assert fault(res) == (0, FaultCause.ENGINE_FAULT, PC_MRUN, D0) and res.cycles == 39
 
 
 def test_several_tiles_run_their_own_commands():
-    cfg = ArrayConfig(tiles=3, contexts=4, sram_bytes=SRAM)
+    cfg = ArrayConfig(tiles=3, contexts=6, sram_bytes=SRAM)
     arr = make({0: issuer()}, raw_small(3), cfg=cfg)
+    # tiles 0, 2: J = 3 (steps 29..44): mwait M = 46 retires (issue 42), csrr at 48.
     # tile 1: a longer command (J = 3 but with a second block: KB = 2 reads X(j, 1) at +8):
-    # S = 8 + 2 + 2 + 3 + 3 + 2 = 20, steps 19..38; mwait X = 22 + 4r >= 39: issue 40.
+    # S = 8 + 2 + 2 + 3 + 3 + 2 = 20, steps 29..48; mwait M = 34 + 6r >= 49: M = 52, issue
+    # 48; csrr at 54.
     d1 = Descriptor(a_base=SA, a_s0=8, K0=2, J0=3, w_base=SW, w_sm=8, c_base=SOUT, c_s0=8,
                     p_base=SP, C=1, mode=Mode.RAW)
     arr.write_mem(1, D0, d1.pack())
     arr.write_mem(1, SW, np.tile(W_ROW, 2).tobytes())
     res = arr.run(1000)
     assert res.status == "halted"
-    assert int(arr.regs[0, 0, 10]) == 40 and int(arr.regs[1, 0, 10]) == 44
-    assert int(arr.regs[2, 0, 10]) == 40
+    assert int(arr.regs[0, 0, 10]) == 48 and int(arr.regs[1, 0, 10]) == 54
+    assert int(arr.regs[2, 0, 10]) == 48
     # tile 1: acc(j) = 1000 + X(j)·W + X(j+1)·W for j = 0, 1 (X(3) = zeros beyond the rows)
     assert list(i32(arr, SOUT, 6, tile=1)[::2]) == [1204 + 796 - 1000, 796 + 5572 - 1000, 5572]
     assert [t.counters["engine"] for t in res.tiles] == [17, 21, 17]
 
 
 # ------------------------------------------------------------------------------ faults
+def fault_case(desc=None, mem=None, cfg=CFG, d=D0, codes=None):
+    mem = dict(mem or {})
+    if desc is not None:
+        mem[d] = desc.pack()
+    arr = make(codes or {0: issuer(d)}, mem, cfg=cfg)
+    return arr, arr.run(2000)
+
+
+def good(**kw):
+    base = dict(a_base=A, a_s0=8, J0=2, w_base=W, w_sm=8, c_base=OUT, c_s0=8, p_base=P, C=1,
+                mode=Mode.TFLITE)
+    base.update(kw)
+    return Descriptor(**base)
+
+
+STD_MEM = {A: X_ROWS.tobytes(), W: np.tile(W_ROW, 8).tobytes(),
+           P: params([0] * 8, [1 << 30] * 8, [0] * 8)}
+
+
+def check_fault(res, arr, step, addr, mrun_pc=PC_MRUN, x=28):
+    """Engine fault in step ``step``: cycle t_f = x + 1 + step (no stalls), visible from
+    t_f + 1, cycles = t_f + 1 + D (D = 2). The engine stays busy (it repeats the faulting
+    step) through the last cycle of the run."""
+    assert res.status == "fault"
+    assert fault(res) == (0, FaultCause.ENGINE_FAULT, mrun_pc, addr)
+    assert res.cycles == x + 1 + step + 1 + 2
+    assert res.tiles[0].contexts[0].state == ContextState.FAULT
+    assert res.tiles[0].contexts[0].pc == mrun_pc
+    assert res.tiles[0].counters["engine"] == res.cycles - x     # busy x .. cycles - 1
+
+
 @pytest.mark.parametrize("d,step,addr", [
     (0x404, 0, 0x404),             # descriptor not a multiple of 8: step 0
     (SRAM, 0, SRAM),               # descriptor outside the SRAM
@@ -437,12 +500,12 @@ def test_several_tiles_run_their_own_commands():
 ])
 def test_fault_descriptor_read(d, step, addr):
     li = asm.li(5, d)
-    # li is len(li) words: mrun at 12 + 4 len(li), x = mrun + 2
-    t_mrun = 12 + 4 * len(li)
+    # li is len(li) words: mrun at 18 + 6 len(li), x = mrun + 4
+    t_mrun = 18 + 6 * len(li)
     mem = {} if d >= SRAM else {d: bytes(min(64, SRAM - d))}    # zero fields: C = 0 etc.
     arr = make({0: issuer(d)}, mem)
     res = arr.run(2000)
-    check_fault(res, arr, step, addr, mrun_pc=CODE + 4 * len(li), x=t_mrun + 2)
+    check_fault(res, arr, step, addr, mrun_pc=CODE + 4 * len(li), x=t_mrun + 4)
 
 
 @pytest.mark.parametrize("change", [
@@ -455,7 +518,7 @@ def test_fault_descriptor_read(d, step, addr):
     dict(flags=Flag.OUT_UNSIGNED, zp=-1, qmin=0, qmax=255),
 ])
 def test_fault_descriptor_fields(change):
-    # all checked in step 7 (cycle 26): addr = d
+    # all checked in step 7 (cycle 36): addr = d
     arr, res = fault_case(good(**change), STD_MEM)
     check_fault(res, arr, 7, D0)
 
@@ -500,9 +563,10 @@ def test_shift_is_not_checked_in_raw_mode():
 def test_fault_in_the_middle_of_a_stream():
     # TFLITE, C = 1, J = 5, KB = 1, X(j) at SRAM - 24 + 8j: X(3) = SRAM is outside.
     # Steps: 0..7 descriptor, 8, 9 parameters, 10 lane W(0), stream X(j) in step 11 + j, the
-    # write of element j in step 13 + j. X(3) in step 14 faults (cycle 33, cycles = 34); the
-    # write of element 1 is the same step and does not happen; element 0 (step 13) is written.
-    # macs: stream steps 11, 12, 13 = 3 * 8.
+    # write of element j in step 13 + j. X(3) in step 14 faults (cycle 43, visible 44,
+    # cycles = 46); the write of element 1 is the same step and does not happen (the faulting
+    # step has no effect, and the engine makes no further step, §12: frozen at 44, 45);
+    # element 0 (step 13) is written. macs: stream steps 11, 12, 13 = 3 * 8.
     mem = dict(STD_MEM)
     mem[SRAM - 24] = X_ROWS.tobytes()
     mem[OUT] = b"\xee" * 40
@@ -542,37 +606,73 @@ def test_tflite_write_that_ends_the_word_does_not_fault():
     assert arr.read_mem(0, OUT + 5, 3) == bytes([102] * 3)
 
 
-def test_instruction_fault_in_the_same_cycle_wins():
-    # Misaligned descriptor: engine fault in step 0 = cycle 19. Context 3's j1 is issued at
-    # (3 + 1) * 4 + 3 = 19: an ebreak there faults in the same cycle on the same tile: the
-    # record is the breakpoint's, and context 0 does not enter FAULT (pc = its mwait).
-    codes = {0: issuer(0x404), 3: [asm.nop(), asm.ebreak()]}
+def test_instruction_fault_visible_in_the_same_cycle_wins():
+    # Misaligned descriptor: engine fault in step 0 = cycle 29, visible from 30. Context 1's
+    # j1 is issued at (3 + 1) * 6 + 1 = 25: an ebreak there is visible from 30 too: the
+    # record is the breakpoint's and that engine fault is dropped (§12), so context 0 does
+    # not enter FAULT through the engine. The stop condition holds at v = 30: t_s = 31,
+    # cycles = 30 + D = 32. After the faulting step the engine makes no further steps and
+    # stays busy until the stop (§12; docs/design/contract-v2.md §6 point 2, the lead's
+    # decision): no later engine fault, so nothing else is recorded.
+    # Context 0 (issuer): li at 18, mrun at 24 (M = 28: accepted, pc + 4), mwait at 30
+    # (j2, pc = PC_MRUN + 4): issued <= t_s, its M = 34 is after t_s, so it sees the engine as
+    # at the end of t_s (§7 "Stop"): busy, no effect, pc unchanged. Its next slot 36 > t_s.
+    # Final: context 0 RUNNING at the mwait; the others: contexts 2..5 ecall at 20..23
+    # (HALTED), context 1 FAULT at its ebreak.
+    codes = {0: issuer(0x404), 1: [asm.nop(), asm.ebreak()]}
     arr, res = fault_case(codes=codes)
-    assert res.status == "fault" and res.cycles == 20
-    assert fault(res) == (3, FaultCause.BREAKPOINT, 4 * CODE + 4, 4 * CODE + 4)
-    assert res.tiles[0].contexts[0].state == ContextState.RUNNING
-    assert res.tiles[0].contexts[0].pc == PC_MRUN + 4
+    assert res.status == "fault" and res.cycles == 32
+    assert fault(res) == (1, FaultCause.BREAKPOINT, 2 * CODE + 4, 2 * CODE + 4)
+    ctx = res.tiles[0].contexts
+    assert ctx[0].state == ContextState.RUNNING and ctx[0].pc == PC_MRUN + 4
+    assert ctx[1].state == ContextState.FAULT and ctx[1].pc == 2 * CODE + 4
+    assert [ctx[c].state for c in range(2, 6)] == [ContextState.HALTED] * 4
+    # context 0 retired the 3 dispatch words, li and mrun (the mwait did not retire)
+    assert ctx[0].retired == 5
+    # the engine is busy from x = 28 through the last cycle 31 of the run: 4 cycles
+    assert res.tiles[0].counters["engine"] == 4
+
+
+def test_engine_fault_visible_first_is_kept_over_an_earlier_issued_instruction_fault():
+    # §7 "a tile keeps its first fault", read as the first *visible* one (contract v2):
+    # misaligned descriptor: engine fault in step 0 at 29, visible from 30. Context 2's j1,
+    # an ebreak issued at (3 + 1) * 6 + 2 = 26 (before the engine step), is visible only from
+    # 31: the record is the engine's; both contexts end in FAULT; cycles = 30 + D = 32.
+    codes = {0: issuer(0x404), 2: [asm.nop(), asm.ebreak()]}
+    arr, res = fault_case(codes=codes)
+    assert res.status == "fault" and res.cycles == 32
+    assert fault(res) == (0, FaultCause.ENGINE_FAULT, PC_MRUN, 0x404)
+    assert res.tiles[0].contexts[0].state == ContextState.FAULT
+    assert res.tiles[0].contexts[2].state == ContextState.FAULT
+    assert res.tiles[0].contexts[2].pc == 3 * CODE + 4
 
 
 def test_engine_fault_and_instruction_fault_on_other_tiles_keep_both_records():
-    # Tile 0: engine fault in cycle 19 (as above), instruction at 19 on tile 0 is an addi that
-    # completes (§7: everything issued at <= t_f completes). Tile 1: ebreak at 19.
-    cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=SRAM)
+    # N = 2 (D = 3). Tile 0: engine fault in cycle 29, visible 30 (as above); context 1's
+    # instruction at 25 on tile 0 is an addi that completes. Tile 1: ebreak at 25 (visible 30):
+    # its record wins over its own engine fault of 29. cycles = 30 + 3 = 33.
+    cfg = ArrayConfig(tiles=2, contexts=6, sram_bytes=SRAM)
     arr = Array(cfg)
-    arr.write_mem(0, 0, image({0: issuer(0x404), 3: [asm.nop(), asm.addi(9, 0, 5)]}))
-    arr.write_mem(1, 0, image({0: issuer(0x404), 3: [asm.nop(), asm.ebreak()]}))
+    arr.write_mem(0, 0, image({0: issuer(0x404), 1: [asm.nop(), asm.addi(9, 0, 5)]}))
+    arr.write_mem(1, 0, image({0: issuer(0x404), 1: [asm.nop(), asm.ebreak()]}))
     res = arr.run(2000)
-    assert res.status == "fault" and res.cycles == 20
+    assert res.status == "fault" and res.cycles == 33
     assert fault(res, 0) == (0, FaultCause.ENGINE_FAULT, PC_MRUN, 0x404)
-    assert fault(res, 1) == (3, FaultCause.BREAKPOINT, 4 * CODE + 4, 4 * CODE + 4)
-    assert int(arr.regs[0, 3, 9]) == 5
-    # tile 1's engine fault was dropped: its context 0 is RUNNING at its mwait
+    assert fault(res, 1) == (1, FaultCause.BREAKPOINT, 2 * CODE + 4, 2 * CODE + 4)
+    assert int(arr.regs[0, 1, 9]) == 5
+    # tile 1's engine fault is dropped (the breakpoint is visible from the same cycle 30) and
+    # its engine is frozen (no further steps, §12): context 0 of tile 1 does not enter FAULT.
+    # Its mwait (issued at 30 <= t_s = 32, M = 34 after t_s) sees the engine busy at the end
+    # of t_s: no effect, pc at the mwait. Tile 0's context 0 is FAULT (its engine fault).
     assert res.tiles[1].contexts[0].state == ContextState.RUNNING
+    assert res.tiles[1].contexts[0].pc == PC_MRUN + 4
+    assert res.tiles[0].contexts[0].state == ContextState.FAULT
+    assert res.tiles[0].contexts[0].pc == PC_MRUN
 
 
 def test_engine_fault_of_a_context_that_moved_on():
     # Context 0 issues mrun and then runs nops until the fault in step 14 of the stream case
-    # (cycle 33); its pc is pc_e afterwards, not the nop's.
+    # (cycle 43); its pc is pc_e afterwards, not the nop's.
     mem = dict(STD_MEM)
     mem[SRAM - 24] = X_ROWS.tobytes()
     code = [*asm.li(5, D0), asm.mrun(5)] + [asm.nop()] * 10 + [asm.mwait(), asm.ecall()]
@@ -591,8 +691,8 @@ def test_mrun_mwait_illegal_without_engine(word):
     for engine in ("vector", "fast"):
         arr = make({0: [word, asm.ecall()]}, {}, cfg=cfg, engine=engine)
         res = arr.run(1000)
-        # j0 of context 0 at 12: illegal_instruction, addr = the word; cycles 13
-        assert res.status == "fault" and res.cycles == 13
+        # j0 of context 0 at 18: illegal_instruction, visible 23, addr = the word; cycles 25
+        assert res.status == "fault" and res.cycles == 25
         assert fault(res) == (0, FaultCause.ILLEGAL_INSTRUCTION, CODE, word)
         assert res.tiles[0].counters["engine"] == 0
 
@@ -606,7 +706,7 @@ def test_fast_engine_used_for_programs_without_engine_words():
 
 def test_engine_word_written_at_run_time(model_engine):
     # No mrun word in the SRAM at the start (the constant is built by lui + addi); context 0
-    # stores it over its own j4 (issued at 28; the sw at 20 writes at X = 22) and runs it
+    # stores it over its own j4 (issued at 42; the sw at 30 writes at M = 34) and runs it
     # (x5 = 0: descriptor at 0 = the dispatch code). Both engines run it (the fast engine
     # used to fall back to the vector engine, and to refuse words written at run time).
     code = [*asm.li(9, asm.mrun(5)), asm.sw(9, CODE + 16, 0), asm.nop(), asm.nop(),
@@ -622,8 +722,8 @@ def test_engine_word_written_at_run_time(model_engine):
 
 
 def test_trace_records_retired_engine_instructions_once():
-    # J = 2 command: mrun retires at 16, mwait retries at 20..28 (no records) and retires at
-    # 32 (test_step_timing_and_mwait_retire_cycle).
+    # J = 2 command: mrun (issued 24) retires, mwait retries at 30, 36 (no records) and
+    # retires at 42 (test_step_timing_and_mwait_retire_cycle).
     arr = Array(CFG, trace=True)
     arr.write_mem(None, 0, image({0: issuer()}))
     for addr, data in raw_small(2).items():
@@ -631,7 +731,7 @@ def test_trace_records_retired_engine_instructions_once():
     res = arr.run(1000)
     assert res.status == "halted"
     recs = [(r["cycle"], r["insn"], r["rd"]) for r in arr.trace if r["context"] == 0]
-    assert (16, asm.mrun(5), None) in recs and (32, asm.mwait(), None) in recs
+    assert (24, asm.mrun(5), None) in recs and (42, asm.mwait(), None) in recs
     assert sum(r[1] in (asm.mrun(5), asm.mwait()) for r in recs) == 2
 
 
@@ -648,7 +748,7 @@ def test_engine_counter_in_the_run_result_json():
 def _spmd(group: bool, out_unsigned: bool):
     """4 tiles, one TFLITE command each (same descriptor, different data per tile); tile 2's
     context 3 stores into X(0, 1) while it streams and tile 3's context 2 loads an output."""
-    cfg = ArrayConfig(tiles=4, contexts=4, sram_bytes=SRAM)
+    cfg = ArrayConfig(tiles=4, contexts=6, sram_bytes=SRAM)
     rng = np.random.default_rng(11)
     J, K, C = 9, 16, 4
     desc = Descriptor(a_base=SA, a_s0=K, K0=2, J0=J, w_base=W, w_sm=K, c_base=SOUT, c_s0=8,
@@ -658,7 +758,8 @@ def _spmd(group: bool, out_unsigned: bool):
     arr = Array(cfg, engine="vector")
     arr._mx.group = group
     arr.write_mem(None, 0, image({0: issuer()}))
-    arr.write_mem(2, 0, image({0: issuer(), 3: [*asm.li(9, 0x7F7F7F7F)] + [asm.nop()] * 5
+    # tile 2, context 3: li (lui + addi: j0, j1), nops j2..j5, sw j6
+    arr.write_mem(2, 0, image({0: issuer(), 3: [*asm.li(9, 0x7F7F7F7F)] + [asm.nop()] * 4
                                + [asm.sw(9, SA + 8, 0), asm.ecall()]}))
     arr.write_mem(3, 0, image({0: issuer(), 2: [asm.nop()] * 8 + [asm.lw(7, SOUT, 0),
                                                                     asm.ecall()]}))
@@ -687,9 +788,9 @@ def test_tiles_in_step_are_grouped_with_the_same_result(out_unsigned):
     assert (arr_g.sram.w32 == arr_s.sram.w32).all()
     for t, (a, w, bias, mult, shift) in enumerate(data):
         if t == 2:
-            # context 3's sw (j6, issued at (3 + 6) * 4 + 3 = 39, X = 41) rewrites X(0, 1)'s
+            # context 3's sw (j6, issued at (3 + 6) * 6 + 3 = 57, M = 61) rewrites X(0, 1)'s
             # first 4 bytes; X(0, 1) is read in block 1 (stream steps from 8 + 8 + 4 + 9 + 4 = 33
-            # on, cycle >= 19 + 33): after the store, so the engine sees 0x7F bytes
+            # on, cycle >= 29 + 33 = 62): after the store, so the engine sees 0x7F bytes
             a = a.copy()
             a[0, 8:12] = np.frombuffer(b"\x7f" * 4, a.dtype)
         acc = wrap32(a.astype(np.int64) @ w.astype(np.int64).T + bias)
@@ -703,8 +804,9 @@ def test_tiles_in_step_are_grouped_with_the_same_result(out_unsigned):
 @pytest.mark.parametrize("group", [True, False])
 def test_fault_in_a_stream_on_two_tiles_at_once(group):
     # test_fault_in_the_middle_of_a_stream on both tiles of a 2-tile array (tiles in step:
-    # grouped or not): both records, same cycle (33, cycles = 34), element 0 written on both.
-    cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=SRAM)
+    # grouped or not): both records, same cycle (43, visible 44, cycles = 44 + D(2) = 47),
+    # element 0 written on both.
+    cfg = ArrayConfig(tiles=2, contexts=6, sram_bytes=SRAM)
     arr = Array(cfg, engine="vector")
     arr._mx.group = group
     arr.write_mem(None, 0, image({0: issuer()}))
@@ -715,7 +817,7 @@ def test_fault_in_a_stream_on_two_tiles_at_once(group):
     for addr, data in mem.items():
         arr.write_mem(None, addr, data)
     res = arr.run(2000)
-    assert res.status == "fault" and res.cycles == 34
+    assert res.status == "fault" and res.cycles == 47
     for t in range(2):
         assert fault(res, t) == (0, FaultCause.ENGINE_FAULT, PC_MRUN, SRAM)
         assert arr.read_mem(t, OUT, 9) == bytes([102]) + b"\xee" * 8
@@ -784,12 +886,13 @@ def test_random_commands_against_the_semantics_formulas(seed):
     exp = _reference_sram(before, desc)
     diff = np.nonzero(arr.sram.w8[0] != exp)[0]
     assert len(diff) == 0, (hex(int(diff[0])), desc)
-    # no stalls (only context 0 runs after cycle 15): busy from x = 18 for command_steps + 1
-    # cycles; the mwait (X = 22 + 4r) retires at the first X after the last step 18 + S
+    # no stalls (only context 0 runs after cycle 23): busy from x = 28 for command_steps + 1
+    # cycles; the mwait (M = 34 + 6r) retires at the first M after the last step 28 + S; the
+    # csrr issues one slot (6) after that mwait (issued at M - 4)
     S = command_steps(desc)
     assert res.tiles[0].counters["engine"] == S + 1
-    first_x = 22 + 4 * -(-(S + 1 - 4) // 4)          # smallest 22 + 4r >= 19 + S
-    assert int(arr.regs[0, 0, 10]) == first_x - 2 + 4
+    first_m = 34 + 6 * -(-(S + 29 - 34) // 6)         # smallest 34 + 6r >= 29 + S
+    assert int(arr.regs[0, 0, 10]) == first_m - 4 + 6
 
 
 @pytest.mark.parametrize("seed", range(30))
@@ -797,10 +900,10 @@ def test_random_loads_and_stores_around_a_command(seed):
     """Contexts 1..3 run random loads of the outputs and stores into the streamed operand
     while context 0's command runs; every stall, value and cycle derived from the §12 rules:
 
-    * context c's op j issues at (3 + j)·4 + c and is in X two cycles later; those X cycles
-      (loads and stores) are not engine cycles; step s is the s-th remaining cycle after x = 18;
+    * context c's op j issues at (3 + j)·6 + c and is in M four cycles later; those M cycles
+      (loads and stores) are not engine cycles; step s is the s-th remaining cycle after x = 28;
     * command RAW, C = 1, KB = 1, J = 6 (S = 19): step 11 + j reads X(j), step 13 + j writes
-      C(j); an engine read at k sees stores whose X < k, a load whose X > k sees a write at k.
+      C(j); an engine read at k sees stores whose M < k, a load whose M > k sees a write at k.
     """
     rng = np.random.default_rng(seed)
     J = 6
@@ -811,12 +914,12 @@ def test_random_loads_and_stores_around_a_command(seed):
     mem = {D0: desc.pack(), SA: x_init.tobytes(), SW: W_ROW.tobytes(), SP: params([1000]),
            SOUT: sentinel.to_bytes(4, "little") * (2 * J)}
     codes, ls = {0: issuer()}, []          # ls: (X cycle, context, kind, j, rd or value)
-    for c in (1, 2, 3):
+    for c in (1, 2, 3, 4, 5):
         value = int(rng.integers(-100, 100)) & 0xFFFFFFFF
         code = [asm.addi(9, 0, value - (1 << 32) if value >> 31 else value)]
         for j in range(1, 13):
             kind, e = rng.choice(["nop", "lw", "sw"]), int(rng.integers(J))
-            y = issue(j, c) + 2
+            y = issue(j, c) + 4
             if kind == "lw":
                 code.append(asm.lw(10 + j, SOUT + 8 * e, 0))
                 ls.append((y, c, "lw", e, 10 + j))
@@ -831,15 +934,15 @@ def test_random_loads_and_stores_around_a_command(seed):
     assert res.status == "halted"
     # step cycles
     busy_x = {y for y, *_ in ls}
-    cyc, k = [], 18
+    cyc, k = [], 28
     while len(cyc) < 13 + J:
         k += 1
         if k not in busy_x:
             cyc.append(k)
     last = cyc[-1]
-    assert res.tiles[0].counters["engine"] == last - 18 + 1
-    mw = 22 + 4 * -(-(last + 1 - 22) // 4)              # first mwait X after the last step
-    assert int(arr.regs[0, 0, 10]) == mw - 2 + 4
+    assert res.tiles[0].counters["engine"] == last - 28 + 1
+    mw = 34 + 6 * -(-(last + 1 - 34) // 6)              # first mwait M after the last step
+    assert int(arr.regs[0, 0, 10]) == mw - 4 + 6
     # values: the streamed words as the engine read them, then acc(j)
     acc = []
     for j in range(J):
@@ -857,14 +960,14 @@ def test_random_loads_and_stores_around_a_command(seed):
 
 
 def test_exchange_phases_of_different_length_on_two_tiles():
-    # As test_exchange_phase_stalls_the_engine on N = 2 (S = ceil(log2 2) + 2 = 3): k* = 31,
-    # r = 34. Tile 0: IDLE 3 (34..36), END at 37; context 0 RUNNING from 38, mwait at 40
-    # (X = 42). Engine: steps 0..6 at 27..33, none at 34..37, 7..14 at 38..45: X = 42 busy,
-    # issue 44 (X = 46) retires; csrr 48; engine 26..45 = 20; exchange 4.
-    # Tile 1: xprog = 0, phase = the cycle 34 only; RUNNING from 35, mwait at 36 (X = 38).
-    # Engine: steps 0..6 at 27..33, 7..14 at 35..42: X = 38 and 42 (= last step) busy, issue
-    # 44 (X = 46) retires; csrr 48; engine 26..42 = 17; exchange 1. ecall at 52: cycles 53.
-    cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=SRAM)
+    # As test_exchange_phase_stalls_the_engine on N = 2 (D = ceil(log2 2) + 2 = 3): k* = 47,
+    # r = 50. Tile 0: IDLE 3 (50..52), END at 53; context 0 RUNNING from 54, mwait at 54
+    # (M = 58). Engine: steps 0..8 at 41..49, none at 50..53, 9..14 at 54..59: M = 58 busy,
+    # issue 60 (M = 64) retires; csrr 66; engine 40..59 = 20; exchange 4.
+    # Tile 1: xprog = 0, phase = the cycle 50 only; RUNNING from 51, mwait at 54 (M = 58).
+    # Engine: steps 0..8 at 41..49, 9..14 at 51..56: M = 58 idle: retires at issue 54;
+    # csrr 60; engine 40..56 = 17; exchange 1. Last ecall: tile 0's at 72: cycles 72 + 5 + 3.
+    cfg = ArrayConfig(tiles=2, contexts=6, sram_bytes=SRAM)
 
     def code(xp):
         return [*asm.li(5, D0), *asm.li(8, xp), asm.csrw(Csr.XPROG, 8), asm.mrun(5),
@@ -877,8 +980,8 @@ def test_exchange_phases_of_different_length_on_two_tiles():
     for addr, data in mem.items():
         arr.write_mem(None, addr, data)
     res = arr.run(1000)
-    assert res.status == "halted" and res.cycles == 53
-    assert [int(arr.regs[t, 0, 10]) for t in range(2)] == [48, 48]
+    assert res.status == "halted" and res.cycles == 80
+    assert [int(arr.regs[t, 0, 10]) for t in range(2)] == [66, 60]
     assert [(t.counters["engine"], t.counters["exchange"]) for t in res.tiles] == \
         [(20, 4), (17, 1)]
     for t in range(2):

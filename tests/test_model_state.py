@@ -1,18 +1,22 @@
 """Golden model: the named state records (tessera/golden_model/contexts.py, tiles.py,
 schedule.py, sync.Barrier, memorder.py). Expected values come from docs/architecture.md §9
-(a host start: every context RUNNING at the entry, registers, counters and CSRs 0, SRAM kept)
-and §7 (the final state applies every decided change); the records' dtypes and shapes are
-the ones their docstrings promise and the compiled fast engine is handed."""
+(a host start: every context RUNNING at the entry, registers, counters and CSRs 0, SRAM kept),
+§7 (the final state applies every decided change; a faulting context enters FAULT and stays
+FAULT, docs/design/contract-v2.md §6 point 6; no stop decided at a start) and §4 / §12
+(contract v2: data-memory effects in M = t + 4, a LOAD/STORE owns the SRAM data ports in its M
+cycle); the records' dtypes and shapes are the ones their docstrings promise and the compiled
+fast engine is handed."""
 
 import numpy as np
 import pytest
 
 from tessera.golden_model import Array
 from tessera.golden_model.contexts import NEVER, Contexts
-from tessera.golden_model.memorder import PortSlots, StoreRecord
+from tessera.golden_model.memorder import (PORT_RING, LoadWork, MStageQueue, PortSlots,
+                                           StoreWork)
 from tessera.golden_model.schedule import Schedule
 from tessera.golden_model.sync import CAT_COMPUTE, Barrier
-from tessera.golden_model.tiles import Tiles
+from tessera.golden_model.tiles import FAULT_RING, Tiles
 from tessera.spec.config import ArrayConfig
 from tessera.spec.result import ContextState
 from tessera.toolchain import asm
@@ -45,6 +49,12 @@ def test_final_state_applies_decided_changes():
     fs = c.final_state()
     assert fs.tolist() == [[0, 0], [int(ContextState.HALTED), 0]]
     assert c.state[1, 0] == int(ContextState.RUNNING)             # the visible state is kept
+    # a context that is FAULT stays FAULT: a HALTED decided earlier (an ecall issued before
+    # an engine fault of the same context became visible) does not override it
+    c.state[0, 1] = int(ContextState.FAULT)
+    c.pend_cycle[0, 1] = 9
+    c.pend_state[0, 1] = int(ContextState.HALTED)
+    assert c.final_state()[0, 1] == int(ContextState.FAULT)
 
 
 def test_tiles_schedule_barrier_after_a_host_start():
@@ -52,31 +62,43 @@ def test_tiles_schedule_barrier_after_a_host_start():
     assert t.acc.shape == (4, 5) and t.acc.dtype == np.int64
     assert (t.category == CAT_COMPUTE).all() and (t.xphase_end == NEVER).all()
     assert not t.xphase.any() and t.faults == [None] * 5
+    assert (t.fault_vis == NEVER).all() and t.fault_vis.dtype == np.int64     # no record
+    assert t.insn_fault_vis.shape == (5, FAULT_RING) and (t.insn_fault_vis == -1).all()
     s = Schedule.start(5, 3)
-    assert s.cycle == 0 and s.live == 15 and not s.stop and s.status is None
+    assert s.cycle == 0 and s.live == 15 and s.stop_at == NEVER and s.status is None
     assert s.running_ctx.tolist() == [True, True, True]
     b = Barrier()
     assert b.release == NEVER and not b.armed
 
 
-def test_store_record_keeps_only_the_latest_cycle():
-    st = StoreRecord.start(3)
-    assert st.cycle == -1 and (st.word == -1).all()
-    st.begin(10)
-    st.word[1] = 5
-    st.begin(10)                        # the same cycle: tile 1's store stays
-    assert st.word.tolist() == [-1, 5, -1]
-    st.begin(11)                        # a later cycle: the older stores are forgotten
-    assert st.cycle == 11 and st.word.tolist() == [-1, -1, -1]
+def test_m_stage_queue_orders_work_by_its_m_cycle():
+    # an instruction issued at t acts on memory in M = t + 4 (§4): a store issued at 10 and a
+    # load issued at 11 are queued for 14 and 15; two items of one M cycle keep their order
+    q = MStageQueue.start()
+    assert not q
+    tiles = np.array([0, 2])
+    st = StoreWork(tiles, np.array([8, 8], np.uint32), np.array([1, 2], np.uint32), 4)
+    ld = LoadWork(1, tiles, 5, np.array([8, 8], np.uint32), 4, False, None)
+    q.add(15, ld)
+    q.add(14, st)
+    q.add(14, ld)
+    assert q and q.pop(13) is None
+    assert [(m, [type(i).__name__ for i in w]) for m, w in q.drain()] == \
+        [(14, ["StoreWork", "LoadWork"]), (15, ["LoadWork"])]
+    assert not q                                  # drained
 
 
 def test_port_slots_answer_only_for_their_cycle():
-    p = PortSlots.start(2)
-    p.ls[1, 0] = True
-    p.cycle[1] = 9
-    tiles = np.array([0, 1])
-    assert p.at(9, tiles).tolist() == [True, False]
-    assert p.at(7, tiles).tolist() == [False, False]   # parity 1, but row 1 is cycle 9
+    # ring of PORT_RING (> Stage.M = 4) issue cycles: the word issued at k - 4 is still known
+    # at k; an older row that was reused answers None for its old cycle
+    assert PORT_RING > 4
+    p = PortSlots.start(3)
+    assert p.at(0) is None                                  # nothing recorded yet
+    p.record(9, np.array([0, 2]), np.array([True, False]))
+    assert p.at(9).tolist() == [True, False, False]         # tile 1 issued nothing at 9
+    assert p.at(9 - PORT_RING) is None                      # same row, other cycle
+    p.record(9 + PORT_RING, np.array([1]), np.array([True]))
+    assert p.at(9) is None and p.at(9 + PORT_RING).tolist() == [False, True, False]
 
 
 @pytest.mark.parametrize("engine", ["fast", "vector"])
@@ -84,7 +106,7 @@ def test_records_are_the_live_arrays(engine):
     # The public views are the records' arrays, and a run writes them in place (the fast
     # engine is handed their pointers): t0 of context c: li x5, 7; ecall (§4: issue at
     # i*T + c), so x5 = 7 in every context and every context halts.
-    arr = Array(ArrayConfig(tiles=2, contexts=4, sram_bytes=16 * 1024), engine=engine)
+    arr = Array(ArrayConfig(tiles=2, contexts=6, sram_bytes=16 * 1024), engine=engine)
     arr.write_mem(None, 0, asm.program([asm.addi(5, 0, 7), asm.ecall()]))
     regs, pc = arr.regs, arr.pc
     res = arr.run(1000)

@@ -20,26 +20,32 @@ scalar decode when every tile runs the same word, the SPMD common case), grouped
 and applied to the [N, T, 32] register file with vectorized numpy ops. There is no Python loop
 over tiles or contexts per instruction.
 
-Effects are applied at issue time. That is exact because (§4) data memory effects of a tile
-happen in issue order, a context's register/pc effects are only observed at its next slot
-(≥ t+4), and a tile never runs instructions while its exchange program runs. The one
-exception is instruction fetch: the fetch at t must not see a store issued at t-1 (it writes
-the SRAM at t+1), so the word each tile overwrote in the previous cycle is remembered and
-substituted when that address is fetched. State changes (ecall,
-sync, fault) become *visible* at t+3: they are kept as per-context pending changes and applied
-at the start of cycle t+3, together with barrier decisions (§5) and counter bookkeeping (§8),
-which are event driven. Cycles in which no context can issue are skipped in bulk (unless a
-matrix engine is busy).
+Register and pc effects are applied at issue. That is exact because (§4) a context's
+register/pc effects are only observed at its next slot (≥ t+6, T ≥ 6), and the operands an
+instruction reads (in R) can only be changed by the context itself. **Data-memory effects**
+(a store's write, a load's read) happen in their M cycle t+4 (contract v2): the semantics
+queue them at issue (:mod:`tessera.golden_model.memorder`) and the loop applies them at the
+end of iteration t+4, after the fetch and the matrix-engine steps of that cycle. So the fetch
+of cycle k sees exactly the SRAM writes of cycles < k (stores issued ≤ k−5, exchange receives
+and engine writes of cycles < k), an engine step of cycle k sees the writes of cycles < k, and
+loads see every write of earlier cycles: all of §4 and §12 "Memory order" hold without
+corrections. ``mrun``/``mwait`` are decided in M too (at the start of iteration t+4, from the
+engine state after the steps of cycles < t+4). State changes (ecall, sync, fault) become
+*visible* at t+5: they are kept as per-context pending changes and applied at the start of
+cycle t+5, together with barrier decisions (§5) and counter bookkeeping (§8), which are event
+driven. Cycles in which no context can issue are skipped in bulk (unless a matrix engine is
+busy or M-stage work is in flight).
 
-Matrix engines (§12, :mod:`tessera.golden_model.engine`): the engine cycle k of every busy tile
-is stepped in loop iteration k, after the exchange of cycle k and before the issue of cycle k.
-Instructions take effect at issue, i.e. two cycles before their X cycle; the only ones that
-are applied too early relative to the engine step of cycle k are those issued at k − 1 (X at
-k + 1; one issued at k − 2 is in X at k, which is then not an engine cycle if it is a load or a
-store). So the engine's SRAM port undoes that instruction's store for the engine's reads,
-keeps the store's bytes over the engine's write, and re-reads that instruction's load when the
-engine writes its bytes. An engine fault of cycle k is recorded after the issue of cycle k, so
-that an instruction fault of the same tile and cycle wins (§12).
+Stop (§7): every fault is recorded with the cycle from which it is visible (t+5 for an
+instruction issued at t, c+1 for an exchange step at c, s+1 for an engine step at s); a tile
+keeps the record visible first (the instruction's on a tie with an engine step, whose fault is
+then dropped, §12). The stop condition (a fault visible, or every context HALTED) first holds
+at v; the run ends after cycle t_s = v + D − 1 (``cycles = v + D``): every tile keeps issuing
+and stepping until then. At the end of a run the M-stage work still in flight (instructions
+issued in the last four cycles) is applied with the matrix engines frozen at the end of the
+run (nothing of cycles ≥ C happens; docs/design/contract-v2.md §6 point 4). A tile whose
+exchange step faults does no further exchange step (§6), and an engine whose step faults
+makes no further step and stays busy (§12).
 
 Fast engine and the matrix engine: until the compiled loop implements §12
 (:data:`FAST_HAS_MATRIX_ENGINE`, or ``HAS_MATRIX_ENGINE = True`` in
@@ -60,7 +66,7 @@ from tessera.spec.config import ArrayConfig
 from tessera.spec.faults import FaultCause
 from tessera.spec.instructions import BY_NAME, is_division
 from tessera.spec.isa import DIV_TURNS
-from tessera.spec.timing import STATE_VISIBLE_DELAY
+from tessera.spec.timing import STATE_VISIBLE_DELAY, STEP_FAULT_VISIBLE_DELAY, Stage
 from tessera.spec.result import not_arrived as result_not_arrived
 from tessera.spec.result import (COUNTER_NAMES, ContextResult, ContextState, Fault, RunResult,
                             RunStatus, TileResult)
@@ -71,13 +77,16 @@ from .contexts import Contexts
 from .decode import ROW_OF, Op, decode
 from .engine import MatrixEngines
 from .exchange import ExchangeEngine
-from .memorder import LoadRecord, PortSlots, StoreRecord
+from .memorder import MStageQueue, PortSlots
 from .memory import Sram
 from .schedule import Schedule
 from .semantics import IsaSemantics
-from .tiles import Tiles
+from .tiles import FAULT_RING, Tiles
 
-__all__ = ["Array", "ENGINES", "FAST_HAS_MATRIX_ENGINE"]
+__all__ = ["Array", "ENGINES", "FAST_HAS_MATRIX_ENGINE", "CONTRACT_VERSION"]
+
+#: The version of the timing contract (docs/architecture.md §4, §7) this module implements.
+CONTRACT_VERSION = 2
 
 #: The compiled fast engine implements the matrix engine (§12) (branch engine-fast; also
 #: ``HAS_MATRIX_ENGINE`` in ``tessera/golden_model/fast/__init__.py``), so the fallback of
@@ -97,6 +106,12 @@ def _engine_words(words: np.ndarray) -> np.ndarray:
     """Which of ``words`` (uint32 array) are ``mrun``/``mwait`` encodings, bool (same shape)."""
     return ((words & _U32(_MRUN.mask)) == _U32(_MRUN.match)) | (words == _U32(_MWAIT.match))
 
+
+def _fast_contract_version() -> int:
+    from . import fast
+    return int(getattr(fast, "CONTRACT_VERSION", 1))
+
+
 #: The engines of :class:`Array` (``engine=``).
 ENGINES = ("fast", "vector")
 _WARNED = []
@@ -105,11 +120,19 @@ _WARNED = []
 def _choose_engine(engine: str | None, trace: bool) -> str:
     """Resolve ``Array(engine=...)``; see :class:`Array`."""
     import os
-    explicit = engine is not None
+    explicit = engine is not None or bool(os.environ.get("TESSERA_MODEL_ENGINE"))
     if engine is None:
         engine = os.environ.get("TESSERA_MODEL_ENGINE") or ("vector" if trace else "fast")
     if engine not in ENGINES:
         raise ValueError(f"Array: engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    if engine == "fast" and _fast_contract_version() != CONTRACT_VERSION:
+        if explicit:
+            raise ValueError(
+                f"Array: engine='fast' implements contract v{_fast_contract_version()} of "
+                f"docs/architecture.md, this model contract v{CONTRACT_VERSION} (the compiled "
+                "loop tessera/golden_model/fast/engine.c is not ported yet); use "
+                "engine='vector'")
+        return "vector"
     if engine == "fast":
         if trace:
             if explicit:
@@ -133,6 +156,8 @@ def _choose_engine(engine: str | None, trace: bool) -> str:
 _U32 = np.uint32
 _LS_MASK, _LS_MATCH = _U32(0x5F), _U32(0x03)    # opcode LOAD (0x03) or STORE (0x23)
 _M32 = 0xFFFFFFFF
+#: Cycles from issue to M, the cycle of data-memory effects and engine decisions (§4).
+_M_DELAY = int(Stage.M)
 RUNNING, WAIT_TILE, WAIT_ARRAY, HALTED, FAULT = (int(s) for s in ContextState)
 
 
@@ -157,7 +182,10 @@ class Array:
         (one vectorized step per cycle over all tiles). Both are bit- and cycle-exact and
         share this object's state. None (default): ``$TESSERA_MODEL_ENGINE`` if set, else
         ``"vector"`` with ``trace=True`` and ``"fast"`` otherwise (``"vector"`` with a
-        warning if the fast engine cannot be built here).
+        warning if the fast engine cannot be built here). While the fast engine implements
+        another timing contract than this module (``tessera.golden_model.fast.
+        CONTRACT_VERSION`` != :data:`CONTRACT_VERSION`), ``"fast"`` asked for explicitly or
+        through the environment raises ``ValueError`` and the default is ``"vector"``.
 
     Members
     -------
@@ -239,25 +267,23 @@ class Array:
         n, t = self.n, self.t
         # The state, in named records (each documents its members, shapes and sections):
         # contexts [N, T], tiles [N], run control, the ARRAY barrier, the memory-order
-        # records (§4 fetch after store, §12 memory order) and the matrix engines (idle).
+        # records (M-stage work in flight, §4; the SRAM port slots, §12) and the matrix
+        # engines (idle).
         self._ctx = Contexts.start(n, t, int(entry))
         self._tl = Tiles.start(n)
         self._sch = Schedule.start(n, t)
         self._bar = sync.Barrier()
-        self._st = StoreRecord.start(n)
+        self._mq = MStageQueue.start()
         self._lsu = PortSlots.start(n)
-        self._ld_rec: LoadRecord | None = None
+        self._d = self.config.decision_latency
         self._x.reset()
         self.trace = [] if self._trace_on else None
         self.xtrace = [] if self._trace_on else None
         self._mx = MatrixEngines(n, self.config.engine_lanes, self.nbytes, self._tl.macs)
-        # the engine faults of the current cycle and the cycle of the engine step in progress
-        self._mx_faults: list[tuple[int, int]] = []
-        self._mx_k = -1
-        self._port = _EnginePort(self)
+        self._mx_faults: list[tuple[int, int]] = []     # the engine faults of the current cycle
+        self._port = _EnginePort(self.sram)
         self._isa = IsaSemantics(self._ctx, self._tl, self.sram, self._mx, self._state_change,
-                                 self._engine_idle_at_x, self._note_loads, self._note_stores,
-                                 self._trace_on)
+                                 self._mq_add, self._trace_on)
 
     # ------------------------------------------------------------------ views
     @property
@@ -320,7 +346,8 @@ class Array:
         Returns
         -------
         tessera.spec.result.RunResult
-            ``backend = "model"``. Calling again after a halt or fault returns the same result.
+            ``backend = "model"``. Calling again after a halt or fault returns the same result
+            (also for a run cut by ``max_cycles`` with a fault recorded, §7 "Timeout").
 
         Raises
         ------
@@ -342,28 +369,69 @@ class Array:
         T = self.t
         mx = self._mx
         x = self._x
-        k = self._sch.cycle
-        while k < max_cycles:
-            if k >= self._sch.next_event:
+        mq = self._mq
+        sch = self._sch
+        isa = self._isa
+        k = sch.cycle
+        # one iteration per cycle k < C: visible changes and decisions, the exchange step,
+        # the M-stage mrun/mwait decisions, the issue (its fetch sees writes of cycles < k),
+        # the engine steps, then the M-stage stores and loads (SRAM writes of cycle k)
+        while k < max_cycles and k < sch.stop_at:
+            if k >= sch.next_event:
                 self._events(k)
             if x.next_cycle == k:
                 self._exchange(k)
+            work = mq.pop(k)
+            if work is not None:
+                self._engine_decisions(k, work)
+            c = k % T
+            if sch.running_ctx[c]:
+                self._issue(k, c)
             if mx.nbusy:
                 self._engine_cycle(k)
-            c = k % T
-            if self._sch.running_ctx[c]:
-                self._issue(k, c)
+            if work is not None:
+                isa.memory_effects(work)
             if self._mx_faults:
                 self._engine_faults(k)
             k += 1
-            if self._sch.stop:
-                break
-            if not self._sch.running_ctx.any() and not mx.nbusy:  # jump to the next event
-                nxt = min(self._sch.next_event, x.next_cycle, max_cycles)
+            if not sch.running_ctx.any() and not mx.nbusy and not mq:  # jump ahead
+                nxt = min(sch.next_event, x.next_cycle, max_cycles, sch.stop_at)
                 if nxt > k:
                     k = int(nxt)
-        self._sch.cycle = k
+        sch.cycle = k
+        self._flush_m()
         return self._finish()
+
+    def _engine_decisions(self, m: int, work: list) -> None:
+        recs = self._isa.engine_decisions(m, work)
+        if recs and self.trace is not None:
+            self.trace.extend(recs)
+
+    def _flush_m(self) -> None:
+        """Apply the M-stage work still in flight at the end of a run (instructions issued in
+        the last four cycles take effect, §7 "Final state"); the engines do not step."""
+        for m, work in self._mq.drain():
+            self._engine_decisions(m, work)
+            self._isa.memory_effects(work)
+
+    def _mq_add(self, k: int, item) -> None:
+        """Queue the M-stage ``item`` of an instruction issued at k for k + 4 (§4)."""
+        self._mq.add(k + _M_DELAY, item)
+
+    def _stop_from(self, v: int) -> None:
+        """The stop condition holds from cycle v: the run ends after v + D − 1 (§7 "Stop")."""
+        if v + self._d < self._sch.stop_at:
+            self._sch.stop_at = v + self._d
+
+    def _record_fault(self, tile: int, fault: Fault, vis: int) -> None:
+        """Record ``fault`` of ``tile``, visible from ``vis``; a tile keeps the record visible
+        first (§7), the earlier-recorded one on a tie (an instruction's before an engine
+        step's, §12)."""
+        tl = self._tl
+        if vis < tl.fault_vis[tile]:
+            tl.faults[tile] = fault
+            tl.fault_vis[tile] = vis
+        self._stop_from(vis)
 
     def _fast_can_run(self) -> bool:
         """The fast engine gives the contract's result for this run (see the module doc)."""
@@ -387,11 +455,18 @@ class Array:
                     f"does not implement the matrix engine yet: run with engine='vector'")
 
     def _finish(self) -> RunResult:
-        if self._sch.stop:
-            self._sch.status = (RunStatus.FAULT if any(f is not None for f in self._tl.faults)
-                                else RunStatus.HALTED)
+        # §7: a stopped run is `fault` if a fault is recorded, else `halted`; a run cut by
+        # max_cycles (no stop, or t_s >= max_cycles) is `fault` if a fault is recorded, else
+        # `timeout`
+        sch = self._sch
+        if any(f is not None for f in self._tl.faults):
+            sch.status = RunStatus.FAULT
+        elif sch.cycle >= sch.stop_at:
+            sch.status = RunStatus.HALTED
         else:
-            self._sch.status = RunStatus.TIMEOUT
+            sch.status = RunStatus.TIMEOUT
+        if self.trace is not None:      # mrun/mwait records are made in M: retire order
+            self.trace.sort(key=lambda r: (r["cycle"], r["tile"]))
         return self._result()
 
     def _update_next_event(self) -> None:
@@ -403,7 +478,8 @@ class Array:
         ctx, tl, bar, sch = self._ctx, self._tl, self._bar, self._sch
         if sch.next_pend == k:
             m = ctx.pend_cycle == k
-            ctx.state[m] = ctx.pend_state[m]
+            ap = m & ((ctx.state != FAULT) | (ctx.pend_state == FAULT))     # FAULT is final
+            ctx.state[ap] = ctx.pend_state[ap]
             ctx.pend_cycle[m] = _NEVER
             sch.next_pend = int(ctx.pend_cycle.min())
         m = tl.xphase_end == k
@@ -424,7 +500,7 @@ class Array:
             arr = sync.arrived(vis, tl.xphase)
             if arr.all() and (vis == WAIT_ARRAY).any():
                 bar.armed = True
-                bar.release = k + self.config.sync_latency
+                bar.release = k + self._d                 # r = k* + D (§5)
         cat = sync.categories(vis, tl.xphase)
         ch = np.nonzero(cat != tl.category)[0]
         if len(ch):
@@ -435,6 +511,10 @@ class Array:
         self._update_next_event()
 
     def _schedule(self, cycle: int, mask: np.ndarray, state: int) -> None:
+        ctx = self._ctx
+        if state != FAULT:                  # a context that is (or becomes) FAULT stays so
+            mask = mask & (ctx.state != FAULT) & ~((ctx.pend_state == FAULT)
+                                                  & (ctx.pend_cycle != _NEVER))
         self._ctx.pend_cycle[mask] = cycle
         self._ctx.pend_state[mask] = state
         if cycle < self._sch.next_pend:
@@ -454,60 +534,50 @@ class Array:
 
     def _exchange(self, k: int) -> None:
         ended, faults, events = self._x.step(k)
-        for tile, pc, addr in faults:
-            self._tl.faults[tile] = Fault(None, FaultCause.EXCHANGE_FAULT, pc, addr)
-            self._sch.stop = True
+        for tile, pc, addr in faults:       # visible from k + 1 (§7 "Stop")
+            self._record_fault(tile, Fault(None, FaultCause.EXCHANGE_FAULT, pc, addr),
+                               k + STEP_FAULT_VISIBLE_DELAY)
         if self._trace_on:
             self.xtrace.extend(events)
         self._end_exchange(k, ended)
 
     # ------------------------------------------------------------------ matrix engines
     def _engine_cycle(self, k: int) -> None:
-        """Step every busy engine for which k is an engine cycle (§12 "Engine cycles")."""
+        """Step every busy, not frozen engine for which k is an engine cycle (§12 "Engine
+        cycles"): not in the tile's exchange phase, and the word issued at k − 4 (in M at k)
+        is no LOAD/STORE."""
         mx = self._mx
-        cand = mx.busy & (mx.accept < k) & ~self._tl.xphase
-        if self._lsu.cycle[k & 1] == k - 2:          # the words issued at k-2 are in X at k
-            cand &= ~self._lsu.ls[k & 1]
-        self._mx_k = k
+        cand = mx.busy & ~mx.frozen & (mx.accept < k) & ~self._tl.xphase
+        ls = self._lsu.at(k - _M_DELAY)
+        if ls is not None:
+            cand &= ~ls
         tiles = np.nonzero(cand)[0]
-        if len(tiles) == 0:
-            return
-        # tiles whose instruction issued at k-1 is a store or a load take the corrected path
-        solo = np.zeros(len(tiles), dtype=bool)
-        if self._st.cycle == k - 1:
-            solo |= self._st.word[tiles] >= 0
-        rec = self._ld_rec
-        if rec is not None and rec.cycle == k - 1:
-            solo |= np.isin(tiles, np.fromiter(rec.tiles, dtype=np.int64, count=len(rec.tiles)))
-        self._mx_faults += mx.step_tiles(tiles, solo, k, self._port)
-
-    def _engine_idle_at_x(self, k: int, tiles: np.ndarray) -> np.ndarray:
-        """Idle at k+2, the X cycle of ``mrun``/``mwait`` issued at k on ``tiles`` (bool)."""
-        if not self._mx.nbusy:
-            return np.ones(len(tiles), dtype=bool)
-        ls_prev = self._lsu.at(k - 1, tiles)
-        return self._mx.idle_at_next_x(tiles, k, ~ls_prev)
+        if len(tiles):
+            self._mx_faults += mx.step_tiles(tiles, k, self._port)
 
     def _engine_faults(self, k: int) -> None:
-        """Record the engine faults of cycle k, after its issue: an instruction fault of the
-        same tile in the same cycle keeps its record (§12 "Engine faults")."""
+        """Record the engine faults of cycle k, visible from k + 1 (§7, §12 "Engine faults"):
+        context c_e enters FAULT from k + 1 with pc = pc_e, unless an instruction fault of the
+        same tile is visible from k + 1 too (the engine fault is then dropped). Either way the
+        engine is frozen (:meth:`MatrixEngines.step_tiles`)."""
         mx = self._mx
+        tl = self._tl
+        vis = k + STEP_FAULT_VISIBLE_DELAY
         for t, addr in self._mx_faults:
-            if self._tl.faults[t] is not None:
+            if tl.insn_fault_vis[t, vis % FAULT_RING] == vis:
                 continue
             ce, pce = int(mx.issuer[t]), int(mx.issuer_pc[t])
-            self._tl.faults[t] = Fault(ce, FaultCause.ENGINE_FAULT, pce, addr & _M32)
+            self._record_fault(t, Fault(ce, FaultCause.ENGINE_FAULT, pce, addr & _M32), vis)
             self._ctx.pc[t, ce] = pce
             m = np.zeros((self.n, self.t), dtype=bool)
             m[t, ce] = True
-            self._schedule(k + STATE_VISIBLE_DELAY, m, FAULT)
+            self._schedule(vis, m, FAULT)
         self._mx_faults = []
-        self._sch.stop = True
 
     # ------------------------------------------------------------------ issue
     def _issue(self, k: int, c: int) -> None:
-        """The issue slot of context c at cycle k (§4): fetch (its faults, the word a store
-        issued at k - 1 overwrote), the LOAD/STORE record of §12, decode, dispatch per op."""
+        """The issue slot of context c at cycle k (§4): fetch (its faults; the SRAM as after
+        the writes of cycles < k), the LOAD/STORE record of §12, decode, dispatch per op."""
         run = self._ctx.state[:, c] == RUNNING
         tiles = self._ar if run.all() else np.nonzero(run)[0]
         pcs = self._ctx.pc[tiles, c]
@@ -522,18 +592,10 @@ class Array:
             tiles, pcs = tiles[keep], pcs[keep]
             if len(tiles) == 0:
                 return
+        # the fetch at k sees the SRAM writes of cycles < k: stores issued <= k-5 (§4)
         words = self.sram.w32[tiles, pcs >> 2]
-        if self._st.cycle == k - 1:
-            # a store issued at k-1 writes the SRAM at k+1: this fetch (at k) sees the old word
-            hit = self._st.word[tiles] == (pcs >> 2)
-            if hit.any():
-                words = words.copy()
-                words[hit] = self._st.old[tiles[hit]]
-        if self._mx.nbusy:               # §12: a LOAD/STORE in X at k+2 takes the SRAM ports
-            slot = k & 1
-            self._lsu.ls[slot] = False
-            self._lsu.ls[slot, tiles] = (words & _LS_MASK) == _LS_MATCH
-            self._lsu.cycle[slot] = k
+        if self._has_engine:             # §12: a LOAD/STORE in M at k+4 takes the SRAM ports
+            self._lsu.record(k, tiles, (words & _LS_MASK) == _LS_MATCH)
         if self._trace_on:
             self._isa.tr = {}
         eng = self._has_engine
@@ -601,40 +663,23 @@ class Array:
         return last
 
     # ------------------------------------------------------------------ what the semantics ask
-    def _state_change(self, k: int, c: int, tiles: np.ndarray, state: int) -> None:
-        """Context c of ``tiles`` enters ``state``, visible at k + 3 (§4 "State changes"):
-        HALTED counts the contexts out of the run, FAULT ends it (§7)."""
+    def _state_change(self, k: int, c: int, tiles: np.ndarray, state: int,
+                      faults: list | None = None) -> None:
+        """Context c of ``tiles`` enters ``state``, visible from k + 5 (§4 "State changes"):
+        HALTED counts the contexts out of the run (all HALTED: the stop condition, §7); FAULT
+        records ``faults`` (one per tile) as visible from k + 5."""
+        vis = k + STATE_VISIBLE_DELAY
         m = np.zeros((self.n, self.t), dtype=bool)
         m[tiles, c] = True
-        self._schedule(k + STATE_VISIBLE_DELAY, m, state)
+        self._schedule(vis, m, state)
         if state == HALTED:
             self._sch.live -= len(tiles)
-            if self._sch.live == 0:
-                self._sch.stop = True
+            if self._sch.live == 0:         # every context HALTED from k + 5 (§7 "Stop")
+                self._stop_from(vis)
         elif state == FAULT:
-            self._sch.stop = True
-
-    def _note_loads(self, k, c, tiles, rd, addrs, size, signed) -> None:
-        """Record the loads issued at k while an engine is busy: an engine write at k + 1 may
-        have to reach them (§12 "Memory order")."""
-        if not self._mx.nbusy:
-            return
-        if self._ld_rec is None or self._ld_rec.cycle != k:
-            self._ld_rec = LoadRecord(k, c, {})
-        rec = self._ld_rec.tiles
-        for tt, r, aa in zip(tiles.tolist(), np.broadcast_to(rd, tiles.shape).tolist(),
-                             addrs.tolist()):
-            rec[tt] = (r, aa, size, signed)
-
-    def _note_stores(self, k, tiles, addrs, size) -> None:
-        """Record the stores issued at k before they are applied: the word each overwrites (a
-        fetch at k + 1 sees it, §4) and, while an engine is busy, the byte enables (§12)."""
-        st = self._st
-        st.begin(k)
-        st.word[tiles] = addrs >> 2
-        st.old[tiles] = self.sram.w32[tiles, addrs >> 2]
-        if self._mx.nbusy:      # byte enables, for an engine step of cycle k+1 (§12 port)
-            st.mask[tiles] = (((1 << size) - 1) << (addrs & _U32(3))).astype(np.uint8)
+            for t, f in zip(np.asarray(tiles).tolist(), faults):
+                self._tl.insn_fault_vis[t, vis % FAULT_RING] = vis
+                self._record_fault(t, f, vis)
 
     # ------------------------------------------------------------------ result
     def not_arrived(self) -> list[int]:
@@ -666,66 +711,18 @@ class Array:
 
 
 class _EnginePort:
-    """The SRAM as seen by a matrix-engine step of cycle ``arr._mx_k`` (§12 "Memory order").
+    """The SRAM as seen by a matrix-engine step of cycle k (§12 "Memory order"): the model
+    applies every data-memory effect in its own cycle, so reads and writes go straight to the
+    SRAM (a read sees all writes of cycles < k; an engine write of cycle k is seen by fetches,
+    loads and sends of cycles > k)."""
 
-    The instruction issued at k − 1 is in X at k + 1, after the engine step of cycle k, but
-    the model has applied it already: its store is hidden from the engine's reads and kept over
-    the engine's write, and its load is re-read when the engine writes bytes it reads.
-    """
-
-    def __init__(self, arr: Array):
-        self.arr = arr
-        self.sram = arr.sram
-
-    def _store(self, t: int):
-        a = self.arr
-        if a._st.cycle == a._mx_k - 1 and a._st.word[t] >= 0:
-            return int(a._st.word[t]), int(a._st.mask[t])
-        return None
+    def __init__(self, sram: Sram):
+        self.sram = sram
 
     def read8(self, t: int, addr: int) -> np.ndarray:
-        """The 8 bytes at ``addr`` (8-byte aligned) as after all writes of cycles < k, uint8 [8]."""
-        a = self.arr
-        wi = addr >> 2
-        words = a.sram.w32[t, wi:wi + 2].copy()
-        st = self._store(t)
-        if st is not None and wi <= st[0] <= wi + 1:
-            words[st[0] - wi] = a._st.old[t]
-        return words.view(np.uint8)
+        """The 8 bytes at ``addr`` (8-byte aligned), uint8 [8] (a copy)."""
+        return self.sram.w8[t, addr:addr + 8].copy()
 
     def write(self, t: int, addr: int, data: bytes) -> None:
         """Write ``data`` at ``addr`` (inside one aligned 8-byte word) in cycle k."""
-        a = self.arr
-        k = a._mx_k
-        buf = np.frombuffer(data, dtype=np.uint8)
-        n = len(buf)
-        st = self._store(t)
-        if st is None or not addr >> 2 <= st[0] <= (addr + n - 1) >> 2:
-            a.sram.w8[t, addr:addr + n] = buf
-        else:
-            sw, smask = st
-            old = a._st.old[t:t + 1].view(np.uint8)     # the word the k-1 store overwrote
-            for i in range(n):
-                p = addr + i
-                if p >> 2 == sw:
-                    old[p & 3] = buf[i]                 # fetches at k see the engine's byte
-                    if smask >> (p & 3) & 1:
-                        continue                        # the later store's byte stays
-                a.sram.w8[t, p] = buf[i]
-        rec = a._ld_rec
-        if rec is None or rec.cycle != k - 1 or t not in rec.tiles:
-            return
-        rd, la, size, signed = rec.tiles[t]
-        if la + size <= addr or la >= addr + n:
-            return
-        raw = int.from_bytes(a.sram.w8[t, la:la + size].tobytes(), "little")
-        if signed and raw >> (8 * size - 1) & 1:
-            raw -= 1 << (8 * size)
-        val = raw & _M32
-        if rd:
-            a._ctx.regs[t, rec.context, rd] = val
-            if a._trace_on:
-                for r in reversed(a.trace):
-                    if r["cycle"] == k - 1 and r["tile"] == t:
-                        r["value"] = val
-                        break
+        self.sram.w8[t, addr:addr + len(data)] = np.frombuffer(data, dtype=np.uint8)

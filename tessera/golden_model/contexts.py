@@ -16,6 +16,8 @@ from tessera.spec.result import ContextState
 
 __all__ = ["Contexts", "NEVER"]
 
+FAULT = int(ContextState.FAULT)
+
 #: "No pending change" in :attr:`Contexts.pend_cycle` (and "no event" in the schedule).
 NEVER = np.iinfo(np.int64).max
 
@@ -34,8 +36,9 @@ class Contexts:
         The *visible* context state (:class:`tessera.spec.result.ContextState` values): the
         one the issue slot, the barriers (§5) and the counters (§8) see at the current cycle.
     pend_cycle : numpy.ndarray, int64, shape (N, T)
-        Cycle at which a decided state change becomes visible (issue cycle + 3, §4 "State
-        changes"; a barrier release: its cycle + 1), :data:`NEVER` for none.
+        Cycle at which a decided state change becomes visible (issue cycle + 5, §4 "State
+        changes"; an engine fault of step s: s + 1, §7; a barrier release: its cycle + 1),
+        :data:`NEVER` for none.
     pend_state : numpy.ndarray, uint8, shape (N, T)
         The state that change makes visible (meaningful where ``pend_cycle != NEVER``).
     retired : numpy.ndarray, uint64, shape (N, T)
@@ -91,8 +94,9 @@ class Contexts:
 
     def final_state(self) -> np.ndarray:
         """The §7 final-state view, uint8 [N, T] (a copy): ``state`` with every decided
-        pending change applied."""
+        pending change applied, except that a context that is FAULT stays FAULT (§7 "Stop":
+        each faulting context enters FAULT; docs/design/contract-v2.md §6 point 6)."""
         s = self.state.copy()
-        m = self.pend_cycle != NEVER
+        m = (self.pend_cycle != NEVER) & ((s != FAULT) | (self.pend_state == FAULT))
         s[m] = self.pend_state[m]
         return s

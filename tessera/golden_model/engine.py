@@ -3,14 +3,15 @@
 One :class:`MatrixEngines` object holds the engine state of every tile of an array (numpy
 arrays indexed by tile) and executes engine **steps**: :meth:`MatrixEngines.step` runs step s of
 one tile's command in the engine cycle given by the caller. Which cycles are engine cycles
-(exchange phase, a LOAD/STORE in X), the ``mrun``/``mwait`` issue rules and the ordering against
-the cores' loads and stores are the cycle loop's business (:mod:`tessera.golden_model.array`);
-this module only knows the command: descriptor, parameters, lanes, accumulators, the step
-schedule, the output rules and the engine-fault checks, in the order §12 lists them.
+(exchange phase, a LOAD/STORE in M), the ``mrun``/``mwait`` issue rules (decided in M) and the
+ordering against the cores' loads and stores are the cycle loop's business
+(:mod:`tessera.golden_model.array`); this module only knows the command: descriptor,
+parameters, lanes, accumulators, the step schedule, the output rules, the engine-fault checks
+in the order §12 lists them, and the frozen engine after a faulting step.
 
 Memory is reached through a small port object given to :meth:`MatrixEngines.step` (``read8``
-and ``write``), so the caller can apply the §12 memory-order rule against instructions whose
-effects the model applied early.
+and ``write``; the cycle loop applies every SRAM effect in its own cycle, so the port is the
+SRAM as it is when the step runs).
 
 The step schedule of a command with C channels, J = J0·J1 elements, KB = K0·K1 blocks and OW
 output words per element (⌈C/2⌉ in ``RAW``, else 1)::
@@ -22,7 +23,9 @@ output words per element (⌈C/2⌉ in ``RAW``, else 1)::
     block KB-1               C lane loads, then per element one stream step + OW-1 silent steps
     writes                   word w of element j in step s_j + 2 + w (s_j: its last stream step)
 
-Per tile the engine is busy from the accept cycle through the cycle of the last step.
+Per tile the engine is busy from the accept cycle through the cycle of the last step. After a
+faulting step it is **frozen** (§12 "Engine faults"): no further steps, busy until the array
+stops (or a host start).
 """
 
 from __future__ import annotations
@@ -249,9 +252,10 @@ class MatrixEngines:
         Accumulators acc[j][m] (two's complement int32, wrapping), allocated at the first accept.
     busy_done : numpy.ndarray, int64 [N]
         Busy cycles of the commands already finished (the ``engine`` counter, §8).
-    queued : dict
-        tile → (x, d, c_e, pc_e) of a command accepted at x while the previous command's
-        last step (cycle x − 1) is not stepped yet; it starts right after that step.
+    frozen : numpy.ndarray, bool [N]
+        A step of the running command faulted: the engine makes no further steps and stays
+        busy until the array stops (§12 "Engine faults"); the cycle loop steps only
+        ``busy & ~frozen`` tiles.
     nbusy : int
         Number of busy tiles (the cycle loop's cheap "anything to do" test).
     """
@@ -276,7 +280,7 @@ class MatrixEngines:
         self.acc: np.ndarray | None = None
         self.busy_done = np.zeros(n, dtype=np.int64)
         self.cmd: list[Command | None] = [None] * n
-        self.queued: dict[int, tuple[int, int, int, int]] = {}
+        self.frozen = np.zeros(n, dtype=bool)
         self.nbusy = 0
         # Commands interned by their descriptor bytes (cmd_id, -1 before step 7): tiles at the
         # same streaming step of the same command are stepped together (:meth:`step_tiles`).
@@ -286,43 +290,12 @@ class MatrixEngines:
         self.group = True
 
     # ------------------------------------------------------------------ issue side
-    def idle_at_next_x(self, tiles: np.ndarray, k: int,
-                       engine_cycle_next: np.ndarray) -> np.ndarray:
-        """Is each tile's engine idle at cycle k + 2 (the X cycle of an instruction issued at k)?
-
-        Called while the engine cycles ≤ k have been stepped. The engine is idle at k + 2 if it
-        is not busy, or if its one remaining step falls in cycle k + 1.
-
-        Parameters
-        ----------
-        tiles : numpy.ndarray of int
-            Tiles to ask.
-        k : int
-            Issue cycle.
-        engine_cycle_next : numpy.ndarray of bool, aligned with ``tiles``
-            Cycle k + 1 is not excluded as an engine cycle (no LOAD/STORE issued at k − 1;
-            a tile that issues at k is never in its exchange phase at k + 1).
-
-        Returns
-        -------
-        numpy.ndarray of bool, aligned with ``tiles``
-        """
-        busy = self.busy[tiles]
-        last_one = ((self.total[tiles] - self.step_no[tiles]) == 1) \
-            & (self.accept[tiles] < k + 1) & engine_cycle_next
-        # ... unless that last step faults: it then has no effect, the command never ends and
-        # the engine is still busy at k + 2 (§12 "Engine faults"; the run stops at k + 1)
-        for i in np.nonzero(last_one & busy)[0].tolist():
-            t = int(tiles[i])
-            if self._streaming_access(self.cmd[t], int(self.step_no[t]),
-                                      int(self.gather[t]))[0] is not None:
-                last_one[i] = False
-        return ~busy | last_one
-
     def accept_cmd(self, tiles: np.ndarray, x: int, d: np.ndarray, context: int,
                    pcs: np.ndarray) -> None:
         """Accept a command on ``tiles`` at cycle ``x`` (descriptor byte addresses ``d``,
-        issuing context and the ``mrun`` pcs), §12 "Instructions"."""
+        issuing context and the ``mrun`` pcs), §12 "Instructions": the engines are idle at x
+        (the caller decides ``mrun`` in its M cycle x from the state after the steps of
+        cycles < x)."""
         if len(tiles) == 0:
             return
         if self.acc is None:
@@ -330,12 +303,7 @@ class MatrixEngines:
         tiles = np.asarray(tiles)
         d = np.broadcast_to(np.asarray(d, dtype=np.int64) & _M32, tiles.shape)
         pcs = np.broadcast_to(np.asarray(pcs, dtype=np.int64), tiles.shape)
-        # A tile whose last step is still to come (in cycle x - 1, see idle_at_next_x) starts
-        # the new command when that step is done.
-        q = self.busy[tiles]
-        for t, dd, pp in zip(tiles[q].tolist(), d[q].tolist(), pcs[q].tolist()):
-            self.queued[t] = (x, dd, context, pp)
-        tiles, d, pcs = tiles[~q], d[~q], pcs[~q]
+        assert not self.busy[tiles].any(), "matrix engine: a command accepted while busy"
         self._start(tiles, x, d, context, pcs)
 
     def _start(self, tiles, x, d, context, pcs) -> None:
@@ -347,6 +315,7 @@ class MatrixEngines:
         self.step_no[tiles] = 0
         self.total[tiles] = NOT_YET
         self.gather[tiles] = 0
+        self.frozen[tiles] = False
         for t in np.asarray(tiles).tolist():
             self.cmd[t] = None
         self.cmd_id[tiles] = -1
@@ -440,17 +409,23 @@ class MatrixEngines:
             port.write(t, wa, self._output(t, cmd, *write))
         return self._advance(t, k, s)
 
-    def step_tiles(self, tiles: np.ndarray, solo: np.ndarray, k: int, port) -> list:
-        """Step every tile of ``tiles`` in engine cycle ``k``; returns [(tile, fault addr)].
+    def step_tiles(self, tiles: np.ndarray, k: int, port) -> list:
+        """Step every tile of ``tiles`` (busy, not frozen) in engine cycle ``k``; returns
+        [(tile, fault addr)]. A tile whose step faults is frozen (§12 "Engine faults").
 
         Tiles at the same streaming step of the same command (the SPMD case) are stepped in
-        one vectorized group when none of them is flagged in ``solo`` (bool, aligned with
-        ``tiles``: tiles whose SRAM access needs ``port``'s memory-order corrections); the
-        others one by one with :meth:`step`. Both give the same result (tested).
+        one vectorized group; the others one by one with :meth:`step`. Both give the same
+        result (tested; ``group = False`` steps every tile alone).
         """
+        faults = self._step_tiles(tiles, k, port)
+        for t, _ in faults:
+            self.frozen[t] = True
+        return faults
+
+    def _step_tiles(self, tiles: np.ndarray, k: int, port) -> list:
         faults = []
         rest = tiles
-        grp = tiles[~solo]
+        grp = tiles
         if self.group and len(grp) > 1:
             s, ids = self.step_no[grp], self.cmd_id[grp]
             s0 = int(s[0])
@@ -461,7 +436,7 @@ class MatrixEngines:
                 addr = self._step_group(grp, k, s0, cmd, port.sram)
                 if addr is not None:
                     faults += [(t, addr) for t in grp.tolist()]
-                rest = tiles[solo]
+                rest = tiles[:0]
         for t in rest.tolist():
             addr = self.step(t, k, port)
             if addr is not None:
@@ -469,8 +444,8 @@ class MatrixEngines:
         return faults
 
     def _step_group(self, g: np.ndarray, k: int, s: int, cmd: Command, sram) -> int | None:
-        """One streaming step s of ``cmd`` on the tiles ``g`` (no memory-order corrections):
-        the addresses, hence the fault checks, are the same for all of them."""
+        """One streaming step s of ``cmd`` on the tiles ``g``: the addresses, hence the fault
+        checks, are the same for all of them."""
         C = cmd.C
         bad, read, a, write, wa = self._streaming_access(cmd, s, int(self.gather[g[0]]))
         if bad is not None:
@@ -612,8 +587,4 @@ class MatrixEngines:
             self.busy[t] = False
             self.busy_done[t] += k - self.accept[t] + 1
             self.nbusy -= 1
-            nxt = self.queued.pop(t, None)
-            if nxt is not None:                             # accepted at x = k + 1
-                x, d, c, pc = nxt
-                self._start(np.array([t]), x, np.array([d]), c, np.array([pc]))
         return None

@@ -1,7 +1,8 @@
 """Run control of the golden model's cycle loop: the scalars of the event-driven schedule.
 
-docs/architecture.md §4 (issue slots: context c = t mod T issues at t), §7 (run end: every
-context halted, or a fault) and the model's event-driven stepping (the module docstring of
+docs/architecture.md §4 (issue slots: context c = t mod T issues at t), §7 ("Stop": the stop
+condition, every context HALTED or a fault visible, first holds at v; the run ends after
+t_s = v + D − 1 with ``cycles = v + D``) and the model's event-driven stepping (the module docstring of
 :mod:`tessera.golden_model.array`): cycles in which nothing becomes visible are not visited.
 """
 
@@ -27,9 +28,12 @@ class Schedule:
     cycle : int
         Cycles simulated since the host start (the C of §7 once a run ended).
     live : int
-        Contexts that have not issued an ``ecall`` (the run halts when it reaches 0, §7).
-    stop : bool
-        The run ends after the current cycle (all halted, or a fault).
+        Contexts that have not issued an ``ecall`` (every context is HALTED from the last
+        ``ecall``'s t + 5 when it reaches 0, §7).
+    stop_at : int
+        ``cycles`` C = v + D of the stop once its condition held at v (§7 "Stop"): the loop
+        simulates cycles < C; :data:`tessera.golden_model.contexts.NEVER` while no stop is
+        decided.
     status : tessera.spec.result.RunStatus or None
         Status of the latest run (None before the first).
     next_pend : int
@@ -42,7 +46,7 @@ class Schedule:
 
     cycle: int
     live: int
-    stop: bool
+    stop_at: int
     status: RunStatus | None
     next_pend: int
     next_event: int
@@ -51,5 +55,5 @@ class Schedule:
     @classmethod
     def start(cls, tiles: int, contexts: int) -> "Schedule":
         """Cycle 0 of a host start: every context running, nothing pending."""
-        return cls(cycle=0, live=tiles * contexts, stop=False, status=None, next_pend=NEVER,
+        return cls(cycle=0, live=tiles * contexts, stop_at=NEVER, status=None, next_pend=NEVER,
                    next_event=NEVER, running_ctx=np.ones(contexts, dtype=bool))

@@ -3,13 +3,17 @@
 docs/architecture.md §3 (RV32IM, Zicsr subset, the custom instructions), §2 (memory access
 and its faults), §7 (faults, the stack limit) and §12 (``mrun``/``mwait`` as seen by the
 core). :meth:`IsaSemantics.execute` applies one decoded operation, issued by context c of a
-set of tiles at cycle k, to the register files, pcs, CSRs and SRAM of those tiles in one
-vectorized step, and reports which of them retire.
+set of tiles at cycle k, to the register files, pcs and CSRs of those tiles in one vectorized
+step, and reports which of them retire. The operation's **M-stage** part (contract v2, §4: a
+store's SRAM write, a load's SRAM read, the ``mrun``/``mwait`` decision of §12, all in
+M = k + 4) is handed to the timing machinery as a memory-order record
+(:mod:`tessera.golden_model.memorder`), which calls :meth:`IsaSemantics.memory_effects` and
+:meth:`IsaSemantics.engine_decisions` in that cycle.
 
 What is *not* here is the timing machinery (:mod:`tessera.golden_model.array`): which context
-owns the issue slot, the fetch, the division turns, the state changes that become visible at
-k + 3, the barriers, the exchange phase and the memory-order records. The semantics reach it
-only through the four callables given to :class:`IsaSemantics`.
+owns the issue slot, the fetch, the division turns, the M cycle, the state changes that become
+visible at k + 5, the fault records' visibility, the barriers, the exchange phase and the stop.
+The semantics reach it only through the two callables given to :class:`IsaSemantics`.
 """
 
 from __future__ import annotations
@@ -21,11 +25,13 @@ from tessera.spec.faults import FaultCause
 from tessera.spec.instructions import FUNCT3_MEM_UNSIGNED_BIT, Kind
 from tessera.spec.isa import MACS_PER_DOT4
 from tessera.spec.result import ContextState, Fault
+from tessera.spec.timing import Stage
 
 from .alu import ALU, branch_taken, dot4
 from .contexts import Contexts
 from .decode import ROW_OF, Op
 from .engine import MatrixEngines
+from .memorder import EngineWork, LoadWork, StoreWork
 from .memory import Sram
 from .tiles import Tiles
 
@@ -33,6 +39,7 @@ __all__ = ["IsaSemantics"]
 
 _U32 = np.uint32
 _M32 = 0xFFFFFFFF
+_M_DELAY = int(Stage.M)
 WAIT_TILE, WAIT_ARRAY, HALTED, FAULT = (int(ContextState.WAIT_TILE),
                                          int(ContextState.WAIT_ARRAY),
                                          int(ContextState.HALTED), int(ContextState.FAULT))
@@ -67,18 +74,15 @@ class IsaSemantics:
     sram : tessera.golden_model.memory.Sram
         The tiles' SRAM (loads, stores).
     engines : tessera.golden_model.engine.MatrixEngines
-        The matrix engines (``mrun`` hands them a command).
-    state_change : callable ``(k, c, tiles, state) -> None``
+        The matrix engines (an accepted ``mrun`` hands them a command).
+    state_change : callable ``(k, c, tiles, state, faults) -> None``
         Context c of ``tiles`` (int64 [M]) enters ``state`` (a ContextState value), visible
-        at k + 3 (§4 "State changes"); HALTED counts the contexts out of the run, FAULT ends
-        the run (§7).
-    engine_idle_at_x : callable ``(k, tiles) -> numpy.ndarray``
-        bool [M]: the matrix engine of each of ``tiles`` is idle at k + 2, the X cycle of an
-        ``mrun``/``mwait`` issued at k (§12 "Instructions").
-    note_loads : callable ``(k, c, tiles, rd, addrs, size, signed) -> None``
-        The loads issued at k, after they are applied (§12 "Memory order").
-    note_stores : callable ``(k, tiles, addrs, size) -> None``
-        The stores issued at k, before they are applied (§4 fetch after store, §12).
+        at k + 5 (§4 "State changes"); HALTED counts the contexts out of the run (§7 "Stop");
+        for FAULT, ``faults`` is the list of the tiles' fault records (one per tile, visible
+        from k + 5), else None.
+    m_stage : callable ``(k, work) -> None``
+        Queue ``work`` (a :class:`~tessera.golden_model.memorder.StoreWork`, ``LoadWork`` or
+        ``EngineWork``) of an instruction issued at k for its M cycle k + 4 (§4, §12).
     trace : bool
         Build the retire records of :attr:`tr`.
 
@@ -90,15 +94,13 @@ class IsaSemantics:
     """
 
     def __init__(self, contexts: Contexts, tiles: Tiles, sram: Sram, engines: MatrixEngines,
-                 state_change, engine_idle_at_x, note_loads, note_stores, trace: bool):
+                 state_change, m_stage, trace: bool):
         self.ctx = contexts
         self.tl = tiles
         self.sram = sram
         self.mx = engines
         self.state_change = state_change
-        self.engine_idle_at_x = engine_idle_at_x
-        self.note_loads = note_loads
-        self.note_stores = note_stores
+        self.m_stage = m_stage
         self.trace_on = bool(trace)
         self.n, self.t = contexts.pc.shape
         self.nbytes = sram.nbytes
@@ -125,8 +127,10 @@ class IsaSemantics:
         Returns
         -------
         None, numpy.ndarray or False
-            Which of ``tiles`` retire: None all of them, a bool [M] mask, False none (the
-            operation faulted on every tile: ``ebreak``, illegal).
+            Which of ``tiles`` retire at this issue: None all of them, a bool [M] mask, False
+            none (the operation faulted on every tile: ``ebreak``, illegal; or it is an
+            ``mrun``/``mwait``, which retires or not in its M cycle,
+            :meth:`engine_decisions`).
         """
         R = self.ctx.regs
         ok = None  # tiles that retire (None = all)
@@ -158,15 +162,13 @@ class IsaSemantics:
             val = dot4(R[tiles, c, rd], R[tiles, c, rs1], R[tiles, c, rs2], op == Op.DOT4)
             ok = self._write_result(k, c, tiles, pcs, rd, val)
             self.tl.macs[tiles if ok is None else tiles[ok]] += MACS_PER_DOT4
-        elif op == Op.MRUN:
-            ok = self.engine_idle_at_x(k, tiles)
-            acc = tiles[ok]
-            d = self.ctx.regs[tiles, c, rs1][ok]
-            self.mx.accept_cmd(acc, k + 2, d, c, pcs[ok])
-            self.ctx.pc[acc, c] = pcs[ok] + _U32(4)
-        elif op == Op.MWAIT:
-            ok = self.engine_idle_at_x(k, tiles)
-            self.ctx.pc[tiles[ok], c] = pcs[ok] + _U32(4)
+        elif op in (Op.MRUN, Op.MWAIT):   # decided in M, k + 4 (§12): engine_decisions
+            d = self.ctx.regs[tiles, c, rs1].astype(np.int64) if op == Op.MRUN else None
+            self.m_stage(k, EngineWork(op, c, tiles.copy(), np.array(pcs, dtype=_U32), d,
+                                       np.broadcast_to(np.asarray(words, dtype=_U32),
+                                                       tiles.shape).copy(),
+                                       self.trace_on))
+            return False
         elif op in _CSR_OPS:
             ok = self._csr(op, k, c, tiles, pcs, rd, rs1, imm)
         elif op == Op.FENCE:
@@ -226,20 +228,23 @@ class IsaSemantics:
             R[tiles, c, rd] = val
             R[tiles, c, 0] = 0
         if self.trace_on:
-            rds = np.broadcast_to(np.asarray(rd), np.shape(tiles))
-            vals = np.broadcast_to(np.asarray(val, dtype=_U32), np.shape(tiles))
-            for t, r, v in zip(np.asarray(tiles).tolist(), rds.tolist(), vals.tolist()):
-                self.tr.setdefault(t, {})["rd"] = (r, v) if r else None
+            self._wr_trace(tiles, rd, val)
+
+    def _wr_trace(self, tiles, rd, val) -> None:
+        rds = np.broadcast_to(np.asarray(rd), np.shape(tiles))
+        vals = np.broadcast_to(np.asarray(val, dtype=_U32), np.shape(tiles))
+        for t, r, v in zip(np.asarray(tiles).tolist(), rds.tolist(), vals.tolist()):
+            self.tr.setdefault(t, {})["rd"] = (r, v) if r else None
 
     def fault(self, k, c, tiles, cause, pcs, addrs) -> None:
-        """Fault ``cause`` of context c on ``tiles`` (§7): their fault records, FAULT visible at
-        k + 3 and the run's end (``pcs``, ``addrs``: per tile or scalar; addr masked to 32 bits)."""
+        """Fault ``cause`` of context c on ``tiles`` (§7): their fault records and FAULT, both
+        visible from k + 5 (``pcs``, ``addrs``: per tile or scalar; addr masked to 32 bits)."""
         if len(tiles) == 0:
             return
-        for t, p, a in zip(np.asarray(tiles).tolist(), np.asarray(pcs).tolist(),
-                           np.broadcast_to(np.asarray(addrs), np.shape(tiles)).tolist()):
-            self.tl.faults[t] = Fault(c, FaultCause(cause), int(p), int(a) & _M32)
-        self.state_change(k, c, tiles, FAULT)
+        recs = [Fault(c, FaultCause(cause), int(p), int(a) & _M32)
+                for p, a in zip(np.broadcast_to(np.asarray(pcs), np.shape(tiles)).tolist(),
+                                np.broadcast_to(np.asarray(addrs), np.shape(tiles)).tolist())]
+        self.state_change(k, c, tiles, FAULT, recs)
 
     def _jump(self, k, c, tiles, pcs, target, taken, rd):
         """Common part of branches (``taken`` given) and jumps (rd given)."""
@@ -289,17 +294,10 @@ class IsaSemantics:
         t, a = tiles[ok], A[ok]
         if np.ndim(rd):
             rd = rd[ok]
-        if size == 1:
-            v = self.sram.w8[t, a]
-            val = v.view(np.int8).astype(np.int32).view(_U32) if signed else v.astype(_U32)
-        elif size == 2:
-            v = self.sram.w16[t, a >> 1]
-            val = v.view(np.int16).astype(np.int32).view(_U32) if signed else v.astype(_U32)
-        else:
-            val = self.sram.w32[t, a >> 2]
-        self._wr(t, c, rd, val)
+        if self.trace_on:               # the retire record; its value is filled in in M
+            self._wr_trace(t, rd, np.zeros(len(t), dtype=_U32))
+        self.m_stage(k, LoadWork(c, t, rd, a, size, signed, self.tr))   # reads the SRAM in M
         self.ctx.pc[t, c] = pcs[ok] + _U32(4)
-        self.note_loads(k, c, t, rd, a, size, signed)
         return ok
 
     def _store(self, op, k, c, tiles, pcs, rs1, rs2, imm):
@@ -310,13 +308,7 @@ class IsaSemantics:
         if np.ndim(rs2):
             rs2 = rs2[ok]
         v = self.ctx.regs[t, c, rs2]
-        self.note_stores(k, t, a, size)
-        if size == 1:
-            self.sram.w8[t, a] = v.astype(np.uint8)
-        elif size == 2:
-            self.sram.w16[t, a >> 1] = v.astype(np.uint16)
-        else:
-            self.sram.w32[t, a >> 2] = v
+        self.m_stage(k, StoreWork(t, a, v.copy(), size))      # writes the SRAM in M (§4)
         self.ctx.pc[t, c] = pcs[ok] + _U32(4)
         if self.trace_on:
             sh = (a & _U32(3)).astype(np.int64) * 8
@@ -391,6 +383,77 @@ class IsaSemantics:
         self._wr(tiles, c, rd, old)
         self.ctx.pc[tiles, c] = pcs + _U32(4)
         return ok
+
+    # ------------------------------------------------------------------ the M stage
+    def memory_effects(self, work: list) -> None:
+        """The stores and loads of ``work`` (one M cycle's items) act on the SRAM (§4: a store
+        writes its bytes, a load reads, extends and writes rd; rd is read by the context's
+        next slot at the earliest, after W)."""
+        sram = self.sram
+        for item in work:
+            if isinstance(item, StoreWork):
+                t, a, v = item.tiles, item.addrs, item.values
+                if item.size == 1:
+                    sram.w8[t, a] = v.astype(np.uint8)
+                elif item.size == 2:
+                    sram.w16[t, a >> 1] = v.astype(np.uint16)
+                else:
+                    sram.w32[t, a >> 2] = v
+            elif isinstance(item, LoadWork):
+                t, a, rd = item.tiles, item.addrs, item.rd
+                if item.size == 1:
+                    v = sram.w8[t, a]
+                    val = v.view(np.int8).astype(np.int32).view(_U32) if item.signed \
+                        else v.astype(_U32)
+                elif item.size == 2:
+                    v = sram.w16[t, a >> 1]
+                    val = v.view(np.int16).astype(np.int32).view(_U32) if item.signed \
+                        else v.astype(_U32)
+                else:
+                    val = sram.w32[t, a >> 2]
+                R = self.ctx.regs
+                if np.ndim(rd) == 0:
+                    if rd:
+                        R[t, item.context, rd] = val
+                else:
+                    R[t, item.context, rd] = val
+                    R[t, item.context, 0] = 0
+                if item.trace is not None:
+                    for tt, vv in zip(t.tolist(), np.broadcast_to(val, t.shape).tolist()):
+                        r = item.trace.get(tt)
+                        if r is not None and r.get("rd") is not None:
+                            r["value"] = vv
+
+    def engine_decisions(self, m: int, work: list) -> list:
+        """The ``mrun``/``mwait`` of ``work`` in their M cycle ``m`` (§12 "Instructions"), with
+        the engines as after their steps of cycles < m: on an idle engine ``mrun`` retires and
+        the engine accepts the command at m (busy from m), ``mwait`` retires; on a busy one
+        the issue has no effect (the context retries at its next slot).
+
+        Returns
+        -------
+        list of dict
+            The retire records (keys of ``Array.trace``; issue cycle m − 4) of the retiring
+            issues whose item asked for a trace.
+        """
+        mx = self.mx
+        recs = []
+        for item in work:
+            if not isinstance(item, EngineWork):
+                continue
+            c, tiles, pcs = item.context, item.tiles, item.pcs
+            ok = ~mx.busy[tiles]
+            acc = tiles[ok]
+            if item.op == Op.MRUN:
+                mx.accept_cmd(acc, m, item.desc[ok], c, pcs[ok])
+            self.ctx.pc[acc, c] = pcs[ok] + _U32(4)
+            self.ctx.retired[acc, c] += 1
+            if item.trace:
+                for t, p, w in zip(acc.tolist(), pcs[ok].tolist(), item.words[ok].tolist()):
+                    recs.append({"cycle": m - _M_DELAY, "tile": t, "context": c, "pc": p,
+                                 "insn": w, "rd": None, "value": None, "store_addr": None,
+                                 "store_data": None, "store_mask": None})
+        return recs
 
     def trace_retire(self, k, c, rt, tiles, pcs, words, ok) -> None:
         """Complete the retire records of ``rt`` (retiring ``tiles``, ``ok`` as returned by

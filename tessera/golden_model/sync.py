@@ -37,8 +37,8 @@ class Barrier:
     Members
     -------
     release : int
-        The release cycle r = k* + sync_latency once every tile arrived at k* (int64 max:
-        not decided).
+        The release cycle r = k* + D (D: the array decision latency, §5, §7) once every tile
+        arrived at k* (int64 max: not decided).
     armed : bool
         Decided and not yet released: no further decision until the release.
     """

@@ -15,7 +15,11 @@ import numpy as np
 from . import sync
 from .contexts import NEVER
 
-__all__ = ["Tiles"]
+__all__ = ["Tiles", "FAULT_RING"]
+
+#: Rows of :attr:`Tiles.insn_fault_vis`: more than the STATE_VISIBLE_DELAY + 1 cycles between
+#: the oldest instruction fault that can tie with an engine step and the newest one recorded.
+FAULT_RING = 8
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -42,7 +46,16 @@ class Tiles:
         §8 ``macs``: multiply-accumulates of ``dot4`` and of the matrix engine (shared with
         :class:`tessera.golden_model.engine.MatrixEngines`).
     faults : list of (tessera.spec.result.Fault or None), length N
-        §7 fault record of each tile (the first fault; None: none).
+        §7 fault record of each tile: the fault that became visible first (an instruction's
+        on a tie with an engine step's, §12); None: none.
+    fault_vis : numpy.ndarray, int64, shape (N,)
+        The cycle from which the kept record is visible (t + 5 for an instruction issued at
+        t, c + 1 for an exchange step at c, s + 1 for an engine step at s; §7 "Stop");
+        :data:`tessera.golden_model.contexts.NEVER` while there is none.
+    insn_fault_vis : numpy.ndarray, int64, shape (N, FAULT_RING)
+        The visibility cycles of the tile's latest instruction faults, ``v`` in row
+        ``v % FAULT_RING`` (-1: none): an engine fault visible from the same cycle as an
+        instruction fault of its tile is dropped (§12 "Engine faults").
     """
 
     xprog: np.ndarray
@@ -53,6 +66,8 @@ class Tiles:
     acc: np.ndarray
     macs: np.ndarray
     faults: list
+    fault_vis: np.ndarray
+    insn_fault_vis: np.ndarray
 
     @classmethod
     def start(cls, tiles: int) -> "Tiles":
@@ -65,4 +80,6 @@ class Tiles:
                    since=np.zeros(n, dtype=np.int64),
                    acc=np.zeros((4, n), dtype=np.int64),
                    macs=np.zeros(n, dtype=np.uint64),
-                   faults=[None] * n)
+                   faults=[None] * n,
+                   fault_vis=np.full(n, NEVER, dtype=np.int64),
+                   insn_fault_vis=np.full((n, FAULT_RING), -1, dtype=np.int64))

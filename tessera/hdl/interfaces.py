@@ -127,10 +127,12 @@ class MemorySignature(wiring.Signature):
 class FaultSignature(wiring.Signature):
     """A fault record (architecture §7): a fault decided in this cycle, or the one a tile holds.
 
-    The core drives it with the fault of the instruction in X (``xchg`` = 0), the exchange
-    engine with the fault of this cycle's step (``xchg`` = 1, ``context`` = 0, ``cause`` =
-    ``EXCHANGE_FAULT``), and the tile's :class:`~tessera.hdl.tile.fault_record.FaultRecord`
-    with the first of them since ``start`` (read by the host port).
+    The core drives it with the fault decided in M this cycle (the instruction's, ``xchg`` =
+    0, or the matrix engine's of this cycle's step), the exchange engine with the fault of this
+    cycle's step (``xchg`` = 1, ``context`` = 0, ``cause`` = ``EXCHANGE_FAULT``): each is
+    visible from the next cycle (contract v2, architecture §7 "Stop"). The tile's
+    :class:`~tessera.hdl.tile.fault_record.FaultRecord` drives it with the first visible one
+    since ``start`` (read by the host port).
 
     Parameters
     ----------
@@ -176,7 +178,8 @@ def TRACE_MEMBERS(context_bits: int):  # noqa: N802 - reads like a table
 
 
 class TraceSignature(wiring.Signature):
-    """Retire trace in the W stage (issue cycle + 3), one record per retired instruction.
+    """Retire trace in the W stage (issue cycle + ``Stage.W`` = 5), one record per retired
+    instruction.
 
     With ``lanes`` = N it is the array's trace: every member is the concatenation of the N
     tiles' members, tile 0 in the low bits (docs/rtl.md "Top-level ports").
@@ -430,26 +433,28 @@ class MatrixEngineSignature(wiring.Signature):
 
     Members
     -------
-    x_mem : Out(1)
-        The word in X this cycle (issued two cycles ago) has opcode LOAD or STORE: not an
-        engine cycle (the core owns the SRAM's data ports).
+    m_mem : Out(1)
+        The word in M this cycle (issued ``Stage.M`` = 4 cycles ago, any turn, faulting or
+        not; a failed fetch has no word) has opcode LOAD or STORE: not an engine cycle (the
+        core owns the SRAM's data ports, architecture §12 "Engine cycles").
     accept : Out(1)
-        An ``mrun`` retires in X this cycle (the engine was idle): the engine accepts it.
+        An ``mrun`` retires in M this cycle (the engine was idle): the engine accepts it
+        (busy from this cycle).
     desc : Out(32)
-        Its descriptor address (rs1 as read in D).
+        Its descriptor address (rs1 as read in R).
     ctx : Out(context_bits)
     pc : Out(32)
         Its context c_e and pc pc_e.
     busy : In(1)
-        The engine is busy in this cycle (``mrun`` / ``mwait`` in X retry).
+        The engine is busy in this cycle (``mrun`` / ``mwait`` in M retry).
     active : In(1)
         The engine is busy in this cycle, counting the accept cycle (the ``engine`` counter).
     macs : In(8)
         MACs of this cycle's stream step (8·C, or 0).
     fault : In(FaultSignature(config))
-        An engine fault of the step two cycles ago, presented like a fault of an instruction
-        issued then (context c_e, cause ENGINE_FAULT, pc pc_e): the core reports it unless its
-        own instruction in X faults (that one wins, §12).
+        An engine fault of this cycle's step s (context c_e, cause ENGINE_FAULT, pc pc_e),
+        visible from s + 1 like a fault of the instruction in M (contract v2, §7 "Stop"): the
+        core reports it unless its own instruction in M faults (that one wins, §12).
 
     Raises
     ------
@@ -460,7 +465,7 @@ class MatrixEngineSignature(wiring.Signature):
     def __init__(self, config: ArrayConfig):
         self.config = check_config("MatrixEngineSignature", config)
         super().__init__({
-            "x_mem": Out(1), "accept": Out(1), "desc": Out(32),
+            "m_mem": Out(1), "accept": Out(1), "desc": Out(32),
             "ctx": Out(config.context_bits), "pc": Out(32),
             "busy": In(1), "active": In(1), "macs": In(8),
             "fault": In(FaultSignature(config)),
@@ -486,7 +491,8 @@ class EngineSramSignature(wiring.Signature):
     rd_data : In(64)
     wr_en : Out(1)
         This step writes ``wr_data`` under the byte mask ``wr_mask`` into word ``wr_addr``
-        (like a store whose X is this cycle; the SRAM commits it one cycle later).
+        (like a store whose M is this cycle: written at the end of this cycle; an engine
+        cycle has no store, receive or host write, architecture §12).
     wr_addr : Out(aw)
     wr_data : Out(64)
     wr_mask : Out(8)

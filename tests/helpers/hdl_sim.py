@@ -72,7 +72,8 @@ class Axil:
 class BarrierStubCore(StubCore):
     """Stub core whose contexts all wait at the ARRAY barrier from the start until the first
     resume (``arrive`` register); ``xprog``, ``all_halted`` and ``fault`` are left for the
-    testbench to drive. ``commits`` counts ``count_commit`` cycles, ``resumes`` resume pulses."""
+    testbench to drive. ``commits`` counts the cycles with ``run`` (the run's cycles the counters see),
+    ``resumes`` resume pulses."""
 
     def elaborate(self, platform):
         m = Module()
@@ -84,7 +85,7 @@ class BarrierStubCore(StubCore):
         with m.Else():
             with m.If(self.resume):
                 m.d.sync += [arrive.eq(0), self.resumes.eq(self.resumes + 1)]
-            with m.If(self.count_commit):
+            with m.If(self.run):
                 m.d.sync += self.commits.eq(self.commits + 1)
         m.d.comb += self.arrive.eq(arrive)
         return m

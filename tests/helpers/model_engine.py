@@ -1,6 +1,6 @@
 """Shared set-up of the golden-model matrix-engine tests (tests/test_model_engine*.py):
 the program layout, the standard command issuer, memory images and fault checks of
-docs/architecture.md §12 (the derivations are in tests/test_model_engine.py's docstring)."""
+docs/architecture.md §12 (the derivations, contract v2 with T = 6, are in tests/test_model_engine.py's docstring)."""
 
 import numpy as np
 import pytest
@@ -14,7 +14,7 @@ from tessera.spec.result import ContextState
 from tessera.toolchain import asm
 
 SRAM = 16 * 1024
-CFG = ArrayConfig(tiles=1, contexts=4, sram_bytes=SRAM)      # engine_macs 32: M = 4 lanes
+CFG = ArrayConfig(tiles=1, contexts=6, sram_bytes=SRAM)      # engine_macs 32: M = 4 lanes
 D0, D1 = 0x400, 0x440            # descriptor addresses
 XP = 0x780                        # exchange program
 A, W, P, OUT = 0x800, 0x1800, 0x2800, 0x3000   # streamed, stationary, parameters, output
@@ -29,7 +29,7 @@ def model_engine(request, monkeypatch):
     return request.param
 
 
-def image(codes: dict, T: int = 4) -> bytes:
+def image(codes: dict, T: int = 6) -> bytes:
     """Dispatch + per-context code blocks (default: ``ecall``)."""
     img = bytearray(asm.program([asm.csrr(6, Csr.CONTEXT_ID), asm.slli(7, 6, 7),
                                  asm.jalr(0, 7, CODE)]))
@@ -41,7 +41,7 @@ def image(codes: dict, T: int = 4) -> bytes:
     return bytes(img)
 
 
-def issue(j: int, c: int, T: int = 4) -> int:
+def issue(j: int, c: int, T: int = 6) -> int:
     """Issue cycle of instruction j of context c's code block, no retries before it."""
     return (3 + j) * T + c
 
@@ -77,9 +77,10 @@ def wrap32(v):
     return np.where(v >= 1 << 31, v - (1 << 32), v)
 
 
-# Context 0: the standard command issuer. j0 li x5 (one addi, t = 12), j1 mrun (t = 16, so
-# x = 18 and step s at 19 + s with no stall), j2 mwait (t = 20 + 4r), then csrr x10, cycle
-# and ecall. mrun's pc = 0x80 + 4.
+# Context 0: the standard command issuer. j0 li x5 (one addi, t = 18), j1 mrun (t = 24, so
+# x = 28 and step s at 29 + s with no stall), j2 mwait (t = 30 + 6r, M = 34 + 6r), then csrr
+# x10, cycle and ecall. mrun's pc = 0x80 + 4. The other contexts' default code (ecall at
+# j0, 18 + c) halts them by 28.
 def issuer(d=D0, extra_before_mwait=()):
     return [*asm.li(5, d), asm.mrun(5), *extra_before_mwait, asm.mwait(),
             asm.csrr(10, Csr.CYCLE), asm.ecall()]
@@ -95,14 +96,16 @@ X_ROWS = np.array([[1, 2, 3, 4, 5, 6, 7, 8], [-1, -2, -3, -4, -5, -6, -7, -8],
 W_ROW = np.array([1, 2, 3, 4, 5, 6, 7, 8], dtype=np.int8)
 # acc(j) = 1000 + sum_i X(j)[i] * W[i]: sum i^2 (1..8) = 204, 127 * 36 = 4572
 RAW_ACC = [1204, 796, 5572]
+# two more rows for J up to 5 (SA + 40 <= SW): [2]*8 -> 1000 + 72, [-1]*8 -> 1000 - 36
+X_ROWS5 = np.vstack([X_ROWS, np.array([[2] * 8, [-1] * 8], dtype=np.int8)])
+RAW_ACC5 = RAW_ACC + [1072, 964]
 
 
 def raw_small(J):
     desc = Descriptor(a_base=SA, a_s0=8, w_base=SW, w_sm=8, c_base=SOUT, c_s0=8, p_base=SP,
                       J0=J, C=1, mode=Mode.RAW)
-    return {D0: desc.pack(), SA: X_ROWS[:J].tobytes(), SW: W_ROW.tobytes(),
+    return {D0: desc.pack(), SA: X_ROWS5[:J].tobytes(), SW: W_ROW.tobytes(),
             SP: params([1000])}
-
 
 
 def run_cmd(desc: Descriptor, mem: dict, cfg=CFG, code=None):
@@ -112,7 +115,6 @@ def run_cmd(desc: Descriptor, mem: dict, cfg=CFG, code=None):
     res = arr.run(200_000)
     assert res.status == "halted", fault(res)
     return arr, res
-
 
 
 def fault_case(desc=None, mem=None, cfg=CFG, d=D0, codes=None):
@@ -134,11 +136,13 @@ STD_MEM = {A: X_ROWS.tobytes(), W: np.tile(W_ROW, 8).tobytes(),
            P: params([0] * 8, [1 << 30] * 8, [0] * 8)}
 
 
-def check_fault(res, arr, step, addr, mrun_pc=PC_MRUN, x=18):
-    """Engine fault in step ``step``: cycle x + 1 + step (no stalls) = t_f; cycles t_f + 1."""
+def check_fault(res, arr, step, addr, mrun_pc=PC_MRUN, x=28):
+    """Engine fault in step ``step``: cycle t_f = x + 1 + step (no stalls), visible from
+    t_f + 1, cycles = t_f + 1 + D (D = 2). The engine makes no further step and stays busy
+    (§12 "Engine faults": frozen until the stop) through the last cycle of the run."""
     assert res.status == "fault"
     assert fault(res) == (0, FaultCause.ENGINE_FAULT, mrun_pc, addr)
-    assert res.cycles == x + 1 + step + 1
+    assert res.cycles == x + 1 + step + 1 + 2
     assert res.tiles[0].contexts[0].state == ContextState.FAULT
     assert res.tiles[0].contexts[0].pc == mrun_pc
-    assert res.tiles[0].counters["engine"] == step + 2       # busy x .. t_f
+    assert res.tiles[0].counters["engine"] == res.cycles - x     # busy x .. cycles - 1

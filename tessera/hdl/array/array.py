@@ -12,8 +12,8 @@ register on the array's side:
   context HALTED, first at v: ``run`` of every tile is low from v + D (D = ceil(log2 N) + 2),
   C = v + D; the timeout ends ``run`` at max_cycles (C = max_cycles unless the stop is earlier);
 * the ARRAY release: :class:`.sync_controller.SyncController`, r = k* + D;
-* ``count_commit`` of tile i is its ``run`` delayed by COMMIT_DELAY (a register chain per tile):
-  the cycle p − COMMIT_DELAY belongs to the run.
+* ``run`` (and ``xen``, the same register) of tile i is high exactly in the run's cycles 0 .. C − 1:
+  the tile issues, steps and counts its cycle classes only then.
 
 End of the run: the array's copy of ``run`` falls in cycle C (t = C). Everything issued or
 stepped at ≤ C − 1 takes effect by C + COMMIT_DELAY − 1 (the W of an instruction issued at C − 1;
@@ -134,17 +134,9 @@ class Array(wiring.Component):
                      sc.enable.eq(running & ~start)]
 
         for i, t in enumerate(tiles):
-            commit = t.run
-            for k in range(COMMIT_DELAY):
-                q = Signal(name=f"commit{i}_{k}")
-                with m.If(start):
-                    m.d.sync += q.eq(0)
-                with m.Else():
-                    m.d.sync += q.eq(commit)
-                commit = q
             m.d.comb += [
                 t.start.eq(tile_start[i]), t.entry.eq(host.entry), t.run.eq(stc.run[i]),
-                t.cycle.eq(t_cnt), t.count_commit.eq(commit),
+                t.xen.eq(stc.run[i]), t.cycle.eq(t_cnt),
                 t.prerelease.eq(sc.prerelease), t.release.eq(sc.release[i]),
                 sc.arrive[i].eq(t.arrive), sc.waiting[i].eq(t.waiting),
                 stc.fault[i].eq(t.faulted), stc.halted[i].eq(t.all_halted),

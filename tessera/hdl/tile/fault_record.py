@@ -1,22 +1,23 @@
-"""The tile's fault record (architecture §7): the first visible fault of the run.
+"""The tile's fault record (architecture §7): the first visible fault, core, engine or exchange.
 
-The record is cleared by ``start`` and then takes the first fault presented to it, written at the
-end of the cycle it is presented in, so it holds (``record.valid``) from the next cycle:
+The record is cleared by ``start`` and then takes the first fault that becomes visible on the
+tile (contract v2, §7 "Stop": "a tile keeps the fault that became visible first"):
 
-* the core's fault (``core``): an instruction fault decided in this cycle (visible from the
-  next), else the matrix engine's fault that the core forwards (§12);
-* the exchange engine's fault of this cycle's step (``xchg``), visible from c + 1 (§6, §7
-  "Stop"). Its ``xchg``, ``context`` and ``cause`` members are constants of the exchange engine
-  (1, null, EXCHANGE_FAULT).
+* the core's ``fault`` in cycle k — the instruction in M (issued at k - 4, visible from k + 1)
+  or, if none, the matrix engine's step fault of cycle k (visible from k + 1; the core already
+  drops it when an instruction fault of the same cycle exists, §12);
+* the exchange engine's ``fault`` of the step of cycle c (visible from c + 1).
 
-Contract v2 squashes nothing issued or stepped before the stop, so every presented fault is
-final. When both are candidates in one cycle the core's is taken (an exchange step and a core
-fault in one cycle: not reachable, the core does not issue during the tile's exchange phase).
+Each is written at the end of its cycle, so ``record.valid`` is high exactly from the cycle the
+first fault is visible: the tile's "fault visible" output for the array's stop decision. Every
+fault of a cycle <= t_s takes effect (no commit condition in v2). The core and the exchange
+engine never fault in the same cycle (a tile in its exchange phase has no instruction in M and
+its matrix engine does not step); should they, the core's is taken.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -41,11 +42,11 @@ class FaultRecord(wiring.Component):
     clear : In(1)
         The start pulse: no record from the next cycle on.
     core : In(FaultSignature(config))
-        The core's fault of this cycle (visible from the next).
+        The core's fault decided this cycle (instruction in M or matrix-engine step).
     xchg : In(FaultSignature(config))
-        The exchange engine's fault in this cycle's step (visible from the next).
+        The exchange engine's fault in this cycle's step.
     record : Out(FaultSignature(config))
-        The record (``record.valid`` = 0: none).
+        The record (``record.valid`` = 0: none), from the cycle its fault is visible.
 
     Raises
     ------
@@ -68,11 +69,12 @@ class FaultRecord(wiring.Component):
         with m.If(self.clear):
             m.d.sync += [s.eq(0) for s in fields]
         with m.Elif(~rec.valid):
-            def take(src):
-                m.d.sync += [rec.valid.eq(1), rec.xchg.eq(src.xchg), rec.context.eq(src.context),
-                             rec.cause.eq(src.cause), rec.pc.eq(src.pc), rec.addr.eq(src.addr)]
             with m.If(core.valid):
-                take(core)
+                m.d.sync += [rec.valid.eq(1), rec.xchg.eq(core.xchg),
+                             rec.context.eq(core.context), rec.cause.eq(core.cause),
+                             rec.pc.eq(core.pc), rec.addr.eq(core.addr)]
             with m.Elif(xchg.valid):
-                take(xchg)
+                m.d.sync += [rec.valid.eq(1), rec.xchg.eq(xchg.xchg),
+                             rec.context.eq(xchg.context), rec.cause.eq(xchg.cause),
+                             rec.pc.eq(xchg.pc), rec.addr.eq(xchg.addr)]
         return m

@@ -2,7 +2,7 @@
 
 Architectural step schedule (§12 "Step schedule"): step s is the s-th engine cycle after the
 accept cycle x; the engine advances only in engine cycles (``run`` high — the tile runs and is
-not in its exchange phase — and no LOAD/STORE word in the core's M stage, ``core.x_mem``), so
+not in its exchange phase — and no LOAD/STORE word in the core's M stage, ``core.m_mem``), so
 the whole pipeline below has one enable, ``adv`` = busy, not frozen and an engine cycle.
 
 Internally a step goes through three stages, each advancing with ``adv``:
@@ -29,8 +29,8 @@ the engine is **frozen** (§12): no further step, still busy, until the start of
 step in the cycle that detects a data fault (the next step, a descriptor, parameter or lane-load
 read with no architectural effect) is not reported.
 
-SRAM writes are handed to the tile SRAM (:mod:`.sram`), which commits them one cycle later and
-forwards them to reads meanwhile.
+SRAM writes are handed to the tile SRAM (:mod:`.sram`), which writes them at the end of the step's
+cycle, like a store whose M is that cycle (§12 "Memory order").
 """
 
 from __future__ import annotations
@@ -224,7 +224,7 @@ class MatrixEngine(wiring.Component):
         The start pulse: the engine becomes idle.
     run : In(1)
         This cycle may be an engine cycle: the tile's ``run`` (cycle ≤ t_s) and the tile is not
-        in its exchange phase. The engine adds the core's ``x_mem`` (a LOAD/STORE word in M).
+        in its exchange phase. The engine adds the core's ``m_mem`` (a LOAD/STORE word in M).
     core : In(MatrixEngineSignature(config))
         ``mrun`` accept from the core's M stage; busy, counters and the engine fault back.
     fault_now : Out(1)
@@ -269,7 +269,7 @@ class MatrixEngine(wiring.Component):
         frozen = Signal()                 # a step faulted (§12): no further step
         wfault_now = Signal()             # this step's write faults (check 4, stage 2)
         m.d.comb += [
-            adv.eq(busy & ~frozen & self.run & ~core.x_mem),
+            adv.eq(busy & ~frozen & self.run & ~core.m_mem),
             core.busy.eq(busy),
             core.active.eq(busy | core.accept),
         ]

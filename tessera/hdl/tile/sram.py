@@ -1,35 +1,30 @@
 """A tile's SRAM and its three ports, shared by the core, the exchange engine and the host.
 
 The SRAM is one :class:`amaranth.lib.memory.Memory` of ``sram_bytes / 8`` 64-bit words with
-synchronous read ports only (BRAM friendly) and one write port with byte granularity
-(docs/rtl.md "Tile SRAM"; users in priority order):
+synchronous read ports only (block RAM: DP16KD on the ECP5) and one write port with byte
+granularity (docs/rtl.md "Tile SRAM"; users in priority order):
 
-* port A (transparent to the write port): the exchange engine's step words (an exchange step
-  is two words, so the 64-bit width gives a whole step per read), else the core's fetch;
-* port B (not transparent): exchange send, else core load, else host read;
-* write port: exchange receive, else core store, else host write (never two in the same
-  cycle: a tile in its exchange phase has no running context, and the host only writes while
-  stopped).
+* port A (**not** transparent): the exchange engine's step words (an exchange step is two
+  words, so the 64-bit width gives a whole step per read), else the core's fetch;
+* port B (not transparent): exchange send, else core load, else matrix-engine read, else host
+  read;
+* write port: exchange receive, else core store, else matrix-engine write, else host write.
+  Never two in the same cycle: a tile in its exchange phase has no instruction in M (its
+  contexts wait from k* and the phase starts at r = k* + D >= k* + 2), a matrix-engine cycle
+  has no LOAD/STORE in M and is not in the exchange phase (architecture §12 "Engine cycles"),
+  and the host only writes while stopped.
 
-Port A is transparent so that a fetch or step read issued in cycle c sees a write of cycle c
-(architecturally: a store issued at t is seen by the fetch of an instruction issued at t + 2,
-memory effects in issue order). Port B is not transparent so that a send at cycle c reads the
-SRAM as after the writes of cycles < c (architecture §6) even when a receive writes the same
-word at c.
+Every write of cycle k is written at the end of k (contract v2: nothing is deferred, since
+every write of a cycle <= t_s takes effect, architecture §7 "Stop"). Every read is the SRAM as
+after the writes of cycles < its cycle:
 
-Matrix engine (architecture §12): its step reads use port B (after the load, before the
-host: in an engine cycle there is no load, store or send), its writes the write port. A write
-of the engine step of cycle k is held in the **pending write** P and written in k + 1 if that
-step belongs to the run (``xcommit`` in k + 1, as for the deferred receive), or later if a store
-owns the write port in k + 1 (the store is architecturally later: its bytes are removed from
-P). While P waits, every read that must see it is patched with its bytes: port B reads (loads,
-engine reads) in the cycle after the read, and port A (fetch) also with the write of the engine
-step of the fetch's own cycle (a fetch at k sees the engine write of k, §12 "Memory order").
-
-Deferred receive write: the word received by the exchange step of cycle k is written in
-k + 1, and only if that step belongs to the run (``xcommit``), since a core fault issued at
-k − 1 is only seen at k + 1. Reads of cycle k + 1 that must see it (a send on port B, the
-next step's words on port A) get it forwarded.
+* a fetch at t sees the stores whose M is <= t - 1 (issued <= t - ``FETCH_STORE_DELAY``), the
+  receives and engine writes of cycles <= t - 1 (architecture §4, §6, §12);
+* a load (M at k), an engine read, a send at k see the writes of cycles < k (§4, §6, §12);
+* the words of the exchange step that starts at c are read at c - 1 and must be the SRAM as
+  after the writes of cycles < c (§6): the port-A read of c - 1 misses the write of c - 1 (a
+  receive, or an engine write at r - 1), so a step read is patched with the bytes of the write
+  of its own cycle (a register of that write, compared in the next cycle).
 """
 
 from __future__ import annotations
@@ -48,7 +43,7 @@ __all__ = ["TileSram"]
 
 
 class TileSram(wiring.Component):
-    """The tile SRAM with its port multiplexers and the deferred receive write.
+    """The tile SRAM with its port multiplexers.
 
     Parameters
     ----------
@@ -58,13 +53,11 @@ class TileSram(wiring.Component):
     Members
     -------
     clear : In(1)
-        Start pulse: drop a pending receive write and the send bus.
-    xcommit : In(1)
-        The exchange step of the previous cycle belongs to the run: its receive is written.
+        Start pulse: drop the send bus.
     fetch : In(FetchSignature())
         The core's fetch (port A; ``fetch.en`` is not needed: port A reads every cycle).
     data : In(MemorySignature())
-        The core's loads (port B) and stores (write port).
+        The core's loads (port B) and stores (write port), both in the core's M stage.
     host : In(MemorySignature(addr_width=sram_addr_bits))
         The host port's SRAM window (port B, write port).
     xchg : In(ExchangeSramSignature(config))
@@ -91,7 +84,7 @@ class TileSram(wiring.Component):
         self.config = check_config("TileSram", config)
         self.mem = Memory(shape=64, depth=config.sram_bytes // 8, init=[])
         super().__init__({
-            "clear": In(1), "xcommit": In(1),
+            "clear": In(1),
             "fetch": In(FetchSignature()), "data": In(MemorySignature()),
             "host": In(MemorySignature(addr_width=config.sram_addr_bits)),
             "xchg": In(ExchangeSramSignature(config)),
@@ -102,90 +95,52 @@ class TileSram(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         ab = self.config.sram_addr_bits
-        fetch, data, host, xchg = self.fetch, self.data, self.host, self.xchg
+        fetch, data, host, xchg, eng = self.fetch, self.data, self.host, self.xchg, self.eng
         m.submodules.mem = mem = self.mem
         wp = mem.write_port(granularity=8)
-        pa = mem.read_port(transparent_for=(wp,))
-        pb = mem.read_port()
+        pa = mem.read_port(transparent_for=())
+        pb = mem.read_port(transparent_for=())
 
-        # -- deferred receive write (see the module docstring)
-        pw_valid = Signal()
-        pw_addr = Signal(ab - 2)
-        pw_data = Signal(32)
-        with m.If(self.clear):
-            m.d.sync += pw_valid.eq(0)
-        with m.Else():
-            m.d.sync += [pw_valid.eq(xchg.recv), pw_addr.eq(xchg.recv_addr),
-                         pw_data.eq(self.x_data)]
+        # -- write port: receive, else store, else engine, else host (written this cycle)
+        def write(word_lane, addr_dword, wdata, mask4):
+            m.d.comb += [wp.addr.eq(addr_dword), wp.data.eq(Cat(wdata, wdata)),
+                         wp.en.eq(Mux(word_lane, mask4 << 4, mask4))]
 
-        # -- the engine's pending write P (see the module docstring)
-        eng = self.eng
-        p_valid = Signal()
-        p_ok = Signal()            # committed (its step belongs to the run)
-        p_addr = Signal(ab - 3)
-        p_data = Signal(64)
-        p_mask = Signal(8)
-        p_live = Signal()          # P holds a write that will be written
-        m.d.comb += p_live.eq(p_valid & (p_ok | self.xcommit))
-        recv_w = pw_valid & self.xcommit
-        store_w = data.we != 0
-        p_write = Signal()
-        m.d.comb += p_write.eq(p_live & ~recv_w & ~store_w)
-        st_mask8 = Signal(8)       # bytes a store of this cycle writes in P's word
-        m.d.comb += st_mask8.eq(Mux(store_w & (data.addr[3:ab] == p_addr),
-                                    Mux(data.addr[2], data.we << 4, data.we), 0))
-        p_mask_eff = Signal(8)
-        m.d.comb += p_mask_eff.eq(p_mask & ~st_mask8)
-        with m.If(self.clear):
-            m.d.sync += p_valid.eq(0)
+        with m.If(xchg.recv):
+            write(xchg.recv_addr[0], xchg.recv_addr[1:], self.x_data, 0xF)
+        with m.Elif(data.we != 0):
+            write(data.addr[2], data.addr[3:ab], data.wdata, data.we)
         with m.Elif(eng.wr_en):
-            m.d.sync += [p_valid.eq(1), p_ok.eq(0), p_addr.eq(eng.wr_addr),
-                         p_data.eq(eng.wr_data), p_mask.eq(eng.wr_mask)]
-        with m.Elif(p_write | ~p_live):
-            m.d.sync += p_valid.eq(0)
-        with m.Else():
-            m.d.sync += [p_ok.eq(1), p_mask.eq(p_mask_eff)]
+            m.d.comb += [wp.addr.eq(eng.wr_addr), wp.data.eq(eng.wr_data),
+                         wp.en.eq(eng.wr_mask)]
+        with m.Elif(host.we != 0):
+            write(host.addr[2], host.addr[3:ab], host.wdata, host.we)
 
-        def patch(word, addr, dat, mask):
-            """``word`` with the bytes of ``mask`` replaced by ``dat``'s."""
-            return Cat(*(Mux(mask[i], dat[8 * i:8 * i + 8], word[8 * i:8 * i + 8])
-                         for i in range(8)))
-
-        # -- port A: exchange step words, else core fetch (transparent: sees this cycle's write)
+        # -- port A: exchange step words, else core fetch
         fa_lane = Signal()
+        step_q = Signal()          # the read of the previous cycle was a step read
         pa_addr_q = Signal(ab - 3)
-        pa_data = Signal(64)
         m.d.comb += pa.en.eq(1)
         with m.If(xchg.step_en):
             m.d.comb += pa.addr.eq(xchg.step_addr)
         with m.Else():
             m.d.comb += pa.addr.eq(fetch.addr[3:ab])
-        m.d.sync += [fa_lane.eq(fetch.addr[2]), pa_addr_q.eq(pa.addr)]
-        # a step read in cycle k-1 must see the receive of k-1, written only now (k): patch it
-        m.d.comb += pa_data.eq(pa.data)
-        with m.If(pw_valid & (pw_addr[1:] == pa_addr_q)):
-            with m.If(pw_addr[0]):
-                m.d.comb += pa_data[32:].eq(pw_data)
-            with m.Else():
-                m.d.comb += pa_data[:32].eq(pw_data)
-        # a fetch in cycle k sees the engine write of k and a pending P (not yet written)
-        fp_valid = Signal()
-        fp_addr = Signal(ab - 3)
-        fp_data = Signal(64)
-        fp_mask = Signal(8)
-        with m.If(eng.wr_en):
-            m.d.sync += [fp_valid.eq(1), fp_addr.eq(eng.wr_addr), fp_data.eq(eng.wr_data),
-                         fp_mask.eq(eng.wr_mask)]
-        with m.Else():
-            m.d.sync += [fp_valid.eq(p_live & ~self.clear), fp_addr.eq(p_addr),
-                         fp_data.eq(p_data), fp_mask.eq(p_mask_eff)]
-        fa_data = Signal(64)
-        m.d.comb += fa_data.eq(Mux(fp_valid & (fp_addr == pa_addr_q),
-                                   patch(pa_data, fp_addr, fp_data, fp_mask), pa_data))
-        m.d.comb += [fetch.data.eq(Mux(fa_lane, fa_data[32:], fa_data[:32])),
-                     xchg.step_data.eq(pa_data)]
+        m.d.sync += [fa_lane.eq(fetch.addr[2]), pa_addr_q.eq(pa.addr), step_q.eq(xchg.step_en)]
+        # a step read in cycle k must see the write of k (see the module docstring): patch it
+        wq_addr = Signal(ab - 3)
+        wq_data = Signal(64)
+        wq_mask = Signal(8)
+        m.d.sync += [wq_addr.eq(wp.addr), wq_data.eq(wp.data),
+                     wq_mask.eq(Mux(self.clear, 0, wp.en))]
+        step_data = Signal(64)
+        hit = step_q & (wq_addr == pa_addr_q)
+        m.d.comb += step_data.eq(Cat(*(
+            Mux(hit & wq_mask[n], wq_data[8 * n:8 * n + 8], pa.data[8 * n:8 * n + 8])
+            for n in range(8))))
+        m.d.comb += [fetch.data.eq(Mux(fa_lane, pa.data[32:], pa.data[:32])),
+                     xchg.step_data.eq(step_data)]
 
-        # -- port B: send, else load, else host read
+        # -- port B: send, else load, else engine read, else host read
         b_lane = Signal()
         send_q = Signal()
         m.d.comb += pb.en.eq(1)
@@ -204,36 +159,9 @@ class TileSram(wiring.Component):
             m.d.sync += send_q.eq(0)
         with m.Else():
             m.d.sync += send_q.eq(xchg.send)
-        # a send in cycle k must see the receive of k-1, written only in k: forward it
-        fwd_q = Signal()
-        fwd_data = Signal(32)
-        m.d.sync += [fwd_q.eq(xchg.send & pw_valid & (pw_addr == xchg.send_addr)),
-                     fwd_data.eq(pw_data)]
-        # a port B read in cycle k misses P if P is written in k or later: patch it
-        bp_hit = Signal()
-        bp_data = Signal(64)
-        bp_mask = Signal(8)
-        m.d.sync += [bp_hit.eq(p_live & (pb.addr == p_addr) & ~self.clear),
-                     bp_data.eq(p_data), bp_mask.eq(p_mask)]
-        pb_data = Signal(64)
-        m.d.comb += pb_data.eq(Mux(bp_hit, patch(pb.data, None, bp_data, bp_mask), pb.data))
-        m.d.comb += eng.rd_data.eq(pb_data)
+        m.d.comb += eng.rd_data.eq(pb.data)
         b_word = Signal(32)
-        m.d.comb += b_word.eq(Mux(fwd_q, fwd_data, Mux(b_lane, pb_data[32:], pb_data[:32])))
+        m.d.comb += b_word.eq(Mux(b_lane, pb.data[32:], pb.data[:32]))
         m.d.comb += [data.rdata.eq(b_word), host.rdata.eq(b_word),
                      self.x_send.eq(Mux(send_q, b_word, 0))]
-
-        # -- write port: receive, else store, else host
-        def write(word_lane, addr_dword, wdata, mask4):
-            m.d.comb += [wp.addr.eq(addr_dword), wp.data.eq(Cat(wdata, wdata)),
-                         wp.en.eq(Mux(word_lane, mask4 << 4, mask4))]
-
-        with m.If(pw_valid & self.xcommit):
-            write(pw_addr[0], pw_addr[1:], pw_data, 0xF)
-        with m.Elif(data.we != 0):
-            write(data.addr[2], data.addr[3:ab], data.wdata, data.we)
-        with m.Elif(p_write):
-            m.d.comb += [wp.addr.eq(p_addr), wp.data.eq(p_data), wp.en.eq(p_mask)]
-        with m.Elif(host.we != 0):
-            write(host.addr[2], host.addr[3:ab], host.wdata, host.we)
         return m

@@ -5,22 +5,27 @@ Wiring (every link is a signature of :mod:`tessera.hdl.interfaces`):
 * core ``fetch`` / ``mem`` → SRAM ``fetch`` / ``data`` (:mod:`.sram`: port A, port B and the
   write port, shared with the exchange engine's ``sram`` and the host's ``host.sram``);
 * exchange engine: started by the sync controller's ``prerelease`` / ``release``, runs the
-  program at the core's ``xprog`` while ``run`` is high, resumes the core's WAIT_ARRAY
-  contexts at its END step;
+  program at the core's ``xprog``, resumes the core's WAIT_ARRAY contexts at its END step;
   the SRAM drives the tile's ``exchange.send``, the engine its ``exchange.src``;
 * core ``fault`` and engine ``fault`` → :class:`.fault_record.FaultRecord` → ``host.fault``
   (the tile's one fault record);
 * ``host.dbg`` → core ``dbg``; core ``trace`` → tile ``trace``;
 * with ``engine_macs`` > 0 the matrix engine (:mod:`.matrix_engine`): core ``eng`` → engine
   ``core`` (``mrun`` accept, busy, counters; the engine fault goes through the core's
-  ``fault``), engine ``sram`` → SRAM ``eng``; it steps in the cycles where the tile runs
-  (``run``) and is not exchanging (the core's LOAD/STORE in M is the engine's own check).
+  ``fault``), engine ``sram`` → SRAM ``eng``; it steps in the cycles where the array runs
+  (``xen``) and the tile is not exchanging (the core's LOAD/STORE in M is the engine's own
+  check).
 
-The tile is arrived (``arrive``) when its core is, except during its exchange phase. Contract
-v2: the array reaches the tile through registers only (docs/rtl.md "Tile ↔ array"): ``run``
-drops D cycles after a fault or the last halt became visible (architecture §7), and nothing the
-tile issued or stepped before is squashed, so the SRAM and the fault record commit every step
-at once (``xcommit`` = 1).
+Contract v2 (architecture §4, §7): every output the array reduces over the tiles is a function
+of this tile's **visible** states, held in registers: ``arrive``, ``waiting``, ``all_halted``
+from the context states (a state change of an instruction issued at t is visible from
+t + ``STATE_VISIBLE_DELAY`` = t+5), ``faulted`` from the fault record (visible from t+5 for an
+instruction, c+1 / s+1 for an exchange / engine step). The array registers them once more on
+the way out (the first register of D). ``run`` is high exactly in the run's cycles 0..C-1
+(C - 1 = t_s): the tile stops issuing, releasing and counting from the first cycle it is low,
+and completes the instructions issued up to t_s.
+
+The tile is arrived (``arrive``) when its core is, except during its exchange phase.
 """
 
 from __future__ import annotations
@@ -61,24 +66,22 @@ class Tile(wiring.Component):
 
     Members
     -------
-    start : In(1)
-        Pulse in the cycle before cycle 0 (the same cycle on every tile).
-    entry, cycle : In
-        Forwarded to the core (docs/rtl.md).
-    run : In(1)
-        High in the run's cycles 0 .. C − 1 (architecture §7: the cycles ≤ t_s): the core
-        issues, the exchange engine and the matrix engine step only then.
-    count_commit : In(1)
-        ``run`` delayed by COMMIT_DELAY: cycle ``cycle`` − COMMIT_DELAY is one of the run's.
+    start, entry, run, cycle : In
+        Forwarded to the core (docs/rtl.md; ``run``: this cycle is one of the run's cycles
+        0..C-1).
+    xen : In(1)
+        Exchange and matrix-engine steps may take effect this cycle (a cycle of the run).
     prerelease, release : In(1)
         From the sync controller (cycles r − 1 and r).
     arrive, waiting, all_halted, in_exchange : Out(1)
-        Visible states of this cycle (architecture §4, §5): ``arrive`` masked by the exchange
-        phase; ``waiting``: arrived and some context in WAIT_ARRAY; ``all_halted``: every
-        context HALTED.
+        Barrier state from the visible context states (``arrive`` masked by the exchange
+        phase; ``waiting``: arrived and some context in WAIT_ARRAY); ``all_halted``: every
+        context HALTED (visible).
     faulted : Out(1)
-        A fault is visible on this tile in this cycle (architecture §7 "Stop"): the fault record
-        holds one, or the matrix engine's data check of the previous cycle's step failed.
+        A fault is visible on this tile (its fault record is set): from t+5 for an
+        instruction issued at t, from c+1 / s+1 for an exchange / matrix-engine step; a matrix
+        engine's data-check fault of step s is decided in s + 1 (the word read in s) and is
+        visible then through the engine's ``fault_now`` (the record holds it from s + 2).
     exchange : Out(ExchangeLinkSignature(config))
         Send bus of the previous cycle, receive mux select, the fabric's word.
     host : In(HostTileSignature(config))
@@ -118,10 +121,10 @@ class Tile(wiring.Component):
         self.fault = FaultRecord(config)
         self.matrix = MatrixEngine(config) if config.engine_macs else None
         super().__init__({
-            "start": In(1), "entry": In(32), "run": In(1), "cycle": In(64),
-            "count_commit": In(1), "prerelease": In(1), "release": In(1),
-            "arrive": Out(1), "waiting": Out(1), "all_halted": Out(1), "faulted": Out(1),
-            "in_exchange": Out(1),
+            "start": In(1), "entry": In(32), "run": In(1), "cycle": In(64), "xen": In(1),
+            "prerelease": In(1), "release": In(1),
+            "arrive": Out(1), "waiting": Out(1), "all_halted": Out(1),
+            "in_exchange": Out(1), "faulted": Out(1),
             "exchange": Out(ExchangeLinkSignature(config)),
             "host": In(HostTileSignature(config)),
             "trace": Out(TraceSignature(config)),
@@ -136,9 +139,8 @@ class Tile(wiring.Component):
         m.submodules.fault = rec
 
         # -- core: run control from the array, barrier resume from the engine
-        for name in ("start", "entry", "run", "cycle", "count_commit"):
+        for name in ("start", "entry", "run", "cycle"):
             m.d.comb += getattr(core, name).eq(getattr(self, name))
-        m.d.comb += core.kill.eq(0)         # v2: nothing issued at <= t_s is squashed
         m.d.comb += [core.resume.eq(eng.resume), core.in_exchange.eq(eng.in_exchange)]
 
         # -- memories: the core's fetch and data access, the engine's, the host's
@@ -146,15 +148,13 @@ class Tile(wiring.Component):
         connect(m, core.mem, sram.data)
         connect(m, eng.sram, sram.xchg)
         connect(m, flipped(self.host.sram), sram.host)
-        # v2: every exchange / engine step that happens (run high: cycle <= t_s) takes effect
-        m.d.comb += [sram.clear.eq(self.start), sram.xcommit.eq(1),
-                     sram.x_data.eq(self.exchange.data),
+        m.d.comb += [sram.clear.eq(self.start), sram.x_data.eq(self.exchange.data),
                      self.exchange.send.eq(sram.x_send), self.exchange.src.eq(eng.src)]
 
         # -- exchange engine
         m.d.comb += [
             eng.prerelease.eq(self.prerelease), eng.release.eq(self.release),
-            eng.xprog.eq(core.xprog), eng.enable.eq(self.run), eng.clear.eq(self.start),
+            eng.xprog.eq(core.xprog), eng.enable.eq(self.xen), eng.clear.eq(self.start),
             self.in_exchange.eq(eng.in_exchange),
             self.arrive.eq(core.arrive & ~eng.in_exchange),
             self.waiting.eq(core.arrive & ~eng.in_exchange & ~core.all_halted),
@@ -166,15 +166,18 @@ class Tile(wiring.Component):
         connect(m, eng.fault, rec.xchg)
         connect(m, rec.record, flipped(self.host.fault))
         m.d.comb += [rec.clear.eq(self.start), self.host.xprog.eq(core.xprog)]
-        fault_now = rec.record.valid
         # -- matrix engine
-        if self.matrix is not None:
+        if self.matrix is None:
+            m.d.comb += self.faulted.eq(rec.record.valid)
+        else:
             m.submodules.matrix = mx = self.matrix
             connect(m, core.eng, mx.core)
             connect(m, mx.sram, sram.eng)
-            m.d.comb += [mx.clear.eq(self.start), mx.run.eq(self.run & ~eng.in_exchange)]
-            fault_now = fault_now | mx.fault_now
-        m.d.comb += self.faulted.eq(fault_now)
+            # v2: every step of a cycle <= t_s takes effect (no commit condition)
+            m.d.comb += [mx.clear.eq(self.start), mx.run.eq(self.xen & ~eng.in_exchange)]
+            # a data-check fault of the previous cycle's step is visible in this cycle,
+            # before the record holds it (architecture §7 "Stop": s + 1)
+            m.d.comb += self.faulted.eq(rec.record.valid | mx.fault_now)
 
         connect(m, flipped(self.host.dbg), core.dbg)
         connect(m, core.trace, flipped(self.trace))

@@ -1,34 +1,41 @@
-"""The Tessera core: T barrel contexts, RV32IM + Zicsr subset + dot4/sync, F-D-X-W.
+"""The Tessera core: T barrel contexts, RV32IM + Zicsr subset + dot4/sync, F-I-R-X-M-W.
 
-Cycle-exact to docs/architecture.md §3-§8; ports in docs/rtl.md ("Core ↔ tile").
+Cycle-exact to docs/architecture.md §3-§8 (contract v2); ports in docs/rtl.md ("Core ↔ tile").
+The stage offsets are :class:`tessera.spec.timing.Stage`; the stage table and its reasons are in
+docs/design/contract-v2.md §1. Pipeline of an instruction issued at cycle t by context
+c = t mod T (T >= 6, so the instruction has left W before c issues again: no forwarding, no
+interlock):
 
-Pipeline of an instruction issued at cycle t by context c = t mod T:
+* F (t): ``fetch.en``/``fetch.addr`` = pc of c; the fetch-fault flags are decided here and
+  carried to M. The fetch port is a synchronous, not write-transparent read: the word is the
+  SRAM as after the writes of cycles < t (stores issued <= t - ``FETCH_STORE_DELAY``).
+* I (t+1): ``fetch.data`` arrives; its rs1/rs2/rd fields address the register file's
+  synchronous read ports; the word and the CSR cycle half are registered.
+* R (t+2): decode of the registered word; the register values arrive; operand select
+  (immediate or rs2); the divider's state row is addressed. Everything is registered for X
+  (the multiplier's input registers).
+* X (t+3): ALU, branch compare, jump target, next pc, load/store address and store lanes, dot4,
+  the multiplier's partial products, the first half of a division turn's steps.
+* M (t+4): every data-memory effect (store write, load read), the range check, the stack-limit
+  compare, CSR read and write, the second half of the division steps, the multiplier's sum, the
+  fault and the state change (visible from t + ``STATE_VISIBLE_DELAY``), pc write, retire
+  counters, the matrix-engine command (``mrun``/``mwait``).
+* W (t+5): load data (``mem.rdata``) aligned and extended; register write; ``trace``.
 
-* F (t): ``fetch.en``/``fetch.addr`` = pc of c (fetch faults are decided here, reported
-  in X).
-* D (t+1): ``fetch.data`` arrives; its rs1/rs2/rd fields address the register file's
-  synchronous read ports (so the register values arrive in X).
-* X (t+2): decode, execute, next pc, load/store request (``mem``; stores write the SRAM
-  at the end of this cycle), CSR access, fault / state change (visible from t+3),
-  retired/macs counters.
-* W (t+3): load data (``mem.rdata``) aligned and extended; register write; ``trace``.
+A division goes through this pipeline in each of its DIV_TURNS turns; :mod:`.divider` keeps its
+per-context state, and only the last turn retires (§4, "Division"). ``Variant(divider=False)``
+(:mod:`tessera.hdl.variant`) builds the synthesis what-if without division hardware instead
+(:class:`.divider.NoDivider`, not the contract design).
 
-The stage registers ``d`` and ``x`` hold the instruction's issue record (:func:`issue_layout`:
-context, pc, fetch-fault flags, issue cycle); ``w`` holds what W needs (:func:`w_layout`).
+Tile counters (§8): the class of cycle k (compute/sync/exchange/halted, from the visible states
+and ``in_exchange`` at k) is added in cycle k when ``run`` is high (k is one of the run's
+cycles 0..C-1: in v2 the run's end is known in its last cycle t_s = C - 1, so no delay line).
+``retired``/``macs`` count in M of each retired instruction (also after t_s, for the
+instructions issued up to t_s).
 
-A division (DIV/DIVU/REM/REMU) goes through this pipeline in each of its DIV_TURNS turns;
-:mod:`.divider` keeps its per-context state, and only the last turn retires (§4, "Division").
-``Variant(divider=False)`` (:mod:`tessera.hdl.variant`) builds the synthesis what-if without
-division hardware instead (:class:`.divider.NoDivider`, not the contract design).
-
-Tile counters (§8): the class of cycle k (compute/sync/exchange/halted, from the visible
-states and ``in_exchange`` at k) goes through a 3-stage delay line and is added in cycle
-k+3 only if ``count_commit`` is high then; the array drives ``count_commit`` in cycle p
-exactly when p-3 is one of the run's cycles 0..C-1 (docs/rtl.md). So the counters hold
-exactly cycles 0..C-1 although the end of the run is learnt up to 3 cycles late.
-
-The core reports a fault in X on ``fault`` and keeps no record of it: the tile's one fault
-record (:class:`tessera.hdl.tile.fault_record.FaultRecord`) holds the first fault.
+The core reports a fault in M on ``fault`` (merged with the matrix engine's) and keeps no
+record of it: the tile's one fault record (:class:`tessera.hdl.tile.fault_record.FaultRecord`)
+holds the first one.
 """
 
 from amaranth import Array, Cat, Module, Mux, Signal
@@ -36,11 +43,11 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from tessera.spec.config import ArrayConfig
+from tessera.spec.csr import Csr
 from tessera.spec.faults import FaultCause
 from tessera.spec.instructions import CSR, FUNCT3_DIV_BIT, OPCODE, RD, RS1, RS2, Opcode
 from tessera.spec.isa import MACS_PER_DOT4
 from tessera.spec.result import ContextState
-from tessera.spec.timing import COMMIT_DELAY
 
 from ...interfaces import (DebugSignature, FaultSignature, FetchSignature, MatrixEngineSignature,
                            MemorySignature, TraceSignature)
@@ -56,7 +63,13 @@ from .regfile import RegFile
 from .scheduler import CycleClass, Scheduler
 from ...interfaces import check_config
 
-__all__ = ["Core", "CoreSignature", "issue_layout", "w_layout"]
+__all__ = ["Core", "CoreSignature", "issue_layout", "w_layout", "decode_layout"]
+
+#: The one bit of the CSR number that tells ``cycleh`` from ``cycle`` (the I stage keeps only
+#: the half of the issue cycle that a CSR read can return).
+_CYCLE_HALF = (int(Csr.CYCLEH) ^ int(Csr.CYCLE)).bit_length() - 1
+assert int(Csr.CYCLEH) ^ int(Csr.CYCLE) == 1 << _CYCLE_HALF
+assert (int(Csr.INSTRETH) ^ int(Csr.INSTRET)) == 1 << _CYCLE_HALF
 
 
 class CoreSignature(wiring.Signature):
@@ -69,14 +82,15 @@ class CoreSignature(wiring.Signature):
 
     Members
     -------
-    start, entry, run, kill, cycle, count_commit : In
+    start, entry, run, cycle : In
         Run control (see :class:`Core`).
     fetch : Out(FetchSignature())
     mem : Out(MemorySignature())
-    arrive, all_halted, halting, xprog : Out ; resume, in_exchange : In
+    arrive, all_halted, xprog : Out ; resume, in_exchange : In
         Barriers and exchange.
     fault : Out(FaultSignature(config))
-        The fault of the instruction in X (``xchg`` = 0), else the matrix engine's.
+        The fault of the instruction in M (``xchg`` = 0), else the matrix engine's fault of
+        this cycle; visible from the next cycle.
     eng : Out(MatrixEngineSignature(config))
         The matrix engine (``mrun`` accept, busy, counters, engine fault).
     dbg : In(DebugSignature(config))
@@ -94,14 +108,13 @@ class CoreSignature(wiring.Signature):
         self.config = check_config("CoreSignature", config)
         super().__init__({
             # control
-            "start": In(1), "entry": In(32), "run": In(1), "kill": In(1), "cycle": In(64),
-            "count_commit": In(1),
+            "start": In(1), "entry": In(32), "run": In(1), "cycle": In(64),
             # memories
             "fetch": Out(FetchSignature()), "mem": Out(MemorySignature()),
             # barriers / exchange
             "arrive": Out(1), "resume": In(1), "in_exchange": In(1), "xprog": Out(32),
-            "all_halted": Out(1), "halting": Out(1),
-            # fault in X this cycle; host read-back; retire trace (W stage)
+            "all_halted": Out(1),
+            # fault decided in M this cycle; host read-back; retire trace (W stage)
             "fault": Out(FaultSignature(config)),
             "eng": Out(MatrixEngineSignature(config)),
             "dbg": In(DebugSignature(config)),
@@ -116,21 +129,27 @@ class CoreSignature(wiring.Signature):
 
 
 def issue_layout(context_bits: int) -> data.StructLayout:
-    """The issue record carried by the F, D and X stages: context, pc, fetch misaligned /
-    out of range (decided in F, reported in X), issue cycle."""
-    return data.StructLayout({"ctx": context_bits, "pc": 32, "misaligned": 1, "range": 1,
-                              "cycle": 64})
+    """The issue record carried from F to M: context, pc, fetch misaligned / out of range
+    (decided in F, reported in M)."""
+    return data.StructLayout({"ctx": context_bits, "pc": 32, "misaligned": 1, "range": 1})
+
+
+def decode_layout(signature: wiring.Signature) -> data.StructLayout:
+    """The record of a decoder's outputs: every ``Out`` member of ``signature`` (the
+    :class:`.decoder.Decoder`'s), decoded once in R and carried to X and M."""
+    return data.StructLayout({name: member.shape for name, member in signature.members.items()
+                              if member.flow == wiring.Out})
 
 
 def w_layout(context_bits: int) -> data.StructLayout:
-    """The X → W stage register: what W needs for the register write and the trace."""
+    """The M → W stage register: what W needs for the register write and the trace."""
     return data.StructLayout({
         "ctx": context_bits, "pc": 32, "insn": 32, "rd": 5, "value": 32, "load": 1,
         "funct3": 3, "addr_lo": 2, "st_mask": 4, "st_addr": 32, "st_data": 32})
 
 
 class Core(wiring.Component):
-    """Barrel-threaded RV32IM core of one tile.
+    """Barrel-threaded RV32IM core of one tile, six stages F-I-R-X-M-W (contract v2).
 
     Parameters
     ----------
@@ -151,47 +170,57 @@ class Core(wiring.Component):
 
     Notes
     -----
-    Ports (:class:`CoreSignature`, all in the ``sync`` domain; widths for ``context_bits`` = cb):
+    Ports (:class:`CoreSignature`, all in the ``sync`` domain; widths for ``context_bits`` = cb;
+    t is the issue cycle of an instruction, stage offsets :class:`tessera.spec.timing.Stage`):
 
     start, entry[32]
         Pulse in the cycle before cycle 0: every context RUNNING with pc = ``entry``,
-        x1..x31 = 0, per-context retired = 0, xprog = 0, counters cleared, pipeline
-        emptied.
+        x1..x31 = 0, per-context retired = 0, stack limits and xprog = 0, division turn
+        counters = 0, counters cleared, pipeline emptied.
     run
-        Issue allowed this cycle. Must be high in every cycle 0..C-1 of a run and low
-        afterwards; the issue slot advances with it (slot = t mod T).
-    kill
-        Asserted in cycle m when a fault issued at m-2 (in any tile) is in X: the run's
-        last cycle is m-2. Squashes F and D, and undoes barrier releases decided in
-        cycles m-1 and m (they are after the run's end).
-    count_commit
-        Cycle p: cycle p-3 belongs to the run (see the module docstring).
+        Cycle k is one of the run's cycles 0..C-1 (C - 1 = t_s of §7 "Stop", or max_cycles - 1):
+        the slot's context may issue, barrier releases (TILE, ``resume``) take effect and the
+        cycle is counted. Must be high in every cycle 0..C-1 and low afterwards (the array
+        drives it from a register: high in t_s, low from t_s + 1). The issue slot advances
+        with it (slot = t mod T). The pipeline keeps clocking after ``run`` drops, so the
+        instructions issued at <= t_s complete their I..W stages (§7 "Final state").
     cycle[64]
         Array cycle counter; its value in F is the instruction's issue cycle (CSR cycle).
     fetch.en, fetch.addr[32] / fetch.data[32]
-        Fetch request (word-aligned byte address inside the SRAM) / word, next cycle.
+        Fetch request in F (word-aligned byte address inside the SRAM) / word in I. The SRAM
+        must answer as after the writes of cycles < t (not write-transparent, §4).
     mem.re, mem.we[4], mem.addr[32], mem.wdata[32] / mem.rdata[32]
-        Data access in X: ``mem.addr`` is the byte address A (the SRAM uses its word
-        index), ``mem.we`` the byte enables, ``mem.wdata`` the data already in its lanes.
-        Load word on ``mem.rdata`` the next cycle. A store writes at the end of X.
+        Data access in M (t+4): ``mem.addr`` is the byte address A (the SRAM uses its word
+        index), ``mem.we`` the byte enables, ``mem.wdata`` the data already in its lanes. A
+        store writes at the end of M; a load reads in M (the SRAM as after the writes of cycles
+        < t+4) and its word is on ``mem.rdata`` in W (t+5).
     arrive, resume, in_exchange, xprog[32]
-        ARRAY barrier (§5): arrived condition of the contexts; pulse in cycle e
-        (WAIT_ARRAY → RUNNING from e+1); exchange phase (counters); the xprog CSR.
-    all_halted, halting
-        Every context HALTED; every context HALTED or halting by the ecall in X
-        this cycle (lets the array detect the run's last ``ecall`` in its X cycle).
+        ARRAY barrier (§5): the arrived condition of the visible states (a ``sync ARRAY``
+        issued at t counts from t+5); pulse in cycle e (WAIT_ARRAY → RUNNING from e+1, only
+        with ``run``); exchange phase (counters); the xprog CSR (written in M).
+    all_halted
+        Every context HALTED (visible states: the ``ecall`` issued at t counts from t+5).
+        High out of reset (every context is HALTED before the first ``start``).
     fault.valid, fault.context[cb], fault.cause, fault.pc[32], fault.addr[32]
-        A fault decided in X this cycle (issue cycle = ``cycle`` - 2); ``fault.xchg`` = 0.
+        A fault decided in this cycle, visible from the next: the instruction in M (issue cycle
+        t = this cycle - 4, ``xchg`` = 0; its context is FAULT from t+5), else the matrix
+        engine's ``eng.fault`` of this cycle (§12: an instruction fault of the same cycle
+        wins; the engine fault is dropped).
+    eng.*
+        Matrix engine (§12, :class:`~tessera.hdl.interfaces.MatrixEngineSignature`): ``m_mem``
+        (a LOAD/STORE word in M this cycle), ``accept`` (an ``mrun`` retires in M), ``desc``,
+        ``ctx``, ``pc``; ``busy`` is sampled in M (``mrun``/``mwait`` retry while busy);
+        ``eng.fault`` in cycle k puts c_e into FAULT from k+1 with pc = pc_e.
     dbg.ctx[cb] -> dbg.state, dbg.pc[32], dbg.retired[64]
         Combinational per-context read (state is a ContextState).
     dbg.ctx[cb], dbg.reg[5] -> dbg.x[32]
         Register read, data in the next cycle (exit code = x10 of a HALTED context).
-    dbg.counters.{compute, sync, exchange, halted, retired, macs} [64]
-        Tile counters (§8); retired/macs count at X of each retired instruction.
+    dbg.counters.{compute, sync, exchange, halted, retired, macs, engine} [64]
+        Tile counters (§8); retired/macs count in M of each retired instruction.
     trace.*
-        Retire trace in W (issue cycle + 3): ``trace.valid`` for every retired
-        instruction; ``trace.rd`` = 0 and ``trace.value`` = 0 when no register is
-        written; ``trace.st_mask`` ≠ 0 for a store, with ``trace.st_addr`` = A & ~3 and
+        Retire trace in W (t+5): ``trace.valid`` for every retired instruction;
+        ``trace.rd`` = 0 and ``trace.value`` = 0 when no register is written;
+        ``trace.st_mask`` ≠ 0 for a store, with ``trace.st_addr`` = A & ~3 and
         ``trace.st_data`` the lane-aligned data (as written to the SRAM word).
     """
 
@@ -233,8 +262,9 @@ class Core(wiring.Component):
         m.submodules.csr = csr = CsrUnit(cfg, self.tile_id)
 
         start = self.start
-        kill = self.kill
+        run = self.run
         counters = self.dbg.counters
+        eng = self.eng
 
         # ---- architectural state ------------------------------------------------------
         pcs = Array(Signal(32, name=f"pc{i}") for i in range(T))
@@ -245,13 +275,12 @@ class Core(wiring.Component):
 
         # ---- scheduler ----------------------------------------------------------------
         m.d.comb += [
-            sched.start.eq(start), sched.run.eq(self.run), sched.kill.eq(kill),
+            sched.start.eq(start), sched.run.eq(run),
             sched.resume.eq(self.resume), sched.in_exchange.eq(self.in_exchange),
             self.arrive.eq(sched.arrive), self.all_halted.eq(sched.all_halted),
-            self.halting.eq(sched.halting),
         ]
 
-        # ---- F ------------------------------------------------------------------------
+        # ---- F (t) ----------------------------------------------------------------------
         issue = issue_layout(cb)
         f = Signal(issue)
         f_valid = sched.issue
@@ -260,225 +289,272 @@ class Core(wiring.Component):
             f.pc.eq(pcs[f.ctx]),
             f.misaligned.eq(f.pc[0:2] != 0),
             f.range.eq(f.pc >= cfg.sram_bytes),
-            f.cycle.eq(self.cycle),
             self.fetch.en.eq(f_valid & ~f.misaligned & ~f.range),
             self.fetch.addr.eq(f.pc),
         ]
 
-        # ---- F -> D -------------------------------------------------------------------
-        d_valid = Signal()
-        d = Signal(issue)
-        m.d.sync += [d_valid.eq(f_valid & ~kill & ~start), d.eq(f)]
+        # ---- F -> I -----------------------------------------------------------------------
+        i_valid = Signal()
+        i = Signal(issue)
+        i_cycle = Signal(64)
+        m.d.sync += [i_valid.eq(f_valid & ~start), i.eq(f), i_cycle.eq(self.cycle)]
 
-        # ---- D: register reads addressed by the arriving instruction word --------------
-        d_insn = self.fetch.data
+        # ---- I (t+1): register reads addressed by the arriving instruction word -----------
+        i_insn = self.fetch.data
         m.d.comb += [
-            regs.r_ctx.eq(d.ctx),
-            regs.r_addr1.eq(d_insn[RS1.slice]),
-            regs.r_addr2.eq(d_insn[RS2.slice]),
-            regs.r_addr3.eq(d_insn[RD.slice]),
-            div.r_ctx.eq(d.ctx),
+            regs.r_ctx.eq(i.ctx),
+            regs.r_addr1.eq(i_insn[RS1.slice]),
+            regs.r_addr2.eq(i_insn[RS2.slice]),
+            regs.r_addr3.eq(i_insn[RD.slice]),
         ]
 
-        # ---- D -> X -------------------------------------------------------------------
+        # ---- I -> R -----------------------------------------------------------------------
+        r_valid = Signal()
+        r = Signal(issue)
+        r_insn = Signal(32)
+        r_cyc = Signal(32)        # the half of the issue cycle a cycle/cycleh read returns
+        m.d.sync += [
+            r_valid.eq(i_valid & ~start), r.eq(i), r_insn.eq(i_insn),
+            r_cyc.eq(Mux(i_insn[CSR.slice][_CYCLE_HALF], i_cycle[32:64], i_cycle[0:32])),
+        ]
+
+        # ---- R (t+2): decode, operands, operand select -----------------------------------
+        rs1v, rs2v, rdv = regs.r_data1, regs.r_data2, regs.r_data3
+        m.d.comb += [dec.insn.eq(r_insn), div.r_ctx.eq(r.ctx)]
+
+        # ---- R -> X -----------------------------------------------------------------------
+        dl = decode_layout(dec.signature)
         x_valid = Signal()
         x = Signal(issue)
         x_insn = Signal(32)
-        m.d.sync += [x_valid.eq(d_valid & ~kill & ~start), x.eq(d), x_insn.eq(d_insn)]
-
-        # ---- X ------------------------------------------------------------------------
-        rs1v, rs2v, rdv = regs.r_data1, regs.r_data2, regs.r_data3
-        imm = dec.imm
-        m.d.comb += [
-            dec.insn.eq(x_insn),
-            alu.a.eq(rs1v), alu.b.eq(Mux(dec.op_imm, imm, rs2v)),
-            alu.funct3.eq(dec.funct3), alu.alt.eq(dec.alu_alt),
-            bcmp.a.eq(rs1v), bcmp.b.eq(rs2v), bcmp.funct3.eq(dec.funct3),
-            mul.a.eq(rs1v), mul.b.eq(rs2v), mul.funct3.eq(dec.funct3[0:FUNCT3_DIV_BIT]),
-            div.a.eq(rs1v), div.b.eq(rs2v), div.insn.eq(x_insn), div.ctx.eq(x.ctx),
-            dot4.a.eq(rs1v), dot4.b.eq(rs2v), dot4.acc.eq(rdv), dot4.su.eq(dec.dot4_su),
-            lsu.base.eq(rs1v), lsu.offset.eq(imm), lsu.funct3.eq(dec.funct3),
-            lsu.wdata_in.eq(rs2v),
-            csr.csr.eq(x_insn[CSR.slice]), csr.funct3.eq(dec.funct3), csr.rs1.eq(dec.rs1),
-            csr.rs1_value.eq(rs1v), csr.cycle.eq(x.cycle), csr.instret.eq(ctx_retired[x.ctx]),
-            csr.context.eq(x.ctx), csr.xprog.eq(xprog), csr.slimit.eq(slimits[x.ctx]),
+        x_cyc = Signal(32)
+        xd = Signal(dl)           # the decoded word
+        x_a = Signal(32)          # rs1
+        x_rs2 = Signal(32)        # rs2
+        x_b = Signal(32)          # ALU operand b: immediate or rs2
+        x_acc = Signal(32)        # rd (dot4's accumulator)
+        m.d.sync += [
+            x_valid.eq(r_valid & ~start), x.eq(r), x_insn.eq(r_insn), x_cyc.eq(r_cyc),
+            x_a.eq(rs1v), x_rs2.eq(rs2v), x_b.eq(Mux(dec.op_imm, dec.imm, rs2v)), x_acc.eq(rdv),
         ]
+        m.d.sync += [xd[name].eq(getattr(dec, name)) for name in dl.members]
+
+        # ---- X (t+3): execute -------------------------------------------------------------
+        imm = xd.imm
+        m.d.comb += [
+            alu.a.eq(x_a), alu.b.eq(x_b), alu.funct3.eq(xd.funct3), alu.alt.eq(xd.alu_alt),
+            bcmp.a.eq(x_a), bcmp.b.eq(x_rs2), bcmp.funct3.eq(xd.funct3),
+            mul.a.eq(x_a), mul.b.eq(x_rs2), mul.funct3.eq(xd.funct3[0:FUNCT3_DIV_BIT]),
+            div.a.eq(x_a), div.b.eq(x_rs2), div.x_insn.eq(x_insn), div.x_ctx.eq(x.ctx),
+            dot4.a.eq(x_a), dot4.b.eq(x_rs2), dot4.acc.eq(x_acc), dot4.su.eq(xd.dot4_su),
+            lsu.base.eq(x_a), lsu.offset.eq(imm), lsu.funct3.eq(xd.funct3),
+            lsu.wdata_in.eq(x_rs2),
+        ]
+        x_is_div = Signal()
+        m.d.comb += [x_is_div.eq(xd.muldiv & xd.funct3[FUNCT3_DIV_BIT]),
+                     div.x_is_div.eq(x_is_div)]
 
         pc_plus4 = Signal(32)
         m.d.comb += pc_plus4.eq(x.pc + 4)
         target = Signal(32)
         jump = Signal()   # control transfer (JAL, JALR, taken branch)
-        with m.If(dec.jalr):
-            m.d.comb += target.eq((rs1v + imm) & ~1)
+        with m.If(xd.jalr):
+            m.d.comb += target.eq((x_a + imm) & ~1)
         with m.Else():
             m.d.comb += target.eq(x.pc + imm)
-        m.d.comb += jump.eq(dec.jal | dec.jalr | (dec.branch & bcmp.taken))
+        m.d.comb += jump.eq(xd.jal | xd.jalr | (xd.branch & bcmp.taken))
 
-        is_div = Signal()
-        m.d.comb += is_div.eq(dec.muldiv & dec.funct3[FUNCT3_DIV_BIT])
-        result = Signal(32)
-        with m.If(dec.lui):
-            m.d.comb += result.eq(imm)
-        with m.Elif(dec.auipc):
-            m.d.comb += result.eq(x.pc + imm)
-        with m.Elif(dec.jal | dec.jalr):
-            m.d.comb += result.eq(pc_plus4)
-        with m.Elif(dec.muldiv):
-            m.d.comb += result.eq(Mux(is_div, div.result, mul.result))
-        with m.Elif(dec.csr):
-            m.d.comb += result.eq(csr.rdata)
-        with m.Elif(dec.dot4):
-            m.d.comb += result.eq(dot4.result)
+        # the results known in X (multiplication, division and CSR results join in M)
+        x_result = Signal(32)
+        with m.If(xd.lui):
+            m.d.comb += x_result.eq(imm)
+        with m.Elif(xd.auipc):
+            m.d.comb += x_result.eq(x.pc + imm)
+        with m.Elif(xd.jal | xd.jalr):
+            m.d.comb += x_result.eq(pc_plus4)
+        with m.Elif(xd.dot4):
+            m.d.comb += x_result.eq(dot4.result)
+        with m.Elif(xd.muldiv):
+            m.d.comb += x_result.eq(div.result)      # a division's last turn; MUL in M
         with m.Else():
-            m.d.comb += result.eq(alu.result)
+            m.d.comb += x_result.eq(alu.result)
+
+        # ---- X -> M -----------------------------------------------------------------------
+        m_valid = Signal()
+        mm = Signal(issue)
+        m_insn = Signal(32)
+        m_cyc = Signal(32)
+        md = Signal(dl)
+        m_a = Signal(32)          # rs1 (CSR source, mrun descriptor address)
+        m_xres = Signal(32)
+        m_next_pc = Signal(32)
+        m_jump_bad = Signal()     # a control transfer to a target that is not 4-aligned
+        m_target = Signal(32)
+        m_addr = Signal(32)
+        m_lsu_mis = Signal()
+        m_lsu_oor = Signal()
+        m_mask = Signal(4)
+        m_wdata = Signal(32)
+        m_div_last = Signal()
+        m.d.sync += [
+            m_valid.eq(x_valid & ~start), mm.eq(x), m_insn.eq(x_insn), m_cyc.eq(x_cyc),
+            m_a.eq(x_a), m_xres.eq(x_result),
+            m_next_pc.eq(Mux(jump, target, pc_plus4)),
+            m_jump_bad.eq(jump & (target[0:2] != 0)), m_target.eq(target),
+            m_addr.eq(lsu.addr), m_lsu_mis.eq(lsu.misaligned), m_lsu_oor.eq(lsu.out_of_range),
+            m_mask.eq(lsu.mask), m_wdata.eq(lsu.wdata), m_div_last.eq(div.last),
+        ]
+        m.d.sync += [md[name].eq(xd[name]) for name in dl.members]
+
+        # ---- M (t+4): memory, CSR, faults, state change, commit ---------------------------
+        m.d.comb += [
+            csr.csr.eq(m_insn[CSR.slice]), csr.funct3.eq(md.funct3), csr.rs1.eq(md.rs1),
+            csr.rs1_value.eq(m_a),
+            # m_cyc is already the half the CSR number names (I stage), so both halves of
+            # the unit's 64-bit input carry it
+            csr.cycle.eq(Cat(m_cyc, m_cyc)),
+            csr.instret.eq(ctx_retired[mm.ctx]),
+            csr.context.eq(mm.ctx), csr.xprog.eq(xprog), csr.slimit.eq(slimits[mm.ctx]),
+        ]
+        m_is_div = Signal()
+        m.d.comb += m_is_div.eq(md.muldiv & md.funct3[FUNCT3_DIV_BIT])
+        result = Signal(32)
+        with m.If(md.muldiv & ~m_is_div):
+            m.d.comb += result.eq(mul.result)
+        with m.Elif(md.csr):
+            m.d.comb += result.eq(csr.rdata)
+        with m.Else():
+            m.d.comb += result.eq(m_xres)
 
         # §7 stack limit: a non-load instruction writing sp below the context's stack_limit
         # (a division only in its executing turn).
         sp_over = Signal()
-        m.d.comb += sp_over.eq(dec.writes_rd & ~dec.load & (dec.rd == 2)
-                               & (result < slimits[x.ctx])
-                               & ~(dec.muldiv & dec.funct3[FUNCT3_DIV_BIT] & ~div.last))
+        m.d.comb += sp_over.eq(md.writes_rd & ~md.load & (md.rd == 2)
+                               & (result < slimits[mm.ctx]) & ~(m_is_div & ~m_div_last))
 
         # Fault decision (priority order of docs/architecture.md §2, §3, §7).
         fault = Signal()
         cause = Signal(FaultCause)
         faddr = Signal(32)
-        with m.If(x.misaligned):
-            m.d.comb += [fault.eq(1), cause.eq(F.MISALIGNED_FETCH), faddr.eq(x.pc)]
-        with m.Elif(x.range):
-            m.d.comb += [fault.eq(1), cause.eq(F.ACCESS_FAULT_FETCH), faddr.eq(x.pc)]
-        with m.Elif(~dec.legal | (dec.csr & ~csr.legal)):
-            m.d.comb += [fault.eq(1), cause.eq(F.ILLEGAL_INSTRUCTION), faddr.eq(x_insn)]
-        with m.Elif(dec.ebreak):
-            m.d.comb += [fault.eq(1), cause.eq(F.BREAKPOINT), faddr.eq(x.pc)]
-        with m.Elif(dec.load & lsu.misaligned):
-            m.d.comb += [fault.eq(1), cause.eq(F.MISALIGNED_LOAD), faddr.eq(lsu.addr)]
-        with m.Elif(dec.load & lsu.out_of_range):
-            m.d.comb += [fault.eq(1), cause.eq(F.ACCESS_FAULT_LOAD), faddr.eq(lsu.addr)]
-        with m.Elif(dec.store & lsu.misaligned):
-            m.d.comb += [fault.eq(1), cause.eq(F.MISALIGNED_STORE), faddr.eq(lsu.addr)]
-        with m.Elif(dec.store & lsu.out_of_range):
-            m.d.comb += [fault.eq(1), cause.eq(F.ACCESS_FAULT_STORE), faddr.eq(lsu.addr)]
-        with m.Elif(jump & (target[0:2] != 0)):
-            m.d.comb += [fault.eq(1), cause.eq(F.MISALIGNED_FETCH), faddr.eq(target)]
+        with m.If(mm.misaligned):
+            m.d.comb += [fault.eq(1), cause.eq(F.MISALIGNED_FETCH), faddr.eq(mm.pc)]
+        with m.Elif(mm.range):
+            m.d.comb += [fault.eq(1), cause.eq(F.ACCESS_FAULT_FETCH), faddr.eq(mm.pc)]
+        with m.Elif(~md.legal | (md.csr & ~csr.legal)):
+            m.d.comb += [fault.eq(1), cause.eq(F.ILLEGAL_INSTRUCTION), faddr.eq(m_insn)]
+        with m.Elif(md.ebreak):
+            m.d.comb += [fault.eq(1), cause.eq(F.BREAKPOINT), faddr.eq(mm.pc)]
+        with m.Elif(md.load & m_lsu_mis):
+            m.d.comb += [fault.eq(1), cause.eq(F.MISALIGNED_LOAD), faddr.eq(m_addr)]
+        with m.Elif(md.load & m_lsu_oor):
+            m.d.comb += [fault.eq(1), cause.eq(F.ACCESS_FAULT_LOAD), faddr.eq(m_addr)]
+        with m.Elif(md.store & m_lsu_mis):
+            m.d.comb += [fault.eq(1), cause.eq(F.MISALIGNED_STORE), faddr.eq(m_addr)]
+        with m.Elif(md.store & m_lsu_oor):
+            m.d.comb += [fault.eq(1), cause.eq(F.ACCESS_FAULT_STORE), faddr.eq(m_addr)]
+        with m.Elif(m_jump_bad):
+            m.d.comb += [fault.eq(1), cause.eq(F.MISALIGNED_FETCH), faddr.eq(m_target)]
         with m.Elif(sp_over):
             m.d.comb += [fault.eq(1), cause.eq(F.STACK_OVERFLOW), faddr.eq(result)]
 
-        # A division retires only in its last turn (§4, "Division"); its earlier turns have
-        # no architectural effect.
-        div_wait = is_div & ~div.last
-        m.d.comb += [
-            div.start.eq(start), div.issue.eq(x_valid & ~fault),
-            div.is_div.eq(is_div),
-        ]
+        # A division retires only in its last turn (§4, "Division"); mrun / mwait retry while
+        # the matrix engine is busy in M (§12), like a division turn.
+        div_wait = m_is_div & ~m_div_last
+        eng_wait = md.engine & eng.busy
+        m.d.comb += [div.start.eq(start), div.m_issue.eq(m_valid & ~fault & ~start)]
 
-        # mrun / mwait retry while the matrix engine is busy (§12), like a division turn.
-        eng = self.eng
-        eng_wait = dec.engine & eng.busy
-
-        x_fault = Signal()
-        x_retire = Signal()
+        m_fault = Signal()
+        m_retire = Signal()
         e_fault = Signal()     # the engine's fault is taken (no instruction fault on the tile)
         m.d.comb += [
-            x_fault.eq(x_valid & fault),
-            x_retire.eq(x_valid & ~fault & ~div_wait & ~eng_wait),
-            e_fault.eq(eng.fault.valid & ~x_fault & ~start),
-            self.fault.valid.eq(x_fault | e_fault),
+            m_fault.eq(m_valid & fault & ~start),
+            m_retire.eq(m_valid & ~fault & ~div_wait & ~eng_wait & ~start),
+            e_fault.eq(eng.fault.valid & ~m_fault & ~start),
+            self.fault.valid.eq(m_fault | e_fault),
             self.fault.xchg.eq(0),
-            self.fault.context.eq(Mux(x_fault, x.ctx, eng.fault.context)),
-            self.fault.cause.eq(Mux(x_fault, cause, eng.fault.cause)),
-            self.fault.pc.eq(Mux(x_fault, x.pc, eng.fault.pc)),
-            self.fault.addr.eq(Mux(x_fault, faddr, eng.fault.addr)),
-            eng.x_mem.eq(x_valid & ((x_insn[OPCODE.slice] == Opcode.LOAD)
-                                    | (x_insn[OPCODE.slice] == Opcode.STORE))),
-            eng.accept.eq(x_retire & dec.engine & ~dec.mwait & ~start),
-            eng.desc.eq(rs1v), eng.ctx.eq(x.ctx), eng.pc.eq(x.pc),
+            self.fault.context.eq(Mux(m_fault, mm.ctx, eng.fault.context)),
+            self.fault.cause.eq(Mux(m_fault, cause, eng.fault.cause)),
+            self.fault.pc.eq(Mux(m_fault, mm.pc, eng.fault.pc)),
+            self.fault.addr.eq(Mux(m_fault, faddr, eng.fault.addr)),
+            # the word in M (any turn, faulting or not; a failed fetch has no word) owns the
+            # SRAM's data ports if it is a LOAD or STORE (§12 "Engine cycles")
+            eng.m_mem.eq(m_valid & ~mm.misaligned & ~mm.range
+                         & ((m_insn[OPCODE.slice] == Opcode.LOAD)
+                            | (m_insn[OPCODE.slice] == Opcode.STORE))),
+            eng.accept.eq(m_retire & md.engine & ~md.mwait),
+            eng.desc.eq(m_a), eng.ctx.eq(mm.ctx), eng.pc.eq(mm.pc),
         ]
 
-        # Memory request. ``x_retire & dec.load`` / ``x_retire & dec.store``, written without
+        # Memory request. ``m_retire & md.load`` / ``m_retire & md.store``, written without
         # the faults and waits a load or store cannot have (the decoder's classes are one-hot
         # by opcode: a LOAD/STORE word is no jump, CSR, ebreak, division or engine
         # instruction, and writes no rd for the stack-limit check): the same values, but the
-        # SRAM's port-B address and write enables no longer wait for the ALU, multiplier,
-        # dot4 and the stack-limit compare (docs/synthesis.md, "The clock").
-        mem_fault = x.misaligned | x.range | ~dec.legal | lsu.misaligned | lsu.out_of_range
-        x_load = Signal()
-        x_store = Signal()
-        m.d.comb += [x_load.eq(x_valid & dec.load & ~mem_fault),
-                     x_store.eq(x_valid & dec.store & ~mem_fault)]
+        # SRAM's port-B address and write enables depend only on M-stage registers.
+        mem_fault = mm.misaligned | mm.range | ~md.legal | m_lsu_mis | m_lsu_oor
+        m_load = Signal()
+        m_store = Signal()
+        m.d.comb += [m_load.eq(m_valid & md.load & ~mem_fault & ~start),
+                     m_store.eq(m_valid & md.store & ~mem_fault & ~start)]
         m.d.comb += [
-            self.mem.re.eq(x_load),
-            self.mem.we.eq(Mux(x_store, lsu.mask, 0)),
-            self.mem.addr.eq(lsu.addr),
-            self.mem.wdata.eq(lsu.wdata),
+            self.mem.re.eq(m_load),
+            self.mem.we.eq(Mux(m_store, m_mask, 0)),
+            self.mem.addr.eq(m_addr),
+            self.mem.wdata.eq(m_wdata),
         ]
 
-        # State change (visible from t+3).
+        # State change (visible from t + STATE_VISIBLE_DELAY).
         new_state = Signal(ContextState)
         with m.If(fault):
             m.d.comb += new_state.eq(S.FAULT)
-        with m.Elif(dec.ecall):
+        with m.Elif(md.ecall):
             m.d.comb += new_state.eq(S.HALTED)
-        with m.Elif(dec.sync_array):
+        with m.Elif(md.sync_array):
             m.d.comb += new_state.eq(S.WAIT_ARRAY)
         with m.Else():
             m.d.comb += new_state.eq(S.WAIT_TILE)
         m.d.comb += [
-            sched.x_set.eq(x_valid & ~start & (fault | dec.ecall | dec.sync)),
-            sched.x_ctx.eq(x.ctx),
-            sched.x_state.eq(new_state),
+            sched.m_set.eq(m_valid & ~start & (fault | md.ecall | md.sync)),
+            sched.m_ctx.eq(mm.ctx),
+            sched.m_state.eq(new_state),
             sched.e_set.eq(e_fault), sched.e_ctx.eq(eng.fault.context),
         ]
 
-        # pc, CSR, per-context and tile retire counters.
-        next_pc = Mux(jump, target, pc_plus4)
+        # pc, CSR, per-context and tile retire counters. A context that is FAULT (an engine
+        # fault of its mrun while this instruction was in flight) keeps the pc pc_e (§12).
+        states = Array(sched.states[n] for n in range(T))
+        m_ctx_faulted = states[mm.ctx] == int(S.FAULT)
         retired = Signal(64)
         macs = Signal(64)
-        eng_macs = Signal(8)
         m.d.comb += [counters.retired.eq(retired), counters.macs.eq(macs)]
         with m.If(start):
-            for i in range(T):
-                m.d.sync += [pcs[i].eq(self.entry), ctx_retired[i].eq(0), slimits[i].eq(0)]
+            for n in range(T):
+                m.d.sync += [pcs[n].eq(self.entry), ctx_retired[n].eq(0), slimits[n].eq(0)]
             m.d.sync += [xprog.eq(0), retired.eq(0), macs.eq(0)]
         with m.Else():
-            with m.If(x_retire):
+            with m.If(m_retire):
+                with m.If(~m_ctx_faulted):
+                    m.d.sync += pcs[mm.ctx].eq(m_next_pc)
                 m.d.sync += [
-                    pcs[x.ctx].eq(next_pc),
-                    ctx_retired[x.ctx].eq(ctx_retired[x.ctx] + 1),
+                    ctx_retired[mm.ctx].eq(ctx_retired[mm.ctx] + 1),
                     retired.eq(retired + 1),
                 ]
-                with m.If(dec.csr & csr.xprog_we):
+                with m.If(md.csr & csr.xprog_we):
                     m.d.sync += xprog.eq(csr.wdata)
-                with m.If(dec.csr & csr.slimit_we):
-                    m.d.sync += slimits[x.ctx].eq(csr.wdata)
+                with m.If(md.csr & csr.slimit_we):
+                    m.d.sync += slimits[mm.ctx].eq(csr.wdata)
             with m.If(e_fault):          # the engine's context c_e ends at the mrun's pc
                 m.d.sync += pcs[eng.fault.context].eq(eng.fault.pc)
-            m.d.sync += macs.eq(macs + Mux(x_retire & dec.dot4, MACS_PER_DOT4, 0) + eng_macs)
+            m.d.sync += macs.eq(macs + Mux(m_retire & md.dot4, MACS_PER_DOT4, 0) + eng.macs)
 
-        # Engine counters (§8, §12): the busy cycle k and the MACs of its stream step are
-        # added in k+3 if count_commit (k belongs to the run), like the cycle classes.
-        busy_pipe = [eng.active]
-        emacs_pipe = [eng.macs]
-        for n in range(COMMIT_DELAY):
-            bq = Signal(name=f"eng_busy_q{n + 1}")
-            mq = Signal(8, name=f"eng_macs_q{n + 1}")
-            m.d.sync += [bq.eq(busy_pipe[-1] & ~start), mq.eq(Mux(start, 0, emacs_pipe[-1]))]
-            busy_pipe.append(bq)
-            emacs_pipe.append(mq)
-        m.d.comb += eng_macs.eq(Mux(self.count_commit, emacs_pipe[COMMIT_DELAY], 0))
+        # Engine counter (§8, §12): the busy cycles k of the run (k < C: ``run``).
         eng_cnt = Signal(64)
         m.d.comb += counters.engine.eq(eng_cnt)
         with m.If(start):
             m.d.sync += eng_cnt.eq(0)
-        with m.Elif(self.count_commit & busy_pipe[COMMIT_DELAY]):
+        with m.Elif(run & eng.active):
             m.d.sync += eng_cnt.eq(eng_cnt + 1)
 
-        # Cycle-class counters (§8): class of cycle k, added in cycle k+3 if count_commit.
-        cls_pipe = [sched.cls]
-        for n in range(COMMIT_DELAY):
-            q = Signal(CycleClass, name=f"cls_q{n + 1}")
-            m.d.sync += q.eq(cls_pipe[-1])
-            cls_pipe.append(q)
+        # Cycle-class counters (§8): class of cycle k, added in k if k is one of the run's.
         class_counters = {
             CycleClass.COMPUTE: counters.compute, CycleClass.SYNC: counters.sync,
             CycleClass.EXCHANGE: counters.exchange, CycleClass.HALTED: counters.halted,
@@ -488,24 +564,24 @@ class Core(wiring.Component):
             m.d.comb += port.eq(reg)
             with m.If(start):
                 m.d.sync += reg.eq(0)
-            with m.Elif(self.count_commit & (cls_pipe[COMMIT_DELAY] == cls_value)):
+            with m.Elif(run & (sched.cls == cls_value)):
                 m.d.sync += reg.eq(reg + 1)
 
-        # ---- X -> W -------------------------------------------------------------------
+        # ---- M -> W -------------------------------------------------------------------
         w_valid = Signal()
         w = Signal(w_layout(cb))
         m.d.sync += [
-            w_valid.eq(x_retire & ~start),
-            w.ctx.eq(x.ctx), w.pc.eq(x.pc), w.insn.eq(x_insn),
-            w.rd.eq(Mux(dec.writes_rd, dec.rd, 0)),
-            w.value.eq(result), w.load.eq(dec.load), w.funct3.eq(dec.funct3),
-            w.addr_lo.eq(lsu.addr[0:2]),
-            w.st_mask.eq(Mux(dec.store, lsu.mask, 0)),
-            w.st_addr.eq(Cat(0, 0, lsu.addr[2:32])),
-            w.st_data.eq(Mux(dec.store, lsu.wdata, 0)),
+            w_valid.eq(m_retire),
+            w.ctx.eq(mm.ctx), w.pc.eq(mm.pc), w.insn.eq(m_insn),
+            w.rd.eq(Mux(md.writes_rd, md.rd, 0)),
+            w.value.eq(result), w.load.eq(md.load), w.funct3.eq(md.funct3),
+            w.addr_lo.eq(m_addr[0:2]),
+            w.st_mask.eq(Mux(md.store, m_mask, 0)),
+            w.st_addr.eq(Cat(0, 0, m_addr[2:32])),
+            w.st_data.eq(Mux(md.store, m_wdata, 0)),
         ]
 
-        # ---- W ------------------------------------------------------------------------
+        # ---- W (t+5) --------------------------------------------------------------------
         w_data = Signal(32)
         m.d.comb += [
             ldalign.word.eq(self.mem.rdata), ldalign.addr_lo.eq(w.addr_lo),
@@ -528,7 +604,6 @@ class Core(wiring.Component):
         ]
 
         # ---- debug --------------------------------------------------------------------
-        states = Array(sched.states[i] for i in range(T))
         m.d.comb += [
             self.dbg.state.eq(states[self.dbg.ctx]),
             self.dbg.pc.eq(pcs[self.dbg.ctx]),

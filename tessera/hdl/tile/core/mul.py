@@ -1,7 +1,11 @@
-"""M-extension multiplier: MUL/MULH/MULHSU/MULHU, single-cycle combinational.
+"""M-extension multiplier: MUL/MULH/MULHSU/MULHU over the X and M stages.
 
-RISC-V Unprivileged ISA 20191213 §7.1. The contract (docs/architecture.md §4) gives a
-multiplication one X cycle; division has its own multi-turn unit, :mod:`.divider`.
+RISC-V Unprivileged ISA 20191213 §7.1. Contract v2 (docs/architecture.md §4,
+docs/design/contract-v2.md §1 "Multiplier"): the operands are registered at the end of R (the
+core's X-stage operand registers, the MULT18X18D input registers), X forms four partial
+products of 17×17 bits (the DSP multipliers; registered at the end of X, the MULT18X18D
+pipeline registers) and M adds them and selects the word; the core writes the result in W.
+Division has its own multi-turn unit, :mod:`.divider`.
 """
 
 from amaranth import Cat, Module, Signal, signed
@@ -12,19 +16,22 @@ from tessera.spec.instructions import Funct3
 
 __all__ = ["Multiplier"]
 
+#: Width of the low half of each operand in the partial-product split (unsigned part).
+_LO = 16
+
 
 class Multiplier(wiring.Component):
-    """Combinational RV32M multiplication.
+    """Two-stage RV32M multiplication: operands in one cycle (X), result in the next (M).
 
     Members
     -------
     a, b : In(32)
-        rs1 and rs2 values (raw 32-bit words).
+        rs1 and rs2 values (raw 32-bit words), in X.
     funct3 : In(2)
-        Low two bits of funct3: 0 MUL, 1 MULH, 2 MULHSU, 3 MULHU.
+        Low two bits of funct3 (0 MUL, 1 MULH, 2 MULHSU, 3 MULHU), in X.
     result : Out(32)
-        MUL: low word of the product; MULH/MULHSU/MULHU: high word of the 64-bit product
-        with the stated signedness (s×s, s×u, u×u).
+        In the cycle after the operands (M): MUL: low word of the product; MULH/MULHSU/MULHU:
+        high word of the 64-bit product with the stated signedness (s×s, s×u, u×u).
     """
 
     a: In(32)
@@ -35,20 +42,33 @@ class Multiplier(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         a, b, f3 = self.a, self.b, self.funct3
-        # Extend both operands to 33-bit signed with the requested signedness
-        # (MUL's low word is signedness-independent).
+        # Each operand as 33-bit signed with the requested signedness (MUL's low word does
+        # not depend on it), split into an unsigned low part and a signed high part:
+        # x = x_hi · 2^16 + x_lo, x_lo in 0..2^16-1, x_hi a 17-bit signed value.
         a_signed = (f3 == Funct3.MULH) | (f3 == Funct3.MULHSU)
         b_signed = f3 == Funct3.MULH
-        a_ext = Signal(signed(33))
-        b_ext = Signal(signed(33))
+        a_hi = Signal(signed(33 - _LO))
+        b_hi = Signal(signed(33 - _LO))
+        a_lo = Signal(signed(_LO + 1))      # zero-extended: non-negative
+        b_lo = Signal(signed(_LO + 1))
         m.d.comb += [
-            a_ext.eq(Cat(a, a[31] & a_signed)),
-            b_ext.eq(Cat(b, b[31] & b_signed)),
+            a_hi.eq(Cat(a[_LO:32], a[31] & a_signed)), b_hi.eq(Cat(b[_LO:32], b[31] & b_signed)),
+            a_lo.eq(Cat(a[0:_LO], 0)), b_lo.eq(Cat(b[0:_LO], 0)),
         ]
+        # X: four partial products, registered (34 bits signed each suffices).
+        pp = {}
+        for name, x, y in (("ll", a_lo, b_lo), ("lh", a_lo, b_hi), ("hl", a_hi, b_lo),
+                           ("hh", a_hi, b_hi)):
+            q = Signal(signed(34), name=f"pp_{name}")
+            m.d.sync += q.eq(x * y)
+            pp[name] = q
+        high = Signal()
+        m.d.sync += high.eq(f3 != Funct3.MUL)
+        # M: the sum and the word.
         product = Signal(signed(66))
-        m.d.comb += product.eq(a_ext * b_ext)
-        with m.If(f3 == Funct3.MUL):
-            m.d.comb += self.result.eq(product[0:32])
-        with m.Else():
+        m.d.comb += product.eq(pp["ll"] + ((pp["lh"] + pp["hl"]) << _LO) + (pp["hh"] << 2 * _LO))
+        with m.If(high):
             m.d.comb += self.result.eq(product[32:64])
+        with m.Else():
+            m.d.comb += self.result.eq(product[0:32])
         return m

@@ -1,16 +1,17 @@
 """Context scheduler: issue slot, context states, TILE barrier, ARRAY arrive/resume,
-and the cycle class for the tile counters (docs/architecture.md §4, §5, §8).
+and the cycle class for the tile counters (docs/architecture.md §4, §5, §8; contract v2).
 
 The state registers hold the **visible** state of each context: a state change decided
-in X of an instruction issued at t is written at the end of cycle t+2 and is therefore
-visible from t+3; a TILE release decided in cycle k (from the states visible at k) is
-written at the end of k and visible from k+1; likewise a ``resume`` pulse in cycle e.
+in M of an instruction issued at t (cycle t + ``Stage.M``) is written at the end of that cycle
+and is therefore visible from t + ``STATE_VISIBLE_DELAY`` (t+5); a TILE release decided in
+cycle k (from the states visible at k) is written at the end of k and visible from k+1;
+likewise a ``resume`` pulse in cycle e.
 
-Run end: ``kill`` in cycle m means that the run's last cycle is m-2 (a fault issued at
-m-2 is in X; or the array-wide last ``ecall``). Barrier decisions in cycles m-1 and m
-must then not have happened: the release of cycle m is suppressed and the one of cycle
-m-1 is undone (the released contexts get their waiting state back). Nothing else can
-have changed those contexts in between (only RUNNING contexts issue).
+Run end (v2, §7 "Stop"): ``run`` is high exactly in the run's cycles 0..C-1 (C - 1 = t_s).
+Barrier decisions are made only in those cycles; state changes of instructions issued at
+cycles <= t_s still happen after t_s (their M is up to t_s + 4). A context that is FAULT stays
+FAULT (a later-decided state change of an instruction issued before an engine fault does not
+override it, docs/design/contract-v2.md §6 point 6).
 """
 
 import enum
@@ -48,22 +49,19 @@ class Scheduler(wiring.Component):
     run : In(1)
         Issue allowed this cycle; the slot advances in every cycle with ``run``
         (so the slot is ``t mod T`` when ``run`` is high in every cycle 0..t).
-    kill : In(1)
-        Run end (see module docstring): undo/suppress barrier releases of this and the
-        previous cycle.
     resume : In(1)
         End of this tile's exchange phase (cycle e): WAIT_ARRAY → RUNNING from e+1.
     in_exchange : In(1)
         The tile is in its exchange phase this cycle (counter class).
-    x_set : In(1)
-        An instruction in X changes its context's state (visible next cycle).
-    x_ctx : In(context_bits)
-    x_state : In(ContextState)
+    m_set : In(1)
+        An instruction in M changes its context's state (visible next cycle).
+    m_ctx : In(context_bits)
+    m_state : In(ContextState)
         The new state.
     e_set : In(1)
     e_ctx : In(context_bits)
         A matrix-engine fault puts context ``e_ctx`` into FAULT (visible next cycle; wins over
-        ``x_set`` for the same context).
+        ``m_set`` for the same context).
     slot : Out(context_bits)
         Context owning the issue slot this cycle.
     issue : Out(1)
@@ -74,9 +72,6 @@ class Scheduler(wiring.Component):
         Every non-halted context is WAIT_ARRAY (at least one), or every context HALTED.
     all_halted : Out(1)
         Every context HALTED.
-    halting : Out(1)
-        Every context is HALTED or is the context halting in X this cycle (``x_set``
-        with HALTED): the tile has no non-halted context from the next cycle on.
     cls : Out(CycleClass)
         Class of this cycle (from the visible states and ``in_exchange``).
     """
@@ -88,13 +83,13 @@ class Scheduler(wiring.Component):
         self.config = config
         cb = config.context_bits
         super().__init__({
-            "start": In(1), "run": In(1), "kill": In(1), "resume": In(1),
+            "start": In(1), "run": In(1), "resume": In(1),
             "in_exchange": In(1),
-            "x_set": In(1), "x_ctx": In(cb), "x_state": In(ContextState),
+            "m_set": In(1), "m_ctx": In(cb), "m_state": In(ContextState),
             "e_set": In(1), "e_ctx": In(cb),
             "slot": Out(cb), "issue": Out(1),
             "states": Out(data.ArrayLayout(ContextState, config.contexts)),
-            "arrive": Out(1), "all_halted": Out(1), "halting": Out(1), "cls": Out(CycleClass),
+            "arrive": Out(1), "all_halted": Out(1), "cls": Out(CycleClass),
         })
 
     def elaborate(self, platform):
@@ -138,9 +133,6 @@ class Scheduler(wiring.Component):
                 (all_of(lambda i: halted[i] | (st[i] == int(S.WAIT_ARRAY)))
                  & any_of(lambda i: st[i] == int(S.WAIT_ARRAY)))
                 | self.all_halted),
-            self.halting.eq(all_of(lambda i: (halted[i] | (
-                self.x_set & (self.x_ctx == i) & (self.x_state == int(S.HALTED))))
-                & ~(self.e_set & (self.e_ctx == i)))),
         ]
 
         # Counter class of this cycle.
@@ -153,37 +145,26 @@ class Scheduler(wiring.Component):
         with m.Else():
             m.d.comb += self.cls.eq(CycleClass.SYNC)
 
-        # Barrier releases decided this cycle.
+        # Barrier releases decided this cycle (only in the run's cycles, §7 "Final state").
         tile_release = Signal()
         m.d.comb += tile_release.eq(
-            self.run & ~self.kill
+            self.run
             & all_of(lambda i: halted[i] | (st[i] == int(S.WAIT_TILE)))
             & any_of(lambda i: st[i] == int(S.WAIT_TILE)))
         array_release = Signal()
-        m.d.comb += array_release.eq(self.run & ~self.kill & self.resume)
-        rel = Signal(T)
-        for i in range(T):
-            m.d.comb += rel[i].eq((tile_release & (st[i] == int(S.WAIT_TILE)))
-                                  | (array_release & (st[i] == int(S.WAIT_ARRAY))))
-        prev_rel = Signal(T)
-        prev_st = [Signal(ContextState, name=f"prev_state{i}") for i in range(T)]
-        m.d.sync += prev_rel.eq(rel)
-        for i in range(T):
-            m.d.sync += prev_st[i].eq(st[i])
+        m.d.comb += array_release.eq(self.run & self.resume)
 
         with m.If(self.start):
-            m.d.sync += prev_rel.eq(0)
             for i in range(T):
                 m.d.sync += st[i].eq(int(S.RUNNING))
         with m.Else():
             for i in range(T):
                 with m.If(self.e_set & (self.e_ctx == i)):
                     m.d.sync += st[i].eq(int(S.FAULT))
-                with m.Elif(self.x_set & (self.x_ctx == i)):
-                    m.d.sync += st[i].eq(self.x_state)
-                with m.Elif(self.kill & prev_rel[i]):
-                    m.d.sync += st[i].eq(prev_st[i])
-                with m.Elif(rel[i]):
+                with m.Elif(self.m_set & (self.m_ctx == i) & (st[i] != int(S.FAULT))):
+                    m.d.sync += st[i].eq(self.m_state)
+                with m.Elif((tile_release & (st[i] == int(S.WAIT_TILE)))
+                            | (array_release & (st[i] == int(S.WAIT_ARRAY)))):
                     m.d.sync += st[i].eq(int(S.RUNNING))
         return m
 
