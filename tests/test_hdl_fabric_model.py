@@ -61,9 +61,9 @@ def xprogram(L):
     return encode_program(steps)
 
 
-@pytest.mark.parametrize("tiles,lat", [(3, 2), (2, 1), (4, 3)])
+@pytest.mark.parametrize("tiles,lat", [(3, 2), (2, 2), (4, 3)])
 def test_spmd_barriers_exchange_vs_model(tiles, lat):
-    cfg = ArrayConfig(tiles=tiles, contexts=4, sram_bytes=16 * 1024, exchange_latency=lat)
+    cfg = ArrayConfig(tiles=tiles, contexts=6, sram_bytes=16 * 1024, exchange_latency=lat)
     code = asm.program(spmd_program())
     images = [[(0, code), (0x400, xprogram(lat))] for _ in range(tiles)]
     got = compare(cfg, images, 400, [(0x600, 0x610), (0x680, 0x690), (0x700, 0x704)])
@@ -71,7 +71,7 @@ def test_spmd_barriers_exchange_vs_model(tiles, lat):
 
 
 def test_exchange_fault_vs_model():
-    cfg = ArrayConfig(tiles=3, contexts=4, sram_bytes=16 * 1024, exchange_latency=2)
+    cfg = ArrayConfig(tiles=3, contexts=6, sram_bytes=16 * 1024, exchange_latency=2)
     code = asm.program(spmd_program())
     bad = encode_program([Step.send_recv(0x600), Step.send_recv(None, 7, 0x680)])  # src 7 >= N
     images = [[(0, code), (0x400, xprogram(2))], [(0, code), (0x400, bad)],
@@ -81,7 +81,7 @@ def test_exchange_fault_vs_model():
 
 
 def test_timeout_vs_model():
-    cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=16 * 1024, exchange_latency=2)
+    cfg = ArrayConfig(tiles=2, contexts=6, sram_bytes=16 * 1024, exchange_latency=2)
     code = asm.program(spmd_program())
     images = [[(0, code), (0x400, xprogram(2))] for _ in range(2)]
     got = compare(cfg, images, 41, [(0x600, 0x610)])
@@ -93,7 +93,7 @@ def test_run_ends_during_other_tiles_exchange(end):
     # Tile 0 (xprog = 0) resumes right after the release and ends the run (ebreak: fault;
     # ecall: the last context halts) while tile 1 is still receiving every cycle. The
     # exchange steps after the run's last cycle must leave no trace.
-    cfg = ArrayConfig(tiles=2, contexts=4, sram_bytes=16 * 1024, exchange_latency=1)
+    cfg = ArrayConfig(tiles=2, contexts=6, sram_bytes=16 * 1024, exchange_latency=2)
     a = asm
     code0 = asm.program([a.sync_array(), a.ebreak() if end == "ebreak" else a.ecall()])
     if end == "ebreak":

@@ -5,11 +5,11 @@ Written for the mutant that dropped the core's start reset of ``xprog``, the til
 ``retired`` and ``macs`` counters (tessera/hdl/tile/core/core.py), which survived the fast
 suite (docs/verification.md, "Mutation score"): every other test starts the array once.
 
-Real core, one tile, T = 4, Amaranth simulator. Expected values by hand:
+Real core, one tile, T = 6 (contract v2: T >= 6), Amaranth simulator. Expected values by hand:
 
 * run 1: every context runs ``dot4 x5, x0, x0; addi x9, x0, 0x400; csrw xprog, x9; ecall``:
-  4 retired instructions per context (16 in all), one dot4 each (4 MACs: 16), xprog = 0x400;
-* run 2, after the host rewrites word 0 with ``ecall``: one retired instruction per context (4),
+  4 retired instructions per context (24 in all), one dot4 each (4 MACs: 24), xprog = 0x400;
+* run 2, after the host rewrites word 0 with ``ecall``: one retired instruction per context (6),
   no MACs, xprog 0 (never written in run 2).
 """
 
@@ -45,5 +45,5 @@ def test_second_start_resets_counters_and_xprog():
                         await ax.read_ok(tile_reg_addr(0, TileReg.XPROG))))
 
     simulate(dut, bench)
-    assert got[0] == (Status.HALTED, 16, 16, 0x400)
-    assert got[1] == (Status.HALTED, 4, 0, 0)
+    assert got[0] == (Status.HALTED, 24, 24, 0x400)
+    assert got[1] == (Status.HALTED, 6, 0, 0)
