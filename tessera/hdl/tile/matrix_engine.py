@@ -23,8 +23,8 @@ or write fault (checks 1, 4) is known in its step s and presented on ``core.faul
 instruction fault decided in M at s (the core lets its own instruction fault of that cycle win,
 §12; the tile's record holds it from s + 1). The data checks (check 2 in step 7, check 3 in
 steps 8 + 2m / 9 + 2m) need the word read in that step, so they are decided in s + 1, presented
-on ``core.fault`` in s + 1 and, because that is already the cycle the fault is visible in, also on
-``fault_now`` (the tile's ``fault`` output to the stop tree in that cycle). After a faulting step
+on ``core.fault`` in s + 1 with ``core.fault_now`` (that is already the cycle the fault is visible
+in: the core counts c_e as FAULT in it, the tile's ``faulted`` is high in it). After a faulting step
 the engine is **frozen** (§12): no further step, still busy, until the start of the next run; a
 step in the cycle that detects a data fault (the next step, a descriptor, parameter or lane-load
 read with no architectural effect) is not reported.
@@ -227,8 +227,6 @@ class MatrixEngine(wiring.Component):
         in its exchange phase. The engine adds the core's ``m_mem`` (a LOAD/STORE word in M).
     core : In(MatrixEngineSignature(config))
         ``mrun`` accept from the core's M stage; busy, counters and the engine fault back.
-    fault_now : Out(1)
-        A data-check fault of the previous cycle's step, decided (and visible, §7) in this cycle.
     sram : Out(EngineSramSignature(config))
         Port B reads and the writes (committed by the SRAM).
 
@@ -247,7 +245,7 @@ class MatrixEngine(wiring.Component):
             raise ValueError("MatrixEngine needs engine_macs > 0")
         self.acc = Memory(shape=32 * config.engine_lanes, depth=ACC_DEPTH, init=[])
         super().__init__({
-            "clear": In(1), "run": In(1), "fault_now": Out(1),
+            "clear": In(1), "run": In(1),
             "core": In(MatrixEngineSignature(config)),
             "sram": Out(EngineSramSignature(config)),
         })
@@ -584,6 +582,6 @@ class MatrixEngine(wiring.Component):
             core.fault.context.eq(c_e), core.fault.cause.eq(FaultCause.ENGINE_FAULT),
             core.fault.pc.eq(pc_e),
             core.fault.addr.eq(Mux(dq, dfault_addr, Mux(rfault, raddr, wf_addr))),
-            self.fault_now.eq(dq),
+            core.fault_now.eq(dq),
         ]
         return m

@@ -81,7 +81,7 @@ class Tile(wiring.Component):
         A fault is visible on this tile (its fault record is set): from t+5 for an
         instruction issued at t, from c+1 / s+1 for an exchange / matrix-engine step; a matrix
         engine's data-check fault of step s is decided in s + 1 (the word read in s) and is
-        visible then through the engine's ``fault_now`` (the record holds it from s + 2).
+        visible then through the engine's ``eng.fault_now`` (the record holds it from s + 2).
     exchange : Out(ExchangeLinkSignature(config))
         Send bus of the previous cycle, receive mux select, the fabric's word.
     host : In(HostTileSignature(config))
@@ -177,7 +177,7 @@ class Tile(wiring.Component):
             m.d.comb += [mx.clear.eq(self.start), mx.run.eq(self.xen & ~eng.in_exchange)]
             # a data-check fault of the previous cycle's step is visible in this cycle,
             # before the record holds it (architecture §7 "Stop": s + 1)
-            m.d.comb += self.faulted.eq(rec.record.valid | mx.fault_now)
+            m.d.comb += self.faulted.eq(rec.record.valid | mx.core.fault_now)
 
         connect(m, flipped(self.host.dbg), core.dbg)
         connect(m, core.trace, flipped(self.trace))
