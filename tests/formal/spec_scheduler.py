@@ -6,9 +6,11 @@ issue. t is the array cycle counter, 0 in the first cycle after the start pulse.
 
 Environment (docs/rtl.md "Core port details"): ``start`` is a pulse in the cycle before cycle 0
 (``run`` is low during it); ``run`` is high in every cycle 0..C−1 of a run and low afterwards
-until the next start. Everything else — which instruction in X changes which context's state to
-what (``x_set``/``x_ctx``/``x_state``), ``kill``, ``resume``, ``in_exchange`` — is left free, so
-the property holds whatever the core and the exchange engine do.
+until the next start. Everything else — which instruction in M changes which context's state to
+what (``m_set``/``m_ctx``/``m_state``), which context a matrix-engine fault puts into FAULT
+(``e_set``/``e_ctx``, ``e_now`` for a fault visible already in its cycle), ``resume``,
+``in_exchange`` — is left free, so the property holds whatever the core and the engines do. The
+states compared are the scheduler's visible ones (``states``, contract v2 §4).
 
 The spec keeps its own t mod T (from the start pulse, counting every cycle).
 """
@@ -36,24 +38,26 @@ class SchedulerSpec(Elaboratable):
         cb = config.context_bits
         self.start = Signal()
         self.run = Signal()
-        self.kill = Signal()
         self.resume = Signal()
         self.in_exchange = Signal()
-        self.x_set = Signal()
-        self.x_ctx = Signal(cb)
-        self.x_state = Signal(3)
+        self.m_set = Signal()
+        self.m_ctx = Signal(cb)
+        self.m_state = Signal(3)
+        self.e_set = Signal()
+        self.e_ctx = Signal(cb)
+        self.e_now = Signal()
 
     @property
     def ports(self):
-        return [self.start, self.run, self.kill, self.resume, self.in_exchange, self.x_set,
-                self.x_ctx, self.x_state]
+        return [self.start, self.run, self.resume, self.in_exchange, self.m_set, self.m_ctx,
+                self.m_state, self.e_set, self.e_ctx, self.e_now]
 
     def elaborate(self, platform):
         m = Module()
         T = self.config.contexts
         m.submodules.dut = dut = Scheduler(self.config)
-        for name in ("start", "run", "kill", "resume", "in_exchange", "x_set", "x_ctx",
-                     "x_state"):
+        for name in ("start", "run", "resume", "in_exchange", "m_set", "m_ctx", "m_state",
+                     "e_set", "e_ctx", "e_now"):
             m.d.comb += getattr(dut, name).eq(getattr(self, name))
         no_reset(m)
 
