@@ -1,15 +1,20 @@
 """Directed tests of the matrix engine RTL (docs/architecture.md §12) on the Verilator build of
-the ``tiny`` preset (1 tile, T = 4, 16 KiB, P = 32: M = 4 lanes).
+the ``tiny`` preset (1 tile, T = 6, 16 KiB, P = 32: M = 4 lanes; contract v2).
 
 Every expected value is derived by hand from §12 (comments) — the step schedule, the busy
 window, the engine cycles, the fault cycle and record — and the arithmetic from the numpy
 references in ``tessera.golden_model.kernels`` (``matmul``, ``multiply_by_quantized_multiplier``).
 
 Program layout: every context runs the same 3-instruction prologue (``csrr t0, context_id`` at
-t = c, ``slli t0, t0, 8`` at c + 4, ``jalr x0, 0x100(t0)`` at c + 8), so context c's own code,
-at 0x100 + 256c, starts issuing at t = c + 12 and then at every T = 4 cycles. Context 0 issues
-``lui a0, DESC`` at 12 and ``mrun a0`` at 16, so the command is accepted at x = 18 and, with no
-load, store or exchange on the tile, step s is at cycle 19 + s.
+t = c, ``slli t0, t0, 8`` at c + 6, ``jalr x0, 0x100(t0)`` at c + 12), so context c's own code,
+at 0x100 + 256c, starts issuing at t = c + 18 and then at every T = 6 cycles (its i-th word at
+c + 18 + 6i). Context 0 issues ``lui a0, DESC`` at 18 and ``mrun a0`` at 24, decided in its M
+cycle 24 + 4 (§12), so the command is accepted at x = 28 and, with no load or store in M and
+no exchange on the tile, step s is at cycle 29 + s. Contract v2 timing used below (§4, §7):
+a state change of an instruction issued at t is visible from t + 5; a stop condition (a fault
+visible, or every context HALTED) that first holds at v gives cycles = v + D, D = 2 for the one
+tile, with everything issued or stepped at <= t_s = v + D - 1 taking effect; an engine step
+fault at s is visible from s + 1.
 """
 
 from dataclasses import dataclass, field
@@ -34,12 +39,11 @@ CFG = PRESETS["tiny"]
 T = CFG.contexts
 
 
-def test_expected_cycles_of_this_file_are_for_the_tiny_preset_of_v1():
-    # The expected cycles below were derived by hand for the v1 tiny preset (T = 4, F-D-X-W).
-    # Contract v2 makes tiny T = 6 (six stages, engine rules in M): they must be re-derived
-    # with the v2 RTL (branch v2-model leaves tessera/hdl at v1). Until then this fails.
-    assert (T, CFG.engine_lanes, CFG.sram_bytes) == (4, 4, 16 * 1024), \
-        "tests/test_rtl_engine.py: re-derive the expected cycles for contract v2 (T = 6)"
+def test_expected_cycles_of_this_file_are_for_the_tiny_preset_of_v2():
+    # The expected cycles below are derived by hand for the v2 tiny preset (T = 6, N = 1 so
+    # D = 2, F-I-R-X-M-W); another preset needs them re-derived.
+    assert (T, CFG.engine_lanes, CFG.sram_bytes, CFG.tiles) == (6, 4, 16 * 1024, 1), \
+        "tests/test_rtl_engine.py: the expected cycles are derived for v2 tiny (T = 6, N = 1)"
 
 CODE = 0x100            # context c's code at CODE + 256c
 DESC = 0x1000           # descriptors
@@ -50,7 +54,8 @@ W = 0x2000              # stationary operand
 OUT = 0x3000            # outputs
 XP = 0x700              # exchange program
 MIS = 0x7FC             # a misaligned descriptor address (one addi)
-X0 = 18                 # accept cycle of context 0's mrun (issued at 16)
+X0 = 28                 # accept cycle of context 0's mrun (issued at 24, M at 28)
+D = 2                   # array decision latency of one tile (§7: ceil(log2 1) + 2)
 
 
 def prologue():
@@ -80,7 +85,7 @@ def set_a0(v):
 
 
 def main_prog(desc=DESC):
-    """Context 0: a0 = desc (12), mrun a0 (16), mwait (20, 24, ...), csrr a1 cycle, ecall."""
+    """Context 0: a0 = desc (18), mrun a0 (24), mwait (30, 36, ...), csrr a1 cycle, ecall."""
     return [set_a0(desc), asm.mrun(10), asm.mwait(), asm.csrrs(11, Csr.CYCLE, 0), asm.ecall()]
 
 
@@ -270,12 +275,12 @@ def steps_by_hand(d):
     return 8 + 2 * c + g + kb * (c + j) + j * (ow - 1) + 2
 
 
-def mwait_retire(last_step_cycle, first=20):
-    """Issue cycle of context 0's retiring mwait: the first slot t ≡ 0 (mod 4), t ≥ first,
-    whose X (t + 2) is after the last step (the engine is idle from last_step_cycle + 1)."""
+def mwait_retire(last_step_cycle, first=30):
+    """Issue cycle of context 0's retiring mwait: the first slot t ≡ 0 (mod 6), t ≥ first,
+    whose M (t + 4) is after the last step (the engine is idle from last_step_cycle + 1)."""
     t = first
-    while t + 2 < last_step_cycle + 1:
-        t += 4
+    while t + 4 < last_step_cycle + 1:
+        t += T
     return t
 
 
@@ -302,7 +307,7 @@ def jobs():
         Job("float32", {0: main_prog()}, F32_DATA, [(OUT, 128)]),
         Job("gather1", {0: main_prog()}, G1_DATA, [(OUT, 8)]),
         Job("gather3", {0: main_prog()}, G3_DATA, [(OUT, 80)]),
-        # context 1 stores and loads while the engine runs (its X cycles are not engine cycles)
+        # context 1 stores and loads while the engine runs (its M cycles are not engine cycles)
         Job("stall", {0: main_prog(), 1: STORES + [asm.ecall()]}, RAW_DATA, [(OUT, 160)]),
         # context 2 issues a second mrun while the first command runs: it retries
         Job("busy", {0: main_prog(),
@@ -310,10 +315,11 @@ def jobs():
                          asm.mrun(10), asm.csrrs(11, Csr.CYCLE, 0), asm.mwait(), asm.ecall()]},
             RAW_DATA + [(DESC2, Descriptor(**{**RAW_D.__dict__, "c_base": OUT + 160}).pack()),
                         (OUT + 160, b"\xee" * 160)], [(OUT, 320)]),
-        # context 3's mrun is retried until it is accepted in the cycle right after the first
-        # command's last step (back to back: busy without a gap)
+        # context 5's mrun is retried until it is accepted in the cycle right after the first
+        # command's last step (back to back: busy without a gap; with T = 6 only context 5's
+        # M cycles, 5 + 4 mod 6, meet that cycle 87 = 3 mod 6)
         Job("busy_b2b", {0: main_prog(),
-                         3: [asm.lui(10, DESC2 >> 12), asm.addi(10, 10, DESC2 & 0xFFF),
+                         5: [asm.lui(10, DESC2 >> 12), asm.addi(10, 10, DESC2 & 0xFFF),
                              asm.mrun(10), asm.mwait(), asm.csrrs(11, Csr.CYCLE, 0), asm.ecall()]},
             RAW_DATA + [(DESC2, Descriptor(**{**RAW_D.__dict__, "c_base": OUT + 160}).pack()),
                         (OUT + 160, b"\xee" * 160)], [(OUT, 320)]),
@@ -343,37 +349,40 @@ def jobs():
     bad.append(("f_xrange", DESC, [(DESC, dx.pack())] + RAW_DATA[1:]))
     for name, desc, data in bad:
         js.append(Job(name, {0: main_prog(desc)}, data))
-    # an instruction fault on the tile in the engine's fault cycle 19 (step 0): context 3
-    # issues ebreak at 19; at 23 instead, the engine's fault (19) is first; at 18 (context 2)
-    # the instruction faults first and the engine never steps
+    # an instruction fault on the tile visible in the cycle the engine's step-0 fault (cycle 29)
+    # is visible (30): context 1's ebreak issued at 25 (M 29); one issued at 31 instead is
+    # later (visible 36) but still inside the window (t_s = 31); context 4's ebreak at 22
+    # (visible 27) stops the run before step 0
     nop = asm.addi(0, 0, 0)
-    js.append(Job("f_same_cycle", {0: main_prog(MIS), 3: [nop, asm.ebreak()]}))
-    js.append(Job("f_engine_first", {0: main_prog(MIS), 3: [nop, nop, asm.ebreak()]}))
-    js.append(Job("f_insn_first", {0: main_prog(MIS), 2: [nop, asm.ebreak()]}))
-    # an engine write is seen by a fetch in its own cycle, not one cycle earlier: a RAW
+    js.append(Job("f_same_cycle", {0: main_prog(MIS), 1: [nop, asm.ebreak()]}))
+    js.append(Job("f_engine_first", {0: main_prog(MIS), 1: [nop, nop, asm.ebreak()]}))
+    js.append(Job("f_insn_first", {0: main_prog(MIS), 4: [asm.ebreak()]}))
+    # an engine write of cycle k is seen by fetches from k + 1 (§12 "Memory order", v2): a RAW
     # command (C = J = 1, KB = 3, zero operands) writes bias = `addi a2, x0, 77` over the
-    # `addi a2, x0, 5` at 0x118 in step 17 (cycle 36); context 0 fetches 0x118 at 36, context 3
-    # (jumping there) at 35
+    # `addi a2, x0, 5` at 0x118 in step 17 (cycle 46); context 5 (jal at 41) fetches 0x118 at
+    # 47, context 4 (jal at 40) at 46, context 0 (its word 6) at 54
     old, new = asm.addi(12, 0, 5), asm.addi(12, 0, 77)
     dfe = Descriptor(a_base=A, w_base=W, c_base=0x118, p_base=PAR, J0=1, J1=1, K0=3, K1=1, C=1,
                      mode=Mode.RAW)
     js.append(Job("fetch_order", {
         0: [set_a0(DESC), asm.mrun(10), nop, nop, nop, nop, old, asm.mwait(), asm.ecall()],
-        3: [nop, nop, nop, nop, asm.jal(0, 0x118 - pc_of(3, 4))]},
+        4: [nop, nop, nop, asm.jal(0, 0x118 - pc_of(4, 3))],
+        5: [nop, nop, nop, asm.jal(0, 0x118 - pc_of(5, 3))]},
         [(DESC, dfe.pack()), (PAR, ChannelParams(bias=new - (1 << 32) if new >> 31 else new).pack()),
          (A, bytes(24)), (W, bytes(24))]))
-    # a store in X in the cycle after an engine write (so the write waits) to a byte of the same
-    # word: the store is later, its byte wins; a load in the cycle after sees both
+    # a store in M in the cycle after an engine write to a byte of the same word: the store is
+    # later, its byte wins; a later load sees both
     dst = Descriptor(a_base=A, w_base=W, c_base=0x7F0, p_base=PAR, J0=1, J1=1, K0=3, K1=1, C=1,
                      mode=Mode.RAW)
     js.append(Job("store_after_write", {
         0: [set_a0(DESC), asm.mrun(10), nop, nop, nop, nop, asm.lw(12, 0x7F0, 0), asm.mwait(),
             asm.lw(13, 0x7F0, 0), asm.lw(14, 0x7F4, 0), asm.ecall()],
-        3: [asm.addi(6, 0, 0xAB), nop, nop, nop, nop, asm.sb(6, 0x7F1, 0), asm.ecall()]},
+        1: [asm.addi(6, 0, 0xAB), nop, nop, nop, asm.sb(6, 0x7F1, 0), asm.ecall()]},
         [(DESC, dst.pack()), (PAR, ChannelParams(bias=0x11223344).pack()),
          (A, bytes(24)), (W, bytes(24)), (0x7F0, bytes.fromhex("eeeeeeeeddccbbaa"))]))
-    # start resets the engine: a first run ends by a fault at 19 while the engine is busy
-    # (context 3's ebreak); the host then patches the ebreak into an ecall and starts again
+    # start resets the engine: a first run ends by a fault while the engine is busy (context
+    # 3's ebreak at 27, visible 32); the host then patches the ebreak into an ecall and starts
+    # again
     from tessera.spec.hostmap import sram_addr
     js.append(Job("restart", {0: main_prog(), 3: [nop, asm.ebreak(), asm.ecall()]}, RAW_DATA,
                   [(OUT, 160)],
@@ -412,18 +421,19 @@ MRUN_PC = pc_of(0, 1)       # a0 = desc, mrun
 
 
 def check_halted_run(res, d, extra_busy=0):
-    """Context 0 ran one command with no stalls: last step at 18 + N, mwait retires at
-    mwait_retire(18 + N), csrr reads t_w + 4, ecall at t_w + 8 ends the run."""
+    """Context 0 ran one command with no stalls: last step at 28 + N, mwait retires at
+    t_w = mwait_retire(28 + N), csrr reads t_w + 6, the ecall at t_w + 12 is the last one:
+    HALTED visible from v = t_w + 17, cycles = v + D = t_w + 19."""
     n = steps_by_hand(d)
     assert n == command_steps(d)
     t_w = mwait_retire(X0 + n)
     t0 = res.tiles[0]
     assert res.status == RunStatus.HALTED
-    assert res.cycles == t_w + 8 + 1
-    assert t0.contexts[0].regs[11] == t_w + 4
-    # mrun retires once; mwait retries (t = 20 .. t_w - 4) retire nothing
+    assert res.cycles == t_w + 12 + 5 + D
+    assert t0.contexts[0].regs[11] == t_w + 6
+    # mrun retires once; mwait retries (t = 30 .. t_w - 6) retire nothing
     assert t0.contexts[0].retired == 3 + 1 + 1 + 1 + 1 + 1   # prologue, lui, mrun, mwait, csrr, ecall
-    assert t0.counters["engine"] == n + 1 + extra_busy       # cycles 18 .. 18 + N
+    assert t0.counters["engine"] == n + 1 + extra_busy       # cycles 28 .. 28 + N
     kb, j = d.K0 * d.K1, d.J0 * d.J1
     assert t0.counters["macs"] == 8 * d.C * j * kb
     return n, t_w
@@ -432,8 +442,9 @@ def check_halted_run(res, d, extra_busy=0):
 def test_raw_result_and_timing(results):
     res, (out,) = results["raw"]
     n, t_w = check_halted_run(res, RAW_D)
-    # by hand: 8 + 6 + 4·3 + 3·6 + 6·2 + 2 = 58 steps, last at 76, mwait at 76 (X 78 ≥ 77)
-    assert n == 58 and t_w == 76
+    # by hand: 8 + 6 + 4·3 + 3·6 + 6·2 + 2 = 58 steps, last at 28 + 58 = 86; mwait at 84
+    # (M 88 ≥ 87; the slot before, 78, has M 82)
+    assert n == 58 and t_w == 84
     assert out == raw_expected_out(RAW_ACC)
 
 
@@ -442,16 +453,16 @@ def test_tflite_result_and_timing(results, name):
     res, (out,) = results[name]
     d, want = {"tflite": (TFL_D, TFL_OUT), "tflite_u": (TFLU_D, TFLU_OUT)}[name]
     n, t_w = check_halted_run(res, d)
-    # by hand: 8 + 8 + 3·4 + 2·5 + 5·1 + 2 = 45 steps, last at 63; mwait X 66 ≥ 64: t = 64
-    assert n == 45 and t_w == 64
+    # by hand: 8 + 8 + 3·4 + 2·5 + 5·1 + 2 = 45 steps, last at 73; mwait M 76 ≥ 74: t = 72
+    assert n == 45 and t_w == 72
     assert out == want
 
 
 def test_float32_result_and_timing(results):
     res, (out,) = results["float32"]
     n, t_w = check_halted_run(res, F32_D)
-    # by hand: 8 + 8 + 4 + 0 + 16 + 2 = 38 steps, last at 56; mwait X 58 >= 57: t = 56
-    assert n == 38 and t_w == 56
+    # by hand: 8 + 8 + 4 + 0 + 16 + 2 = 38 steps, last at 66; mwait M 70 >= 67: t = 66
+    assert n == 38 and t_w == 66
     assert out == F32_OUT
     q = np.frombuffer(out, np.int8).reshape(16, 8)[:, :4].astype(int) + 3      # rne(p), zp 3
     at = {x: j for j, x in enumerate(F32_X)}
@@ -480,13 +491,13 @@ def test_gather_result_and_timing(results, name):
 
 def test_loads_and_stores_stall_the_engine(results):
     res, (out,) = results["stall"]
-    # context 1 issues 6 sw + 2 lw at 13, 17, ..., 41: X at 15, 19, ..., 43 — the engine
-    # cycles after x = 18 skip 19, 23, ..., 43 (7 of them inside the busy window)
-    blocked = {13 + 4 * i + 2 for i in range(8)}
+    # context 1 issues 6 sw + 2 lw at 19, 25, ..., 61: M at 23, 29, ..., 65 — the engine
+    # cycles after x = 28 skip 29, 35, ..., 65 (7 of them inside the busy window)
+    blocked = {19 + 6 * i + 4 for i in range(8)}
     n = steps_by_hand(RAW_D)
     cyc = step_cycles(X0, n, blocked)
     last = cyc[-1]
-    assert last == X0 + n + 7          # 7 stalls in 19..83
+    assert last == X0 + n + 7 == 93    # 7 stalls in 29..93
     t_w = mwait_retire(last)
     t0 = res.tiles[0]
     assert res.status == RunStatus.HALTED
@@ -498,45 +509,49 @@ def test_loads_and_stores_stall_the_engine(results):
 def test_mrun_while_busy_retries(results):
     res, (out,) = results["busy"]
     n1 = n2 = steps_by_hand(RAW_D)
-    # context 2: lui 14, addi 18, mrun 22, 26, ... retry until X ≥ 18 + n1 + 1 = 77:
-    # t = 78 (≡ 2 mod 4, X 80), accepted at x2 = 80; csrr at 82
-    t_a = 22
-    while t_a + 2 < X0 + n1 + 1:
-        t_a += 4
-    assert t_a == 78
+    # context 2: lui 20, addi 26, mrun 32, 38, ... retry until M ≥ 28 + n1 + 1 = 87:
+    # t = 86 (≡ 2 mod 6, M 90), accepted at x2 = 90; csrr at 92
+    t_a = 32
+    while t_a + 4 < X0 + n1 + 1:
+        t_a += T
+    assert t_a == 86
     t0 = res.tiles[0]
-    assert t0.contexts[2].regs[11] == t_a + 4
-    x2 = t_a + 2
-    # context 0's mwait retires at 76 (first command done); context 2 waits for the second
-    assert t0.contexts[0].regs[11] == mwait_retire(X0 + n1) + 4
+    assert t0.contexts[2].regs[11] == t_a + 6
+    x2 = t_a + 4
+    # context 0's mwait retires at 84 (M 88: idle between the commands); context 2 waits for
+    # the second
+    assert t0.contexts[0].regs[11] == mwait_retire(X0 + n1) + 6 == 90
     assert t0.counters["engine"] == (n1 + 1) + (n2 + 1)
     assert res.status == RunStatus.HALTED
-    # context 2's mwait: first at 86, retires at the first t ≡ 2 with t + 2 ≥ x2 + n2 + 1
-    t_w2 = 86
-    while t_w2 + 2 < x2 + n2 + 1:
-        t_w2 += 4
-    assert res.cycles == t_w2 + 4 + 1
+    # context 2's mwait: first at 98, retires at the first t ≡ 2 with t + 4 ≥ x2 + n2 + 1; its
+    # ecall at t_w2 + 6 is the last one: cycles = t_w2 + 6 + 5 + D
+    t_w2 = 98
+    while t_w2 + 4 < x2 + n2 + 1:
+        t_w2 += T
+    assert t_w2 == 146
+    assert res.cycles == t_w2 + 6 + 5 + D
     assert out == raw_expected_out(RAW_ACC) * 2
 
 
 def test_back_to_back_commands(results):
     res, (out,) = results["busy_b2b"]
     n = steps_by_hand(RAW_D)
-    # first command: busy 18 .. 18 + n = 76. Context 3: lui 15, addi 19, mrun 23, 27, ...;
-    # the issue at 75 has X = 77, the first idle cycle: accepted at x2 = 77 (no gap), busy
-    # 77 .. 77 + n = 135; its mwait (79, 83, ...) retires at the first t ≡ 3 with t + 2 ≥ 136
-    x2 = 77
-    t_w = 79
-    while t_w + 2 < x2 + n + 1:
-        t_w += 4
-    assert t_w == 135
+    # first command: busy 28 .. 28 + n = 86. Context 5: lui 23, addi 29, mrun 35, 41, ...;
+    # the issue at 83 has M = 87, the first idle cycle: accepted at x2 = 87 (no gap), busy
+    # 87 .. 87 + n = 145; its mwait (89, 95, ...) retires at the first t ≡ 5 with t + 4 ≥ 146
+    x2 = 87
+    t_w = 89
+    while t_w + 4 < x2 + n + 1:
+        t_w += T
+    assert t_w == 143
     t0 = res.tiles[0]
     assert res.status == RunStatus.HALTED
-    assert t0.contexts[3].regs[11] == t_w + 4
-    # context 0's mwait (20, 24, ...): at 76 its X (78) finds the second command busy, so it
-    # also waits for it: t = 136 (X 138 ≥ 136), csrr at 140, ecall at 144, the last one
-    assert t0.contexts[0].regs[11] == 140 and res.cycles == 145
-    assert t0.counters["engine"] == 2 * (n + 1)          # cycles 18 .. 135, every one busy
+    assert t0.contexts[5].regs[11] == t_w + 6
+    # context 0's mwait (30, 36, ...): at 84 its M (88) finds the second command busy, so it
+    # also waits for it: t = 144 (M 148 ≥ 146), csrr at 150, ecall at 156, the last one
+    # (context 5's at 155): visible 161, cycles = 161 + D
+    assert t0.contexts[0].regs[11] == 150 and res.cycles == 163
+    assert t0.counters["engine"] == 2 * (n + 1)          # cycles 28 .. 145, every one busy
     assert t0.counters["macs"] == 2 * 8 * 3 * 6 * 4
     assert out == raw_expected_out(RAW_ACC) * 2
 
@@ -544,22 +559,24 @@ def test_back_to_back_commands(results):
 def test_engine_pauses_in_the_exchange_phase(results):
     res, (out,) = results["exchange"]
     n = steps_by_hand(RAW_D)
-    # context 0: a0 (12), mrun (16, x = 18), addi (20), csrrw xprog (24), sync ARRAY (28,
-    # visible 31 = k*); S = 2 (N = 1): r = 33; IDLE 5 at 33..37, END at e = 38. The steps
-    # skip 33..38: the last one is at 18 + 58 + 6 = 82. RUNNING from 39: mwait 40, 44, ...
-    # retires at 84 (X 86 ≥ 83), csrr at 88, ecall at 92
-    last = step_cycles(X0, n, set(range(33, 39)))[-1]
-    assert last == 82
+    # context 0: a0 (18), mrun (24, x = 28), addi (30), csrrw xprog (36), sync ARRAY (42,
+    # visible 47 = k*); D = 2 (N = 1): r = 49; IDLE 5 at 49..53, END at e = 54. The steps
+    # skip 49..54: the last one is at 28 + 58 + 6 = 92. RUNNING from 55: mwait 60, 66, ...
+    # retires at 90 (M 94 ≥ 93), csrr at 96, ecall at 102 (visible 107): cycles = 109
+    last = step_cycles(X0, n, set(range(49, 55)))[-1]
+    assert last == 92
     t0 = res.tiles[0]
-    assert res.status == RunStatus.HALTED and res.cycles == 93
-    assert t0.contexts[0].regs[11] == 88
+    assert res.status == RunStatus.HALTED and res.cycles == 109
+    assert t0.contexts[0].regs[11] == 96
     assert t0.counters["engine"] == last - X0 + 1
     assert t0.counters["exchange"] == 6 and t0.counters["sync"] == 2
     assert out == raw_expected_out(RAW_ACC)
 
 
 FAULTS = {
-    # name: (fault step, addr) — the fault is in cycle 19 + step, cycles = 20 + step
+    # name: (fault step, addr) — the step is at cycle t_f = 29 + step, its fault visible from
+    # t_f + 1 (data checks too: decided from the word read in the step, §7 "Stop"), so
+    # cycles = t_f + 1 + D
     "f_misaligned": (0, MIS),                  # check 1 on descriptor word 0
     "f_c0": (7, DESC),                               # check 2 in step 7
     "f_qmax": (7, DESC),                             # qmax (word 7) out of the int8 range
@@ -584,62 +601,71 @@ def test_engine_faults(results, name):
     t_f = X0 + 1 + step
     t0 = res.tiles[0]
     assert res.status == RunStatus.FAULT
-    assert res.cycles == t_f + 1
+    assert res.cycles == t_f + 1 + D
     f = t0.fault
     assert (f.context, f.cause, f.pc, f.addr) == (0, FaultCause.ENGINE_FAULT, MRUN_PC, addr)
     assert t0.contexts[0].state == CS.FAULT and t0.contexts[0].pc == MRUN_PC
-    assert t0.counters["engine"] == t_f - X0 + 1          # busy 18 .. t_f
-    assert all(t0.contexts[c].state == CS.HALTED for c in (1, 2, 3))
+    # frozen after the faulting step, still busy until the stop (§12): 28 .. t_s = t_f + D
+    assert t0.counters["engine"] == t_f + D - X0 + 1
+    assert all(t0.contexts[c].state == CS.HALTED for c in range(1, T))
 
 
 def test_same_cycle_instruction_fault_wins(results):
     res, _ = results["f_same_cycle"]
-    # the engine faults in step 0 = cycle 19; context 3's ebreak is issued at 19 (its code
-    # starts at 15): the record is the ebreak's, context 0 is not faulted
+    # the engine faults in step 0 = cycle 29 (visible 30); context 1's ebreak is issued at 25
+    # (its code starts at 19), M 29, visible 30 too: the record is the ebreak's and the engine
+    # fault is dropped (§12), context 0 is not faulted; cycles = 30 + D
     t0 = res.tiles[0]
-    assert res.status == RunStatus.FAULT and res.cycles == 20
+    assert res.status == RunStatus.FAULT and res.cycles == 32
     f = t0.fault
-    assert (f.context, f.cause, f.pc) == (3, FaultCause.BREAKPOINT, pc_of(3, 1))
-    assert t0.contexts[3].state == CS.FAULT
+    assert (f.context, f.cause, f.pc) == (1, FaultCause.BREAKPOINT, pc_of(1, 1))
+    assert t0.contexts[1].state == CS.FAULT
     assert t0.contexts[0].state == CS.RUNNING and t0.contexts[0].pc == pc_of(0, 2)  # at mwait
 
 
 def test_engine_fault_before_instruction_fault(results):
     res, _ = results["f_engine_first"]
+    # the engine fault of step 0 (29) is visible from 30: t_s = 31, cycles = 32. Context 1's
+    # ebreak issued at 31 <= t_s faults too (visible 36): context 1 enters FAULT, but the tile
+    # keeps the fault visible first, the engine's (§7 "Stop")
     t0 = res.tiles[0]
-    assert res.status == RunStatus.FAULT and res.cycles == 20
+    assert res.status == RunStatus.FAULT and res.cycles == 32
     f = t0.fault
     assert (f.context, f.cause, f.pc, f.addr) == (0, FaultCause.ENGINE_FAULT, MRUN_PC, MIS)
-    assert t0.contexts[3].state == CS.RUNNING and t0.contexts[3].pc == pc_of(3, 2)
+    assert t0.contexts[0].state == CS.FAULT and t0.contexts[0].pc == MRUN_PC
+    assert t0.contexts[1].state == CS.FAULT and t0.contexts[1].pc == pc_of(1, 2)
 
 
 def test_instruction_fault_before_engine_fault(results):
     res, _ = results["f_insn_first"]
     t0 = res.tiles[0]
-    # context 2's ebreak at 18 ends the run at 18 (cycles 19): the engine, accepted at 18,
-    # never steps (step 0 would be at 19)
-    assert res.status == RunStatus.FAULT and res.cycles == 19
+    # context 4's ebreak at 22 is visible from 27: t_s = 28, cycles = 29. The mrun issued at
+    # 24 <= t_s is accepted in its M cycle 28; step 0 would be at 29 > t_s: the engine never
+    # steps, and its misaligned descriptor never faults
+    assert res.status == RunStatus.FAULT and res.cycles == 29
     f = t0.fault
-    assert (f.context, f.cause, f.pc) == (2, FaultCause.BREAKPOINT, pc_of(2, 1))
-    assert t0.contexts[0].state == CS.RUNNING
-    assert t0.counters["engine"] == 1                     # the accept cycle 18
+    assert (f.context, f.cause, f.pc) == (4, FaultCause.BREAKPOINT, pc_of(4, 0))
+    assert t0.contexts[0].state == CS.RUNNING and t0.contexts[0].pc == pc_of(0, 2)
+    assert t0.counters["engine"] == 1                     # the accept cycle 28
 
 
 def test_engine_write_seen_by_the_fetch_of_its_cycle(results):
     res, _ = results["fetch_order"]
     d = Descriptor(J0=1, J1=1, K0=3, K1=1, C=1, mode=Mode.RAW)
     # steps: 0..7, 8..9, blocks b = 0..2: W at 10 + 2b, X at 11 + 2b; X(0, 2) = 15, write 17
+    # at cycle 29 + 17 = 46
     assert steps_by_hand(d) == 18
     t0 = res.tiles[0]
     assert res.status == RunStatus.HALTED
-    assert t0.contexts[0].regs[12] == 77          # fetched at 36 = the write's cycle
-    assert t0.contexts[3].regs[12] == 5           # fetched at 35
+    assert t0.contexts[5].regs[12] == 77          # fetched at 47 = the write's cycle + 1
+    assert t0.contexts[4].regs[12] == 5           # fetched at 46 = the write's cycle
+    assert t0.contexts[0].regs[12] == 77          # fetched at 54
 
 
 def test_store_after_engine_write_wins(results):
     res, _ = results["store_after_write"]
-    # the engine writes 0x11223344 to 0x7F0 in step 17 = cycle 36 (no stall before); context
-    # 3's sb (issued 35, X 37) writes byte 0x7F1 = 0xAB; context 0's lw (issued 36, X 38) and
+    # the engine writes 0x11223344 to 0x7F0 in step 17 = cycle 46 (no stall before); context
+    # 1's sb (issued 43, M 47) writes byte 0x7F1 = 0xAB; context 0's lw (issued 54, M 58) and
     # the lw after mwait read 0x1122AB44; the word at 0x7F4 (RAW, C = 1: 4 bytes) is untouched
     c0 = res.tiles[0].contexts[0]
     assert res.status == RunStatus.HALTED
@@ -648,32 +674,33 @@ def test_store_after_engine_write_wins(results):
 
 def test_start_resets_the_engine(results):
     res, (out,) = results["restart"]
-    # the second run is the "raw" run (context 3 now: nop 15, ecall 19): the engine is idle at
-    # the start, so context 0's mrun at 16 is accepted at 18 as before
+    # the second run is the "raw" run (context 3 now: nop 21, ecall 27): the engine is idle at
+    # the start, so context 0's mrun at 24 is accepted at 28 as before
     check_halted_run(res, RAW_D)
     assert out == raw_expected_out(RAW_ACC)
 
 
 def test_engine_fault_in_the_cycle_of_the_last_ecall(results):
     res, _ = results["fault_at_halt"]
-    # context 0: lui 12, addi 16, mrun 20 (x = 22), ecall 24 (the last one: halt at 24);
-    # step 0 (23) reads d = 0x3FF8, step 1 (24) reads 0x4000: engine fault at t_f = 24. Both end
-    # the run after cycle 24; the fault wins (reading of §7/§12: the fault record exists and
-    # c_e enters FAULT; the ecall, issued at t_f, completes and retires), pc = pc_e
+    # context 0: lui 18, addi 24, mrun 30 (x = 34), ecall 36 (the last one, HALTED visible
+    # from 41); step 0 (35) reads d = 0x3FF8, step 1 (36) reads 0x4000: engine fault at 36,
+    # visible from v = 37 (first): t_s = 38, cycles = 39. The ecall, issued at 36 <= t_s,
+    # completes and retires, but c_e is FAULT from 37 and stays FAULT (§7 "Stop", contract-v2
+    # §6 reading 6) with pc = pc_e
     t0 = res.tiles[0]
-    assert res.status == RunStatus.FAULT and res.cycles == 25
+    assert res.status == RunStatus.FAULT and res.cycles == 39
     f = t0.fault
     assert (f.context, f.cause, f.pc, f.addr) == (0, FaultCause.ENGINE_FAULT, pc_of(0, 2), 0x4000)
     assert t0.contexts[0].state == CS.FAULT and t0.contexts[0].pc == pc_of(0, 2)
     assert t0.contexts[0].retired == 3 + 4               # prologue, lui, addi, mrun, ecall
-    assert t0.counters["engine"] == 3                    # 22, 23, 24
+    assert t0.counters["engine"] == 5                    # 34 .. 38
 
 
 def test_halt_while_busy_leaves_later_steps_undone(results):
     res, (out,) = results["halt_busy"]
-    # context 0: lui 12, mrun 16 (x = 18), ecall 20 = the last ecall: cycles = 21; the engine
-    # ran steps 0, 1 (cycles 19, 20) and wrote nothing
+    # context 0: lui 18, mrun 24 (x = 28), ecall 30 = the last ecall, visible 35: t_s = 36,
+    # cycles = 37; the engine ran steps 0..7 (cycles 29..36, descriptor reads) and wrote nothing
     t0 = res.tiles[0]
-    assert res.status == RunStatus.HALTED and res.cycles == 21
-    assert t0.counters["engine"] == 3 and t0.counters["macs"] == 0
+    assert res.status == RunStatus.HALTED and res.cycles == 37
+    assert t0.counters["engine"] == 9 and t0.counters["macs"] == 0       # 28 .. 36
     assert out == b"\xee" * 160
