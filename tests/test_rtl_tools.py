@@ -135,9 +135,9 @@ def test_result_json_round_trip():
     from tessera.spec.faults import FaultCause
     from tessera.spec.result import (ContextResult, ContextState, Fault, RunResult, RunStatus,
                                 TileResult)
-    cfg = ArrayConfig(tiles=1, contexts=4, sram_bytes=16384)
+    cfg = ArrayConfig(tiles=1, contexts=6, sram_bytes=16384)
     ctxs = [ContextResult(c, ContextState.HALTED if c else ContextState.FAULT, 4 * c,
-                          7 if c else None, c, list(range(32))) for c in range(4)]
+                          7 if c else None, c, list(range(32))) for c in range(6)]
     tile = TileResult(0, {"compute": 1, "sync": 2, "exchange": 3, "halted": 4, "retired": 5,
                           "macs": 6, "engine": 7}, Fault(0, FaultCause.BREAKPOINT, 8, 8), ctxs)
     r = RunResult(cfg, RunStatus.FAULT, 10, [tile])

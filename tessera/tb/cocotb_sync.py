@@ -9,9 +9,10 @@ then runs again, or — at random, never tile 0 — halts for good (``arrive`` =
 ``waiting`` = 0). Delays of 0 make a tile arrive again in the very first cycle after its
 one-cycle exchange phase (the tightest back-to-back case for the sense bit).
 
-Reference (§5): k* = the first cycle at which every tile is arrived and some tile is waiting
-(and no release is pending); then ``prerelease`` must pulse exactly at k* + S − 1 and
-``release`` exactly at k* + S, and never otherwise.
+Reference (§5, §7 "Array decisions"): k* = the first cycle at which every tile is arrived and
+some tile is waiting (and no release is pending); then ``prerelease`` must pulse exactly at
+k* + D − 1 and ``release`` exactly at k* + D (D = ceil(log2 N) + 2, v1's S), on every tile's
+bit of ``release`` at once, and never otherwise.
 
 Payload: ``{"config", "seed", "barriers", "max_delay", "max_xchg", "p_halt"}``.
 Results: ``{"barriers", "cycles", "errors": [...], "tight": n, "latencies": [...]}``.
@@ -35,7 +36,7 @@ async def sync_random(dut):
     """Random arrival orders and delays against the §5 reference."""
     p = json.loads(open(os.environ["TESSERA_TB_PAYLOAD"]).read())
     cfg = ArrayConfig.from_dict(p["config"])
-    n, S = cfg.tiles, cfg.sync_latency
+    n, S = cfg.tiles, cfg.decision_latency
     rng = random.Random(int(p["seed"]))
     want = int(p["barriers"])
     max_delay, max_xchg = int(p.get("max_delay", 12)), int(p.get("max_xchg", 4))
@@ -78,7 +79,10 @@ async def sync_random(dut):
                 tight += 1
         zero_run = 0 if all_arr else zero_run + 1
         await FallingEdge(dut.clk)
-        pre, rel = int(dut.prerelease.value), int(dut.release.value)
+        pre, rel_bits = int(dut.prerelease.value), int(dut.release.value)
+        rel = int(rel_bits != 0)
+        if rel_bits not in (0, (1 << n) - 1):
+            errors.append(f"cycle {k}: release bits {rel_bits:#x}: not on every tile at once")
         exp_pre = pending_r is not None and k == pending_r - 1
         exp_rel = pending_r is not None and k == pending_r
         if pre != exp_pre or rel != exp_rel:

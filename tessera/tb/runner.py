@@ -501,5 +501,6 @@ def build_sync_controller(config: ArrayConfig, *, waves: str | None = None) -> R
     def elaborate():
         from tessera.hdl.array.sync_controller import SyncController
         return SyncController(config)
-    return build_model("sync", config, elaborate, ("hdl/array/sync_controller.py", "hdl/gen.py", "spec"),
-                       waves=waves)
+    return build_model("sync", config, elaborate,
+                       ("hdl/array/sync_controller.py", "hdl/array/reduction_tree.py",
+                        "hdl/gen.py", "spec"), waves=waves)
