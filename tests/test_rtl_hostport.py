@@ -80,12 +80,13 @@ def test_backend_rtl_equals_model(tiny_model):
     words = ([asm.csrrs(10, 0xCC1, 0), asm.slli(6, 10, 2), asm.lui(7, 3), asm.add(7, 7, 6),
               asm.sw(10, 0, 7), asm.addi(10, 10, 40), asm.ecall()])
     img = _Image(words)
-    rb = [(0, 0x3000, 16)]
+    # context c stores c at 0x3000 + 4c and exits with 40 + c (tiny: T = 6 contexts)
+    rb = [(0, 0x3000, 4 * TINY.contexts)]
     m, md = run_program_io("model", TINY, img, 1000, readback=rb)
     r, rd = run_program_io("rtl", TINY, img, 1000, readback=rb)
     assert r.to_json() == m.to_json()
-    assert rd == md == [b"".join(c.to_bytes(4, "little") for c in range(4))]
-    assert [c.exit_code for c in r.tiles[0].contexts] == [40, 41, 42, 43]
+    assert rd == md == [b"".join(c.to_bytes(4, "little") for c in range(TINY.contexts))]
+    assert [c.exit_code for c in r.tiles[0].contexts] == [40 + c for c in range(TINY.contexts)]
 
 
 def test_cli_exec_rtl_same_json(tmp_path, tiny_model):
