@@ -116,7 +116,7 @@ def test_host_port_on_mock(mock_model):
     assert res["status"] == "timeout"
     assert res["cycles"] == 500
     assert res["config"] == CFG.to_dict()
-    assert len(res["tiles"]) == 1 and len(res["tiles"][0]["contexts"]) == 4
+    assert len(res["tiles"]) == 1 and len(res["tiles"][0]["contexts"]) == CFG.contexts == 6
     # mock tile registers read 0: RUNNING contexts, pc 0, no fault
     assert res["tiles"][0]["fault"] is None
     assert all(c["state"] == "running" and c["exit_code"] is None
