@@ -102,7 +102,8 @@ def test_no_engine_build_makes_mrun_mwait_illegal():
     for word, res in zip((asm.mrun(5), asm.mwait()), out["jobs"]):
         r = result_from_json(res["result"])
         f = r.tiles[0].fault
-        # context 0 issues csrr (0), bne (4), nop (8), the word (12): fault at 12
-        assert r.status == RunStatus.FAULT and r.cycles == 13
+        # v2 (T = 6, N = 1: D = 2): context 0 issues csrr (0), bne (6), nop (12), the word
+        # (18): its fault is visible from 18 + 5 = 23, cycles = 23 + D = 25 (§4, §7 "Stop")
+        assert r.status == RunStatus.FAULT and r.cycles == 25
         assert (f.context, f.cause, f.pc, f.addr) == (0, FaultCause.ILLEGAL_INSTRUCTION, 12, word)
         assert r.tiles[0].counters["engine"] == 0
