@@ -6,21 +6,26 @@ docs/design/contract-v2.md §1. Pipeline of an instruction issued at cycle t by 
 c = t mod T (T >= 6, so the instruction has left W before c issues again: no forwarding, no
 interlock):
 
-* F (t): ``fetch.en``/``fetch.addr`` = pc of c; the fetch-fault flags are decided here and
-  carried to M. The fetch port is a synchronous, not write-transparent read: the word is the
-  SRAM as after the writes of cycles < t (stores issued <= t - ``FETCH_STORE_DELAY``).
+* F (t): ``fetch.en``/``fetch.addr`` = pc of c (read from the pc registers one cycle ahead,
+  so a register drives the SRAM address); the fetch-fault flags are decided here and carried
+  to M. The fetch port is a synchronous, not write-transparent read: the word is the SRAM as
+  after the writes of cycles < t (stores issued <= t - ``FETCH_STORE_DELAY``).
 * I (t+1): ``fetch.data`` arrives; its rs1/rs2/rd fields address the register file's
   synchronous read ports; the word and the CSR cycle half are registered.
 * R (t+2): decode of the registered word; the register values arrive; operand select
   (immediate or rs2); the divider's state row is addressed. Everything is registered for X
   (the multiplier's input registers).
 * X (t+3): ALU, branch compare, jump target, next pc, load/store address and store lanes, dot4,
-  the multiplier's partial products, the first half of a division turn's steps.
+  the multiplier's partial products, the first half of a division turn's steps, the CSR read
+  (every CSR but ``xprog`` already has its M-time value: cycle and the ids are constants of
+  the instruction, instret and stack_limit change only by the context's own earlier
+  instructions, which completed >= T - 5 cycles ago), the stack-limit qualifiers.
 * M (t+4): every data-memory effect (store write, load read), the range check, the stack-limit
-  compare, CSR read and write, the second half of the division steps, the multiplier's sum, the
-  fault and the state change (visible from t + ``STATE_VISIBLE_DELAY``), pc write, retire
-  counters, the matrix-engine command (``mrun``/``mwait``).
-* W (t+5): load data (``mem.rdata``) aligned and extended; register write; ``trace``.
+  compare, the ``xprog`` CSR read and every CSR write, the second half of the division steps,
+  the multiplier's sum, the fault and the state change (visible from t +
+  ``STATE_VISIBLE_DELAY``), pc write, the matrix-engine command (``mrun``/``mwait``).
+* W (t+5): load data (``mem.rdata``) aligned and extended; register write; retire counters;
+  ``trace``.
 
 A division goes through this pipeline in each of its DIV_TURNS turns; :mod:`.divider` keeps its
 per-context state, and only the last turn retires (§4, "Division"). ``Variant(divider=False)``
@@ -30,7 +35,7 @@ per-context state, and only the last turn retires (§4, "Division"). ``Variant(d
 Tile counters (§8): the class of cycle k (compute/sync/exchange/halted, from the visible states
 and ``in_exchange`` at k) is added in cycle k when ``run`` is high (k is one of the run's
 cycles 0..C-1: in v2 the run's end is known in its last cycle t_s = C - 1, so no delay line).
-``retired``/``macs`` count in M of each retired instruction (also after t_s, for the
+``retired``/``macs`` count in W of each retired instruction (also after t_s, for the
 instructions issued up to t_s).
 
 The core reports a fault in M on ``fault`` (merged with the matrix engine's) and keeps no
@@ -216,7 +221,7 @@ class Core(wiring.Component):
     dbg.ctx[cb], dbg.reg[5] -> dbg.x[32]
         Register read, data in the next cycle (exit code = x10 of a HALTED context).
     dbg.counters.{compute, sync, exchange, halted, retired, macs, engine} [64]
-        Tile counters (§8); retired/macs count in M of each retired instruction.
+        Tile counters (§8); retired/macs count in W of each retired instruction.
     trace.*
         Retire trace in W (t+5): ``trace.valid`` for every retired instruction;
         ``trace.rd`` = 0 and ``trace.value`` = 0 when no register is written;
