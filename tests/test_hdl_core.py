@@ -598,3 +598,66 @@ def test_division_same_word_twice_takes_twenty_turns():
                      asm.divu(11, 11, 12), asm.ecall()])
     assert r.status == "halted" and r.cycles == 23 * T + 4 + 2
     assert [r.regs[c][11] for c in range(T)] == [9] * T
+
+
+# -- the matrix-engine port (§12): mrun / mwait and the LOAD/STORE rule in M ------------------
+
+ENGINE_PROG = [
+    asm.csrr("a1", Csr.CONTEXT_ID),      # 0
+    asm.bne("a1", "zero", 16),           # 4: ctx1..5 -> 20
+    asm.addi("a0", "zero", 0x100),       # 8: ctx0
+    asm.mrun("a0"),                      # 12
+    asm.mwait(),                         # 16
+    asm.lw("a2", 0, "zero"),             # 20
+    asm.ecall(),                         # 24
+]
+
+
+def test_mrun_mwait_decided_in_m_and_loads_own_the_port_in_m():
+    # ctx0: csrr@0, bne@6, addi@12, mrun@18 (M 22: busy -> retry), mrun@24 (M 28: idle ->
+    # accepted at 28, descriptor 0x100, pc 12), mwait@30 (M 34 busy), @36 (M 40 busy), @42
+    # (M 46 idle: retires), lw@48 (M 52), ecall@54 -> v = 59, C = 61. ctx c = 1..5: lw at
+    # 12 + c (M 16 + c), ecall at 18 + c.
+    busy = set(range(10, 23)) | set(range(29, 41))
+    r = run_program(ENGINE_PROG, eng_busy=busy)
+    assert r.status == "halted" and r.cycles == 61
+    assert r.accepts == [(28, 0x100, 0, 12)]
+    assert r.m_mem == [17, 18, 19, 20, 21, 52]
+    assert r.retired == [7, 4, 4, 4, 4, 4] and r.pcs[0] == 28
+    # the engine counter: busy (or accepting) cycles of the run 0..60: 13 + 12 (the stand-in
+    # drives eng.active = busy; the accept cycle 28 is not in the set)
+    assert r.engine == 25
+    assert r.counters["compute"] == 59 and r.counters["halted"] == 2
+
+
+ENGINE_FAULT_PROG = [
+    asm.csrr("a1", Csr.CONTEXT_ID),      # 0
+    asm.bne("a1", "zero", 8),            # 4: ctx1..5 -> 12
+    asm.j(0),                            # 8: ctx0 loops here
+    0x00000000,                          # 12: illegal: ctx c at 12 + c, M at 16 + c
+]
+
+
+def test_engine_fault_puts_its_context_into_fault_with_pc_e():
+    # An engine step fault at s = 16 (context 0, pc_e = 0x40) is visible from 17, before
+    # ctx1's illegal word (M 17, visible 18): the record is the engine's (first visible), ctx0
+    # is FAULT from 17 with pc 0x40 (its j@12 has M at 16 too: pc_e wins). v = 17 -> t_s =
+    # 18, C = 19; ctx1..5 issue their illegal word at 13..17 <= t_s: all FAULT.
+    r = run_program(ENGINE_FAULT_PROG, eng_fault={16: (0, 0x40, 0x1234)})
+    assert r.status == "fault" and r.cycles == 19 and r.fault_visible == 17
+    assert r.fault == (0, FaultCause.ENGINE_FAULT, 0x40, 0x1234)
+    assert r.states == [CS.FAULT] * 6
+    assert r.pcs == [0x40] + [12] * 5
+    assert r.retired == [3, 2, 2, 2, 2, 2]      # ctx0: csrr@0, bne@6, j@12; slot 18 is FAULT
+
+
+def test_instruction_fault_of_the_same_cycle_wins_over_the_engine_fault():
+    # Same program, the engine fault at s = 17, the cycle of ctx1's illegal word in M: the
+    # record is the instruction's and the engine fault is dropped (§12): ctx0 stays RUNNING.
+    # v = 18 -> t_s = 19, C = 20; ctx0: csrr@0, bne@6, j@12, j@18 (pc 8).
+    r = run_program(ENGINE_FAULT_PROG, eng_fault={17: (0, 0x40, 0x1234)})
+    assert r.status == "fault" and r.cycles == 20 and r.fault_visible == 18
+    assert r.fault == (1, FaultCause.ILLEGAL_INSTRUCTION, 12, 0)
+    assert r.states == [R] + [CS.FAULT] * 5
+    assert r.pcs == [8] + [12] * 5
+    assert r.retired == [4, 2, 2, 2, 2, 2]

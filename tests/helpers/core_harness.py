@@ -90,17 +90,25 @@ class Run:
     mem: dict = field(default_factory=dict)
     xprog: int = 0
     fault_visible: int | None = None     # first cycle with the fault record set
+    accepts: list = field(default_factory=list)   # (cycle, desc, ctx, pc) of eng.accept
+    m_mem: list = field(default_factory=list)     # cycles with eng.m_mem
+    engine: int = 0                                # the engine counter
 
 
 def run_program(words, *, config=TINY, entry=0, max_cycles=400, data=None, other_stop=None,
-                read_mem=(), end_on_halt=True, exchange_cycles=1):
+                read_mem=(), end_on_halt=True, exchange_cycles=1, eng_busy=(), eng_fault=None):
     """Run ``words`` (placed at address 0) on one tile; return a :class:`Run`.
 
     ``other_stop``: the stop condition holds from that cycle v because of another tile (its
     fault), so t_s = v + D - 1. ``end_on_halt=False`` plays an array whose other tiles keep
     running: this tile's halting does not stop the run. ``exchange_cycles``: length of each
-    exchange phase r..e (1: no exchange program, e = r).
+    exchange phase r..e (1: no exchange program, e = r). ``eng_busy``: the cycles in which
+    the core's ``eng.busy`` (and ``eng.active``) is high; ``eng_fault``: {cycle: (context, pc,
+    addr)} matrix-engine step faults presented on ``eng.fault`` (a stand-in for the matrix
+    engine of architecture §12).
     """
+    eng_busy = set(eng_busy)
+    eng_fault = eng_fault or {}
     image = {4 * i: w for i, w in enumerate(flatten(words))}
     image.update(data or {})
     h = Harness(config, image)
@@ -119,7 +127,9 @@ def run_program(words, *, config=TINY, entry=0, max_cycles=400, data=None, other
         kstar = None        # first arrival cycle of the current ARRAY barrier
         exch_end = None     # e of the current exchange phase
         fault_visible = None
+        accepts, m_mem = [], []
         t = 0
+        eng = core.eng
 
         def end():
             return min(v + D, max_cycles) if v is not None else max_cycles
@@ -150,6 +160,19 @@ def run_program(words, *, config=TINY, entry=0, max_cycles=400, data=None, other
                 kstar = None
                 if t == exch_end:
                     exch_end = None
+            ctx.set(eng.busy, t in eng_busy)
+            ctx.set(eng.active, t in eng_busy)
+            ef = eng_fault.get(t)
+            ctx.set(eng.fault.valid, ef is not None)
+            if ef is not None:
+                ctx.set(eng.fault.context, ef[0])
+                ctx.set(eng.fault.cause, FaultCause.ENGINE_FAULT)
+                ctx.set(eng.fault.pc, ef[1])
+                ctx.set(eng.fault.addr, ef[2])
+            if ctx.get(eng.accept):
+                accepts.append((t, ctx.get(eng.desc), ctx.get(eng.ctx), ctx.get(eng.pc)))
+            if ctx.get(eng.m_mem):
+                m_mem.append(t)
             tr = core.trace
             if ctx.get(tr.valid):
                 trace.append(dict(
@@ -164,6 +187,7 @@ def run_program(words, *, config=TINY, entry=0, max_cycles=400, data=None, other
                 break
         C = end()
         ctx.set(core.run, 0)
+        ctx.set(eng.fault.valid, 0)
         states, pcs, retired, regs = [], [], [], []
         dbg = core.dbg
         for c in range(T):
@@ -196,7 +220,8 @@ def run_program(words, *, config=TINY, entry=0, max_cycles=400, data=None, other
             status = "timeout"
         mem = {a: ctx.get(h.mem.data[a // 4]) for a in read_mem}
         res["run"] = Run(status, C, states, pcs, retired, regs, counters, fault, trace,
-                         arrive_cycles, mem, ctx.get(core.xprog), fault_visible)
+                         arrive_cycles, mem, ctx.get(core.xprog), fault_visible, accepts, m_mem,
+                         ctx.get(cnt.engine))
 
     sim = Simulator(h)
     sim.add_clock(1e-8)

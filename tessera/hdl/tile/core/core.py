@@ -6,21 +6,26 @@ docs/design/contract-v2.md §1. Pipeline of an instruction issued at cycle t by 
 c = t mod T (T >= 6, so the instruction has left W before c issues again: no forwarding, no
 interlock):
 
-* F (t): ``fetch.en``/``fetch.addr`` = pc of c; the fetch-fault flags are decided here and
-  carried to M. The fetch port is a synchronous, not write-transparent read: the word is the
-  SRAM as after the writes of cycles < t (stores issued <= t - ``FETCH_STORE_DELAY``).
+* F (t): ``fetch.en``/``fetch.addr`` = pc of c (read from the pc registers one cycle ahead,
+  so a register drives the SRAM address); the fetch-fault flags are decided here and carried
+  to M. The fetch port is a synchronous, not write-transparent read: the word is the SRAM as
+  after the writes of cycles < t (stores issued <= t - ``FETCH_STORE_DELAY``).
 * I (t+1): ``fetch.data`` arrives; its rs1/rs2/rd fields address the register file's
   synchronous read ports; the word and the CSR cycle half are registered.
 * R (t+2): decode of the registered word; the register values arrive; operand select
   (immediate or rs2); the divider's state row is addressed. Everything is registered for X
   (the multiplier's input registers).
 * X (t+3): ALU, branch compare, jump target, next pc, load/store address and store lanes, dot4,
-  the multiplier's partial products, the first half of a division turn's steps.
+  the multiplier's partial products, the first half of a division turn's steps, the CSR read
+  (every CSR but ``xprog`` already has its M-time value: cycle and the ids are constants of
+  the instruction, instret and stack_limit change only by the context's own earlier
+  instructions, which completed >= T - 5 cycles ago), the stack-limit qualifiers.
 * M (t+4): every data-memory effect (store write, load read), the range check, the stack-limit
-  compare, CSR read and write, the second half of the division steps, the multiplier's sum, the
-  fault and the state change (visible from t + ``STATE_VISIBLE_DELAY``), pc write, retire
-  counters, the matrix-engine command (``mrun``/``mwait``).
-* W (t+5): load data (``mem.rdata``) aligned and extended; register write; ``trace``.
+  compare, the ``xprog`` CSR read and every CSR write, the second half of the division steps,
+  the multiplier's sum, the fault and the state change (visible from t +
+  ``STATE_VISIBLE_DELAY``), pc write, the matrix-engine command (``mrun``/``mwait``).
+* W (t+5): load data (``mem.rdata``) aligned and extended; register write; retire counters;
+  ``trace``.
 
 A division goes through this pipeline in each of its DIV_TURNS turns; :mod:`.divider` keeps its
 per-context state, and only the last turn retires (§4, "Division"). ``Variant(divider=False)``
@@ -30,7 +35,7 @@ per-context state, and only the last turn retires (§4, "Division"). ``Variant(d
 Tile counters (§8): the class of cycle k (compute/sync/exchange/halted, from the visible states
 and ``in_exchange`` at k) is added in cycle k when ``run`` is high (k is one of the run's
 cycles 0..C-1: in v2 the run's end is known in its last cycle t_s = C - 1, so no delay line).
-``retired``/``macs`` count in M of each retired instruction (also after t_s, for the
+``retired``/``macs`` count in W of each retired instruction (also after t_s, for the
 instructions issued up to t_s).
 
 The core reports a fault in M on ``fault`` (merged with the matrix engine's) and keeps no
@@ -144,7 +149,7 @@ def decode_layout(signature: wiring.Signature) -> data.StructLayout:
 def w_layout(context_bits: int) -> data.StructLayout:
     """The M → W stage register: what W needs for the register write and the trace."""
     return data.StructLayout({
-        "ctx": context_bits, "pc": 32, "insn": 32, "rd": 5, "value": 32, "load": 1,
+        "ctx": context_bits, "pc": 32, "insn": 32, "rd": 5, "value": 32, "load": 1, "dot4": 1,
         "funct3": 3, "addr_lo": 2, "st_mask": 4, "st_addr": 32, "st_data": 32})
 
 
@@ -216,7 +221,7 @@ class Core(wiring.Component):
     dbg.ctx[cb], dbg.reg[5] -> dbg.x[32]
         Register read, data in the next cycle (exit code = x10 of a HALTED context).
     dbg.counters.{compute, sync, exchange, halted, retired, macs, engine} [64]
-        Tile counters (§8); retired/macs count in M of each retired instruction.
+        Tile counters (§8); retired/macs count in W of each retired instruction.
     trace.*
         Retire trace in W (t+5): ``trace.valid`` for every retired instruction;
         ``trace.rd`` = 0 and ``trace.value`` = 0 when no register is written;
@@ -259,7 +264,8 @@ class Core(wiring.Component):
         m.submodules.dot4 = dot4 = Dot4()
         m.submodules.lsu = lsu = LsuAddr(cfg)
         m.submodules.ldalign = ldalign = LoadAlign()
-        m.submodules.csr = csr = CsrUnit(cfg, self.tile_id)
+        m.submodules.csr = csr = CsrUnit(cfg, self.tile_id)        # X: every CSR's read
+        m.submodules.csr_m = csr_m = CsrUnit(cfg, self.tile_id)    # M: xprog (read and write)
 
         start = self.start
         run = self.run
@@ -281,12 +287,16 @@ class Core(wiring.Component):
         ]
 
         # ---- F (t) ----------------------------------------------------------------------
+        # The slot's pc is read one cycle ahead (a register feeds the SRAM address): context
+        # c's pc is written in M of its previous issue, at t - T + 4 <= t - 2.
         issue = issue_layout(cb)
         f = Signal(issue)
         f_valid = sched.issue
+        f_pc = Signal(32)
+        m.d.sync += f_pc.eq(Mux(start, self.entry, pcs[sched.next_slot]))
         m.d.comb += [
             f.ctx.eq(sched.slot),
-            f.pc.eq(pcs[f.ctx]),
+            f.pc.eq(f_pc),
             f.misaligned.eq(f.pc[0:2] != 0),
             f.range.eq(f.pc >= cfg.sram_bytes),
             self.fetch.en.eq(f_valid & ~f.misaligned & ~f.range),
@@ -353,6 +363,18 @@ class Core(wiring.Component):
         x_is_div = Signal()
         m.d.comb += [x_is_div.eq(xd.muldiv & xd.funct3[FUNCT3_DIV_BIT]),
                      div.x_is_div.eq(x_is_div)]
+        # CSR read in X: every CSR but xprog has its M-time value already (cycle, ids; instret
+        # and stack_limit change only by this context's own earlier instructions); xprog is
+        # read and written in M (csr_m), where the other contexts' writes are ordered.
+        m.d.comb += [
+            csr.csr.eq(x_insn[CSR.slice]), csr.funct3.eq(xd.funct3), csr.rs1.eq(xd.rs1),
+            csr.rs1_value.eq(x_a),
+            # x_cyc is already the half the CSR number names (I stage), so both halves of
+            # the unit's 64-bit input carry it
+            csr.cycle.eq(Cat(x_cyc, x_cyc)),
+            csr.instret.eq(ctx_retired[x.ctx]),
+            csr.context.eq(x.ctx), csr.xprog.eq(xprog), csr.slimit.eq(slimits[x.ctx]),
+        ]
 
         pc_plus4 = Signal(32)
         m.d.comb += pc_plus4.eq(x.pc + 4)
@@ -376,6 +398,8 @@ class Core(wiring.Component):
             m.d.comb += x_result.eq(dot4.result)
         with m.Elif(xd.muldiv):
             m.d.comb += x_result.eq(div.result)      # a division's last turn; MUL in M
+        with m.Elif(xd.csr):
+            m.d.comb += x_result.eq(csr.rdata)       # xprog: replaced in M
         with m.Else():
             m.d.comb += x_result.eq(alu.result)
 
@@ -396,6 +420,18 @@ class Core(wiring.Component):
         m_mask = Signal(4)
         m_wdata = Signal(32)
         m_div_last = Signal()
+        m_sp_check = Signal()     # a non-load writing sp (a division only in its last turn)
+        m_slimit = Signal(32)
+        m_csr_legal = Signal()
+        m_csr_xprog = Signal()    # the CSR is xprog
+        m_slimit_we = Signal()
+        m_csr_wdata = Signal(32)
+        m.d.sync += [
+            m_sp_check.eq(xd.writes_rd & ~xd.load & (xd.rd == 2) & ~(x_is_div & ~div.last)),
+            m_slimit.eq(slimits[x.ctx]),
+            m_csr_legal.eq(csr.legal), m_csr_xprog.eq(x_insn[CSR.slice] == int(Csr.XPROG)),
+            m_slimit_we.eq(csr.slimit_we), m_csr_wdata.eq(csr.wdata),
+        ]
         m.d.sync += [
             m_valid.eq(x_valid & ~start), mm.eq(x), m_insn.eq(x_insn), m_cyc.eq(x_cyc),
             m_a.eq(x_a), m_xres.eq(x_result),
@@ -407,30 +443,25 @@ class Core(wiring.Component):
         m.d.sync += [md[name].eq(xd[name]) for name in dl.members]
 
         # ---- M (t+4): memory, CSR, faults, state change, commit ---------------------------
+        # xprog, read and written in M (the other CSR inputs of this unit are unused)
         m.d.comb += [
-            csr.csr.eq(m_insn[CSR.slice]), csr.funct3.eq(md.funct3), csr.rs1.eq(md.rs1),
-            csr.rs1_value.eq(m_a),
-            # m_cyc is already the half the CSR number names (I stage), so both halves of
-            # the unit's 64-bit input carry it
-            csr.cycle.eq(Cat(m_cyc, m_cyc)),
-            csr.instret.eq(ctx_retired[mm.ctx]),
-            csr.context.eq(mm.ctx), csr.xprog.eq(xprog), csr.slimit.eq(slimits[mm.ctx]),
+            csr_m.csr.eq(m_insn[CSR.slice]), csr_m.funct3.eq(md.funct3), csr_m.rs1.eq(md.rs1),
+            csr_m.rs1_value.eq(m_a), csr_m.xprog.eq(xprog),
         ]
         m_is_div = Signal()
         m.d.comb += m_is_div.eq(md.muldiv & md.funct3[FUNCT3_DIV_BIT])
         result = Signal(32)
         with m.If(md.muldiv & ~m_is_div):
             m.d.comb += result.eq(mul.result)
-        with m.Elif(md.csr):
-            m.d.comb += result.eq(csr.rdata)
+        with m.Elif(md.csr & m_csr_xprog):
+            m.d.comb += result.eq(csr_m.rdata)
         with m.Else():
             m.d.comb += result.eq(m_xres)
 
         # §7 stack limit: a non-load instruction writing sp below the context's stack_limit
-        # (a division only in its executing turn).
+        # (a division only in its executing turn); the qualifiers and the limit come from X.
         sp_over = Signal()
-        m.d.comb += sp_over.eq(md.writes_rd & ~md.load & (md.rd == 2)
-                               & (result < slimits[mm.ctx]) & ~(m_is_div & ~m_div_last))
+        m.d.comb += sp_over.eq(m_sp_check & (result < m_slimit))
 
         # Fault decision (priority order of docs/architecture.md §2, §3, §7).
         fault = Signal()
@@ -440,7 +471,7 @@ class Core(wiring.Component):
             m.d.comb += [fault.eq(1), cause.eq(F.MISALIGNED_FETCH), faddr.eq(mm.pc)]
         with m.Elif(mm.range):
             m.d.comb += [fault.eq(1), cause.eq(F.ACCESS_FAULT_FETCH), faddr.eq(mm.pc)]
-        with m.Elif(~md.legal | (md.csr & ~csr.legal)):
+        with m.Elif(~md.legal | (md.csr & ~m_csr_legal)):
             m.d.comb += [fault.eq(1), cause.eq(F.ILLEGAL_INSTRUCTION), faddr.eq(m_insn)]
         with m.Elif(md.ebreak):
             m.d.comb += [fault.eq(1), cause.eq(F.BREAKPOINT), faddr.eq(mm.pc)]
@@ -533,28 +564,20 @@ class Core(wiring.Component):
         # fault of its mrun while this instruction was in flight) keeps the pc pc_e (§12).
         states = Array(sched.states[n] for n in range(T))
         m_ctx_faulted = states[mm.ctx] == int(S.FAULT)
-        retired = Signal(64)
-        macs = Signal(64)
-        m.d.comb += [counters.retired.eq(retired), counters.macs.eq(macs)]
         with m.If(start):
             for n in range(T):
-                m.d.sync += [pcs[n].eq(self.entry), ctx_retired[n].eq(0), slimits[n].eq(0)]
-            m.d.sync += [xprog.eq(0), retired.eq(0), macs.eq(0)]
+                m.d.sync += [pcs[n].eq(self.entry), slimits[n].eq(0)]
+            m.d.sync += xprog.eq(0)
         with m.Else():
             with m.If(m_retire):
                 with m.If(~m_ctx_faulted):
                     m.d.sync += pcs[mm.ctx].eq(m_next_pc)
-                m.d.sync += [
-                    ctx_retired[mm.ctx].eq(ctx_retired[mm.ctx] + 1),
-                    retired.eq(retired + 1),
-                ]
-                with m.If(md.csr & csr.xprog_we):
-                    m.d.sync += xprog.eq(csr.wdata)
-                with m.If(md.csr & csr.slimit_we):
-                    m.d.sync += slimits[mm.ctx].eq(csr.wdata)
+                with m.If(md.csr & m_csr_xprog & csr_m.xprog_we):
+                    m.d.sync += xprog.eq(csr_m.wdata)
+                with m.If(md.csr & m_slimit_we):
+                    m.d.sync += slimits[mm.ctx].eq(m_csr_wdata)
             with m.If(e_fault):          # the engine's context c_e ends at the mrun's pc
                 m.d.sync += pcs[eng.fault.context].eq(eng.fault.pc)
-            m.d.sync += macs.eq(macs + Mux(m_retire & md.dot4, MACS_PER_DOT4, 0) + eng.macs)
 
         # Engine counter (§8, §12): the busy cycles k of the run (k < C: ``run``).
         eng_cnt = Signal(64)
@@ -581,7 +604,7 @@ class Core(wiring.Component):
         w_valid = Signal()
         w = Signal(w_layout(cb))
         m.d.sync += [
-            w_valid.eq(m_retire),
+            w_valid.eq(m_retire), w.dot4.eq(md.dot4),
             w.ctx.eq(mm.ctx), w.pc.eq(mm.pc), w.insn.eq(m_insn),
             w.rd.eq(Mux(md.writes_rd, md.rd, 0)),
             w.value.eq(result), w.load.eq(md.load), w.funct3.eq(md.funct3),
@@ -592,6 +615,18 @@ class Core(wiring.Component):
         ]
 
         # ---- W (t+5) --------------------------------------------------------------------
+        # Retire counters (per context and tile), counted in W from the M decision (an
+        # instret read of the context's next instruction is in X, >= t+T+3).
+        retired = Signal(64)
+        macs = Signal(64)
+        m.d.comb += [counters.retired.eq(retired), counters.macs.eq(macs)]
+        with m.If(start):
+            m.d.sync += [retired.eq(0), macs.eq(0)] + [r.eq(0) for r in ctx_retired]
+        with m.Else():
+            with m.If(w_valid):
+                m.d.sync += [ctx_retired[w.ctx].eq(ctx_retired[w.ctx] + 1),
+                             retired.eq(retired + 1)]
+            m.d.sync += macs.eq(macs + Mux(w_valid & w.dot4, MACS_PER_DOT4, 0) + eng.macs)
         w_data = Signal(32)
         m.d.comb += [
             ldalign.word.eq(self.mem.rdata), ldalign.addr_lo.eq(w.addr_lo),

@@ -3,8 +3,9 @@
 RISC-V Unprivileged ISA 20191213 §7.1. Contract v2 (docs/architecture.md §4,
 docs/design/contract-v2.md §1 "Multiplier"): the operands are registered at the end of R (the
 core's X-stage operand registers, the MULT18X18D input registers), X forms four partial
-products of 17×17 bits (the DSP multipliers; registered at the end of X, the MULT18X18D
-pipeline registers) and M adds them and selects the word; the core writes the result in W.
+products of 17×17 bits (the DSP multipliers) and the sum of the two middle ones (registered at
+the end of X), and M adds that to the outer two (one adder) and selects the word; the core
+writes the result in W.
 Division has its own multi-turn unit, :mod:`.divider`.
 """
 
@@ -55,18 +56,18 @@ class Multiplier(wiring.Component):
             a_hi.eq(Cat(a[_LO:32], a[31] & a_signed)), b_hi.eq(Cat(b[_LO:32], b[31] & b_signed)),
             a_lo.eq(Cat(a[0:_LO], 0)), b_lo.eq(Cat(b[0:_LO], 0)),
         ]
-        # X: four partial products, registered (34 bits signed each suffices).
-        pp = {}
-        for name, x, y in (("ll", a_lo, b_lo), ("lh", a_lo, b_hi), ("hl", a_hi, b_lo),
-                           ("hh", a_hi, b_hi)):
-            q = Signal(signed(34), name=f"pp_{name}")
-            m.d.sync += q.eq(x * y)
-            pp[name] = q
+        # X: four partial products (the DSPs, inputs registered at the end of R), and the sum
+        # of the two middle ones; registered at the end of X. al·bl < 2^32 and the high
+        # product starts at bit 32, so {hh, ll} is their sum without an adder.
+        ll = Signal(2 * _LO)
+        hh = Signal(signed(2 * (33 - _LO)))
+        mid = Signal(signed(2 * (33 - _LO) + 1))
+        m.d.sync += [ll.eq(a_lo * b_lo), hh.eq(a_hi * b_hi), mid.eq(a_lo * b_hi + a_hi * b_lo)]
         high = Signal()
         m.d.sync += high.eq(f3 != Funct3.MUL)
-        # M: the sum and the word.
+        # M: one adder and the word.
         product = Signal(signed(66))
-        m.d.comb += product.eq(pp["ll"] + ((pp["lh"] + pp["hl"]) << _LO) + (pp["hh"] << 2 * _LO))
+        m.d.comb += product.eq(Cat(ll, hh).as_signed() + (mid << _LO))
         with m.If(high):
             m.d.comb += self.result.eq(product[32:64])
         with m.Else():

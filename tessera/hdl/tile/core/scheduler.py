@@ -68,6 +68,9 @@ class Scheduler(wiring.Component):
         cycle's issue, visible states and class.
     slot : Out(context_bits)
         Context owning the issue slot this cycle.
+    next_slot : Out(context_bits)
+        The slot of the next cycle (0 after ``start``), so that the core can read that
+        context's pc one cycle ahead.
     issue : Out(1)
         ``run`` and the slot's context is RUNNING: it issues this cycle.
     states : Out(ArrayLayout(ContextState, T))
@@ -91,7 +94,7 @@ class Scheduler(wiring.Component):
             "in_exchange": In(1),
             "m_set": In(1), "m_ctx": In(cb), "m_state": In(ContextState),
             "e_set": In(1), "e_ctx": In(cb), "e_now": In(1),
-            "slot": Out(cb), "issue": Out(1),
+            "slot": Out(cb), "next_slot": Out(cb), "issue": Out(1),
             "states": Out(data.ArrayLayout(ContextState, config.contexts)),
             "arrive": Out(1), "all_halted": Out(1), "cls": Out(CycleClass),
         })
@@ -112,9 +115,12 @@ class Scheduler(wiring.Component):
         slot = Signal(self.config.context_bits)
         m.d.comb += self.slot.eq(slot)
         with m.If(self.start):
-            m.d.sync += slot.eq(0)
+            m.d.comb += self.next_slot.eq(0)
         with m.Elif(self.run):
-            m.d.sync += slot.eq(wrap_inc(slot, T))
+            m.d.comb += self.next_slot.eq(wrap_inc(slot, T))
+        with m.Else():
+            m.d.comb += self.next_slot.eq(slot)
+        m.d.sync += slot.eq(self.next_slot)
         slot_running = Signal()
         with m.Switch(slot):
             for i in range(T):
