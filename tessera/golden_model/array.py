@@ -568,7 +568,7 @@ class Array:
                 continue
             ce, pce = int(mx.issuer[t]), int(mx.issuer_pc[t])
             self._record_fault(t, Fault(ce, FaultCause.ENGINE_FAULT, pce, addr & _M32), vis)
-            self._ctx.pc[t, ce] = pce
+            self._ctx.pc[t, ce] = pce       # "its final pc is pc_e" (§12), also if c_e was FAULT
             m = np.zeros((self.n, self.t), dtype=bool)
             m[t, ce] = True
             self._schedule(vis, m, FAULT)
