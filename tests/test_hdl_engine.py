@@ -256,7 +256,9 @@ def test_dedupe_modules_defines_each_block_once():
     for block in ("matrix", "sram", "core.alu", "core.regs", "fault"):
         assert sum(m.endswith(f".{block}") for m in mods(dd)) == 1, block
         assert sum(m.endswith(f".{block}") for m in mods(plain)) == 3, block
-    # csr (tile_id) and exchange engine (relative sources) differ per tile
-    assert sum(".core.csr" in m for m in mods(dd)) == 3
+    # the CSR units (tile_id) and exchange engine (relative sources) differ per tile; the v2
+    # core has two CSR units per tile (csr: reads in X, csr_m: xprog in M), so 2 x 3 tiles
+    assert sum(".core.csr" in m for m in mods(dd)) == 6
+    assert sum(m.endswith(".core.csr_m") for m in mods(dd)) == 3
     top = lambda v: re.search(r"^module tessera_array\((.*?)\);", v, re.M | re.S).group(1)  # noqa: E731
     assert top(dd) == top(plain)
