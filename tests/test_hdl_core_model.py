@@ -82,3 +82,40 @@ def test_timeout_cut_matches_the_golden_model(cut):
     prog = randprog.generate(cfg, 3, total=600)
     got = _compare(cfg, prog, cut)
     assert got.status == "timeout" and got.cycles == cut
+
+
+def _hand_programs():
+    from tessera.spec.csr import Csr
+    from tessera.toolchain import asm
+    sync_tile = [asm.csrr("a1", Csr.CONTEXT_ID), asm.bne("a1", "zero", 8),
+                 asm.addi("a2", "zero", 5), asm.sync_tile(), asm.csrr("a0", Csr.CYCLE),
+                 asm.ecall()]
+    two_barriers = [asm.sync_array(), asm.sync_array(), asm.csrr("a0", Csr.CYCLE), asm.ecall()]
+    tile_and_array = [asm.csrr("a1", Csr.CONTEXT_ID), asm.bne("a1", "zero", 12),
+                      asm.sync_array(), asm.ecall(), asm.sync_tile(), asm.ecall()]
+    selfmod = [asm.csrr("a1", Csr.CONTEXT_ID), asm.bne("a1", "zero", 12),
+               asm.lw("a2", 0x100, "zero"), asm.sw("a2", 20, "zero"), asm.nop(),
+               asm.addi("a0", "zero", 1), asm.ecall()]
+    stack = [asm.csrr("a1", Csr.CONTEXT_ID), asm.addi("a2", "zero", 0x400),
+             asm.csrrw("zero", Csr.STACK_LIMIT, "a2"), asm.addi("sp", "zero", 0x500),
+             asm.slli("a3", "a1", 7), asm.sub("sp", "sp", "a3"), asm.ecall()]
+    division = [asm.addi(11, 0, -7), asm.addi(12, 0, 2), asm.div(10, 11, 12),
+                asm.rem(13, 11, 12), asm.ecall()]
+    return {"sync_tile": (sync_tile, {}), "two_array_barriers": (two_barriers, {}),
+            "tile_and_array_deadlock": (tile_and_array, {}),
+            "fetch_sees_stores_5_earlier": (selfmod, {0x100: asm.addi("a0", "zero", 42)}),
+            "stack_limit": (stack, {}), "division": (division, {})}
+
+
+@pytest.mark.parametrize("name", list(_hand_programs()))
+def test_hand_programs_match_the_golden_model(name):
+    # the programs of tests/test_hdl_core.py's hand derivations (and a stack-limit case: ctx
+    # c moves sp to 0x500 - 128c, below the limit 0x400 for c >= 3), run against the model
+    from types import SimpleNamespace
+    from helpers.core_harness import flatten
+    words, data = _hand_programs()[name]
+    image = {4 * i: w for i, w in enumerate(flatten(words))}
+    image.update(data)
+    prog = SimpleNamespace(entry=0, segments=[(0, a, w.to_bytes(4, "little"))
+                                              for a, w in sorted(image.items())])
+    _compare(CONFIGS["T6"], prog, 200)

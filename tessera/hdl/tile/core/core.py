@@ -58,6 +58,7 @@ from ...interfaces import (DebugSignature, FaultSignature, FetchSignature, Matri
                            MemorySignature, TraceSignature)
 from ...variant import CONTRACT, Variant
 from .alu import Alu, BranchCmp
+from .counter import SplitCounter
 from .csr import CsrUnit
 from .decoder import Decoder
 from .dot4 import Dot4
@@ -579,13 +580,11 @@ class Core(wiring.Component):
             with m.If(e_fault):          # the engine's context c_e ends at the mrun's pc
                 m.d.sync += pcs[eng.fault.context].eq(eng.fault.pc)
 
-        # Engine counter (§8, §12): the busy cycles k of the run (k < C: ``run``).
-        eng_cnt = Signal(64)
-        m.d.comb += counters.engine.eq(eng_cnt)
-        with m.If(start):
-            m.d.sync += eng_cnt.eq(0)
-        with m.Elif(run & eng.active):
-            m.d.sync += eng_cnt.eq(eng_cnt + 1)
+        # Engine counter (§8, §12): the busy cycles k of the run (k < C: ``run``). The tile
+        # counters are 64-bit SplitCounters (a registered carry into the high half).
+        m.submodules.cnt_engine = cnt_engine = SplitCounter()
+        m.d.comb += [cnt_engine.clear.eq(start), cnt_engine.inc.eq(run & eng.active),
+                     counters.engine.eq(cnt_engine.value)]
 
         # Cycle-class counters (§8): class of cycle k, added in k if k is one of the run's.
         class_counters = {
@@ -593,12 +592,10 @@ class Core(wiring.Component):
             CycleClass.EXCHANGE: counters.exchange, CycleClass.HALTED: counters.halted,
         }
         for cls_value, port in class_counters.items():
-            reg = Signal(64, name=f"cnt_{CycleClass(cls_value).name.lower()}")
-            m.d.comb += port.eq(reg)
-            with m.If(start):
-                m.d.sync += reg.eq(0)
-            with m.Elif(run & (sched.cls == cls_value)):
-                m.d.sync += reg.eq(reg + 1)
+            cnt = SplitCounter()
+            m.submodules[f"cnt_{CycleClass(cls_value).name.lower()}"] = cnt
+            m.d.comb += [cnt.clear.eq(start), cnt.inc.eq(run & (sched.cls == cls_value)),
+                         port.eq(cnt.value)]
 
         # ---- M -> W -------------------------------------------------------------------
         w_valid = Signal()
@@ -617,16 +614,19 @@ class Core(wiring.Component):
         # ---- W (t+5) --------------------------------------------------------------------
         # Retire counters (per context and tile), counted in W from the M decision (an
         # instret read of the context's next instruction is in X, >= t+T+3).
-        retired = Signal(64)
-        macs = Signal(64)
-        m.d.comb += [counters.retired.eq(retired), counters.macs.eq(macs)]
+        m.submodules.cnt_retired = cnt_retired = SplitCounter()
+        m.submodules.cnt_macs = cnt_macs = SplitCounter(inc_width=len(eng.macs) + 1)
+        m.d.comb += [
+            cnt_retired.clear.eq(start), cnt_retired.inc.eq(w_valid),
+            counters.retired.eq(cnt_retired.value),
+            cnt_macs.clear.eq(start),
+            cnt_macs.inc.eq(Mux(w_valid & w.dot4, MACS_PER_DOT4, 0) + eng.macs),
+            counters.macs.eq(cnt_macs.value),
+        ]
         with m.If(start):
-            m.d.sync += [retired.eq(0), macs.eq(0)] + [r.eq(0) for r in ctx_retired]
-        with m.Else():
-            with m.If(w_valid):
-                m.d.sync += [ctx_retired[w.ctx].eq(ctx_retired[w.ctx] + 1),
-                             retired.eq(retired + 1)]
-            m.d.sync += macs.eq(macs + Mux(w_valid & w.dot4, MACS_PER_DOT4, 0) + eng.macs)
+            m.d.sync += [r.eq(0) for r in ctx_retired]
+        with m.Elif(w_valid):
+            m.d.sync += ctx_retired[w.ctx].eq(ctx_retired[w.ctx] + 1)
         w_data = Signal(32)
         m.d.comb += [
             ldalign.word.eq(self.mem.rdata), ldalign.addr_lo.eq(w.addr_lo),
