@@ -5,6 +5,7 @@ Usage::
 
     git archive main | tar -x -C /tmp/v1src          # the v1 sources
     .venv/bin/python scripts/measure_contract_v2.py --v1-src /tmp/v1src [--images 450]
+    .venv/bin/python scripts/measure_contract_v2.py --from-json results.json   # table only
 
 Each measurement runs in a subprocess with ``PYTHONPATH`` set to one source tree (v1: the given
 directory, v2: this checkout) and the golden model's vectorized engine (the fast engine of this
@@ -12,7 +13,9 @@ branch still implements v1 and is refused). Printed as a markdown table (v1, v2,
 
 Measured:
 
-* the digits demo (``tessera demo --backend model``): cycles per image and its exchange phases;
+* the demo (``tessera demo --backend model``): cycles per image, all cycles, MAC utilisation,
+  and per layer the cycles the demo reports (its exchange phases, when the demo's JSON has
+  them);
 * ``tessera run matmul --m 128 --k 128 --n 128 --backend model``: MAC utilisation and cycles;
 * ARRAY barrier latency on the small (4 tiles) and array16 presets: every context issues
   ``sync ARRAY`` in its first slot (the last at t = T - 1); with xprog = 0 the contexts run
@@ -89,28 +92,39 @@ def _mm_fields(mm: dict) -> tuple[float, int]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--v1-src", required=True, type=pathlib.Path,
+    ap.add_argument("--v1-src", type=pathlib.Path,
                     help="a checkout (or git archive) of the v1 sources (branch main)")
     ap.add_argument("--images", type=int, default=450)
     ap.add_argument("--json", type=pathlib.Path, help="also write the raw results here")
+    ap.add_argument("--from-json", type=pathlib.Path,
+                    help="print the table of results written earlier with --json (no run)")
     a = ap.parse_args(argv)
-    # the two trees are measured concurrently (independent subprocesses, one source tree each)
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(2) as ex:
-        f1 = ex.submit(measure, a.v1_src.resolve(), a.images)
-        f2 = ex.submit(measure, ROOT, a.images)
-        res = {"v1": f1.result(), "v2": f2.result()}
-    if a.json:
+    if a.from_json:
+        res = json.loads(a.from_json.read_text())
+    elif a.v1_src is None:
+        ap.error("--v1-src is required (unless --from-json is given)")
+    else:
+        # the two trees are measured concurrently (independent subprocesses, one tree each)
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(2) as ex:
+            f1 = ex.submit(measure, a.v1_src.resolve(), a.images)
+            f2 = ex.submit(measure, ROOT, a.images)
+            res = {"v1": f1.result(), "v2": f2.result()}
+    if a.json and not a.from_json:
         a.json.write_text(json.dumps(res, indent=1, default=str))
     rows = []
     d1, d2 = res["v1"]["demo"], res["v2"]["demo"]
-    rows.append(("digits demo: cycles per image", d1["cycles_per_image"], d2["cycles_per_image"]))
-    rows.append(("digits demo: cycles (all runs)", d1["cycles"], d2["cycles"]))
-    for p1, p2 in zip(d1["exchange_phases"], d2["exchange_phases"]):
+    rows.append(("demo: cycles per image", d1["cycles_per_image"], d2["cycles_per_image"]))
+    rows.append(("demo: cycles (all runs)", d1["cycles"], d2["cycles"]))
+    if "mac_utilization" in d1 and "mac_utilization" in d2:
+        rows.append(("demo: MAC utilisation", d1["mac_utilization"], d2["mac_utilization"]))
+    for l1, l2 in zip(d1.get("layers", []), d2.get("layers", [])):
+        rows.append((f"demo: layer {l1.get('name')} cycles", l1.get("cycles"), l2.get("cycles")))
+    for p1, p2 in zip(d1.get("exchange_phases", []), d2.get("exchange_phases", [])):
         label = p1.get("name", "phase") if isinstance(p1, dict) else "phase"
         c1 = p1.get("cycles") if isinstance(p1, dict) else p1
         c2 = p2.get("cycles") if isinstance(p2, dict) else p2
-        rows.append((f"digits demo: exchange phase {label} cycles", c1, c2))
+        rows.append((f"demo: exchange phase {label} cycles", c1, c2))
     (u1, c1), (u2, c2) = _mm_fields(res["v1"]["matmul"]), _mm_fields(res["v2"]["matmul"])
     rows.append(("matmul 128^3 (small): MAC utilisation", u1, u2))
     rows.append(("matmul 128^3 (small): cycles", c1, c2))

@@ -184,7 +184,7 @@ def test_copy_misaligned_bytes_rejected(g4):
 
 
 def test_out_of_memory_names_tile_and_items():
-    cfg = preset("tiny")  # 1 tile, 4 contexts, 16 KiB
+    cfg = preset("tiny")  # 1 tile, 6 contexts (§1, contract v2), 16 KiB
     g = Graph(cfg)
     big = g.add_variable("big", 14000, "int8", 0)
     small = g.add_variable("small", 100, "int32", 0)
@@ -193,10 +193,10 @@ def test_out_of_memory_names_tile_and_items():
         compile_graph(g, prog)
     e = ei.value
     assert e.tile == 0 and e.available == 16384
-    # at least: 14000 + 400 tensor bytes + 4 stacks of 1 KiB
-    assert e.used >= 14000 + 400 + 4096 > 16384
+    # at least: 14000 + 400 tensor bytes + 6 stacks of 1 KiB
+    assert e.used >= 14000 + 400 + 6144 > 16384
     assert e.largest[0] == ("tensor 'big' [0:14000]", 14000)
-    assert ("stacks (4 x 1024 B)", 4096) in e.largest
+    assert ("stacks (6 x 1024 B)", 6144) in e.largest
     msg = str(e)
     assert f"tile 0 out of memory: needs {e.used} bytes but has 16384" in msg
     assert "tensor 'big' [0:14000] 14000 B" in msg

@@ -159,7 +159,7 @@ def test_stack_bytes_override_and_check_fits(tmp_path):
     img.check_fits(PRESETS["small"])  # 64 KiB
     with pytest.raises(ProgramTooBig) as ei:
         img.check_fits(PRESETS["tiny"])  # 16 KiB
-    need = img.end + 4 * 2048
+    need = img.end + 6 * 2048          # tiny: T = 6 contexts (§1, contract v2), 2048 B each
     assert f"needs {need} bytes" in str(ei.value) and "available 16384" in str(ei.value)
     assert "tile 0" in str(ei.value)
     assert img.bytes_needed(PRESETS["tiny"]) == need
