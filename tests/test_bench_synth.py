@@ -27,7 +27,7 @@ def test_nodiv_variant_finishes_every_division_at_once_with_zero():
     async def bench(ctx):
         for word, a, b in [(asm.div(1, 2, 3), 100, 7), (asm.remu(1, 2, 3), 5, 0),
                            (asm.divu(1, 2, 3), M32, 1)]:
-            # the v2 divider's ports (tessera/hdl/tile/core/divider.py): the word in X
+            ctx.set(dut.m_issue, 1)            # the v2 divider's ports (X and M stage)
             ctx.set(dut.x_is_div, 1)
             ctx.set(dut.x_insn, word)
             ctx.set(dut.a, a)

@@ -1,11 +1,9 @@
 """Integer ALU and branch comparator (RV32I OP/OP-IMM and BRANCH semantics).
 
-Purely combinational. RISC-V Unprivileged ISA 20191213, chapter 2. The ALU has one adder
-(ADD/SUB/SLT/SLTU: the comparisons are a subtraction's borrow and sign) and one right shifter
-(SLL shifts the bit-reversed operand).
+Purely combinational. RISC-V Unprivileged ISA 20191213, chapter 2.
 """
 
-from amaranth import Cat, Module, Mux, Signal
+from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -37,37 +35,27 @@ class Alu(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        a, b, f3 = self.a, self.b, self.funct3
+        a, b = self.a, self.b
         shamt = b[0:5]
-        # One 33-bit adder for ADD, SUB, SLT and SLTU: a + ~b + 1 when subtracting; the
-        # carry out is "a >= b" unsigned.
-        sub = Signal()
-        m.d.comb += sub.eq((self.alt & (f3 == Funct3.ADD)) | (f3 == Funct3.SLT)
-                           | (f3 == Funct3.SLTU))
-        total = Signal(34)    # bit 0 only feeds the carry in: total[1:33] = a ± b
-        m.d.comb += total.eq(Cat(sub, a) + Cat(sub, Mux(sub, ~b, b)))
-        addsub = total[1:33]
-        ltu = ~total[33]                                   # a < b unsigned (borrow)
-        lt = Mux(a[31] == b[31], addsub[31], a[31])        # a < b signed
-        # One right shifter for SRL, SRA and (on the bit-reversed operand) SLL.
-        right = f3 == Funct3.SRL
-        fill = right & self.alt & a[31]                    # SRA: sign fill
-        a_in = Mux(right, a, a[::-1])
-        shifted = Signal(32)
-        m.d.comb += shifted.eq((Cat(a_in, fill).as_signed() >> shamt)[0:32])
-        with m.Switch(f3):
+        with m.Switch(self.funct3):
             with m.Case(Funct3.ADD):
-                m.d.comb += self.result.eq(addsub)
+                with m.If(self.alt):
+                    m.d.comb += self.result.eq(a - b)
+                with m.Else():
+                    m.d.comb += self.result.eq(a + b)
             with m.Case(Funct3.SLL):
-                m.d.comb += self.result.eq(shifted[::-1])
+                m.d.comb += self.result.eq(a << shamt)
             with m.Case(Funct3.SLT):
-                m.d.comb += self.result.eq(lt)
+                m.d.comb += self.result.eq(a.as_signed() < b.as_signed())
             with m.Case(Funct3.SLTU):
-                m.d.comb += self.result.eq(ltu)
+                m.d.comb += self.result.eq(a < b)
             with m.Case(Funct3.XOR):
                 m.d.comb += self.result.eq(a ^ b)
             with m.Case(Funct3.SRL):
-                m.d.comb += self.result.eq(shifted)
+                with m.If(self.alt):
+                    m.d.comb += self.result.eq(a.as_signed() >> shamt)
+                with m.Else():
+                    m.d.comb += self.result.eq(a >> shamt)
             with m.Case(Funct3.OR):
                 m.d.comb += self.result.eq(a | b)
             with m.Case(Funct3.AND):
