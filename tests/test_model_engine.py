@@ -633,6 +633,26 @@ def test_instruction_fault_visible_in_the_same_cycle_wins():
     assert res.tiles[0].counters["engine"] == 4
 
 
+def test_engine_fault_dropped_behind_a_same_cycle_instruction_fault_of_a_faulted_tile():
+    # §12: an engine fault is dropped if an instruction fault of the same tile becomes visible
+    # in the same cycle, also when the tile's record is an earlier fault. Context 5's ebreak
+    # (j0, issued at 18 + 5 = 23) is visible from 28 = v: t_s = 29, cycles = 28 + D = 30.
+    # Context 0's mrun (24) is accepted at M = 28 (<= t_s); step 0 at 29 <= t_s reads the
+    # misaligned descriptor: engine fault visible from 30. Context 1's ebreak (j1, issued at
+    # 25 <= t_s) is visible from 30 too: the engine fault is dropped, context 0 does not enter
+    # FAULT; its next slot 30 is after t_s, so it stays RUNNING after the retired mrun. The
+    # record is the first visible one (context 5's); context 1 is FAULT as well.
+    codes = {0: issuer(0x404), 1: [asm.nop(), asm.ebreak()], 5: [asm.ebreak()]}
+    arr, res = fault_case(codes=codes)
+    assert res.status == "fault" and res.cycles == 30
+    assert fault(res) == (5, FaultCause.BREAKPOINT, 6 * CODE, 6 * CODE)
+    ctx = res.tiles[0].contexts
+    assert ctx[0].state == ContextState.RUNNING and ctx[0].pc == PC_MRUN + 4
+    assert ctx[1].state == ContextState.FAULT and ctx[1].pc == 2 * CODE + 4
+    assert ctx[5].state == ContextState.FAULT
+    assert res.tiles[0].counters["engine"] == 2          # busy 28, 29
+
+
 def test_engine_fault_visible_first_is_kept_over_an_earlier_issued_instruction_fault():
     # §7 "a tile keeps its first fault", read as the first *visible* one (contract v2):
     # misaligned descriptor: engine fault in step 0 at 29, visible from 30. Context 2's j1,

@@ -554,8 +554,8 @@ def _spmd_store_race(tiles, contexts, P):
     """Every tile runs the same program (SPMD, as the graph runtime runs a codelet): context 0
     starts one RAW command whose J0 = 60 stream steps all read the same 8-byte vector
     (``a_s0`` = 0) and waits; every other context stores a new value into that vector in each
-    of its slots. So many stream reads at k come one cycle after a store's M (issued at
-    k − 5) or right before it (issued at k − 3: M at k + 1)."""
+    of its slots. So many stream reads at k come right after a store whose M is k − 1 (issued at
+    k − 5, contract v2) or right before one whose M is k + 1 (issued at k − 3)."""
     from tessera.spec.engine import ChannelParams, Descriptor, Mode
     C = P // 8
     desc = Descriptor(a_base=E_A, a_s0=0, a_s1=0, ak_s1=8, w_base=E_W, w_sm=8, c_base=E_OUT,
@@ -577,16 +577,18 @@ def _spmd_store_race(tiles, contexts, P):
 
 
 # T >= 6 (v2); at P = 16 the race leaves only 3..5 versions of the vector (T = 6..9), too few
-# for the check below, so the 3-tile case moved from (T = 4, P = 16) to (T = 7, P = 32)
+# for the check below (> 5), so the 3-tile case moved from (T = 4, P = 16) to (T = 7, P = 32)
 @pytest.mark.parametrize("tiles,contexts,P", [(2, 6, 32), (3, 7, 32), (4, 8, 64)])
 def test_fast_equals_vector_spmd_engine_reads_after_stores(tiles, contexts, P):
     """An engine read at k sees the SRAM after the writes of cycles < k (§12 "Memory order"):
-    a store issued at k − 3 writes in its M at k + 1, so that read sees the old bytes (one
-    issued at k − 5, M at k − 1, it sees). Tiles in lock
-    step are stepped as one group by the vector engine; it must apply the same rule as for
-    one tile (this kills mutant M037bd9 of docs/verification.md, which let the group see the
-    store issued the cycle before). Oracles: the fast engine (separate code), and the tiles
-    against each other and against a 1-tile run of the same program (SPMD: identical)."""
+    contract v2, a store issued at t writes in its M cycle t + 4, so a read at k sees the
+    stores issued at <= k − 5 and not one issued at k − 3 (M = k + 1); cycle k itself is no
+    engine cycle when the word in M at k (issued at k − 4) is a store. Tiles in lock step are
+    stepped as one group by the vector engine; it must apply the same rule as for one tile
+    (mutant M037bd9 of docs/verification.md let the group see a later store; the v1 case
+    T = 4, P = 16 is below v2's T >= 6 and becomes T = 7, P = 32). Oracles: the fast engine (separate code),
+    and the tiles against each other and against a 1-tile run of the same program (SPMD:
+    identical)."""
     cfg, segs = _spmd_store_race(tiles, contexts, P)
     fj, vj, arrs = _run_both(cfg, segs, 20_000)
     assert fj["status"] == "halted", fj["status"]

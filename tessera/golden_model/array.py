@@ -120,7 +120,8 @@ _WARNED = []
 def _choose_engine(engine: str | None, trace: bool) -> str:
     """Resolve ``Array(engine=...)``; see :class:`Array`."""
     import os
-    explicit = engine is not None or bool(os.environ.get("TESSERA_MODEL_ENGINE"))
+    asked = engine is not None
+    explicit = asked or bool(os.environ.get("TESSERA_MODEL_ENGINE"))
     if engine is None:
         engine = os.environ.get("TESSERA_MODEL_ENGINE") or ("vector" if trace else "fast")
     if engine not in ENGINES:
@@ -135,7 +136,7 @@ def _choose_engine(engine: str | None, trace: bool) -> str:
         return "vector"
     if engine == "fast":
         if trace:
-            if explicit:
+            if asked:           # the argument, not $TESSERA_MODEL_ENGINE: tracing runs vector
                 raise ValueError("Array: trace=True needs engine='vector' (the fast engine "
                                  "does not record retire traces)")
             return "vector"
@@ -568,7 +569,7 @@ class Array:
                 continue
             ce, pce = int(mx.issuer[t]), int(mx.issuer_pc[t])
             self._record_fault(t, Fault(ce, FaultCause.ENGINE_FAULT, pce, addr & _M32), vis)
-            self._ctx.pc[t, ce] = pce
+            self._ctx.pc[t, ce] = pce       # "its final pc is pc_e" (§12), also if c_e was FAULT
             m = np.zeros((self.n, self.t), dtype=bool)
             m[t, ce] = True
             self._schedule(vis, m, FAULT)
