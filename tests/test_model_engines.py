@@ -25,6 +25,7 @@ from tessera.spec.config import ArrayConfig
 from tessera.spec.csr import Csr
 from tessera.spec.exchange import Step, XOp, encode_program
 from tessera.spec.faults import FaultCause
+from tessera.spec.result import ContextState
 
 SRAM = 16 * 1024
 XP = 0x1800          # exchange programs
@@ -696,3 +697,112 @@ def test_fast_matrix_engine_runs_continued_every_few_cycles():
         assert arr.run(max_cycles).to_json() == rv, f"seed {seed}"
         for t in range(cfg.tiles):
             assert arr.read_mem(t, 0, SRAM) == ref.read_mem(t, 0, SRAM), f"seed {seed} tile {t}"
+
+
+# ----------------------------------------------------------------------------- v2: the stop
+# Hand-derived cases of §7 "Stop" (contract v2), on both engines: every expected number below
+# comes from the text, not from a run.
+def _stop_window_program():
+    """Every context: j0 csrr x6 tile_id, j1 csrr x5 context_id, j2 slli x8 = 2 * tile, j3 sub
+    x7 = context - 2 * tile, j4 bne x7 -> 24; j5 (pc 20) ebreak for (tile 0, context 0) and
+    (tile 1, context 2); the others loop at 24: addi x10 += 1, jal -> 24."""
+    return asm.program([asm.csrr(6, Csr.TILE_ID), asm.csrr(5, Csr.CONTEXT_ID),
+                        asm.slli(8, 6, 1), asm.sub(7, 5, 8), asm.bne(7, 0, 8), asm.ebreak(),
+                        asm.addi(10, 10, 1), asm.jal(0, -4)])
+
+
+@pytest.mark.parametrize("eng", ["fast", "vector"])
+def test_fault_stop_window_by_hand(eng):
+    """N = 2 (D = ceil(log2 2) + 2 = 3), T = 6: context c issues its j-th instruction at
+    6j + c. Tile 0 context 0 issues the ebreak (j5) at 30: FAULT visible from v = 35, the array
+    stops at the end of t_s = v + D - 1 = 37, cycles = 38. Everything issued at <= 37 takes
+    effect on both tiles: tile 1 context 2's ebreak issued at 32 faults too (recorded, its own
+    stop 37 + 3 = 40 comes later). Retired: a faulting context j0..j4 = 5 (pc 20); the others
+    issue at 6j + c <= 37, i.e. floor((37 - c) / 6) + 1 = 7 for c <= 1 (the 7th, j6, is the
+    jal: pc 24) and 6 for c >= 2 (the 6th, j5, is the addi at 24: pc 28); x10 = 1 everywhere
+    but in the faulting contexts. Every cycle counts compute (a context is RUNNING)."""
+    cfg = ArrayConfig(tiles=2, contexts=6, sram_bytes=SRAM)
+    arr = Array(cfg, engine=eng)
+    arr.write_mem(None, 0, _stop_window_program())
+    res = arr.run(10_000)
+    assert arr.last_engine == eng
+    assert (res.status, res.cycles) == ("fault", 38)
+    faulting = {(0, 0), (1, 2)}
+    for t in range(2):
+        f = res.tiles[t].fault
+        assert (f.context, f.cause, f.pc, f.addr) == (0 if t == 0 else 2,
+                                                      FaultCause.BREAKPOINT, 20, 20)
+        assert res.tiles[t].counters["compute"] == 38
+        for c in range(6):
+            ctx = res.tiles[t].contexts[c]
+            if (t, c) in faulting:
+                assert (ctx.state, ctx.retired, ctx.pc) == (ContextState.FAULT, 5, 20)
+            else:
+                n = (37 - c) // 6 + 1
+                assert (ctx.state, ctx.retired, ctx.pc) == (ContextState.RUNNING, n,
+                                                            24 if n == 7 else 28)
+                assert ctx.regs[10] == 1
+
+
+@pytest.mark.parametrize("eng", ["fast", "vector"])
+def test_timeout_inside_the_stop_window_by_hand(eng):
+    """The program above cut by max_cycles = 36, inside the window (v = 35, t_s = 37): cycles
+    0..35 are simulated (§7 "Timeout"), both faults (issued at 30 and 32) are recorded, so
+    status = fault with cycles = 36. Retired: the issues at 6j + c <= 35, floor((35 - c) / 6)
+    + 1 = 6 for every c; the faulting contexts 5."""
+    cfg = ArrayConfig(tiles=2, contexts=6, sram_bytes=SRAM)
+    arr = Array(cfg, engine=eng)
+    arr.write_mem(None, 0, _stop_window_program())
+    res = arr.run(36)
+    assert (res.status, res.cycles) == ("fault", 36)
+    assert [res.tiles[t].fault.context for t in range(2)] == [0, 2]
+    assert [[c.retired for c in res.tiles[t].contexts] for t in range(2)] == \
+        [[5, 6, 6, 6, 6, 6], [6, 6, 5, 6, 6, 6]]
+    assert arr.run(10_000).cycles == 36        # a faulted run is not continued (§6 point 5)
+
+
+@pytest.mark.parametrize("eng", ["fast", "vector"])
+@pytest.mark.parametrize("case", ["valid", "step7", "step0"])
+def test_halt_with_a_busy_engine_by_hand(eng, case):
+    """mrun issued at 18 by context 0: M = 22 = x (idle: accepted), steps s = 0, 1, ... at
+    23 + s (no load, store or exchange). The last ecall is context 0's at 24: every context
+    HALTED from v = 29, stop at the end of t_s = 30, cycles = v + D(1) = 31 (§7).
+
+    valid: a valid command (C = 1, J = K = 1, TFLITE: 8 + 2 + 1 + 1 + 2 = 14 steps) is still
+    busy at the stop (steps 0..7 at 23..30 done): status halted, engine counter 31 - 22 = 9.
+    step7: C = 0, step 7 (cycle 30 <= t_s) faults (addr = d), visible 31: recorded, status
+    fault, cycles 31; context 0 FAULT with pc = pc_e = 12; engine counter 9 (frozen, busy).
+    step0: d = SRAM bytes (outside), step 0 at 23 faults (addr = d), visible 24: that stop
+    comes first, t_s = 25, cycles = 26; context 0 is FAULT from 24, so its ecall slot at 24 is
+    empty (retired j0..j3 = 4 with the mrun, retired in M); the others' ecalls (18..23) take
+    effect (HALTED); engine counter 26 - 22 = 4."""
+    from tessera.spec.engine import Descriptor
+    d = {"valid": 0x400, "step7": 0x400, "step0": SRAM}[case]
+    desc = Descriptor(C=0 if case == "step7" else 1, p_base=0x500).pack()
+    cfg = ArrayConfig(tiles=1, contexts=6, sram_bytes=SRAM, engine_macs=32)
+    # j0 li x22 = d (one word), j1 csrr x5 context_id, j2 bne x5 -> 16, j3 (pc 12) mrun x22
+    # (context 0 only), then ecall (pc 16): context 0's at j4 = 24, the others' at 18 + c
+    code = [*asm.li(22, d), asm.csrr(5, Csr.CONTEXT_ID), asm.bne(5, 0, 8), asm.mrun(22),
+            asm.ecall()]
+    assert len(code) == 5
+    arr = Array(cfg, engine=eng)
+    arr.write_mem(0, 0, asm.program(code))
+    arr.write_mem(0, 0x400, desc)
+    res = arr.run(10_000)
+    assert arr.last_engine == eng
+    t = res.tiles[0]
+    others = [(c.state, c.retired, c.pc) for c in t.contexts[1:]]
+    assert others == [(ContextState.HALTED, 4, 20)] * 5
+    c0 = t.contexts[0]
+    if case == "valid":
+        assert (res.status, res.cycles, t.fault) == ("halted", 31, None)
+        assert (c0.state, c0.retired, c0.pc) == (ContextState.HALTED, 5, 20)
+        assert t.counters["engine"] == 9
+    else:
+        f = t.fault
+        assert (f.context, f.cause, f.pc, f.addr) == (0, FaultCause.ENGINE_FAULT, 12, d)
+        assert res.status == "fault"
+        assert res.cycles == (31 if case == "step7" else 26)
+        assert (c0.state, c0.pc) == (ContextState.FAULT, 12)
+        assert c0.retired == (5 if case == "step7" else 4)
+        assert t.counters["engine"] == (9 if case == "step7" else 4)
