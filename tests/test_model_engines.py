@@ -806,3 +806,98 @@ def test_halt_with_a_busy_engine_by_hand(eng, case):
         assert (c0.state, c0.pc) == (ContextState.FAULT, 12)
         assert c0.retired == (5 if case == "step7" else 4)
         assert t.counters["engine"] == (9 if case == "step7" else 4)
+
+
+# The v2 stop fuzz: every context of every tile runs a short store/load loop of its own length
+# and then ends with an ecall, a fault, an mrun left running (or waited for) before its ecall, or
+# a longer loop; the loop lengths are close, so faults of several tiles and contexts fall inside
+# one stop window (v .. v + D - 1), busy engines meet the halt decision, and engine faults come
+# before, inside or after it. A third of the runs is cut by max_cycles inside the window of the
+# uninterrupted run (the cut found with the vectorized engine: only the cut cycle, no expected
+# value, comes from a run).
+_BLOCK = 128                 # bytes of code per context (32 words)
+_STOP_BASE = 0x100
+
+
+def _stop_block(rng, c, T, has_engine, p_fault):
+    n = rng.randrange(1, 6)
+    blk = [asm.addi(10, 0, n),
+           asm.sw(10, 4 * c, 21), asm.lw(11, 4 * ((c + 1) % T), 21),      # loop: 4 words
+           asm.addi(10, 10, -1), asm.bne(10, 0, -12)]
+    r = rng.random()
+    if r < p_fault:
+        blk += rng.choice([[asm.ebreak()], [0], [asm.lw(1, 1, 0)], [*asm.li(7, SRAM), asm.sw(1, 0, 7)],
+                           [asm.jalr(0, 0, 2)], [*asm.li(7, SRAM), asm.jalr(0, 7, 0)],
+                           [*asm.li(7, 0x3F00), asm.csrw(Csr.STACK_LIMIT, 7), asm.addi(2, 0, 16)]])
+    elif r < p_fault + 0.3:
+        blk += [asm.ecall()]
+    elif r < p_fault + 0.6 and has_engine:
+        d = E_DESC + 64 * rng.randrange(8)      # late: after a loop as long as the longest
+        blk += [asm.addi(10, 0, rng.randrange(6, 12)), asm.addi(10, 10, -1), asm.bne(10, 0, -4)]
+        blk += [*asm.li(22, d), asm.mrun(22)] + ([asm.mwait()] if rng.random() < 0.3 else [])
+        blk += [asm.ecall()]
+    else:
+        blk += [asm.addi(10, 0, rng.randrange(3, 10)), asm.sw(10, 4 * c, 21),
+                asm.addi(10, 10, -1), asm.bne(10, 0, -8), asm.ecall()]
+    assert len(blk) <= _BLOCK // 4
+    return blk
+
+
+def _stop_case(seed):
+    rng = random.Random(f"engines-stop-{seed}")
+    N = rng.choice([1, 2, 3, 4, 6, 8, 16])
+    T = rng.choice([6, 7, 8])
+    P = rng.choice([0, 16, 32, 64])
+    cfg = ArrayConfig(tiles=N, contexts=T, sram_bytes=SRAM, engine_macs=P)
+    lanes = max(P // 8, 1)
+    p_fault = rng.choice([0.0, 0.0, 0.01, 0.05, 0.3])
+    head = [asm.csrr(5, Csr.CONTEXT_ID), *asm.li(21, DATA), asm.slli(6, 5, 7),
+            asm.addi(6, 6, _STOP_BASE), asm.jalr(0, 6, 0)]
+    assert 4 * len(head) <= _STOP_BASE
+    segs = []
+    for t in range(N):
+        img = bytearray(asm.program(head).ljust(_STOP_BASE, b"\0"))
+        for c in range(T):
+            img += asm.program(_stop_block(rng, c, T, P > 0, p_fault)).ljust(_BLOCK, b"\0")
+        segs.append((t, 0, bytes(img)))
+        segs.append((t, DATA, bytes(rng.getrandbits(8) for _ in range(256))))
+        descs = b"".join(_rand_desc(rng, lanes, p_fault > 0 and rng.random() < 0.1 + p_fault) for _ in range(8))
+        segs.append((t, E_DESC, descs))
+        segs.append((t, E_PARAM, _rand_params(rng, p_fault > 0 and rng.random() < 0.2)))
+        segs.append((t, E_GATHER, b"".join(struct.pack("<II", o, 0) for o in GATHER_OFFS)))
+        segs.append((t, E_A, bytes(rng.getrandbits(8) for _ in range(E_W - E_A))))
+        segs.append((t, E_W, bytes(rng.getrandbits(8) for _ in range(E_OUT - E_W))))
+    return cfg, segs, rng
+
+
+def test_fast_equals_vector_stop_fuzz(undo_log):
+    runs = multi = in_window = busy_at_halt = 0
+    statuses, causes = [], set()
+    for seed in range(120):
+        cfg, segs, rng = _stop_case(seed)
+        ref = Array(cfg, engine="vector")
+        for t, a, d in segs:
+            ref.write_mem(t, a, bytes(d))
+        full = ref.run(20_000)
+        max_cycles = 20_000
+        if rng.random() < 0.35 and full.status != "timeout":
+            # a cut inside the stop window of the uninterrupted run: v <= cut < v + D
+            D = cfg.decision_latency
+            max_cycles = rng.randrange(max(1, full.cycles - D), full.cycles + 1)
+            in_window += max_cycles < full.cycles
+        fj, vj, arrs = _run_both(cfg, segs, max_cycles)
+        _assert_same(cfg, fj, vj, arrs, f"stop seed {seed} (N={cfg.tiles} T={cfg.contexts} "
+                                        f"P={cfg.engine_macs}, max_cycles {max_cycles})")
+        runs += 1
+        statuses.append(fj["status"])
+        nf = sum(t["fault"] is not None for t in fj["tiles"])
+        multi += nf >= 2
+        busy_at_halt += fj["status"] == "halted" and any(
+            arrs[0]._mx.busy[t] for t in range(cfg.tiles))
+        for t in fj["tiles"]:
+            if t["fault"]:
+                causes.add(t["fault"]["cause"])
+    assert {"halted", "fault", "timeout"} <= set(statuses), sorted(statuses)
+    # the sample has what the v2 stop rules are about
+    assert multi > 10 and in_window > 10 and busy_at_halt > 5, (multi, in_window, busy_at_halt)
+    assert {"engine_fault", "breakpoint", "stack_overflow", "access_fault_store"} <= causes, causes
