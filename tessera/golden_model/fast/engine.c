@@ -1007,7 +1007,7 @@ __attribute__((noinline, cold)) static void mq_engine(Model *M, i64 i, const MQ 
 }
 
 /* The store or load of entry q in its M cycle (§4): the SRAM write, or the SRAM read and rd. */
-static inline void mq_memory(Model *M, i64 i, const MQ *q) {
+__attribute__((always_inline)) static inline void mq_memory(Model *M, i64 i, const MQ *q) {
     u32 *mem = M->sram + i * M->words;
     u8 *m8 = (u8 *)mem;
     u32 a = q->addr;
@@ -1054,21 +1054,37 @@ __attribute__((noinline)) static void catch_slow(Model *M, i64 i, i64 k) {
     M->cur[i] = k;
 }
 
-static inline void catch_up(Model *M, i64 i, i64 k) {
-    if (M->cur[i] >= k) return;
-    if (M->mq_n[i] == 0 && !M->ebusy[i]) { M->cur[i] = k; return; }
+/* (cur[i] is kept only while the tile has work: mq_push sets it when work appears) */
+__attribute__((always_inline)) static inline void catch_up(Model *M, i64 i, i64 k) {
+    if ((M->mq_n[i] == 0 && !M->ebusy[i]) || M->cur[i] >= k) return;
+    if (!M->ebusy[i] && M->cur[i] == k - 1) {   /* the common case: one cycle, no engine */
+        MQ *q = MQE(M, i, k - 1);
+        if (q->cyc == k - 1 && q->kind != MQ_NONE) {
+            if (q->kind > MQ_LOAD) { catch_slow(M, i, k); return; }
+            mq_memory(M, i, q);
+            q->kind = MQ_NONE;
+            M->mq_n[i]--;
+            M->mq_total--;
+        }
+        M->cur[i] = k;
+        return;
+    }
     catch_slow(M, i, k);
 }
 
 /* An instruction fault of context c issued at k (§7): FAULT and the record visible at k + 5. */
 static void ifault(Model *M, i64 i, i64 c, i64 k, u32 cause, u32 pc, u32 addr) {
     i64 vis = k + STATE_VISIBLE_DELAY;
-    MQE(M, i, k + M_DELAY)->ifault = 1;
+    if (M->lanes) MQE(M, i, k + M_DELAY)->ifault = 1;   /* (stamped by issue) */
     record_fault(M, i, vis, c, cause, pc, addr);
     schedule(M, i, c, vis, ST_FAULT);
 }
 
-static inline void mq_push(Model *M, i64 i, MQ *q, u8 kind) {
+/* Queue q (the entry of the issue at k) as ``kind`` work for M = k + 4. The tile is caught up
+ * through k - 1 (issue), so a tile without work so far has its cursor set to k. */
+__attribute__((always_inline)) static inline void mq_push(Model *M, i64 i, MQ *q, u8 kind, i64 k) {
+    if (M->mq_n[i] == 0 && !M->ebusy[i]) M->cur[i] = k;
+    q->cyc = k + M_DELAY;
     q->kind = kind;
     M->mq_n[i]++;
     M->mq_total++;
@@ -1081,11 +1097,15 @@ static inline void issue(Model *M, i64 i, i64 c, i64 k) {
     if (M->stop) return;                   /* window: an engine fault in the catch-up */
     u32 pc = M->pc[ic];
     MQ *q = MQE(M, i, k + M_DELAY);        /* this issue's M-stage entry (consumed: < k) */
-    q->cyc = k + M_DELAY; q->kind = MQ_NONE; q->ls = 0; q->ifault = 0; q->ctx = (u16)c;
+    int lanes = M->lanes != 0;
+    /* with an engine every issue stamps its entry (the LOAD/STORE flag and the fault of the
+     * engine cycle k + 4); without one only issues with M-stage work use it (mq_push) */
+    if (lanes) { q->cyc = k + M_DELAY; q->kind = MQ_NONE; q->ls = 0; q->ifault = 0; }
+    q->ctx = (u16)c;
     if (pc & 3) { ifault(M, i, c, k, FAULT_MISALIGNED_FETCH, pc, pc); return; }
     if ((i64)pc >= M->nbytes) { ifault(M, i, c, k, FAULT_ACCESS_FAULT_FETCH, pc, pc); return; }
     u32 w = M->sram[i * M->words + (pc >> 2)];
-    q->ls = (w & 0x5F) == 0x03;            /* opcode LOAD or STORE: M owns the data port */
+    if (lanes) q->ls = (w & 0x5F) == 0x03; /* opcode LOAD or STORE: M owns the data port */
     Dec d = decode(w);
     if (is_div_op(d.op)) {                 /* division turns (§4, "Division") */
         u32 nturn = M->dturn[ic];
@@ -1107,10 +1127,10 @@ static inline void issue(Model *M, i64 i, i64 c, i64 k) {
     int r = isa_exec(&e, w, &d);
     switch (r) {
     case R_FAULT:
-        if ((d.op == OP_MRUN || d.op == OP_MWAIT) && M->lanes) {   /* decided in M (§12) */
+        if ((d.op == OP_MRUN || d.op == OP_MWAIT) && lanes) {   /* decided in M (§12) */
             q->addr = e.x[d.rs1];
             q->pc = pc;
-            mq_push(M, i, q, d.op == OP_MRUN ? MQ_MRUN : MQ_MWAIT);
+            mq_push(M, i, q, d.op == OP_MRUN ? MQ_MRUN : MQ_MWAIT, k);
             M->n_mrun_pend++;
             return;                        /* pc and retire in M */
         }
@@ -1118,11 +1138,13 @@ static inline void issue(Model *M, i64 i, i64 c, i64 k) {
         return;
     case R_LOAD:
         q->addr = e.m_addr; q->size = (u8)e.m_size; q->sgn = (u8)e.m_signed; q->rd = (u8)d.rd;
-        mq_push(M, i, q, MQ_LOAD);
+        if (!lanes) { q->ls = 1; q->ifault = 0; }
+        mq_push(M, i, q, MQ_LOAD, k);
         break;
     case R_STORE:
         q->addr = e.m_addr; q->size = (u8)e.m_size; q->val = e.m_val;
-        mq_push(M, i, q, MQ_STORE);
+        if (!lanes) { q->ls = 1; q->ifault = 0; }
+        mq_push(M, i, q, MQ_STORE, k);
         break;
     case R_ECALL:
         M->exitc[ic] = e.x[10];
