@@ -24,7 +24,8 @@ import numpy as np
 
 from tessera.spec.timing import Stage
 
-__all__ = ["StoreWork", "LoadWork", "EngineWork", "MStageQueue", "PortSlots", "PORT_RING"]
+__all__ = ["StoreWork", "LoadWork", "EngineWork", "MStageQueue", "PortSlots", "PORT_RING",
+           "LoadRecord"]
 
 #: Rows of :class:`PortSlots`: a power of two > Stage.M, so that the row of the word issued at
 #: k − 4 (in M at k) is still there at k.
@@ -189,3 +190,25 @@ class PortSlots:
         tile issued then)."""
         i = k % PORT_RING
         return self.ls[i] if self.cycle[i] == k else None
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class LoadRecord:
+    """Contract v1's record of the loads of one issue cycle (tile → (rd, address, size,
+    signed)), kept **only** so that ``tessera/golden_model/fast/run.py`` (the v1 hand-off of
+    the compiled fast engine, refused while ``fast.CONTRACT_VERSION`` is 1) still imports; the
+    v2 vector engine does not use it. It goes when the fast engine is ported (branch v2-fast).
+
+    Members
+    -------
+    cycle : int
+        The issue cycle.
+    context : int
+        The issuing context.
+    tiles : dict
+        tile → (rd, byte address, size in bytes, sign-extended) of its load.
+    """
+
+    cycle: int
+    context: int
+    tiles: dict
