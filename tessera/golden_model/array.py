@@ -120,7 +120,8 @@ _WARNED = []
 def _choose_engine(engine: str | None, trace: bool) -> str:
     """Resolve ``Array(engine=...)``; see :class:`Array`."""
     import os
-    explicit = engine is not None or bool(os.environ.get("TESSERA_MODEL_ENGINE"))
+    asked = engine is not None
+    explicit = asked or bool(os.environ.get("TESSERA_MODEL_ENGINE"))
     if engine is None:
         engine = os.environ.get("TESSERA_MODEL_ENGINE") or ("vector" if trace else "fast")
     if engine not in ENGINES:
@@ -135,7 +136,7 @@ def _choose_engine(engine: str | None, trace: bool) -> str:
         return "vector"
     if engine == "fast":
         if trace:
-            if explicit:
+            if asked:           # the argument, not $TESSERA_MODEL_ENGINE: tracing runs vector
                 raise ValueError("Array: trace=True needs engine='vector' (the fast engine "
                                  "does not record retire traces)")
             return "vector"

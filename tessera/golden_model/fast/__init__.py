@@ -12,11 +12,11 @@ from .build import FastEngineUnavailable, library
 __all__ = ["FastEngineUnavailable", "library", "available", "HAS_MATRIX_ENGINE",
            "CONTRACT_VERSION"]
 
-#: The version of docs/architecture.md's timing rules the compiled loop implements. engine.c
-#: still implements contract v1 (F-D-X-W, stop at the faulting cycle, halt at the last ecall);
-#: branch v2-model's vectorized engine implements v2, so :class:`tessera.golden_model.Array`
-#: refuses ``engine="fast"`` until this is 2 (docs/design/contract-v2.md, "State of the work").
-CONTRACT_VERSION = 1
+#: The version of docs/architecture.md's timing rules the compiled loop implements: contract v2
+#: (F-I-R-X-M-W, data-memory effects in M = t + 4, state changes visible from t + 5, the stop
+#: at v + D). :class:`tessera.golden_model.Array` refuses ``engine="fast"`` while this differs
+#: from its own ``CONTRACT_VERSION``.
+CONTRACT_VERSION = 2
 
 #: The compiled loop implements the matrix engine (§12), so :meth:`tessera.golden_model.Array.run`
 #: does not fall back to the vectorized engine for programs with ``mrun``/``mwait``.

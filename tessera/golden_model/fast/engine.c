@@ -1,33 +1,49 @@
 /* Tessera golden model, fast engine: a compiled cycle loop over the model's numpy state.
  *
- * docs/architecture.md is the contract; tessera/golden_model/array.py (the vectorized engine)
- * is the second, independent implementation it is checked against. Every constant of the spec comes
- * from "spec.h", generated from the tessera package by tessera/golden_model/fast/build.py.
+ * docs/architecture.md is the contract (timing rules of contract v2: §4 six stages, every
+ * data-memory effect in M = t + 4, state changes visible from t + 5; §7 the stop at v + D);
+ * tessera/golden_model/array.py (the vectorized engine) is the second, independent
+ * implementation it is checked against. Every constant of the spec comes from "spec.h",
+ * generated from the tessera package by tessera/golden_model/fast/build.py.
  *
  * The file has three layers, kept apart on purpose:
- *   1. ISA semantics   (decode, isa_exec): word + context registers + tile SRAM -> effects
- *                       (register/pc/memory writes and an outcome code). No timing in here.
- *   2. Timing machinery (schedule, tile_events, do_release, exchange_step, issue): issue
- *                       slots, the visibility delay of state changes, division turns, the
- *                       fetch-after-store rule, barriers (§5), exchange (§6), faults (§7),
- *                       counters (§8).
+ *   1. ISA semantics   (decode, isa_exec): word + context registers -> effects (register/pc
+ *                       writes, a checked load/store, an outcome code). No timing in here.
+ *   2. Timing machinery (schedule, tile_events, do_release, exchange_step, the M-stage ring,
+ *                       catch_up, issue): issue slots, the visibility delay of state changes,
+ *                       division turns, data-memory effects in their M cycle, barriers (§5),
+ *                       exchange (§6), faults and the stop (§7), counters (§8), the matrix
+ *                       engine's cycles (§12).
  *   3. The run loop     (tsr_run). Tiles interact only at an ARRAY release, in exchange
- *                       phases, through faults (which stop every tile at the end of the
- *                       faulting cycle) and at the end of the run. Outside exchange phases
- *                       and pending releases the loop runs **windows**: each tile alone runs
- *                       ahead up to W cycles (its registers, code and data stay in cache),
- *                       then the window is resolved: the last ecall of the array ends the run
- *                       at that cycle, the last arrival at the ARRAY barrier arms the release
- *                       (arrived tiles are idle, so the clock is simply set to the release),
- *                       and a fault rolls the window back (checkpoint + SRAM undo log) and
- *                       re-runs it in lock step. Exchange phases and pending releases run in
- *                       **lock step**: one global cycle at a time over every tile, skipping
- *                       cycles in which nobody can issue.
+ *                       phases, through the stop decision and at the end of the run. Outside
+ *                       exchange phases, pending releases and decided stops the loop runs
+ *                       **windows**: each tile alone runs ahead up to W cycles (its registers,
+ *                       code and data stay in cache), then the window is resolved: the last
+ *                       ecall of the array decides the stop (every tile then runs on until
+ *                       t_s = v + D - 1, v = that ecall + 5), the last arrival at the ARRAY
+ *                       barrier arms the release (arrived tiles are idle, so the clock is
+ *                       simply set to the release), and any fault rolls the window back
+ *                       (checkpoint + SRAM undo log) and re-runs it in lock step, which knows
+ *                       the stop cycle from the fault's visibility on. Exchange phases,
+ *                       pending releases and decided stops run in **lock step**: one global
+ *                       cycle at a time over every tile, skipping cycles in which nobody can
+ *                       issue.
+ *
+ * Memory order (§4, §12). Register and pc effects are applied at issue (a context's next slot
+ * is >= t + 6 > W). Every SRAM effect is applied in its own cycle, per tile in cycle order:
+ * a per-tile ring holds the M-stage work of the last issues (store, load, mrun/mwait), and
+ * catch_up(i, k) brings tile i through cycle k - 1: for each cycle u, the mrun/mwait decided in
+ * M = u (engine state after the steps of cycles < u), the engine step of u, then the store or
+ * load whose M is u. A fetch at k (after catch_up(i, k)) therefore sees exactly the SRAM writes
+ * of cycles < k, an engine read at u those of cycles < u, a load those before its M. Nothing
+ * of another tile is involved (a tile's SRAM is touched only by the tile itself, its exchange
+ * sequencer, in lock step, and the host), so tiles can be caught up lazily.
  *
  * Freestanding C (no libc): built with `zig cc -nostdlib -shared`, called through ctypes.
  */
 #include <stdint.h>
 #include "spec.h"
+
 
 typedef uint8_t u8;
 typedef int8_t i8;
@@ -190,12 +206,11 @@ static inline u32 dot4(u32 acc, u32 a, u32 b, int b_signed) {
 }
 
 /* What an instruction asks of the timing layer. */
-enum { R_RETIRE = 0, R_FAULT, R_ECALL, R_SYNC_TILE, R_SYNC_ARRAY };
+enum { R_RETIRE = 0, R_FAULT, R_ECALL, R_SYNC_TILE, R_SYNC_ARRAY, R_LOAD, R_STORE };
 
 /* The architectural view one instruction executes against. */
 typedef struct {
     u32 *x;          /* the context's 32 registers (x0 stays 0) */
-    u32 *mem;        /* the tile's SRAM, words */
     i64 nbytes;
     u32 pc;          /* issue pc */
     u32 npc;         /* out: next pc */
@@ -206,8 +221,8 @@ typedef struct {
     u32 *slimit;     /* the context's stack_limit CSR (§3.2, §7) */
     /* outputs */
     u32 cause, faddr;         /* R_FAULT */
-    i64 st_widx;              /* a store: word index written (-1: none) ... */
-    u32 st_old;               /* ... and the word before the store */
+    u32 m_addr, m_size, m_val;   /* R_LOAD / R_STORE: byte address, bytes, store value */
+    int m_signed;                /* R_LOAD: sign-extended (LB, LH) */
     u32 macs;
 } Exec;
 
@@ -219,8 +234,9 @@ static inline void wr(u32 *x, u32 rd, u32 v) { if (rd) x[rd] = v; }
     if (d->rd == 2 && v_ < *e->slimit) FAULT(FAULT_STACK_OVERFLOW, v_); \
     wr(x, d->rd, v_); } while (0)
 
-/* Execute decoded ``d`` (word ``w``): register, pc, SRAM and xprog effects, and the outcome.
- * A faulting instruction has no effect. */
+/* Execute decoded ``d`` (word ``w``): register, pc and CSR effects, and the outcome; a load or
+ * store is checked and returned as R_LOAD / R_STORE (its SRAM access is the timing layer's, in
+ * M). A faulting instruction has no effect. */
 static inline int isa_exec(Exec *e, u32 w, const Dec *d) {
     u32 *x = e->x;
     u32 pc = e->pc;
@@ -240,34 +256,22 @@ static inline int isa_exec(Exec *e, u32 w, const Dec *d) {
     case OP_LUI: WR(d->imm); return R_RETIRE;
     case OP_AUIPC: WR(pc + d->imm); return R_RETIRE;
     case OP_LB: case OP_LH: case OP_LW: case OP_LBU: case OP_LHU: {
+        /* checked here (X: the address); the SRAM is read in M = t + 4 (the timing layer) */
         u32 a = x[d->rs1] + d->imm;
         u32 size = (op == OP_LW) ? 4 : (op == OP_LH || op == OP_LHU) ? 2 : 1;
         if (a & (size - 1)) FAULT(FAULT_MISALIGNED_LOAD, a);
         if ((i64)a >= e->nbytes) FAULT(FAULT_ACCESS_FAULT_LOAD, a);
-        u32 v;
-        const u8 *m8 = (const u8 *)e->mem;
-        switch (op) {
-        case OP_LB: v = (u32)(i32)(i8)m8[a]; break;
-        case OP_LBU: v = m8[a]; break;
-        case OP_LH: v = (u32)(i32)(i16)((const u16 *)e->mem)[a >> 1]; break;
-        case OP_LHU: v = ((const u16 *)e->mem)[a >> 1]; break;
-        default: v = e->mem[a >> 2]; break;
-        }
-        wr(x, d->rd, v);
-        return R_RETIRE;
+        e->m_addr = a; e->m_size = size; e->m_signed = op == OP_LB || op == OP_LH;
+        return R_LOAD;
     }
     case OP_SB: case OP_SH: case OP_SW: {
+        /* checked here; the SRAM is written in M = t + 4 (the timing layer) */
         u32 a = x[d->rs1] + d->imm;
         u32 size = (op == OP_SW) ? 4 : (op == OP_SH) ? 2 : 1;
         if (a & (size - 1)) FAULT(FAULT_MISALIGNED_STORE, a);
         if ((i64)a >= e->nbytes) FAULT(FAULT_ACCESS_FAULT_STORE, a);
-        u32 v = x[d->rs2];
-        e->st_widx = a >> 2;
-        e->st_old = e->mem[a >> 2];
-        if (size == 1) ((u8 *)e->mem)[a] = (u8)v;
-        else if (size == 2) ((u16 *)e->mem)[a >> 1] = (u16)v;
-        else e->mem[a >> 2] = v;
-        return R_RETIRE;
+        e->m_addr = a; e->m_size = size; e->m_val = x[d->rs2];
+        return R_STORE;
     }
     case OP_BEQ: case OP_BNE: case OP_BLT: case OP_BGE: case OP_BLTU: case OP_BGEU: {
         u32 a = x[d->rs1], b = x[d->rs2];
@@ -339,10 +343,32 @@ static inline int isa_exec(Exec *e, u32 w, const Dec *d) {
 
 /* ==================================================================== 2. timing machinery */
 
+/* M-stage work of one issue (§4: every data-memory effect in M = t + 4; §12: mrun/mwait
+ * decided in M). Per tile a ring of MQ_RING entries indexed by the M cycle: the issue at t
+ * writes entry (t + M_DELAY) & (MQ_RING - 1) after catch_up(i, t) consumed the entry of cycle
+ * t - MQ_RING + M_DELAY, so MQ_RING > M_DELAY suffices; 8 also keeps an entry of the cycles
+ * C .. C + 3 after a run ends (the LOAD/STORE flags a continued run's engine needs). */
+#define MQ_RING 8
+_Static_assert(MQ_RING > M_DELAY && (MQ_RING & (MQ_RING - 1)) == 0, "MQ ring size");
+enum { MQ_NONE = 0, MQ_STORE, MQ_LOAD, MQ_MRUN, MQ_MWAIT };
+typedef struct {
+    i64 cyc;          /* the M cycle this entry belongs to (t + 4 of its issue) */
+    u32 addr;         /* store/load: byte address; mrun: descriptor address d (rs1 in R) */
+    u32 val;          /* store: rs2 as read in R */
+    u32 pc;           /* mrun/mwait: the issue pc */
+    u8 kind;          /* MQ_*: the work still to do (MQ_NONE: done or none) */
+    u8 ls;            /* the word issued at t has opcode LOAD/STORE (§12 "Engine cycles") */
+    u8 ifault;        /* the instruction issued at t faulted (visible from t + 5, §12 ties) */
+    u8 size;          /* store/load bytes */
+    u8 sgn;           /* load: sign-extended */
+    u8 rd;            /* load: destination register */
+    u16 ctx;          /* the issuing context */
+} MQ;
+
 /* The model's state: numpy arrays owned by tessera.golden_model.Array (see fast/run.py for the
  * order of the pointer table) plus scratch arrays rebuilt at every call. */
 typedef struct {
-    i64 n, t, nbytes, words, lat, sync_lat;
+    i64 n, t, nbytes, words, lat, sync_lat, dlat;
     /* per context [N*T] */
     u32 *regs;            /* [N*T*32] */
     u32 *pc;
@@ -371,12 +397,15 @@ typedef struct {
     u32 *bus_val;         /* [(L+1)*N] */
     u8 *bus_valid;
     i64 *slot_cycle;      /* [L+1] */
-    /* fetch-after-store rule: per tile the cycle of its last store, word index, old word */
-    i64 *st_cycle, *st_widx;
-    u32 *st_old;
+    /* M-stage work (the MQ ring, [N*MQ_RING]) and per tile the first cycle not caught up */
+    MQ *mq;
+    i64 *cur;             /* [N] catch_up(i, k) has done every cycle < cur[i] */
+    i64 *mq_n;            /* [N] entries of the ring with work (derived) */
+    i64 mq_total, n_mrun_pend;
     /* fault records out */
     u8 *f_has;
     i64 *f_ctx, *f_cause, *f_pc, *f_addr;
+    i64 *f_vis;           /* [N] the cycle from which the kept record is visible (§7) */
     /* scratch */
     i64 *tev;             /* [N] next event cycle of a tile (pending change or xphase end) */
     i64 *cnt;             /* [N*8] visible contexts per state */
@@ -394,26 +423,30 @@ typedef struct {
     u8 *eng;              /* [N] Eng records (see below), the engines' state */
     u8 *ebusy;            /* [N] derived: the tile's engine is busy */
     i64 n_ebusy;
-    i64 efault_next;      /* earliest pending engine fault (NEVER: none) */
     u8 *esnap;            /* [N] Eng snapshots of the current window (first touch) */
     u8 *eacc, *esnap_acc; /* [N] accumulators of the engines, and their snapshots */
     i64 *esnap_gen;       /* [N] window generation of each snapshot */
     i64 *etouched, n_etouched, gen;
-    i64 maxc;             /* the run's max_cycles: engine cycles stay below it */
     /* scalars */
+    i64 maxc;             /* the run's max_cycles */
+    i64 stop_at;          /* C = v + D once the stop condition held at v (§7), else NEVER */
     i64 nrun, n_wa, n_arrived, n_xphase, next_ev;
-    i64 live, release, armed, stop, xnext;
-    int window;           /* inside a window: ecalls do not stop the run by themselves */
+    i64 live, release, armed, xnext;
+    int stop;             /* inside a window: a fault happened (the window rolls back) */
+    int window;           /* inside a window: ecalls and faults do not decide the stop */
 } Model;
 
 static void copy_bytes(u8 *d, const u8 *s, i64 n) {
     for (i64 j = 0; j < n; j++) d[j] = s[j];
 }
 
+static inline MQ *MQE(const Model *M, i64 i, i64 u) { return M->mq + i * MQ_RING + (u & (MQ_RING - 1)); }
+
 static inline void set_vis(Model *M, i64 i, i64 c, u8 s) {
     i64 ic = i * M->t + c;
     u8 old = M->vis[ic];
     if (old == s) return;
+    if (old == ST_FAULT) return;           /* FAULT is final (contract-v2.md §6 point 6) */
     M->vis[ic] = s;
     i64 *cn = M->cnt + i * 8;
     cn[old]--; cn[s]++;
@@ -423,13 +456,34 @@ static inline void set_vis(Model *M, i64 i, i64 c, u8 s) {
     if (s == ST_WAIT_ARRAY) M->n_wa++;
 }
 
-/* A state change of context (i, c) visible from ``cycle``. */
+/* A state change of context (i, c) visible from ``cycle``. A context that is FAULT, or has a
+ * FAULT pending, stays FAULT: only FAULT replaces a pending change. */
 static inline void schedule(Model *M, i64 i, i64 c, i64 cycle, u8 s) {
     i64 ic = i * M->t + c;
+    if (s != ST_FAULT && (M->vis[ic] == ST_FAULT
+                          || (M->pend_cycle[ic] != NEVER && M->pend_state[ic] == ST_FAULT)))
+        return;
     M->pend_cycle[ic] = cycle;
     M->pend_state[ic] = s;
     if (cycle < M->tev[i]) M->tev[i] = cycle;
     if (cycle < M->next_ev) M->next_ev = cycle;
+}
+
+/* The stop condition holds from cycle v (§7 "Stop"): the run ends after t_s = v + D - 1. */
+static inline void stop_from(Model *M, i64 v) {
+    if (v + M->dlat < M->stop_at) M->stop_at = v + M->dlat;
+}
+
+/* A fault of tile i visible from ``vis`` (§7): the tile keeps the record visible first (the
+ * earlier-recorded one on a tie). In a window the stop is not decided here: the window rolls
+ * back and lock step re-runs it. */
+static void record_fault(Model *M, i64 i, i64 vis, i64 ctx, i64 cause, i64 pc, i64 addr) {
+    if (vis < M->f_vis[i]) {
+        M->f_has[i] = 1; M->f_vis[i] = vis; M->f_ctx[i] = ctx; M->f_cause[i] = cause;
+        M->f_pc[i] = pc; M->f_addr[i] = addr;
+    }
+    if (M->window) M->stop = 1;
+    else stop_from(M, vis);
 }
 
 static inline int tile_arrived(Model *M, i64 i) {
@@ -524,10 +578,12 @@ static void do_release(Model *M, i64 k) {
     }
 }
 
-static void xfault(Model *M, i64 i, i64 pc, i64 addr) {
-    M->f_has[i] = 1; M->f_ctx[i] = -1; M->f_cause[i] = FAULT_EXCHANGE_FAULT;
-    M->f_pc[i] = pc; M->f_addr[i] = addr;
-    M->stop = 1;
+/* An exchange fault of tile i's step at cycle k (§6): visible from k + 1 (§7); the tile's
+ * program makes no further step and the tile stays in its exchange phase until the stop. */
+static void xfault(Model *M, i64 i, i64 k, i64 pc, i64 addr) {
+    record_fault(M, i, k + STEP_FAULT_VISIBLE_DELAY, -1, FAULT_EXCHANGE_FAULT, pc, addr);
+    M->x_inprog[i] = 0;
+    M->x_next[i] = NEVER;
 }
 
 /* Every exchange step that starts at cycle k (§6; checks in the order of §6). */
@@ -547,8 +603,8 @@ static void exchange_step(Model *M, i64 k) {
         if (!M->x_inprog[i]) continue;
         if (M->x_next[i] != k) { if (M->x_next[i] < xnext) xnext = M->x_next[i]; continue; }
         i64 addr = M->x_ptr[i];
-        /* a faulting step has no effect: its sequencer stays at k */
-#define XFAULT(a) { xfault(M, i, addr, (a)); if (k < xnext) xnext = k; continue; }
+        /* a faulting step has no effect; the sequencer stops */
+#define XFAULT(a) { xfault(M, i, k, addr, (a)); continue; }
         i64 ri = M->x_run_i[i];
         u32 *mem = M->sram + i * M->words;
         i64 w0, w1;
@@ -602,49 +658,27 @@ static void exchange_step(Model *M, i64 k) {
     M->xnext = xnext;
 }
 
-
 /* ===================================================================== matrix engine (§12)
  *
- * Timing. The model applies an instruction's effects at its issue cycle t, two cycles before
- * its X cycle. To keep the SRAM in the order of the real cycles, the engine step of cycle u is
- * executed in the model before any load/store issued at >= u-1 executes and after every one
- * issued at <= u-3 (one issued at u-2 makes u a non-engine cycle), and before the fetches of
- * cycles >= u, after those of cycles < u. An issue at t therefore catches the tile's engine up
- * to cycle t before its fetch and to cycle t+1 after it (cycle t+1 is an engine cycle unless
- * the word issued at t-1 is a LOAD/STORE: the issue records those words while the engine is
- * busy); cycles without an issue on the tile are caught up lazily (nothing can observe them),
- * at the end of every tile run of a window, and cycle by cycle in lock step (exchange phases).
- * So an mrun/mwait at t sees the engine as it is after cycle t+1: busy at its X cycle t+2 iff
- * busy. The step of cycle t+1 may be executed although the run stops at the end of t: the
- * record of the tile's last step (journal) undoes its SRAM write and macs at the end of the run.
- * A run is never continued past max_cycles, so the engine stays within cycles < max_cycles
- * and the first engine cycle of a continued run (k0) applies the instructions issued at k0-1
- * in the order of the X cycles by hand (eng_step's port: hide that store from the read, keep
- * its bytes over the engine's write, re-read that load), as the vectorized engine does.
+ * Timing. The engine step of cycle u of tile i runs inside catch_up(i, .) after the mrun/mwait
+ * decisions of M = u and before the store/load whose M is u, so it reads the SRAM as after
+ * all writes of cycles < u and its write is seen from u + 1 (§12 "Memory order"). Cycle u
+ * (u > x) is an engine cycle unless the tile is in its exchange phase at u or the word issued
+ * at u - 4 (the MQ entry of cycle u) is a LOAD/STORE (§12 "Engine cycles").
  *
- * Faults. An engine fault found for cycle u is pending until the end of cycle u (lock step:
- * eng_commit after the issues of u, so an instruction fault of the same tile and cycle wins);
- * in a window it rolls the window back (re-run in lock step).
+ * Faults. A faulting step has no effect; the engine is frozen (fpend: no further steps, busy
+ * until the stop). The fault is visible from u + 1: c_e enters FAULT with pc = pc_e and the
+ * record is kept if visible first, unless the instruction issued on the tile at u - 4 faulted
+ * (visible from u + 1 too): then the engine fault is dropped (§12). In a window any fault rolls
+ * the window back.
  */
 enum { PH_DESC, PH_PARAM, PH_LOAD, PH_STREAM, PH_DRAIN, PH_GATHER };
 #define ELANES 8
 
 typedef struct {
-    i64 busy, x, next, step, nsteps, ws, c_e, d, pc_e;
+    i64 busy, x, step, nsteps, ws, c_e, d, pc_e;
     i64 busy_done;             /* engine counter: busy cycles of the finished commands */
-    i64 end_x, end_cycle;      /* accept and last-step cycle of the latest finished command */
-    i64 fpend, faddr;          /* pending engine fault: its cycle (NEVER: none) and addr */
-    i64 ls0, ls1;              /* issue cycles of the last two LOAD/STORE words (while busy) */
-    i64 j_cycle, j_macs, j_widx, j_undone;   /* journal: the last step (cycle, macs, write) */
-    u32 j_old[2], j_new[2];
-    /* records of the latest store and load of the tile while busy (continuation, k0 - 1) */
-    i64 st_mcycle, st_mmask;
-    i64 ld_cycle, ld_ctx, ld_rd, ld_addr, ld_size, ld_signed;
-    /* continuation: the tile's first engine cycle of this run corrects against issue k0-1 */
-    i64 port_cycle;
-    /* a command accepted while the previous one's last step was still to come (only from
-     * the vectorized engine's state: this loop executes that step before the accept) */
-    i64 q_x, q_d, q_c, q_pc;
+    i64 fpend, faddr;          /* the faulting step's cycle (NEVER: none; frozen) and addr */
     /* descriptor fields (valid from step 8) */
     u32 a_base, a_s0, a_s1, ak_s1, w_base, w_sm, c_base, c_s0, c_s1, p_base;
     u32 J0, J1, K0, K1, C, mode, flags, J, OW, pad0;
@@ -731,13 +765,41 @@ static inline i64 f32_round(i32 acc, u32 mb) {
 
 static inline int bad_read(const Model *M, u32 a) { return (a & 7) || (i64)a >= M->nbytes; }
 
-/* A pending engine fault in cycle u (the step has no effect). */
+/* The faulting step of cycle u (no effect; the caller freezes the engine). */
 static int efault(Model *M, Eng *E, i64 u, u32 addr) {
+    (void)M;
     E->fpend = u;
     E->faddr = addr;
-    if (u < M->efault_next) M->efault_next = u;
-    if (M->window) M->stop = 1;
     return 1;
+}
+
+/* The 8 bytes at a (8-byte aligned): the SRAM as after all writes of earlier cycles. */
+static inline void eng_read(const Model *M, i64 i, u32 a, u8 out[8]) {
+    const u8 *m8 = (const u8 *)(M->sram + i * M->words);
+    for (int q = 0; q < 8; q++) out[q] = m8[a + q];
+}
+
+/* Write n bytes at a (within one aligned 8-byte word); undo log inside a window. */
+static void eng_write(Model *M, i64 i, u32 a, const u8 *data, int n) {
+    u32 *mem = M->sram + i * M->words;
+    i64 wi = (a >> 2) & ~(i64)1;
+    if (M->window) {
+        M->ulog[2 * M->ulog_n] = (u32)(i * M->words + wi);
+        M->ulog[2 * M->ulog_n + 1] = mem[wi];
+        M->ulog[2 * M->ulog_n + 2] = (u32)(i * M->words + wi + 1);
+        M->ulog[2 * M->ulog_n + 3] = mem[wi + 1];
+        M->ulog_n += 2;
+    }
+    u8 *m8 = (u8 *)mem;
+    for (int q = 0; q < n; q++) m8[a + q] = data[q];
+}
+
+static void eng_start(Model *M, i64 i, Eng *E, i64 x, u32 d, i64 c, u32 pc) {
+    E->busy = 1; E->x = x; E->step = 0; E->nsteps = NEVER; E->ws = NEVER;
+    E->c_e = c; E->d = d; E->pc_e = pc; E->fpend = NEVER;
+    E->ph = PH_DESC; E->r = 0; E->wj = E->wj0 = E->wj1 = E->ww = 0; E->g = 0;
+    M->ebusy[i] = 1;
+    M->n_ebusy++;
 }
 
 /* Step 7: decode and check the descriptor (§12 "Engine faults" 2). Returns 1 if valid. */
@@ -776,66 +838,6 @@ static int eng_parse(Model *M, Eng *E) {
 }
 
 /* The 8 bytes at a as the engine of cycle u sees them (port: hide a store of issue u-1). */
-static inline void eng_read(const Model *M, i64 i, const Eng *E, u32 a, i64 u, u8 out[8]) {
-    const u32 *mem = M->sram + i * M->words;
-    u32 w0 = mem[a >> 2], w1 = mem[(a >> 2) + 1];
-    if (E->port_cycle == u && M->st_cycle[i] == u - 1) {
-        i64 sw = M->st_widx[i];
-        if (sw == (a >> 2)) w0 = M->st_old[i];
-        else if (sw == (a >> 2) + 1) w1 = M->st_old[i];
-    }
-    for (int q = 0; q < 4; q++) { out[q] = (u8)(w0 >> (8 * q)); out[4 + q] = (u8)(w1 >> (8 * q)); }
-}
-
-/* Write n bytes at a (within one aligned 8-byte word) in cycle u; journal + undo log. */
-static void eng_write(Model *M, i64 i, Eng *E, u32 a, const u8 *data, int n, i64 u) {
-    u32 *mem = M->sram + i * M->words;
-    i64 wi = (a >> 2) & ~(i64)1;
-    E->j_widx = wi;
-    E->j_old[0] = mem[wi]; E->j_old[1] = mem[wi + 1];
-    if (M->window) {
-        M->ulog[2 * M->ulog_n] = (u32)(i * M->words + wi);
-        M->ulog[2 * M->ulog_n + 1] = mem[wi];
-        M->ulog[2 * M->ulog_n + 2] = (u32)(i * M->words + wi + 1);
-        M->ulog[2 * M->ulog_n + 3] = mem[wi + 1];
-        M->ulog_n += 2;
-    }
-    u8 *m8 = (u8 *)mem;
-    int port = E->port_cycle == u && M->st_cycle[i] == u - 1;
-    for (int q = 0; q < n; q++) {
-        u32 p = a + q;
-        if (port && (i64)(p >> 2) == M->st_widx[i]) {
-            /* the store issued at u-1 writes after this write (X at u+1): its bytes stay;
-             * the fetch at u (which misses that store) sees the engine's byte */
-            u32 sh = 8 * (p & 3);
-            M->st_old[i] = (M->st_old[i] & ~(0xFFu << sh)) | (u32)data[q] << sh;
-            if ((E->st_mmask >> (p & 3)) & 1) continue;
-        }
-        m8[p] = data[q];
-    }
-    E->j_new[0] = mem[wi]; E->j_new[1] = mem[wi + 1];
-    if (port && E->ld_cycle == u - 1) {       /* the load issued at u-1 reads at u+1 */
-        u32 la = (u32)E->ld_addr;
-        i64 sz = E->ld_size;
-        if (la < a + n && la + sz > a && E->ld_rd) {
-            u32 v;
-            if (sz == 4) v = mem[la >> 2];
-            else if (sz == 2) v = E->ld_signed ? (u32)(i32)(i16)((u16 *)mem)[la >> 1] : ((u16 *)mem)[la >> 1];
-            else v = E->ld_signed ? (u32)(i32)(i8)m8[la] : m8[la];
-            M->regs[(i * M->t + E->ld_ctx) * 32 + E->ld_rd] = v;
-        }
-    }
-}
-
-static void eng_start(Model *M, i64 i, Eng *E, i64 x, u32 d, i64 c, u32 pc) {
-    E->busy = 1; E->x = x; E->next = x + 1; E->step = 0; E->nsteps = NEVER; E->ws = NEVER;
-    E->c_e = c; E->d = d; E->pc_e = pc; E->fpend = NEVER;
-    E->ls0 = E->ls1 = -10;
-    E->ph = PH_DESC; E->r = 0; E->wj = E->wj0 = E->wj1 = E->ww = 0; E->g = 0;
-    M->ebusy[i] = 1;
-    M->n_ebusy++;
-}
-
 /* Execute the next step of tile i's command in engine cycle u. Returns 1 on an engine fault. */
 __attribute__((noinline)) static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
     u32 C = E->C;
@@ -846,14 +848,14 @@ __attribute__((noinline)) static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
     case PH_DESC:
         ra = (u32)E->d + 8 * (u32)E->r;
         if (bad_read(M, ra)) return efault(M, E, u, ra);
-        eng_read(M, i, E, ra, u, E->desc + 8 * E->r);
+        eng_read(M, i, ra, E->desc + 8 * E->r);
         if (E->r == E_DESC_CHECK_STEP && !eng_parse(M, E)) return efault(M, E, u, (u32)E->d);
         break;
     case PH_PARAM: {
         i64 m = E->r >> 1;
         ra = E->p_base + E_PARAM_BYTES * (u32)m + 8 * (u32)(E->r & 1);
         if (bad_read(M, ra)) return efault(M, E, u, ra);
-        eng_read(M, i, E, ra, u, v);
+        eng_read(M, i, ra, v);
         if ((E->r & 1) == 0) {
             u32 mb = ld32(v + 4);          /* FLOAT32: a binary32 infinity or NaN faults */
             if (E->mode == MODE_FLOAT32 && ((mb >> 23) & 0xFF) == E_F32_EXP_SPECIAL)
@@ -913,18 +915,17 @@ __attribute__((noinline)) static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
         }
     }
     /* commit */
-    E->j_cycle = u; E->j_macs = 0; E->j_widx = -1; E->j_undone = 0;
     if (E->ph == PH_GATHER) {
-        eng_read(M, i, E, ra, u, v);
+        eng_read(M, i, ra, v);
         E->g = ld32(v);
     }
     if (load) {
-        eng_read(M, i, E, ra, u, v);
+        eng_read(M, i, ra, v);
         i32 *S = E->S[E->r];
         for (int q = 0; q < 8; q++) S[q] = (i8)v[q];
     }
     if (stream) {
-        eng_read(M, i, E, ra, u, v);
+        eng_read(M, i, ra, v);
         i32 xv[8];
         if (E->flags & FLAG_A_UNSIGNED) for (int q = 0; q < 8; q++) xv[q] = v[q];
         else for (int q = 0; q < 8; q++) xv[q] = (i8)v[q];
@@ -937,10 +938,9 @@ __attribute__((noinline)) static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
             acc[m] = (i32)((u32)(first ? E->bias[m] : acc[m]) + (u32)sum);
         }
         M->macs[i] += 8 * C;
-        E->j_macs = 8 * C;
     }
     if (wn) {
-        eng_write(M, i, E, wa, wd, wn, u);
+        eng_write(M, i, wa, wd, wn);
         if (++E->ww == E->OW) { E->ww = 0; E->wj++; if (++E->wj0 == E->J0) { E->wj0 = 0; E->wj1++; } }
     }
     /* advance the cursors */
@@ -976,148 +976,136 @@ __attribute__((noinline)) static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
     if (E->step == E->nsteps) {                /* the last step: idle from u + 1 */
         E->busy = 0;
         E->busy_done += u - E->x + 1;
-        E->end_x = E->x; E->end_cycle = u;
         M->ebusy[i] = 0;
         M->n_ebusy--;
-        if (E->q_x != NEVER) {                 /* the queued command starts (x = u + 1) */
-            i64 qx = E->q_x;
-            E->q_x = NEVER;
-            eng_start(M, i, E, qx, (u32)E->q_d, E->q_c, (u32)E->q_pc);
-        }
     }
     return 0;
 }
 
-/* Tile i's engine through cycle u (all its engine cycles <= u; see the timing note). */
-__attribute__((noinline, cold)) static int eng_upto(Model *M, i64 i, i64 u) {
-    Eng *E = ENG(M, i);
-    if (u >= M->maxc) u = M->maxc - 1;
-    i64 c = E->next;
-    if (c > u || E->fpend != NEVER || !E->busy) return 0;
-    etouch(M, i);
-    if (M->xphase[i]) { E->next = u + 1; return 0; }
-    for (; c <= u; c++) {
-        if (c - 2 == E->ls0 || c - 2 == E->ls1) continue;   /* a LOAD/STORE is in X at c */
-        if (eng_step(M, i, E, c)) { E->next = c + 1; return 1; }
-        if (!E->busy) { c++; break; }
-        if (E->x >= c) c = E->x;               /* a queued command started: cycles > x */
-    }
-    E->next = c;
-    return 0;
+/* The engine fault of tile i's step at cycle u (the engine is frozen: fpend = u). */
+__attribute__((noinline, cold)) static void eng_fault(Model *M, i64 i, Eng *E, i64 u) {
+    const MQ *q = MQE(M, i, u);
+    if (q->cyc == u && q->ifault) return;  /* dropped: the instruction issued at u - 4 faulted */
+    i64 vis = u + STEP_FAULT_VISIBLE_DELAY;
+    record_fault(M, i, vis, E->c_e, FAULT_ENGINE_FAULT, (u32)E->pc_e, (u32)E->faddr);
+    schedule(M, i, E->c_e, vis, ST_FAULT);
+    M->pc[i * M->t + E->c_e] = (u32)E->pc_e;
 }
 
-/* The last write step of the running command would fault (§12 "Engine faults" 4). */
-static int eng_final_write_faults(const Model *M, const Eng *E) {
-    i64 jl = E->J - 1;
-    u32 cj = E->c_base + (u32)(jl / E->J0) * E->c_s1 + (u32)(jl % E->J0) * E->c_s0;
-    if (E->mode != MODE_RAW) return (cj & 7) + E->C > 8 || (i64)cj >= M->nbytes;
-    u32 wa = cj + 8 * (E->OW - 1);
-    return (cj & 7) || (i64)wa >= M->nbytes;
-}
-
-/* mrun/mwait issued at k: is the engine idle at x = k + 2? Engine cycles <= min(k+1, maxc-1)
- * are done. At k = maxc - 1 the step of cycle k + 1 is not executed: it is the command's last
- * one (a write) iff one step remains, cycle k + 1 is an engine cycle and the write does not
- * fault; an mrun then executes it (``force``), a journal entry past the run's end. */
-__attribute__((noinline, cold)) static int eng_idle_at_x(Model *M, i64 i, i64 k, int force) {
-    if (!M->ebusy[i]) return 1;
-    Eng *E = ENG(M, i);
-    if (k + 1 < M->maxc || E->fpend != NEVER || E->next != k + 1) return 0;
-    if (E->step + 1 != E->nsteps || k - 1 == E->ls0 || k - 1 == E->ls1) return 0;
-    if (eng_final_write_faults(M, E)) return 0;
-    if (force) {
+/* mrun / mwait of entry q decided in its M cycle u (§12 "Instructions"), with the engine as
+ * after the steps of cycles < u: busy (a frozen engine too) -> no effect, the context retries;
+ * idle -> it retires, and an mrun's command is accepted at x = u. */
+__attribute__((noinline, cold)) static void mq_engine(Model *M, i64 i, const MQ *q, i64 u) {
+    if (M->ebusy[i]) return;
+    i64 ic = i * M->t + q->ctx;
+    if (q->kind == MQ_MRUN) {
         etouch(M, i);
-        eng_step(M, i, E, k + 1);
-        E->next = k + 2;
+        eng_start(M, i, ENG(M, i), u, q->addr, q->ctx, q->pc);
     }
-    return 1;
+    M->pc[ic] = q->pc + 4;
+    M->retired[ic]++;
 }
 
-/* mrun accepted at cycle x (§12 "Instructions"). */
-__attribute__((noinline, cold)) static void eng_accept(Model *M, i64 i, i64 x, u32 d, i64 c, u32 pc) {
-    etouch(M, i);
-    eng_start(M, i, ENG(M, i), x, d, c, pc);
-}
-
-static void ifault(Model *M, i64 i, i64 c, i64 k, u32 cause, u32 pc, u32 addr);
-
-/* mrun (op OP_MRUN, rs1 value d) / mwait issued at k by context c at pc: 1 if it retires. */
-__attribute__((noinline, cold)) static int eng_insn(Model *M, i64 i, i64 c, i64 k, i32 op, u32 d,
-                                                   u32 pc, u32 w) {
-    if (!M->lanes) { ifault(M, i, c, k, FAULT_ILLEGAL_INSTRUCTION, pc, w); return 0; }
-    if (!eng_idle_at_x(M, i, k, op == OP_MRUN)) return 0;   /* busy at X: retry, no effect */
-    if (op == OP_MRUN) eng_accept(M, i, k + 2, d, c, pc);
-    return 1;
-}
-
-/* The issue of word w at k by context c on a tile with a busy engine, after its fetch: a
- * LOAD/STORE word makes cycle k + 2 a non-engine cycle (recorded, with the store's byte mask
- * or the load, which the first engine cycle of a continued run needs); then the engine
- * catches up to cycle k + 1. Returns 1 if the window must stop (an engine fault). */
-__attribute__((noinline, cold)) static int eng_issue(Model *M, i64 i, i64 c, i64 k, u32 w) {
-    Eng *E = ENG(M, i);
-    if ((w & 0x5F) == 0x03) {              /* opcode LOAD or STORE */
-        etouch(M, i);
-        E->ls1 = E->ls0; E->ls0 = k;
-        Dec d = decode(w);
-        u32 a = M->regs[(i * M->t + c) * 32 + d.rs1] + d.imm;
-        switch (d.op) {
-        case OP_SB: case OP_SH: case OP_SW: {
-            u32 size = d.op == OP_SW ? 4 : d.op == OP_SH ? 2 : 1;
-            E->st_mcycle = k;
-            E->st_mmask = ((1u << size) - 1) << (a & 3);
-            break;
+/* The store or load of entry q in its M cycle (§4): the SRAM write, or the SRAM read and rd. */
+__attribute__((always_inline)) static inline void mq_memory(Model *M, i64 i, const MQ *q) {
+    u32 *mem = M->sram + i * M->words;
+    u8 *m8 = (u8 *)mem;
+    u32 a = q->addr;
+    if (q->kind == MQ_STORE) {
+        if (M->window) {                   /* undo log (window sizes keep it from overflowing) */
+            M->ulog[2 * M->ulog_n] = (u32)(i * M->words + (a >> 2));
+            M->ulog[2 * M->ulog_n + 1] = mem[a >> 2];
+            M->ulog_n++;
         }
-        case OP_LB: case OP_LH: case OP_LW: case OP_LBU: case OP_LHU:
-            E->ld_cycle = k; E->ld_ctx = c; E->ld_rd = d.rd; E->ld_addr = a;
-            E->ld_size = (d.op == OP_LW) ? 4 : (d.op == OP_LH || d.op == OP_LHU) ? 2 : 1;
-            E->ld_signed = d.op == OP_LB || d.op == OP_LH;
-            break;
-        default: break;                    /* illegal: faults */
-        }
+        if (q->size == 1) m8[a] = (u8)q->val;
+        else if (q->size == 2) ((u16 *)mem)[a >> 1] = (u16)q->val;
+        else mem[a >> 2] = q->val;
+        return;
     }
-    return eng_upto(M, i, k + 1) && M->window;
+    u32 v;
+    if (q->size == 4) v = mem[a >> 2];
+    else if (q->size == 2) v = q->sgn ? (u32)(i32)(i16)((u16 *)mem)[a >> 1] : ((u16 *)mem)[a >> 1];
+    else v = q->sgn ? (u32)(i32)(i8)m8[a] : m8[a];
+    if (q->rd) M->regs[(i * M->t + q->ctx) * 32 + q->rd] = v;
 }
 
-/* Lock step, end of cycle k: record the engine faults of cycle k (an instruction fault of the
- * same tile and cycle keeps its record). */
-static void eng_commit(Model *M, i64 k) {
-    for (i64 i = 0; i < M->n; i++) {
-        if (!M->ebusy[i]) continue;
-        Eng *E = ENG(M, i);
-        if (E->fpend != k) continue;
-        if (!M->f_has[i]) {
-            M->f_has[i] = 1; M->f_ctx[i] = E->c_e; M->f_cause[i] = FAULT_ENGINE_FAULT;
-            M->f_pc[i] = (u32)E->pc_e; M->f_addr[i] = (u32)E->faddr;
-            schedule(M, i, E->c_e, k + STATE_VISIBLE_DELAY, ST_FAULT);
-            M->pc[i * M->t + E->c_e] = (u32)E->pc_e;
+/* Tile i through cycle k - 1 (see the memory-order note at the top): per cycle u, the
+ * mrun/mwait decided in M = u, the engine step of u, the store/load whose M is u. */
+__attribute__((noinline)) static void catch_slow(Model *M, i64 i, i64 k) {
+    Eng *E = M->lanes ? ENG(M, i) : 0;
+    for (i64 u = M->cur[i]; u < k; u++) {
+        MQ *q = MQE(M, i, u);
+        int here = q->cyc == u;
+        if (here && q->kind >= MQ_MRUN) mq_engine(M, i, q, u);
+        int active = M->ebusy[i] && E->fpend == NEVER;
+        if (active && u > E->x && !M->xphase[i] && !(here && q->ls)) {
+            etouch(M, i);
+            if (eng_step(M, i, E, u)) eng_fault(M, i, E, u);
         }
-        M->stop = 1;
+        if (here && q->kind != MQ_NONE) {
+            if (q->kind <= MQ_LOAD) mq_memory(M, i, q);
+            else M->n_mrun_pend--;
+            q->kind = MQ_NONE;
+            M->mq_n[i]--;
+            M->mq_total--;
+        }
+        if (M->mq_n[i] == 0 && !(M->ebusy[i] && E->fpend == NEVER)) break;  /* nothing left */
     }
-    M->efault_next = NEVER;
+    M->cur[i] = k;
 }
 
+/* (cur[i] is kept only while the tile has work: mq_push sets it when work appears) */
+__attribute__((always_inline)) static inline void catch_up(Model *M, i64 i, i64 k) {
+    if ((M->mq_n[i] == 0 && !M->ebusy[i]) || M->cur[i] >= k) return;
+    if (!M->ebusy[i] && M->cur[i] == k - 1) {   /* the common case: one cycle, no engine */
+        MQ *q = MQE(M, i, k - 1);
+        if (q->cyc == k - 1 && q->kind != MQ_NONE) {
+            if (q->kind > MQ_LOAD) { catch_slow(M, i, k); return; }
+            mq_memory(M, i, q);
+            q->kind = MQ_NONE;
+            M->mq_n[i]--;
+            M->mq_total--;
+        }
+        M->cur[i] = k;
+        return;
+    }
+    catch_slow(M, i, k);
+}
+
+/* An instruction fault of context c issued at k (§7): FAULT and the record visible at k + 5. */
 static void ifault(Model *M, i64 i, i64 c, i64 k, u32 cause, u32 pc, u32 addr) {
-    M->f_has[i] = 1; M->f_ctx[i] = c; M->f_cause[i] = cause;
-    M->f_pc[i] = pc; M->f_addr[i] = addr;
-    schedule(M, i, c, k + STATE_VISIBLE_DELAY, ST_FAULT);
-    M->stop = 1;
+    i64 vis = k + STATE_VISIBLE_DELAY;
+    if (M->lanes) MQE(M, i, k + M_DELAY)->ifault = 1;   /* (stamped by issue) */
+    record_fault(M, i, vis, c, cause, pc, addr);
+    schedule(M, i, c, vis, ST_FAULT);
+}
+
+/* Queue q (the entry of the issue at k) as ``kind`` work for M = k + 4. The tile is caught up
+ * through k - 1 (issue), so a tile without work so far has its cursor set to k. */
+__attribute__((always_inline)) static inline void mq_push(Model *M, i64 i, MQ *q, u8 kind, i64 k) {
+    if (M->mq_n[i] == 0 && !M->ebusy[i]) M->cur[i] = k;
+    q->cyc = k + M_DELAY;
+    q->kind = kind;
+    M->mq_n[i]++;
+    M->mq_total++;
 }
 
 /* The issue slot of context c on tile i at cycle k (§4). */
 static inline void issue(Model *M, i64 i, i64 c, i64 k) {
     i64 ic = i * M->t + c;
+    catch_up(M, i, k);                     /* the fetch sees the SRAM writes of cycles < k */
+    if (M->stop) return;                   /* window: an engine fault in the catch-up */
     u32 pc = M->pc[ic];
-    int busy = M->ebusy[i];
-    if (__builtin_expect(busy, 0) && eng_upto(M, i, k) && M->window) return;   /* fetch sees cycles <= k */
+    MQ *q = MQE(M, i, k + M_DELAY);        /* this issue's M-stage entry (consumed: < k) */
+    int lanes = M->lanes != 0;
+    /* with an engine every issue stamps its entry (the LOAD/STORE flag and the fault of the
+     * engine cycle k + 4); without one only issues with M-stage work use it (mq_push) */
+    if (lanes) { q->cyc = k + M_DELAY; q->kind = MQ_NONE; q->ls = 0; q->ifault = 0; }
+    q->ctx = (u16)c;
     if (pc & 3) { ifault(M, i, c, k, FAULT_MISALIGNED_FETCH, pc, pc); return; }
     if ((i64)pc >= M->nbytes) { ifault(M, i, c, k, FAULT_ACCESS_FAULT_FETCH, pc, pc); return; }
-    u32 *mem = M->sram + i * M->words;
-    i64 widx = pc >> 2;
-    u32 w = mem[widx];
-    /* fetch in F misses a store issued at k-1 (it writes the SRAM at k+1, §4) */
-    if (M->st_cycle[i] == k - 1 && M->st_widx[i] == widx) w = M->st_old[i];
-    if (__builtin_expect(busy, 0) && eng_issue(M, i, c, k, w)) return;
+    u32 w = M->sram[i * M->words + (pc >> 2)];
+    if (lanes) q->ls = (w & 0x5F) == 0x03; /* opcode LOAD or STORE: M owns the data port */
     Dec d = decode(w);
     if (is_div_op(d.op)) {                 /* division turns (§4, "Division") */
         u32 nturn = M->dturn[ic];
@@ -1129,30 +1117,42 @@ static inline void issue(Model *M, i64 i, i64 c, i64 k) {
     }
     Exec e;
     e.x = M->regs + ic * 32;
-    e.mem = mem;
     e.nbytes = M->nbytes;
     e.pc = pc;
     e.cycle = k; e.tile = i; e.ctx = c; e.ntiles = M->n; e.nctx = M->t;
     e.instret = M->retired[ic];
     e.xprog = M->xprog + i;
     e.slimit = M->slimit + ic;
-    e.st_widx = -1;
     e.macs = 0;
     int r = isa_exec(&e, w, &d);
     switch (r) {
     case R_FAULT:
-        if (d.op == OP_MRUN || d.op == OP_MWAIT) {     /* mrun / mwait (§12 "Instructions") */
-            if (!eng_insn(M, i, c, k, d.op, e.x[d.rs1], pc, w)) return;
-            break;
+        if ((d.op == OP_MRUN || d.op == OP_MWAIT) && lanes) {   /* decided in M (§12) */
+            q->addr = e.x[d.rs1];
+            q->pc = pc;
+            mq_push(M, i, q, d.op == OP_MRUN ? MQ_MRUN : MQ_MWAIT, k);
+            M->n_mrun_pend++;
+            return;                        /* pc and retire in M */
         }
         ifault(M, i, c, k, e.cause, pc, e.faddr);
         return;
+    case R_LOAD:
+        q->addr = e.m_addr; q->size = (u8)e.m_size; q->sgn = (u8)e.m_signed; q->rd = (u8)d.rd;
+        if (!lanes) { q->ls = 1; q->ifault = 0; }
+        mq_push(M, i, q, MQ_LOAD, k);
+        break;
+    case R_STORE:
+        q->addr = e.m_addr; q->size = (u8)e.m_size; q->val = e.m_val;
+        if (!lanes) { q->ls = 1; q->ifault = 0; }
+        mq_push(M, i, q, MQ_STORE, k);
+        break;
     case R_ECALL:
         M->exitc[ic] = e.x[10];
         schedule(M, i, c, k + STATE_VISIBLE_DELAY, ST_HALTED);
         M->tile_live[i]--;
         M->e_last[i] = k;
-        if (--M->live == 0 && !M->window) M->stop = 1;
+        /* the last ecall: every context HALTED from k + 5 (§7 "Stop") */
+        if (--M->live == 0 && !M->window) stop_from(M, k + STATE_VISIBLE_DELAY);
         break;
     case R_SYNC_TILE: schedule(M, i, c, k + STATE_VISIBLE_DELAY, ST_WAIT_TILE); break;
     case R_SYNC_ARRAY: schedule(M, i, c, k + STATE_VISIBLE_DELAY, ST_WAIT_ARRAY); break;
@@ -1161,14 +1161,6 @@ static inline void issue(Model *M, i64 i, i64 c, i64 k) {
     M->pc[ic] = e.npc;
     M->retired[ic]++;
     if (e.macs) M->macs[i] += e.macs;
-    if (e.st_widx >= 0) {
-        M->st_cycle[i] = k; M->st_widx[i] = e.st_widx; M->st_old[i] = e.st_old;
-        if (M->window) {                   /* undo log (window sizes keep it from overflowing) */
-            M->ulog[2 * M->ulog_n] = (u32)(i * M->words + e.st_widx);
-            M->ulog[2 * M->ulog_n + 1] = e.st_old;
-            M->ulog_n++;
-        }
-    }
 }
 
 /* ============================================================================ 3. run loop */
@@ -1177,8 +1169,8 @@ enum {  /* pointer table order (fast/run.py builds it) */
     P_REGS, P_PC, P_VIS, P_PEND_STATE, P_PEND_CYCLE, P_RETIRED, P_EXIT, P_DTURN, P_DWORD,
     P_MACS, P_XPROG, P_SRAM, P_XPHASE, P_XPHASE_END, P_CAT, P_SINCE, P_ACC,
     P_X_INPROG, P_X_NEXT, P_X_PTR, P_BUS_VAL, P_BUS_VALID, P_SLOT_CYCLE,
-    P_ST_CYCLE, P_ST_WIDX, P_ST_OLD,
-    P_F_HAS, P_F_CTX, P_F_CAUSE, P_F_PC, P_F_ADDR,
+    P_MQ, P_CUR, P_MQN,
+    P_F_HAS, P_F_CTX, P_F_CAUSE, P_F_PC, P_F_ADDR, P_F_VIS,
     P_TEV, P_CNT, P_ARRIVED, P_NRUN_CTX, P_TILES4, P_ULOG, P_CKPT,
     P_ENG, P_EBUSY, P_ESNAP, P_ESNAP_GEN, P_ETOUCHED, P_EACC, P_ESNAP_ACC,
     P_SLIMIT, P_X_RUN_I, P_X_RUN_W, P_COUNT
@@ -1186,12 +1178,12 @@ enum {  /* pointer table order (fast/run.py builds it) */
 
 enum {  /* scalar slots (in and out) */
     G_N, G_T, G_NBYTES, G_LAT, G_SYNC_LAT, G_CYCLE, G_MAX, G_LIVE, G_RELEASE, G_ARMED,
-    G_XNEXT, G_STOP, G_ULOG_CAP, G_WINDOWS, G_ROLLBACKS, G_LANES, G_COUNT
+    G_XNEXT, G_STOP, G_ULOG_CAP, G_WINDOWS, G_ROLLBACKS, G_LANES, G_DLAT, G_STOP_AT, G_COUNT
 };
 
 
 /* The state a window changes (besides SRAM, which has the undo log): (pointer, bytes). */
-static int ckpt_fields(Model *M, void **ptr, i64 *bytes) {
+static int ckpt_fields(const Model *M, void **ptr, i64 *bytes) {
     i64 NT = M->n * M->t, N = M->n;
     int f = 0;
 #define F(p, b) do { ptr[f] = (void *)(p); bytes[f] = (b); f++; } while (0)
@@ -1200,8 +1192,9 @@ static int ckpt_fields(Model *M, void **ptr, i64 *bytes) {
     F(M->dword, NT * 4); F(M->slimit, NT * 4);
     F(M->macs, N * 8); F(M->xprog, N * 4); F(M->xphase, N); F(M->xphase_end, N * 8);
     F(M->cat, N); F(M->since, N * 8); F(M->acc, 4 * N * 8);
-    F(M->st_cycle, N * 8); F(M->st_widx, N * 8); F(M->st_old, N * 4);
-    F(M->f_has, N); F(M->tile_live, N * 8); F(M->e_last, N * 8); F(M->arr_cycle, N * 8);
+    F(M->mq, N * MQ_RING * (i64)sizeof(MQ)); F(M->cur, N * 8);
+    F(M->f_has, N); F(M->f_vis, N * 8);
+    F(M->tile_live, N * 8); F(M->e_last, N * 8); F(M->arr_cycle, N * 8);
 #undef F
     return f;
 }
@@ -1220,17 +1213,27 @@ static void ckpt(Model *M, int save) {
 
 /** Bytes of the checkpoint buffer for N tiles of T contexts. */
 i64 tsr_ckpt_bytes(i64 n, i64 t) {
-    i64 NT = n * t;
-    return NT * (128 + 4 + 1 + 1 + 8 + 8 + 4 + 1 + 4 + 4) + n * (8 + 4 + 1 + 8 + 1 + 8 + 32 + 8 + 8 + 4
-                                                            + 1 + 8 + 8 + 8);
+    Model m = {0};
+    m.n = n; m.t = t;
+    void *ptr[32];
+    i64 bytes[32], s = 0;
+    int nf = ckpt_fields(&m, ptr, bytes);
+    for (int f = 0; f < nf; f++) s += bytes[f];
+    return s;
 }
 
-/* Derived scratch state (state counts, events, arrivals) from the arrays. */
+/** Bytes of one M-stage ring entry (MQ); the ring of N tiles has N * tsr_mq_ring() of them. */
+i64 tsr_mq_bytes(void) { return (i64)sizeof(MQ); }
+/** Entries of the M-stage ring per tile. */
+i64 tsr_mq_ring(void) { return MQ_RING; }
+
+/* Derived scratch state (state counts, events, arrivals, pending M work) from the arrays. */
 static void rebuild(Model *M) {
     i64 N = M->n, T = M->t;
     M->nrun = M->n_wa = M->n_arrived = M->n_xphase = 0;
     M->next_ev = NEVER;
     for (i64 c = 0; c < T; c++) M->nrun_ctx[c] = 0;
+    M->mq_total = M->n_mrun_pend = 0;
     for (i64 i = 0; i < N; i++) {
         i64 *cn = M->cnt + i * 8;
         for (int s = 0; s < 8; s++) cn[s] = 0;
@@ -1245,35 +1248,36 @@ static void rebuild(Model *M) {
         M->n_xphase += M->xphase[i] != 0;
         retev(M, i);
         if (M->tev[i] < M->next_ev) M->next_ev = M->tev[i];
+        M->mq_n[i] = 0;
+        for (i64 r = 0; r < MQ_RING; r++) {
+            const MQ *q = M->mq + i * MQ_RING + r;
+            if (q->kind == MQ_NONE) continue;
+            M->mq_n[i]++;
+            M->mq_total++;
+            if (q->kind >= MQ_MRUN) M->n_mrun_pend++;
+        }
     }
     M->n_ebusy = 0;
-    M->efault_next = NEVER;
-    for (i64 i = 0; i < N && M->lanes; i++) {
-        const Eng *E = ENG(M, i);
-        M->ebusy[i] = (u8)(E->busy != 0);
+    for (i64 i = 0; i < N; i++) {
+        M->ebusy[i] = (u8)(M->lanes && ENG(M, i)->busy != 0);
         M->n_ebusy += M->ebusy[i];
-        if (E->busy && E->fpend < M->efault_next) M->efault_next = E->fpend;
     }
 }
 
 static inline int window_ok(const Model *M) {
-    return M->release == NEVER && M->xnext == NEVER && M->n_xphase == 0
-           && M->efault_next == NEVER;
+    return M->release == NEVER && M->xnext == NEVER && M->n_xphase == 0 && M->stop_at == NEVER;
 }
 
-/* Lock step: every busy engine through cycle u (no issue on its tile since its last catch-up). */
-static void eng_all_upto(Model *M, i64 u) {
-    for (i64 i = 0; i < M->n; i++)
-        if (M->ebusy[i]) eng_upto(M, i, u);
-}
-
-/* Lock step from cycle k: every tile, one global cycle at a time, until halt/fault, maxc, or
+/* Lock step from cycle k: every tile, one global cycle at a time, until the stop, maxc, or
  * (if ``until_window``) a cycle at which windows may run again. Returns the next cycle. */
 static i64 lockstep(Model *M, i64 k, i64 maxc, int until_window) {
     i64 N = M->n, T = M->t;
     i64 c = k % T;
-    while (k < maxc) {
+    while (k < maxc && k < M->stop_at) {
         if (until_window && window_ok(M)) break;
+        /* every tile through cycle k - 1 (engine faults of k - 1 are visible at k) */
+        if (M->n_ebusy || M->mq_total)
+            for (i64 i = 0; i < N; i++) catch_up(M, i, k);
         if (k >= M->next_ev) {             /* state changes visible at k, barrier decisions */
             i64 nx = NEVER;
             for (i64 i = 0; i < N; i++) {
@@ -1287,26 +1291,22 @@ static i64 lockstep(Model *M, i64 k, i64 maxc, int until_window) {
             M->armed = 1;
             M->release = k + M->sync_lat;
         }
-        if (M->n_ebusy) eng_all_upto(M, k);   /* engine cycle k, before the exchange of k */
         if (M->xnext == k) exchange_step(M, k);
         if (M->nrun_ctx[c] > 0) {
             u8 *vis = M->vis + c;
             for (i64 i = 0; i < N; i++)
                 if (vis[i * T] == ST_RUNNING) issue(M, i, c, k);
         }
-        if (M->efault_next == k) eng_commit(M, k);
         k++;
         if (++c == T) c = 0;
-        if (M->stop) break;
-        if (M->nrun == 0) {                /* nobody can issue: jump to the next event */
+        /* nobody can issue and no engine steps: jump to the next event (pending loads and
+         * stores are applied by the next catch-up; nothing sees them in between) */
+        if (M->nrun == 0 && M->n_ebusy == 0 && M->n_mrun_pend == 0) {
             i64 nx = M->next_ev;
             if (M->release < nx) nx = M->release;
             if (M->xnext < nx) nx = M->xnext;
+            if (M->stop_at < nx) nx = M->stop_at;
             if (maxc < nx) nx = maxc;
-            if (nx > k && M->n_ebusy) {    /* the engines run through the skipped cycles */
-                eng_all_upto(M, nx - 1);
-                if (M->efault_next < nx) nx = M->efault_next;
-            }
             if (nx > k) { k = nx; c = k % T; }
         }
     }
@@ -1339,7 +1339,7 @@ static void tile_run(Model *M, i64 i, i64 k, i64 k1, int stop_done) {
     M->lk[i] = k;
 }
 
-/* One window [k, k1). Returns the next cycle; sets M->stop at the end of the run. */
+/* One window [k, k1). Returns the next cycle; sets M->stop_at when the last ecall was in it. */
 static i64 window(Model *M, i64 k, i64 k1, i64 maxc, i64 *rollbacks) {
     i64 N = M->n;
     ckpt(M, 1);
@@ -1349,23 +1349,25 @@ static i64 window(Model *M, i64 k, i64 k1, i64 maxc, i64 *rollbacks) {
     M->gen++;
     M->window = 1;
     for (i64 i = 0; i < N && !M->stop; i++) tile_run(M, i, k, k1, 1);
-    i64 e = -1;
-    if (!M->stop) {                        /* the tiles behind catch up (engine faults show) */
-        if (M->live == 0)                  /* the last ecall of the array ends the run */
+    i64 ke = k1, C = NEVER;
+    if (!M->stop) {
+        if (M->live == 0) {                /* the last ecall at e: HALTED visible at e + 5 */
+            i64 e = -1;
             for (i64 i = 0; i < N; i++) if (M->e_last[i] > e) e = M->e_last[i];
-        i64 ke = M->live == 0 ? e + 1 : k1;
-        for (i64 i = 0; i < N && !M->stop; i++) if (M->lk[i] < ke) tile_run(M, i, M->lk[i], ke, 0);
-        /* the engines catch up to the window's end (their faults in it show now), but not
-         * into an exchange phase: a release armed in this window starts one at ks + S */
-        if (M->n_ebusy && !M->stop) {
-            i64 kb = ke;
-            if (M->live != 0 && M->n_arrived == N && M->n_wa > 0) {
-                i64 ks = 0;
-                for (i64 i = 0; i < N; i++) if (M->arr_cycle[i] > ks) ks = M->arr_cycle[i];
-                if (ks + M->sync_lat < kb) kb = ks + M->sync_lat;
-            }
-            for (i64 i = 0; i < N && !M->stop; i++) if (M->ebusy[i]) eng_upto(M, i, kb - 1);
+            C = e + STATE_VISIBLE_DELAY + M->dlat;
+            ke = C < maxc ? C : maxc;
         }
+        /* the tiles behind (and, after the last ecall, every tile until the stop) catch up */
+        for (i64 i = 0; i < N && !M->stop; i++) if (M->lk[i] < ke) tile_run(M, i, M->lk[i], ke, 0);
+        /* the M-stage work and the engines too (their faults in the window show now), but
+         * not into an exchange phase: a release armed in this window starts one at ks + D */
+        i64 kb = ke;
+        if (M->live != 0 && M->n_arrived == N && M->n_wa > 0) {
+            i64 ks = 0;
+            for (i64 i = 0; i < N; i++) if (M->arr_cycle[i] > ks) ks = M->arr_cycle[i];
+            if (ks + M->sync_lat < kb) kb = ks + M->sync_lat;
+        }
+        for (i64 i = 0; i < N && !M->stop; i++) catch_up(M, i, kb);
     }
     M->window = 0;
     if (M->stop) {                         /* a fault: roll back, re-run in lock step */
@@ -1378,13 +1380,13 @@ static i64 window(Model *M, i64 k, i64 k1, i64 maxc, i64 *rollbacks) {
         (*rollbacks)++;
         return lockstep(M, k, maxc, 0);
     }
-    if (M->live == 0) {
-        M->stop = 1;
-        return e + 1;
-    }
     i64 nx = NEVER;
     for (i64 i = 0; i < N; i++) if (M->tev[i] < nx) nx = M->tev[i];
     M->next_ev = nx;
+    if (M->live == 0) {
+        M->stop_at = C;
+        return ke;
+    }
     if (M->n_arrived == N && M->n_wa > 0) {  /* every tile arrived: idle since the last one */
         i64 ks = 0;
         for (i64 i = 0; i < N; i++) if (M->arr_cycle[i] > ks) ks = M->arr_cycle[i];
@@ -1395,12 +1397,15 @@ static i64 window(Model *M, i64 k, i64 k1, i64 maxc, i64 *rollbacks) {
     return k1;
 }
 
-/** Run from cycle g[G_CYCLE] until halt, fault or g[G_MAX]; returns 0.
- *  On return g[G_CYCLE] is the cycle count C and g[G_STOP] is 1 for halt/fault. */
+/** Run from cycle g[G_CYCLE] until the stop or g[G_MAX]; returns 0.
+ *  On return g[G_CYCLE] is the cycle count C, g[G_STOP_AT] the decided stop (NEVER: none) and
+ *  g[G_STOP] is 1 if the run stopped (C = stop_at). The M-stage work still in flight at C
+ *  (instructions issued at C - 4 .. C - 1) is applied with the engines frozen at C (§7 "Final
+ *  state"); the ring keeps those issues' LOAD/STORE flags. */
 i64 tsr_run(void **p, i64 *g) {
     Model m, *M = &m;
     M->n = g[G_N]; M->t = g[G_T]; M->nbytes = g[G_NBYTES]; M->words = g[G_NBYTES] / 4;
-    M->lat = g[G_LAT]; M->sync_lat = g[G_SYNC_LAT];
+    M->lat = g[G_LAT]; M->sync_lat = g[G_SYNC_LAT]; M->dlat = g[G_DLAT];
     M->regs = p[P_REGS]; M->pc = p[P_PC]; M->vis = p[P_VIS]; M->pend_state = p[P_PEND_STATE];
     M->pend_cycle = p[P_PEND_CYCLE]; M->retired = p[P_RETIRED]; M->exitc = p[P_EXIT];
     M->dturn = p[P_DTURN]; M->dword = p[P_DWORD]; M->macs = p[P_MACS]; M->xprog = p[P_XPROG];
@@ -1410,9 +1415,9 @@ i64 tsr_run(void **p, i64 *g) {
     M->x_inprog = p[P_X_INPROG]; M->x_next = p[P_X_NEXT]; M->x_ptr = p[P_X_PTR];
     M->x_run_i = p[P_X_RUN_I]; M->x_run_w = p[P_X_RUN_W];
     M->bus_val = p[P_BUS_VAL]; M->bus_valid = p[P_BUS_VALID]; M->slot_cycle = p[P_SLOT_CYCLE];
-    M->st_cycle = p[P_ST_CYCLE]; M->st_widx = p[P_ST_WIDX]; M->st_old = p[P_ST_OLD];
+    M->mq = p[P_MQ]; M->cur = p[P_CUR]; M->mq_n = p[P_MQN];
     M->f_has = p[P_F_HAS]; M->f_ctx = p[P_F_CTX]; M->f_cause = p[P_F_CAUSE];
-    M->f_pc = p[P_F_PC]; M->f_addr = p[P_F_ADDR];
+    M->f_pc = p[P_F_PC]; M->f_addr = p[P_F_ADDR]; M->f_vis = p[P_F_VIS];
     M->tev = p[P_TEV]; M->cnt = p[P_CNT]; M->arrived = p[P_ARRIVED]; M->nrun_ctx = p[P_NRUN_CTX];
     i64 *t4 = p[P_TILES4];
     i64 N = M->n, T = M->t;
@@ -1421,22 +1426,16 @@ i64 tsr_run(void **p, i64 *g) {
     M->ckpt = p[P_CKPT];
     M->live = g[G_LIVE]; M->release = g[G_RELEASE]; M->armed = g[G_ARMED];
     M->xnext = g[G_XNEXT]; M->stop = 0; M->window = 0;
+    M->stop_at = g[G_STOP_AT];
     M->lanes = g[G_LANES];
     M->eng = p[P_ENG]; M->ebusy = p[P_EBUSY]; M->esnap = p[P_ESNAP]; M->esnap_gen = p[P_ESNAP_GEN];
     M->etouched = p[P_ETOUCHED]; M->n_etouched = 0; M->gen = 0;
     M->eacc = p[P_EACC]; M->esnap_acc = p[P_ESNAP_ACC];
     M->maxc = g[G_MAX];
     i64 k0 = g[G_CYCLE];
-    for (i64 i = 0; i < N && M->lanes; i++) {
-        Eng *E = ENG(M, i);
+    for (i64 i = 0; i < N; i++) {
         M->esnap_gen[i] = -1;
-        if (E->j_undone) {                 /* a step past the previous run's end: redo it */
-            u32 *mem = M->sram + i * M->words;
-            if (E->j_widx >= 0) { mem[E->j_widx] = E->j_new[0]; mem[E->j_widx + 1] = E->j_new[1]; }
-            M->macs[i] += E->j_macs;
-            E->j_undone = 0;
-        }
-        E->port_cycle = k0;                /* see the timing note of the matrix engine */
+        M->cur[i] = k0;                    /* nothing is in flight at a run's start */
     }
 
     rebuild(M);
@@ -1451,29 +1450,35 @@ i64 tsr_run(void **p, i64 *g) {
         M->e_last[i] = -1;
         M->arr_cycle[i] = M->arrived[i] ? 0 : -1;
     }
-    /* window length: the undo log holds one store per tile per cycle */
-    i64 W = M->ulog_cap / N;
+    /* window length: the undo log holds at most 2 words per tile and cycle (a store, or an
+     * engine write), for the W cycles of a window plus the catch-up behind it (up to the
+     * stop after the last ecall, e + 5 + D, or a release ks + D) */
+    i64 W = M->ulog_cap / N - (STATE_VISIBLE_DELAY + M->dlat + 1);
     if (W > (1 << 20)) W = 1 << 20;
-    i64 k = g[G_CYCLE], maxc = g[G_MAX], windows = 0, rollbacks = 0;
-    while (k < maxc && !M->stop) {
+    i64 k = k0, maxc = g[G_MAX], windows = 0, rollbacks = 0;
+    while (k < maxc && k < M->stop_at) {
         if (!window_ok(M) || W < 8) { k = lockstep(M, k, maxc, W >= 8); continue; }
         i64 k1 = maxc - k < W ? maxc : k + W;
         k = window(M, k, k1, maxc, &rollbacks);
         windows++;
     }
-    for (i64 i = 0; i < N && M->lanes; i++) {  /* undo the steps of cycles >= k (past the end) */
-        Eng *E = ENG(M, i);
-        if (E->j_cycle >= k && !E->j_undone && E->j_cycle != NEVER) {
-            u32 *mem = M->sram + i * M->words;
-            if (E->j_widx >= 0) { mem[E->j_widx] = E->j_old[0]; mem[E->j_widx + 1] = E->j_old[1]; }
-            M->macs[i] -= E->j_macs;
-            E->j_undone = 1;
+    /* the end of the run, C = k: every tile through C - 1, then the M-stage work in flight
+     * (issued at C - 4 .. C - 1) with the engines frozen: nothing of cycles >= C steps */
+    for (i64 i = 0; i < N; i++) catch_up(M, i, k);
+    for (i64 i = 0; i < N; i++) {
+        if (M->mq_n[i] == 0) continue;
+        for (i64 u = k; u < k + MQ_RING; u++) {
+            MQ *q = MQE(M, i, u);
+            if (q->cyc != u || q->kind == MQ_NONE) continue;
+            if (q->kind >= MQ_MRUN) mq_engine(M, i, q, u);
+            else mq_memory(M, i, q);
+            q->kind = MQ_NONE;
         }
-        E->port_cycle = -1;
+        M->mq_n[i] = 0;
     }
     g[G_CYCLE] = k;
     g[G_LIVE] = M->live; g[G_RELEASE] = M->release; g[G_ARMED] = M->armed;
-    g[G_XNEXT] = M->xnext; g[G_STOP] = M->stop;
+    g[G_XNEXT] = M->xnext; g[G_STOP] = k >= M->stop_at; g[G_STOP_AT] = M->stop_at;
     g[G_WINDOWS] = windows; g[G_ROLLBACKS] = rollbacks;
     return 0;
 }
@@ -1484,17 +1489,13 @@ i64 tsr_eng_bytes(void) { return (i64)sizeof(Eng); }
 /** Field offsets of Eng, in the order of run.py's ENG_FIELDS; returns sizeof(Eng). */
 i64 tsr_eng_layout(i64 *out) {
 #define OFF(f) (i64)__builtin_offsetof(Eng, f)
-    i64 offs[] = {OFF(busy), OFF(x), OFF(next), OFF(step), OFF(nsteps), OFF(c_e), OFF(d),
-                  OFF(pc_e), OFF(busy_done), OFF(end_x), OFF(end_cycle), OFF(fpend), OFF(ls0),
-                  OFF(ls1), OFF(j_undone), OFF(st_mcycle), OFF(st_mmask), OFF(ld_cycle),
-                  OFF(ld_ctx), OFF(ld_rd), OFF(ld_addr), OFF(ld_size), OFF(ld_signed),
-                  OFF(q_x), OFF(q_d), OFF(q_c), OFF(q_pc),
-                  OFF(desc), OFF(bias), OFF(mult), OFF(shift), OFF(S), OFF(g)};
+    i64 offs[] = {OFF(busy), OFF(x), OFF(step), OFF(nsteps), OFF(c_e), OFF(d), OFF(pc_e),
+                  OFF(busy_done), OFF(fpend), OFF(desc), OFF(bias), OFF(mult), OFF(shift),
+                  OFF(S), OFF(g)};
 #undef OFF
     for (int q = 0; q < (int)(sizeof(offs) / sizeof(offs[0])); q++) out[q] = offs[q];
     return (i64)sizeof(Eng);
 }
-
 /** Set the cursors of a busy engine record from its step number (after an import). */
 i64 tsr_eng_seek(u8 *blob, i64 i, i64 lanes) {
     Eng *E = (Eng *)(blob + i * (i64)sizeof(Eng));
@@ -1544,10 +1545,8 @@ i64 tsr_eng_seek(u8 *blob, i64 i, i64 lanes) {
 i64 tsr_eng_reset(u8 *blob, i64 n) {
     for (i64 i = 0; i < n; i++) {
         Eng *E = (Eng *)(blob + i * (i64)sizeof(Eng));
-        E->fpend = NEVER; E->j_cycle = -1; E->j_widx = -1; E->end_x = E->end_cycle = -1;
-        E->ls0 = E->ls1 = E->st_mcycle = E->ld_cycle = -10; E->port_cycle = -1;
+        E->fpend = NEVER;
         E->nsteps = E->ws = NEVER;
-        E->q_x = NEVER;
     }
     return 0;
 }
@@ -1557,10 +1556,6 @@ i64 tsr_eng_counters(const u8 *blob, i64 n, i64 C, i64 *out) {
     for (i64 i = 0; i < n; i++) {
         const Eng *E = (const Eng *)(blob + i * (i64)sizeof(Eng));
         i64 v = E->busy_done;
-        if (E->end_cycle >= C && E->end_x <= E->end_cycle) {   /* finished past the end */
-            i64 from = E->end_x > C ? E->end_x : C;
-            v -= E->end_cycle - from + 1;
-        }
         if (E->busy && C > E->x) v += C - E->x;
         out[i] = v;
     }
