@@ -288,8 +288,10 @@ def test_block_sparse_cnn_detected_and_equal_to_onnxruntime():
 @pytest.mark.usefixtures("unchecked")      # a whole CNN
 def test_digits_cnn_engine_and_dot4_equal_onnxruntime():
     """The digits CNN with its convolutions and Gemm on the matrix engine (default when the
-    array has one: the convolutions read a padded copy of their input, no im2col) and with
-    engine='dot4' (im2col + dot4 kernels): both equal onnxruntime on every element."""
+    array has one: the convolutions read a padded copy of their input, no im2col, and the
+    engine's FLOAT32 output stage writes the int8 codes, no tso_rqf) and with engine='dot4'
+    (im2col + dot4 kernels, RAW accumulators pooled then tso_rqf): both equal onnxruntime on
+    every element."""
     from tessera.toolchain.models.digits import load_digits_split
     from tessera.toolchain.models.digits_cnn import load_digits_cnn, pixels_to_input
     cnn = load_digits_cnn()
@@ -303,10 +305,20 @@ def test_digits_cnn_engine_and_dot4_equal_onnxruntime():
         assert compare_outputs(run.outputs, ref)["reference_mismatches"] == 0
         steps[engine] = {l["name"]: l["steps"] for l in run.report["layers"]}
         assert ("tsk_engine" in prog.lowered.graph.codelets) == (engine == "auto")
+        assert ("tso_rqf" in prog.lowered.graph.codelets) == (engine == "dot4")
+    # engine: conv1 copies the input codes into its padded input (pad) and runs its commands
+    # (mm); pool1 runs on conv1's int8 codes and writes straight into conv2's padded input,
+    # so conv2 is its commands alone; pool2 writes p2 (NCHW, Flatten's input); the Gemm's 10
+    # codes per row go through a scratch of 16-byte rows (10 is not a multiple of 8), then
+    # one copy ("out")
+    assert set(steps["auto"]) == {"x_QuantizeLinear", "conv1", "pool1", "conv2", "pool2", "fc",
+                                  "logits_DequantizeLinear"}
+    assert (set(steps["auto"]["conv1"]), set(steps["auto"]["conv2"])) == ({"pad", "mm"}, {"mm"})
+    assert set(steps["auto"]["pool1"]) == set(steps["auto"]["pool2"]) == {"maxpool"}
+    assert set(steps["auto"]["fc"]) == {"mm", "out"}
     for name in ("conv1+pool1", "conv2+pool2"):
-        assert set(steps["auto"][name]) == {"pad", "mm", "maxpool", "requant"}
         assert set(steps["dot4"][name]) == {"im2col", "mm", "maxpool", "requant"}
-        assert steps["auto"][name]["mm"] < steps["dot4"][name]["mm"]
+        assert steps["auto"][name.split("+")[0]]["mm"] < steps["dot4"][name]["mm"]
     with pytest.raises(UnsupportedError, match="engine must be 'auto' or 'dot4'"):
         import_model(str(cnn.int8_path), preset("small"), engine="fast")
 
@@ -367,3 +379,51 @@ def test_block_sparse_matmul_on_the_engine_equals_onnxruntime():
     (s,) = [l["sparse"] for l in run.report["layers"] if l.get("sparse")]
     assert s["kernel"] == "engine_block_sparse" and (s["block_size"], s["block_channels"]) == (8, 4)
     assert (s["blocks_stored"], s["blocks_streamed"], s["blocks_total"]) == (2, 3, 8)
+
+
+@pytest.mark.parametrize("act", [("Clip", -20, 50), ("Relu", None, None), ("Clip", 60, 10)])
+def test_clamp_after_engine_conv_folds_into_its_saturation(act):
+    """QLinearConv -> Relu / Clip on its int8 codes: the engine's FLOAT32 output stage clamps
+    to [max(qmin, lo), min(qmax, hi)] (docs/compiler.md, "ReLU folding"), so no tso_clamp
+    runs, and the outputs equal onnxruntime's. Relu on int8 codes keeps codes >= 0 (lo = 0,
+    hi = 127); Clip(-20, 50) gives lo = -20, hi = 50. Clip(60, 10) has lo > hi (every output
+    is 10 in onnxruntime: min(max(v, 60), 10)); the engine cannot clamp that (qmin > qmax is an
+    engine fault, architecture §12), so it stays a tso_clamp."""
+    from onnx import TensorProto, helper, numpy_helper
+    op, lo, hi = act
+    rng = np.random.default_rng(5)
+    inits = [numpy_helper.from_array(rng.integers(-60, 60, (8, 3, 3, 3)).astype(np.int8), "w"),
+             numpy_helper.from_array(np.array(0.02, np.float32), "xs"),
+             numpy_helper.from_array(np.array(3, np.int8), "xz"),
+             numpy_helper.from_array(np.full(8, 0.01, np.float32), "ws"),
+             numpy_helper.from_array(np.zeros(8, np.int8), "wz"),
+             numpy_helper.from_array(np.array(0.05, np.float32), "ys"),
+             numpy_helper.from_array(np.array(-7, np.int8), "yz"),
+             numpy_helper.from_array(rng.integers(-500, 500, 8).astype(np.int32), "b")]
+    if op == "Clip":
+        inits += [numpy_helper.from_array(np.array(lo, np.int8), "lo"),
+                  numpy_helper.from_array(np.array(hi, np.int8), "hi")]
+    nodes = [helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"],
+                              ["c"], name="conv", pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+             helper.make_node(op, ["c", "lo", "hi"] if op == "Clip" else ["c"], ["y"], name="act")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.INT8,
+                                                                     ["N", 3, 6, 6])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT8, ["N", 8, 6, 6])],
+                          inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    x = np.random.default_rng(1).integers(-128, 128, (4, 3, 6, 6)).astype(np.int8)
+    ref = reference_outputs(m, {"x": x})["y"]
+    prog = import_model(m, preset("small"), samples_per_tile=1)
+    run = prog.run({"x": x})
+    assert np.array_equal(run.outputs["y"], ref)
+    folded = op == "Relu" or lo <= hi
+    assert ("tso_clamp" in prog.lowered.graph.codelets) == (not folded)
+    names = [l["name"] for l in run.report["layers"]]
+    assert names == (["conv+act"] if folded else ["conv", "act"])
+    if op == "Relu":
+        assert ref.min() == 0          # the clamp did something
+    elif folded:
+        assert (ref.min(), ref.max()) == (-20, 50)
+    else:
+        assert np.all(ref == 10)
