@@ -306,14 +306,14 @@ def test_digits_cnn_engine_and_dot4_equal_onnxruntime():
         steps[engine] = {l["name"]: l["steps"] for l in run.report["layers"]}
         assert ("tsk_engine" in prog.lowered.graph.codelets) == (engine == "auto")
         assert ("tso_rqf" in prog.lowered.graph.codelets) == (engine == "dot4")
-    # engine: conv1 copies the input codes into its padded input (pad) and runs its commands
-    # (mm); pool1 runs on conv1's int8 codes and writes straight into conv2's padded input,
-    # so conv2 is its commands alone; pool2 writes p2 (NCHW, Flatten's input); the Gemm's 10
+    # engine: the input QuantizeLinear writes its codes straight into conv1's padded input and
+    # pool1 (on conv1's int8 codes) straight into conv2's, so both convolutions are their
+    # commands alone (no pad copy); pool2 writes p2 (NCHW, Flatten's input); the Gemm's 10
     # codes per row go through a scratch of 16-byte rows (10 is not a multiple of 8), then
     # one copy ("out")
     assert set(steps["auto"]) == {"x_QuantizeLinear", "conv1", "pool1", "conv2", "pool2", "fc",
                                   "logits_DequantizeLinear"}
-    assert (set(steps["auto"]["conv1"]), set(steps["auto"]["conv2"])) == ({"pad", "mm"}, {"mm"})
+    assert set(steps["auto"]["conv1"]) == set(steps["auto"]["conv2"]) == {"mm"}
     assert set(steps["auto"]["pool1"]) == set(steps["auto"]["pool2"]) == {"maxpool"}
     assert set(steps["auto"]["fc"]) == {"mm", "out"}
     for name in ("conv1+pool1", "conv2+pool2"):
@@ -427,3 +427,22 @@ def test_clamp_after_engine_conv_folds_into_its_saturation(act):
         assert (ref.min(), ref.max()) == (-20, 50)
     else:
         assert np.all(ref == 10)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_maxpool_2x2_stride_2_on_codes_equals_onnxruntime(dtype):
+    """MaxPool 2x2 / stride 2 without padding on 8-bit codes (tso_maxpool's full-window fast
+    path; 5 x 7 inputs leave the last row and column out, floor mode) equals onnxruntime's
+    int8 / uint8 MaxPool, codes from the whole range including both extremes."""
+    from onnx import TensorProto
+    tt = TensorProto.INT8 if dtype == "int8" else TensorProto.UINT8
+    m = _one_node("MaxPool", [("x", tt, ["N", 3, 5, 7])], [("y", tt, ["N", 3, 2, 3])],
+                  {"kernel_shape": [2, 2], "strides": [2, 2]})
+    lo, hi = (-128, 128) if dtype == "int8" else (0, 256)
+    x = np.random.default_rng(2).integers(lo, hi, (4, 3, 5, 7)).astype(dtype)
+    x[0, 0, :2, :2] = lo
+    x[1, 2, 2:4, 4:6] = hi - 1
+    ref = reference_outputs(m, {"x": x})["y"]
+    run = import_model(m, preset("small"), samples_per_tile=1).run({"x": x})
+    assert np.array_equal(run.outputs["y"], ref)
+    assert ref[0, 0, 0, 0] == lo and ref[1, 2, 1, 2] == hi - 1

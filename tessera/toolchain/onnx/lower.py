@@ -39,7 +39,8 @@ from .codelets import bsmm_codelet, codelet, matmul_codelet
 from .errors import UnsupportedError
 from .ir import ELEM_BYTES, IRGraph, Op
 
-__all__ = ["lower", "Lowered", "Layer", "quant_table", "rqf_params", "PROFILE_SLACK"]
+__all__ = ["lower", "Lowered", "Layer", "quant_table", "quant_params", "rqf_params",
+           "PROFILE_SLACK", "QUANT_WORDS"]
 
 #: Extra profile records beyond two per compute set.
 PROFILE_SLACK = 8
@@ -90,6 +91,29 @@ def quant_table(scale, zero_point: int, dtype: str) -> np.ndarray:
         lo = np.where(active & ~fm, mid, lo)
     res = np.where(ok_lo, lo, hi)
     return np.concatenate([[_INT32_MIN], res]).astype(np.int32)
+
+
+#: Words per channel of ``tso_quant``'s table: 256 thresholds, R, r + 126, zp - qmin, 0.
+QUANT_WORDS = 260
+
+
+def quant_params(scale, zero_point: int, dtype: str) -> np.ndarray:
+    """``tso_quant``'s table of one channel: int32 [QUANT_WORDS] — :func:`quant_table`'s 256
+    thresholds (they decide every code), then the start estimate of the search: ``R =
+    floor(2^r / scale)`` with ``r`` the exponent that puts R in [2^31, 2^32) (stored as u32),
+    ``r + 126`` and ``zp - qmin`` (see tso_quant.c)."""
+    from fractions import Fraction
+    qmin, _ = qrange(dtype)
+    s = Fraction(float(np.float32(scale)))
+    r = 0
+    while Fraction(2) ** r / s >= 2 ** 32:
+        r -= 1
+    while Fraction(2) ** r / s < 2 ** 31:
+        r += 1
+    R = int(Fraction(2) ** r / s)
+    tail = np.array([R - (1 << 32) if R >= 1 << 31 else R, r + 126, int(zero_point) - qmin, 0],
+                    np.int64)
+    return np.concatenate([quant_table(scale, zero_point, dtype), tail]).astype(np.int32)
 
 
 def rqf_params(multiplier) -> np.ndarray:
@@ -317,7 +341,8 @@ class _Lowerer:
                 continue
             j = index[id(p)]
             if (p.kind == "conv" and j in self.f32 and j in self.direct and
-                    j not in self.pool_of) or (p.kind == "maxpool" and j not in self.pooled_by):
+                    j not in self.pool_of) or (p.kind == "maxpool" and j not in self.pooled_by) \
+                    or (p.kind == "quant" and len(self.values[x].shape) == 4):
                 self.pad_into[x] = i
                 self.virtual.add(x)
         # temporaries per op (per-sample bytes)
@@ -613,12 +638,21 @@ class _Lowerer:
         C = a["channels"]
         scales = np.broadcast_to(a["scale"], (C,))
         zps = np.broadcast_to(a["zero_point"], (C,))
-        tab = np.concatenate([quant_table(s, int(z), dt) for s, z in zip(scales, zps)])
+        tab = np.concatenate([quant_params(s, int(z), dt) for s, z in zip(scales, zps)])
         tv = self.const(layer, "tab", tab, "int32")
+        if y in self.pad_into:
+            # straight into the padded NHWC input of the convolution that reads the codes
+            xpad, xg = self._xpad(self.pad_into[y])
+            _, Cq, H, W = self.values[y].shape
+            yview = lambda i: xpad[i][xg["base"]:]
+            m = dict(W=W, H=H, Cq=Cq, ys=xg["img"], yc=1, yh=xg["row"], yw=xg["px"])
+        else:
+            yview = lambda i: self.view(i, y)
+            m = dict(W=v.size, H=1, Cq=1, ys=v.size, yc=0, yh=0, yw=1)
         cset = self.cs(layer, "quant")
         for i in range(self.nt):
-            self.vertex(cset, "tso_quant", i, x=self.view(i, x), y=self.view(i, y), tab=tv[i],
-                        n=self.S * v.size, inner=a["inner"], C=C, qmin=qrange(dt)[0])
+            self.vertex(cset, "tso_quant", i, x=self.view(i, x), y=yview(i), tab=tv[i],
+                        n=self.S * v.size, inner=a["inner"], C=C, qmin=qrange(dt)[0], **m)
 
     def emit_dequant(self, op, layer):
         a = op.attrs

@@ -32,6 +32,40 @@ void tso_maxpool(const tso_maxpool_fields *f, uint32_t part, uint32_t nparts)
     const uint32_t ys = f->ys, yc = f->yc, yh = f->yh, yw = f->yw;
     const int32_t lowest = f->lowest;
     uint32_t s = r0 / OH, oh = r0 - s * OH;
+    if (kind <= 1 && kh == 2 && kw == 2 && sh == 2 && sw == 2 && dh == 1 && dw == 1 && pt == 0
+        && pl == 0 && 2 * OH <= (uint32_t)H && 2 * OW <= (uint32_t)W) {
+        /* the common case: 2x2 windows, stride 2, no padding, 8-bit codes (every window
+         * full; no per-window tap search) */
+        for (uint32_t r = r0; r < r1; r++) {
+            const uint8_t *xr = X + s * xs + 2 * oh * xh;
+            uint8_t *yr = Y + s * ys + oh * yh;
+            for (uint32_t ow = 0; ow < OW; ow++) {
+                const uint8_t *p = xr + 2 * ow * xw;
+                uint8_t *q = yr + ow * yw;
+                if (kind == 0) {
+                    for (uint32_t c = 0; c < C; c++, p += xc, q += yc) {
+                        int32_t v0 = (int8_t)p[0], v1 = (int8_t)p[xw];
+                        int32_t v2 = (int8_t)p[xh], v3 = (int8_t)p[xh + xw];
+                        v0 = v1 > v0 ? v1 : v0;
+                        v2 = v3 > v2 ? v3 : v2;
+                        *q = (uint8_t)(v2 > v0 ? v2 : v0);
+                    }
+                } else {
+                    for (uint32_t c = 0; c < C; c++, p += xc, q += yc) {
+                        uint32_t v0 = p[0], v1 = p[xw], v2 = p[xh], v3 = p[xh + xw];
+                        v0 = v1 > v0 ? v1 : v0;
+                        v2 = v3 > v2 ? v3 : v2;
+                        *q = (uint8_t)(v2 > v0 ? v2 : v0);
+                    }
+                }
+            }
+            if (++oh == OH) {
+                oh = 0;
+                s++;
+            }
+        }
+        return;
+    }
     for (uint32_t r = r0; r < r1; r++) {
         const int32_t ih0 = (int32_t)(oh * sh) - pt;
         uint32_t i0 = 0, i1 = 0;
