@@ -17,11 +17,17 @@ Arithmetic (all bit-exact with ``tessera.golden_model.kernels`` and onnxruntime'
 * ``Σ (x - zx)(w - zw) = Σ x·w - zw·Σx - zx·Σw + K·zx·zw``: the last two terms (and the bias)
   are the matmul's initial accumulators; ``zw·Σx`` is applied by ``tso_zpfix`` from the row sums
   of the patches when a weight zero point is not 0.
-* requantization: ``tso_rqf`` (onnxruntime's float32 rule, docs/architecture.md §11).
+* requantization (onnxruntime's float32 rule, docs/architecture.md §11 rule 2): on the matrix
+  engine the commands' ``FLOAT32`` output stage (§12 mode 2), elsewhere ``tso_rqf``.
 * matrix engine (``config.engine_macs > 0``, unless ``engine="dot4"``): the same dot products
-  in engine commands (docs/architecture.md §12, ``RAW`` int32 output, the initial accumulators
-  as the channel biases); convolutions with one group, no dilation and weight zero points 0
-  stream their input from a padded NHWC copy (no im2col), uint8 with ``A_UNSIGNED`` (no XOR).
+  in engine commands (docs/architecture.md §12, the initial accumulators as the channel
+  biases); 8-bit outputs without weight zero points in ``FLOAT32`` mode (the codes, with a
+  following Relu/Clip folded into the clamp), else ``RAW`` int32 + ``tso_rqf``; convolutions
+  with one group, no dilation and weight zero points 0 stream their input from a padded NHWC
+  copy (no im2col), uint8 with ``A_UNSIGNED`` (no XOR), which the producer of the input (a
+  ``FLOAT32`` convolution, a MaxPool, the input QuantizeLinear) writes directly when it can;
+  weights with zero 8-byte blocks stream only their stored blocks (``K_GATHER`` or an
+  arithmetic progression, whichever takes fewer engine steps).
 """
 
 from __future__ import annotations
@@ -1596,8 +1602,9 @@ def lower(ir: IRGraph, config, samples: int, *, sparse_mode="auto", block_size=N
         Force a block size for the detection (4, 8 or 16; the ``dot4`` kernels only).
     engine : {"auto", "dot4"}
         ``auto``: the matmuls of convolutions and constant-weight matmuls run on the matrix
-        engine when ``config.engine_macs > 0`` (``RAW`` int32 output; the requantization
-        stays ``tso_rqf``); ``dot4`` forces the ``dot4`` kernels (for comparison).
+        engine when ``config.engine_macs > 0`` (``FLOAT32`` output stage for 8-bit outputs
+        without weight zero points, else ``RAW`` int32 + ``tso_rqf``); ``dot4`` forces the
+        ``dot4`` kernels (for comparison).
 
     Returns
     -------
