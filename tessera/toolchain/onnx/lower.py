@@ -400,7 +400,11 @@ class _Lowerer:
                 not self.on_engine(op):
             return False
         if op.kind == "conv":
-            return not np.any(_zp8(op.attrs["w_zp"], op.attrs["w"].dtype) != 0)
+            # a group's channels start at g·Mg of an 8-aligned pixel: its commands' bytes
+            # stay inside 8-byte words when Mg is a multiple of 8 or divides 8
+            mg = op.attrs["geom"]["M"] // op.attrs["group"]
+            return (not np.any(_zp8(op.attrs["w_zp"], op.attrs["w"].dtype) != 0)
+                    and (op.attrs["group"] == 1 or mg % 8 == 0 or 8 % mg == 0))
         return not np.any(_zp8(op.attrs["b_zp"], op.attrs["b_dtype"]) != 0)
 
     def _fold_clamps(self, ops):
@@ -1019,11 +1023,11 @@ class _Lowerer:
                     self.vertex(cr, "tso_rowsum", i, p=self.tview(idx, i, f"p{g}"),
                                 s=self.tview(idx, i, f"rs{g}"), rows=rows, Kp=Kp)
         if eng:
-            # byte output: a group's channels start at g·Mg of the 8-aligned pixel, so the
-            # word rule holds for groups inside 8-channel words only when Mg % 8 == 0
-            bo = f32 and (G == 1 or Mg % 8 == 0)
+            # byte output: a group's channels start at g·Mg of the 8-aligned pixel; with
+            # Mg % 8 == 0 or 8 % Mg == 0 (_f32_ok) groups capped at 8-channel words stay in
+            # their words
             mms = [self._engine_weights(layer, f"w{g}", bts[g], a.get("w_name"),
-                                        J=min(rows, 256), byte_out=bo) for g in range(G)]
+                                        J=min(rows, 256), byte_out=f32) for g in range(G)]
         else:
             mms = [self._matmul_weights(layer, f"w{g}", bts[g], a.get("w_name"))
                    for g in range(G)]
