@@ -6,7 +6,11 @@
  *
  * Control table (32-bit little-endian words; docs/compiler.md, "Control table"):
  *   [0] TSR_CTRL_MAGIC   [1] number of top-level ops   [2..] ops, 3 words each:
- *   EXEC   a = worklist address (0: no vertex on this tile)  b = unused
+ *   EXEC   a = worklist address (0: no vertex on this tile)
+ *          b = engine start: address of a matrix-engine descriptor (0: none). Context 0
+ *              issues `mrun b` as soon as it has read its list, before it runs any entry:
+ *              the tile's first engine command starts without waiting for the vertex
+ *              dispatch (the engine vertex then issues the remaining commands and mwait).
  *          worklist = T words, one per context: address of that context's list
  *          list = count, then count entries (vertex record address, part, nparts);
  *          a record starts with the codelet's address, followed by its fields.
@@ -56,12 +60,18 @@ static inline void prof_mark(const uint32_t *op, uint32_t kind)
  * stores the same address here. */
 static volatile uint32_t *current TSR_DATA = 0;
 
-static void run_exec(const uint32_t *worklist, uint32_t ctx)
+static void run_exec(const uint32_t *op, uint32_t ctx)
 {
+    const uint32_t *worklist = (const uint32_t *)(uintptr_t)op[1];
     const uint32_t *list = (const uint32_t *)(uintptr_t)worklist[ctx];
     uint32_t n = list[0];
-    const uint32_t *e = list + 1;
     volatile uint32_t *cur = current + ctx;
+    /* Every context's loads of its list are above (program order), so in the round robin
+     * they issue before the mrun's X cycle and take no engine cycle (section 12). */
+    if (ctx == 0 && op[2])
+        __asm__ volatile(".insn r " TSR_STR(TSR_OPCODE_CUSTOM_0) ", " TSR_STR(TSR_FUNCT3_MRUN)
+                         ", 0, x0, %0, x0" :: "r"(op[2]) : "memory");
+    const uint32_t *e = list + 1;
     for (uint32_t i = 0; i < n; i++, e += 3) {
         const uint32_t *rec = (const uint32_t *)(uintptr_t)e[0];
         tsr_vertex_fn fn = (tsr_vertex_fn)(uintptr_t)rec[0];
@@ -78,7 +88,7 @@ static void run_ops(const uint32_t *op, uint32_t nops, uint32_t ctx)
         switch (op[0]) {
         case TSR_OP_EXEC:
             if (op[1])
-                run_exec((const uint32_t *)(uintptr_t)op[1], ctx);
+                run_exec(op, ctx);
             if (ctx == 0)
                 prof_mark(op, TSR_PROF_KIND_EXEC);
             break;
