@@ -48,8 +48,8 @@ def _run(g, prog, inputs, outs, max_cycles=50_000_000):
     from tessera.toolchain.graph import Engine, compile_graph
     from tessera.toolchain.profile.collect import KIND_EXEC, decode_marks
     n = g.config.tiles
-    # end to end: a run without the profile buffer (its marks cost context 0 about 90 cycles
-    # each); the compute set's cycles: a second, profiled compile of the same graph
+    # end to end: a run without the profile buffer (its marks cost context 0 about 20
+    # instructions each); the compute set's cycles: a second, profiled compile of the same graph
     plain = Engine(compile_graph(g, prog), backend="model")
     for k, v in inputs.items():
         plain.write_tensor(k, v)
