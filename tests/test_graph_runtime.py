@@ -199,3 +199,32 @@ def test_engine_start_bad_tensor():
     cs.engine_start[0] = other[:DESC_BYTES]
     with pytest.raises(GraphError, match="engine_start of tile 0 lies on tile 1"):
         compile_graph(g, prog)
+
+
+def test_engine_start_fault_names_the_compute_set():
+    """A first descriptor with mode 7 faults engine_fault in its check step 7 (§12, fault 2:
+    addr = d, the descriptor's address), while context 0 is still in the runtime's dispatch
+    (the check comes 8 engine cycles after the accept; context 0 reaches its codelet about
+    15 instructions later). The error names the engine start of the compute set."""
+    from tessera.spec.engine import DESC_FORMAT
+    g, c, prog = _engine_matmul(tiles=1, n=8)
+    (table,) = [v for v in g.variables.values() if getattr(v, "engine_commands", None)]
+    build = table.late
+
+    def bad(addr):
+        b = bytearray(build(addr))
+        assert struct.calcsize(DESC_FORMAT) == DESC_BYTES
+        b[49] = 7                        # mode (offset 49, §12 descriptor table): reserved
+        return bytes(b)
+
+    table.late = bad
+    cg = compile_graph(g, prog)
+    taddr = int(cg.tensors[table.name][1][0])
+    assert cg.engine_starts == {0: [("mm.mm", taddr)]}
+    with pytest.raises(EngineError) as e:
+        Engine(cg).run()
+    err = e.value
+    assert (err.cause, err.tile, err.context, err.addr) == ("engine_fault", 0, 0, taddr)
+    assert err.entry is None and err.engine_start == [("mm.mm", taddr)]
+    assert f"engine start (first descriptor) of compute set 'mm.mm' (descriptor at {taddr:#x})" \
+        in str(err)

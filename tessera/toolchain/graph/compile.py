@@ -101,6 +101,10 @@ class CompiledGraph:
     layout : list of list
         ``layout[t]``: tile t's allocations ``(category, description, address, bytes)`` in
         address order (code, control, tensors, vertex records, exchange programs).
+    engine_starts : dict
+        ``tile`` -> list of ``(compute set name, descriptor address)``: the engine-start
+        commands the runtime issues on that tile (``EXEC`` word 2), for naming an engine
+        fault of one (:class:`~tessera.toolchain.graph.EngineError`).
     """
     config: ArrayConfig
     image: object
@@ -116,6 +120,7 @@ class CompiledGraph:
     entries: dict = field(default_factory=dict)
     xprograms: dict = field(default_factory=dict)
     layout: list = field(default_factory=list)
+    engine_starts: dict = field(default_factory=dict)
 
     def memory_report(self) -> str:
         """The per-tile memory table as text."""
@@ -398,12 +403,15 @@ def compile_graph(graph: Graph, program: Program, *, stack_bytes: int = 1024,
     check_fits(mems, T, stack_bytes, cfg.sram_bytes)
 
     regions = []
+    engine_starts: dict = {}
     for t in range(N):
         words = [CTRL_MAGIC, len(ops)]  # flat count; a REPEAT's b counts its flat body
         for op in ops:
             if op[0] == "exec":
-                words += [OP_EXEC, worklist_addr[id(op[1])].get(t, 0),
-                          _engine_start(op[1], t, tensor_addr)]
+                start = _engine_start(op[1], t, tensor_addr)
+                words += [OP_EXEC, worklist_addr[id(op[1])].get(t, 0), start]
+                if start and (op[1].name, start) not in engine_starts.get(t, []):
+                    engine_starts.setdefault(t, []).append((op[1].name, start))
             elif op[0] == "exch":
                 words += [OP_EXCH, xprog_addr[id(op[1])][t], 0]
             elif op[0] == "prof":
@@ -422,5 +430,6 @@ def compile_graph(graph: Graph, program: Program, *, stack_bytes: int = 1024,
     summary = [(op[0], op[1].name) if op[0] != "repeat" else op for op in ops]
     return CompiledGraph(cfg, image, base, regions, tensors, memory, reports, summary,
                          stack_bytes, profile.name if profile is not None else None,
-                         current_offset, entries, xprograms, [list(m.items) for m in mems])
+                         current_offset, entries, xprograms, [list(m.items) for m in mems],
+                         engine_starts)
 
