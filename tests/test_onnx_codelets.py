@@ -10,7 +10,7 @@ from tessera.golden_model.kernels import dequantize_linear, quantize_linear, req
 from tessera.spec.config import preset
 from tessera.toolchain.graph import Engine, Execute, Graph, compile_graph
 from tessera.toolchain.onnx.codelets import codelet
-from tessera.toolchain.onnx.lower import quant_table, rqf_params
+from tessera.toolchain.onnx.lower import quant_params, rqf_params
 
 
 def _run(build, inputs, outputs):
@@ -81,11 +81,12 @@ def _quant(x, scale, zp, dtype, inner, C):
     def build(g, cs):
         xv = g.add_variable("x", x.shape, "int32", 0)
         y = g.add_variable("y", x.shape, "uint8", 0)
-        tab = np.concatenate([quant_table(s, int(z), dtype) for s, z in zip(scale, zp)])
+        tab = np.concatenate([quant_params(s, int(z), dtype) for s, z in zip(scale, zp)])
         t = g.add_constant("tab", tab, 0, dtype="int32")
         g.add_vertex(cs, codelet(g, "tso_quant"), x=xv.tensor().flatten(), y=y.tensor().flatten(),
                      tab=t.tensor().flatten(), n=x.size, inner=inner, C=C,
-                     qmin=-128 if dtype == "int8" else 0)
+                     qmin=-128 if dtype == "int8" else 0, W=x.size, H=1, Cq=1, ys=x.size, yc=0,
+                     yh=0, yw=1)
     got = _run(build, {"x": x.view(np.int32)}, ["y"])["y"]
     return got.view(np.int8) if dtype == "int8" else got
 
@@ -101,6 +102,45 @@ def test_quantize_equals_reference(dtype, zp):
     x = np.concatenate([ties, *near, rng.normal(0, 3, 100).astype(np.float32), special])
     got = _quant(x, [s], [zp], dtype, 1, 1)
     assert np.array_equal(got, quantize_linear(x, s, zp, dtype=dtype))
+
+
+@pytest.mark.parametrize("scale", [1e-30, 3.1e-5, 0.75, 1e5, 1e30])
+def test_quantize_extreme_scales(scale):
+    """The search's start estimate (tso_quant.c) saturates or underflows for these scales;
+    the table walk still ends on the reference's code."""
+    rng = np.random.default_rng(11)
+    s = np.float32(scale)
+    x = np.concatenate([(rng.normal(0, 80, 200) * np.float64(s)).astype(np.float32),
+                        (np.arange(-130, 131) * np.float64(s)).astype(np.float32),
+                        np.array([np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45, 3e38, -3e38],
+                                 np.float32)])
+    for dtype, zp in (("int8", -3), ("uint8", 200)):
+        got = _quant(x, [s], [zp], dtype, 1, 1)
+        assert np.array_equal(got, quantize_linear(x, s, zp, dtype=dtype))
+
+
+def test_quantize_writes_through_its_output_mapping():
+    """Element i = ((a·Cq + b)·H + h)·W + w lands on byte a·ys + b·yc + h·yh + w·yw: here
+    NCHW [2, 3, 2, 4] into the interior of padded NHWC images (Hp = 4, Wp = 6, Cp = 8, one
+    pixel of padding), as the importer feeds a convolution; every other byte keeps its 0x55."""
+    rng = np.random.default_rng(4)
+    x = rng.normal(0, 2, (2, 3, 2, 4)).astype(np.float32)
+    s, zp = np.float32(0.03), 4
+    Hp, Wp, Cp = 4, 6, 8
+    img = Hp * Wp * Cp
+
+    def build(g, cs):
+        xv = g.add_variable("x", (x.size,), "int32", 0)
+        y = g.add_variable("y", (2 * img,), "uint8", 0)
+        t = g.add_constant("tab", quant_params(s, zp, "int8"), 0, dtype="int32")
+        g.add_vertex(cs, codelet(g, "tso_quant"), x=xv.tensor(), y=y.tensor()[(Wp + 1) * Cp:],
+                     tab=t.tensor(), n=x.size, inner=1, C=1, qmin=-128, W=4, H=2, Cq=3, ys=img,
+                     yc=1, yh=Wp * Cp, yw=Cp)
+    got = _run(build, {"x": x.reshape(-1).view(np.int32), "y": np.full(2 * img, 0x55, np.uint8)},
+               ["y"])["y"].reshape(2, Hp, Wp, Cp)
+    want = np.full((2, Hp, Wp, Cp), 0x55, np.uint8)
+    want[:, 1:3, 1:5, :3] = quantize_linear(x, s, zp, dtype="int8").transpose(0, 2, 3, 1).view(np.uint8)
+    assert np.array_equal(got, want)
 
 
 def test_quantize_per_axis():

@@ -286,10 +286,56 @@ def test_block_sparse_cnn_detected_and_equal_to_onnxruntime():
 
 
 @pytest.mark.usefixtures("unchecked")      # a whole CNN
+def test_block_sparse_cnn_streams_the_cheapest_blocks():
+    """The 75 % block-sparse CNN on the engine: per group of 4 output channels conv2 streams
+    dense, the shortest progression of block addresses or (K_GATHER) exactly its stored
+    blocks, whichever needs the fewest engine steps (docs/compiler.md, "Block sparsity");
+    the outputs equal onnxruntime's. Expected choices from the file's int8 weights and §12's
+    step count: conv2 is 3x3, C = 8 input channels (Cp = 8, one block per tap), on the 4x4
+    output of pool1, so Wp = 6, J = 16 elements per command; a block's address is
+    r·Wp + s; the choice-dependent steps are G·K1 + KB·C + (KB − 1)·J: dense KB = 9, a
+    progression of L blocks KB = L, gather n blocks G·K1 = n, KB = n."""
+    import math
+    import onnx
+    from onnx import numpy_helper
+    from tessera.toolchain.models.digits import load_digits_split
+    from tessera.toolchain.models.digits_cnn import CnnConfig, load_digits_cnn, pixels_to_input
+    cnn = load_digits_cnn(CnnConfig(sparsity=0.75))
+    x = pixels_to_input(load_digits_split()[1][:8])
+    ref = reference_outputs(str(cnn.int8_path), {"x": x})
+    run = import_model(str(cnn.int8_path), preset("small"), samples_per_tile=2).run({"x": x})
+    assert compare_outputs(run.outputs, ref)["reference_mismatches"] == 0
+    (w2,) = [numpy_helper.to_array(t) for t in onnx.load(str(cnn.int8_path)).graph.initializer
+             if tuple(t.dims) == (16, 8, 3, 3)]
+    J, C, Wp = 16, 4, 6
+    cost = lambda kb, g: g * kb + kb * C + (kb - 1) * J
+    streamed, gather, stored = 0, False, 0
+    for m0 in range(0, 16, 4):
+        used = sorted(r * Wp + q for r in range(3) for q in range(3)
+                      if np.any(w2[m0:m0 + 4, :, r, q] != 0))
+        stored += len(used)
+        d = 0
+        for u in used[1:]:
+            d = math.gcd(d, u - used[0])
+        L = (used[-1] - used[0]) // (d or 1) + 1 if used else 1
+        options = [(cost(9, 0), 9, False), (cost(L, 0), L, False)]
+        if used:
+            options.append((cost(len(used), 1), len(used), True))
+        _, n, g = min(options, key=lambda o: o[0])
+        streamed += n
+        gather |= g
+    (s,) = [l["sparse"] for l in run.report["layers"] if l.get("sparse")]
+    assert (s["blocks_stored"], s["blocks_streamed"], s["gather"]) == (stored, streamed, gather)
+    assert stored == 9 and gather        # 25 % of the 36 blocks kept; gathering pays here
+
+
+@pytest.mark.usefixtures("unchecked")      # a whole CNN
 def test_digits_cnn_engine_and_dot4_equal_onnxruntime():
     """The digits CNN with its convolutions and Gemm on the matrix engine (default when the
-    array has one: the convolutions read a padded copy of their input, no im2col) and with
-    engine='dot4' (im2col + dot4 kernels): both equal onnxruntime on every element."""
+    array has one: the convolutions read a padded copy of their input, no im2col, and the
+    engine's FLOAT32 output stage writes the int8 codes, no tso_rqf) and with engine='dot4'
+    (im2col + dot4 kernels, RAW accumulators pooled then tso_rqf): both equal onnxruntime on
+    every element."""
     from tessera.toolchain.models.digits import load_digits_split
     from tessera.toolchain.models.digits_cnn import load_digits_cnn, pixels_to_input
     cnn = load_digits_cnn()
@@ -303,10 +349,20 @@ def test_digits_cnn_engine_and_dot4_equal_onnxruntime():
         assert compare_outputs(run.outputs, ref)["reference_mismatches"] == 0
         steps[engine] = {l["name"]: l["steps"] for l in run.report["layers"]}
         assert ("tsk_engine" in prog.lowered.graph.codelets) == (engine == "auto")
+        assert ("tso_rqf" in prog.lowered.graph.codelets) == (engine == "dot4")
+    # engine: the input QuantizeLinear writes its codes straight into conv1's padded input and
+    # pool1 (on conv1's int8 codes) straight into conv2's, so both convolutions are their
+    # commands alone (no pad copy); pool2 writes p2 (NCHW, Flatten's input); the Gemm's 10
+    # codes per row go through a scratch of 16-byte rows (10 is not a multiple of 8), then
+    # one copy ("out")
+    assert set(steps["auto"]) == {"x_QuantizeLinear", "conv1", "pool1", "conv2", "pool2", "fc",
+                                  "logits_DequantizeLinear"}
+    assert set(steps["auto"]["conv1"]) == set(steps["auto"]["conv2"]) == {"mm"}
+    assert set(steps["auto"]["pool1"]) == set(steps["auto"]["pool2"]) == {"maxpool"}
+    assert set(steps["auto"]["fc"]) == {"mm", "out"}
     for name in ("conv1+pool1", "conv2+pool2"):
-        assert set(steps["auto"][name]) == {"pad", "mm", "maxpool", "requant"}
         assert set(steps["dot4"][name]) == {"im2col", "mm", "maxpool", "requant"}
-        assert steps["auto"][name]["mm"] < steps["dot4"][name]["mm"]
+        assert steps["auto"][name.split("+")[0]]["mm"] < steps["dot4"][name]["mm"]
     with pytest.raises(UnsupportedError, match="engine must be 'auto' or 'dot4'"):
         import_model(str(cnn.int8_path), preset("small"), engine="fast")
 
@@ -340,25 +396,35 @@ def test_global_average_pool_models_equal_onnxruntime(fmt, calib):
     assert any("GlobalAveragePool" in "/".join(l["onnx_ops"]) for l in run.report["layers"])
 
 
-def test_block_sparse_matmul_on_the_engine_equals_onnxruntime():
-    """MatMulInteger with a constant B whose nonzero 8-row blocks per 4-column group lie on a
-    progression: the engine streams only those (plus the gap between them), bit-exact with
-    onnxruntime. B is [32, 8]: K = 32 is 4 blocks of 8 rows, N = 8 is 2 groups of M = 4 lanes
-    (preset small: engine_macs 32 / 8), so 8 blocks in all. Group 0 has nonzero weights in
-    block rows 0 and 2 only (progression 0, 2: 2 blocks streamed), group 1 none (1 zero block
-    streamed, its outputs are the bias alone): stored 2, streamed 3 <= 0.75 * 8."""
+@pytest.mark.parametrize("K, rows, want", [
+    # K = 32: 4 blocks of 8 rows; group 0 stores block rows 0 and 2. Choice-dependent steps
+    # G·K1 + KB·C + (KB − 1)·J (§12) with J = 5 rows, C = 4 lanes: dense 4·4 + 3·5 = 31,
+    # the progression 0, 2 (d = 2, L = 2) 2·4 + 1·5 = 13, K_GATHER 2 + 2·4 + 1·5 = 15: the
+    # progression; streamed 2 + 1 (group 1's zero block) = 3 of 8
+    (32, (0, 2), (2, 3, 8, False)),
+    # K = 48: 6 blocks; block rows 0, 1, 5: the progression is all 6 (dense: 6·4 + 5·5 = 49),
+    # K_GATHER 3 + 3·4 + 2·5 = 25: gather; streamed 3 + 1 = 4 of 12
+    (48, (0, 1, 5), (3, 4, 12, True)),
+])
+def test_block_sparse_matmul_on_the_engine_equals_onnxruntime(K, rows, want):
+    """MatMulInteger with a constant B with zero 8-row blocks: the engine streams only the
+    stored ones (an arithmetic progression of block rows or, with K_GATHER, exactly them,
+    whichever takes fewer engine steps), bit-exact with onnxruntime. B is [K, 8]: N = 8 is
+    2 groups of M = 4 lanes (preset small: engine_macs 32 / 8); group 0 has nonzero weights
+    in the block rows ``rows`` only, group 1 none (it streams 1 zero block, its outputs are
+    the bias alone)."""
     from onnx import TensorProto, numpy_helper
     rng = np.random.default_rng(3)
-    b = np.zeros((32, 8), np.int8)
-    b[0:8, 0:4] = rng.integers(-128, 128, (8, 4))
-    b[16:24, 0:4] = rng.integers(-128, 128, (8, 4))
-    m = _one_node("MatMulInteger", [("a", TensorProto.UINT8, [5, 32]), ("b", TensorProto.INT8, [32, 8]),
+    b = np.zeros((K, 8), np.int8)
+    for r in rows:
+        b[8 * r:8 * r + 8, 0:4] = rng.integers(-128, 128, (8, 4))
+    m = _one_node("MatMulInteger", [("a", TensorProto.UINT8, [5, K]), ("b", TensorProto.INT8, [K, 8]),
                                     ("az", TensorProto.UINT8, [])],
                   [("y", TensorProto.INT32, [5, 8])],
                   inits=[numpy_helper.from_array(b, "b"),
                          numpy_helper.from_array(np.array(131, np.uint8), "az")], opset=10)
     m.graph.node[0].input[:] = ["a", "b", "az"]
-    feed = {"a": rng.integers(0, 256, (5, 32)).astype(np.uint8)}
+    feed = {"a": rng.integers(0, 256, (5, K)).astype(np.uint8)}
     ref = reference_outputs(m, feed)
     for engine in ("auto", "dot4"):
         run = import_model(m, preset("small"), batch_mode="single", engine=engine).run(feed)
@@ -366,4 +432,104 @@ def test_block_sparse_matmul_on_the_engine_equals_onnxruntime():
     run = import_model(m, preset("small"), batch_mode="single").run(feed)
     (s,) = [l["sparse"] for l in run.report["layers"] if l.get("sparse")]
     assert s["kernel"] == "engine_block_sparse" and (s["block_size"], s["block_channels"]) == (8, 4)
-    assert (s["blocks_stored"], s["blocks_streamed"], s["blocks_total"]) == (2, 3, 8)
+    assert (s["blocks_stored"], s["blocks_streamed"], s["blocks_total"], s["gather"]) == want
+
+
+@pytest.mark.parametrize("act", [("Clip", -20, 50), ("Relu", None, None), ("Clip", 60, 10)])
+def test_clamp_after_engine_conv_folds_into_its_saturation(act):
+    """QLinearConv -> Relu / Clip on its int8 codes: the engine's FLOAT32 output stage clamps
+    to [max(qmin, lo), min(qmax, hi)] (docs/compiler.md, "ReLU folding"), so no tso_clamp
+    runs, and the outputs equal onnxruntime's. Relu on int8 codes keeps codes >= 0 (lo = 0,
+    hi = 127); Clip(-20, 50) gives lo = -20, hi = 50. Clip(60, 10) has lo > hi (every output
+    is 10 in onnxruntime: min(max(v, 60), 10)); the engine cannot clamp that (qmin > qmax is an
+    engine fault, architecture §12), so it stays a tso_clamp."""
+    from onnx import TensorProto, helper, numpy_helper
+    op, lo, hi = act
+    rng = np.random.default_rng(5)
+    inits = [numpy_helper.from_array(rng.integers(-60, 60, (8, 3, 3, 3)).astype(np.int8), "w"),
+             numpy_helper.from_array(np.array(0.02, np.float32), "xs"),
+             numpy_helper.from_array(np.array(3, np.int8), "xz"),
+             numpy_helper.from_array(np.full(8, 0.01, np.float32), "ws"),
+             numpy_helper.from_array(np.zeros(8, np.int8), "wz"),
+             numpy_helper.from_array(np.array(0.05, np.float32), "ys"),
+             numpy_helper.from_array(np.array(-7, np.int8), "yz"),
+             numpy_helper.from_array(rng.integers(-500, 500, 8).astype(np.int32), "b")]
+    if op == "Clip":
+        inits += [numpy_helper.from_array(np.array(lo, np.int8), "lo"),
+                  numpy_helper.from_array(np.array(hi, np.int8), "hi")]
+    nodes = [helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"],
+                              ["c"], name="conv", pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+             helper.make_node(op, ["c", "lo", "hi"] if op == "Clip" else ["c"], ["y"], name="act")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.INT8,
+                                                                     ["N", 3, 6, 6])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT8, ["N", 8, 6, 6])],
+                          inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    x = np.random.default_rng(1).integers(-128, 128, (4, 3, 6, 6)).astype(np.int8)
+    ref = reference_outputs(m, {"x": x})["y"]
+    prog = import_model(m, preset("small"), samples_per_tile=1)
+    run = prog.run({"x": x})
+    assert np.array_equal(run.outputs["y"], ref)
+    folded = op == "Relu" or lo <= hi
+    assert ("tso_clamp" in prog.lowered.graph.codelets) == (not folded)
+    names = [l["name"] for l in run.report["layers"]]
+    assert names == (["conv+act"] if folded else ["conv", "act"])
+    if op == "Relu":
+        assert ref.min() == 0          # the clamp did something
+    elif folded:
+        assert (ref.min(), ref.max()) == (-20, 50)
+    else:
+        assert np.all(ref == 10)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_maxpool_2x2_stride_2_on_codes_equals_onnxruntime(dtype):
+    """MaxPool 2x2 / stride 2 without padding on 8-bit codes (tso_maxpool's full-window fast
+    path; 5 x 7 inputs leave the last row and column out, floor mode) equals onnxruntime's
+    int8 / uint8 MaxPool, codes from the whole range including both extremes."""
+    from onnx import TensorProto
+    tt = TensorProto.INT8 if dtype == "int8" else TensorProto.UINT8
+    m = _one_node("MaxPool", [("x", tt, ["N", 3, 5, 7])], [("y", tt, ["N", 3, 2, 3])],
+                  {"kernel_shape": [2, 2], "strides": [2, 2]})
+    lo, hi = (-128, 128) if dtype == "int8" else (0, 256)
+    x = np.random.default_rng(2).integers(lo, hi, (4, 3, 5, 7)).astype(dtype)
+    x[0, 0, :2, :2] = lo
+    x[1, 2, 2:4, 4:6] = hi - 1
+    ref = reference_outputs(m, {"x": x})["y"]
+    run = import_model(m, preset("small"), samples_per_tile=1).run({"x": x})
+    assert np.array_equal(run.outputs["y"], ref)
+    assert ref[0, 0, 0, 0] == lo and ref[1, 2, 1, 2] == hi - 1
+
+
+@pytest.mark.parametrize("M, group", [(8, 2), (12, 2), (16, 2)])
+def test_grouped_conv_on_the_engine_equals_onnxruntime(M, group):
+    """A grouped QLinearConv (im2col + engine): with M / group = 4 or 8 output channels per
+    group the engine's FLOAT32 stage writes the codes (a group's bytes start at g·Mg of an
+    8-aligned pixel and stay inside 8-byte words, §12 fault 4); with 6 they would cross a
+    word (group 1's first 4 channels at bytes 6..9), so that layer keeps RAW + tso_rqf. All
+    equal onnxruntime."""
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(M)
+    inits = [numpy_helper.from_array(rng.integers(-60, 60, (M, 4 // group, 3, 3)).astype(np.int8), "w"),
+             numpy_helper.from_array(np.array(0.02, np.float32), "xs"),
+             numpy_helper.from_array(np.array(3, np.int8), "xz"),
+             numpy_helper.from_array(np.full(M, 0.01, np.float32), "ws"),
+             numpy_helper.from_array(np.zeros(M, np.int8), "wz"),
+             numpy_helper.from_array(np.array(0.05, np.float32), "ys"),
+             numpy_helper.from_array(np.array(-7, np.int8), "yz"),
+             numpy_helper.from_array(rng.integers(-500, 500, M).astype(np.int32), "b")]
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"],
+                            ["y"], name="conv", pads=[1, 1, 1, 1], kernel_shape=[3, 3],
+                            group=group)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.INT8,
+                                                                      ["N", 4, 5, 5])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT8, ["N", M, 5, 5])],
+                          inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    x = np.random.default_rng(1).integers(-128, 128, (4, 4, 5, 5)).astype(np.int8)
+    prog = import_model(m, preset("small"), samples_per_tile=1)
+    run = prog.run({"x": x})
+    assert np.array_equal(run.outputs["y"], reference_outputs(m, {"x": x})["y"])
+    assert ("tso_rqf" in prog.lowered.graph.codelets) == (M // group == 6)

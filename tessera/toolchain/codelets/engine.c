@@ -2,26 +2,29 @@
  *
  * The host precomputes every command's 64-byte descriptor (tessera/toolchain/kernels/engine.py)
  * and places the table, 8-byte aligned, in the tile's SRAM with the data, so the codelet is
- * only "mrun; mrun; ...; mwait". Part 0 issues the whole table from one context: an mrun
- * retries (without effect) while the engine is busy, so each command starts in the first
- * issue slot after the previous one ends. The other parts return at once and wait at the
- * compute set's TILE barrier without issuing (their loads and stores would take engine
- * cycles: section 12, "Engine cycles"). Commands run in order and each one's writes are done
- * before the next one starts, so a table may chain layers (a command reading another's
- * output).
+ * only "mrun; mrun; ...; mwait". The runtime has already issued the tile's first command
+ * (the control table's EXEC word b, runtime.c) before dispatching this vertex, so `desc` and
+ * `count` are the remaining descriptors (count may be 0: then only the mwait). The vertex is
+ * one part (Codelet.single) on one context: an mrun retries (without effect) while the engine
+ * is busy, so each command starts in the first issue slot after the previous one ends. The
+ * other contexts have no entry and wait at the compute set's TILE barrier without loads or
+ * stores (which would take engine cycles: section 12, "Engine cycles"). Commands run in
+ * order and each one's writes are done before the next one starts, so a table may chain
+ * layers (a command reading another's output).
  */
 #include <stdint.h>
 #include "tessera.h"
 #include "tsr_graph.h"
 
 typedef struct {
-    TSR_FIELD(const uint8_t, desc);   /* count descriptors of TSR_MDESC_BYTES */
+    TSR_FIELD(const uint8_t, desc);   /* count descriptors of TSR_MDESC_BYTES (count may be 0) */
     uint32_t count;
 } tsk_engine_fields;
 
 /* In assembly (naked: no stack frame; the compiler saved ra/s0 around the loop), because the
  * instructions before the first mrun and after the mwait are on the compute set's critical
- * path at one issue slot every T cycles. Equivalent C:
+ * path at one issue slot every T cycles. Equivalent C (part is always 0 of 1; the check
+ * stays for a hand-built worklist that splits the vertex):
  *     if (part != 0) return;
  *     for (d = f->desc; d != f->desc + f->count; d++) tsr_mrun(d);
  *     tsr_mwait();                                                             */

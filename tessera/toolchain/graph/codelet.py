@@ -62,10 +62,15 @@ class Codelet:
         The C file defining it (compiled with ``tessera.h`` and ``tsr_graph.h`` on the path).
     fields : tuple of Field
         In the order of the C struct.
+    single : bool
+        The codelet does all its work as part 0 of 1: a vertex of it is never split over
+        contexts (docs/compiler.md, "Execution model"; the matrix-engine codelet, whose
+        other parts would have nothing to do but loads and stores that take engine cycles).
     """
     name: str
     source: Path
     fields: tuple
+    single: bool = False
 
     def bind(self, values: dict, where: str) -> dict:
         """Check ``values`` (field name -> Tensor or int) against the declaration.

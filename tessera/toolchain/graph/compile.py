@@ -101,6 +101,10 @@ class CompiledGraph:
     layout : list of list
         ``layout[t]``: tile t's allocations ``(category, description, address, bytes)`` in
         address order (code, control, tensors, vertex records, exchange programs).
+    engine_starts : dict
+        ``tile`` -> list of ``(compute set name, descriptor address)``: the engine-start
+        commands the runtime issues on that tile (``EXEC`` word 2), for naming an engine
+        fault of one (:class:`~tessera.toolchain.graph.EngineError`).
     """
     config: ArrayConfig
     image: object
@@ -116,6 +120,7 @@ class CompiledGraph:
     entries: dict = field(default_factory=dict)
     xprograms: dict = field(default_factory=dict)
     layout: list = field(default_factory=list)
+    engine_starts: dict = field(default_factory=dict)
 
     def memory_report(self) -> str:
         """The per-tile memory table as text."""
@@ -168,15 +173,25 @@ def _flatten(program, ops, plans, where="program", graph=None):
 
 def _worklists(vertices, contexts):
     """Per-context entries (vertex index, part, nparts): split vertices when fewer than T,
-    else longest-processing-time-first by total tensor elements."""
+    else longest-processing-time-first by total tensor elements. A vertex of a ``single``
+    codelet is never split (one entry, part 0 of 1, on the first free context); the other
+    vertices share the remaining contexts."""
     nv = len(vertices)
     lists = [[] for _ in range(contexts)]
     if nv == 0:
         return lists
     if nv < contexts:
         c = 0
+        split = []
         for v in range(nv):
-            parts = contexts // nv + (v < contexts % nv)
+            if vertices[v].codelet.single:
+                lists[c].append((v, 0, 1))
+                c += 1
+            else:
+                split.append(v)
+        free, ns = contexts - c, len(split)
+        for i, v in enumerate(split):
+            parts = free // ns + (i < free % ns)
             for p in range(parts):
                 lists[c].append((v, p, parts))
                 c += 1
@@ -189,6 +204,29 @@ def _worklists(vertices, contexts):
         lists[c].append((v, 0, 1))
         load[c] += cost[v]
     return lists
+
+
+def _engine_start(cs, t: int, tensor_addr) -> int:
+    """EXEC word b of compute set ``cs`` on tile ``t``: the address of its engine-start
+    descriptor (``ComputeSet.engine_start``), 0 if none."""
+    d = cs.engine_start.get(t)
+    if d is None:
+        return 0
+    if not isinstance(d, Tensor) or d.size * d.dtype.itemsize != 64:
+        raise GraphError(f"compute set {cs.name!r}: engine_start of tile {t} must be a "
+                         f"64-byte Tensor (one engine descriptor), not {d!r}")
+    iv, _ = d.contiguous_interval(f"compute set {cs.name!r}, engine_start")
+    if iv.tile != t:
+        raise GraphError(f"compute set {cs.name!r}: engine_start of tile {t} lies on tile "
+                         f"{iv.tile}")
+    if not any(v.tile == t for v in cs.vertices):
+        raise GraphError(f"compute set {cs.name!r}: engine_start on tile {t}, which has no "
+                         "vertex in the compute set (nothing would mwait for the command)")
+    a = tensor_addr(d)
+    if a % 8:
+        raise GraphError(f"compute set {cs.name!r}: engine_start of tile {t} at {a:#x} is not "
+                         "8-byte aligned")
+    return a
 
 
 def compile_graph(graph: Graph, program: Program, *, stack_bytes: int = 1024,
@@ -365,11 +403,15 @@ def compile_graph(graph: Graph, program: Program, *, stack_bytes: int = 1024,
     check_fits(mems, T, stack_bytes, cfg.sram_bytes)
 
     regions = []
+    engine_starts: dict = {}
     for t in range(N):
         words = [CTRL_MAGIC, len(ops)]  # flat count; a REPEAT's b counts its flat body
         for op in ops:
             if op[0] == "exec":
-                words += [OP_EXEC, worklist_addr[id(op[1])].get(t, 0), 0]
+                start = _engine_start(op[1], t, tensor_addr)
+                words += [OP_EXEC, worklist_addr[id(op[1])].get(t, 0), start]
+                if start and (op[1].name, start) not in engine_starts.get(t, []):
+                    engine_starts.setdefault(t, []).append((op[1].name, start))
             elif op[0] == "exch":
                 words += [OP_EXCH, xprog_addr[id(op[1])][t], 0]
             elif op[0] == "prof":
@@ -388,5 +430,6 @@ def compile_graph(graph: Graph, program: Program, *, stack_bytes: int = 1024,
     summary = [(op[0], op[1].name) if op[0] != "repeat" else op for op in ops]
     return CompiledGraph(cfg, image, base, regions, tensors, memory, reports, summary,
                          stack_bytes, profile.name if profile is not None else None,
-                         current_offset, entries, xprograms, [list(m.items) for m in mems])
+                         current_offset, entries, xprograms, [list(m.items) for m in mems],
+                         engine_starts)
 

@@ -320,7 +320,17 @@ def _check(result: RunResult, max_cycles: int, cg: CompiledGraph | None = None,
             ent = _entry(cg, regions, t.tile, f.context) if cg else None
             text = (f"tile {t.tile} context {f.context}: {cause} at pc "
                     f"{_where(cg, f.pc) if cg else hex(f.pc)}, addr {f.addr:#x}")
-            text += f"; running {ent}" if ent else "; in the graph runtime, not in a codelet"
+            if ent:
+                text += f"; running {ent}"
+            elif f.cause == FaultCause.ENGINE_FAULT and cg is not None \
+                    and cg.engine_starts.get(t.tile):
+                starts = cg.engine_starts[t.tile]
+                text += ("; the engine command was issued by the graph runtime: the engine "
+                         "start (first descriptor) of compute set "
+                         + " or ".join(f"{n!r} (descriptor at {a:#x})" for n, a in starts))
+                info["engine_start"] = starts
+            else:
+                text += "; in the graph runtime, not in a codelet"
             if cg is not None and f.cause == FaultCause.STACK_OVERFLOW:
                 from tessera.toolchain.run import stack_overflow_text
                 text += "; " + stack_overflow_text(cg.config, f.context, f.addr, cg.image)

@@ -47,13 +47,18 @@ class EngineError(RuntimeError):
         on a timeout, the first context still running — was in; None outside codelets.
     exchange_phase : str or None
         The exchange phase of an exchange fault.
+    engine_start : list of (str, int) or None
+        For an engine fault outside codelets: the engine-start commands the runtime issued
+        on that tile (compute set name, descriptor address; ``CompiledGraph.engine_starts``).
     tiles_running : list of int
         On a timeout, the tiles with a context still running.
     """
 
     def __init__(self, message: str, result=None, *, tile=None, context=None, pc=None,
-                 addr=None, cause=None, entry=None, exchange_phase=None, tiles_running=()):
+                 addr=None, cause=None, entry=None, exchange_phase=None, tiles_running=(),
+                 engine_start=None):
         super().__init__(message)
+        self.engine_start = engine_start
         self.result = result
         self.tile, self.context, self.pc, self.addr, self.cause = tile, context, pc, addr, cause
         self.entry, self.exchange_phase = entry, exchange_phase

@@ -35,9 +35,16 @@ class Vertex:
 
 @dataclass
 class ComputeSet:
-    """A named group of vertices that run in one compute phase (all tiles in parallel)."""
+    """A named group of vertices that run in one compute phase (all tiles in parallel).
+
+    ``engine_start`` maps a tile to a 64-byte, 8-byte aligned matrix-engine descriptor
+    (a Tensor on that tile) that the runtime's context 0 issues with ``mrun`` before the
+    tile's vertices run (control table ``EXEC`` word b; docs/compiler.md, "Matrix engine");
+    set by :func:`tessera.toolchain.kernels.engine.add_engine_vertex`.
+    """
     name: str
     vertices: list = field(default_factory=list)
+    engine_start: dict = field(default_factory=dict)
 
     def tiles(self) -> set:
         return {v.tile for v in self.vertices}

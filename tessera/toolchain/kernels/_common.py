@@ -16,15 +16,16 @@ class KernelError(GraphError):
     """Bad arguments to a kernel builder (shape, dtype, mapping, parameter range)."""
 
 
-def codelet(graph: Graph, name: str, source, fields) -> Codelet:
-    """Register codelet ``name`` (from ``tessera/toolchain/codelets/<source>`` or a path) once per graph."""
+def codelet(graph: Graph, name: str, source, fields, single: bool = False) -> Codelet:
+    """Register codelet ``name`` (from ``tessera/toolchain/codelets/<source>`` or a path) once
+    per graph; ``single``: its vertices are never split over contexts (:class:`Codelet`)."""
     if name in graph.codelets:
         return graph.codelets[name]
     from pathlib import Path
     src = Path(source)
     if not src.is_absolute():
         src = CODELET_DIR / src
-    c = Codelet(name, src.resolve(), tuple(Field(*f) for f in fields))
+    c = Codelet(name, src.resolve(), tuple(Field(*f) for f in fields), single=single)
     graph.codelets[name] = c
     return c
 

@@ -188,12 +188,18 @@ def output_rule(requant, bias, channels: int, where: str = "engine"):
 
 def _engine_codelet(graph: Graph):
     return codelet(graph, "tsk_engine", "engine.c", (("desc", "in", "uint8"),
-                                                      ("count", "scalar")))
+                                                      ("count", "scalar")), single=True)
 
 
 def add_engine_vertex(graph: Graph, cs: ComputeSet, tile: int, commands, name: str):
     """Put the descriptor table of ``commands`` on ``tile`` (constant ``<name>``) and add one
     ``tsk_engine`` vertex running it to ``cs``. Returns the table variable.
+
+    The first engine vertex of ``cs`` on a tile hands its first descriptor to the runtime
+    (``cs.engine_start[tile]``: context 0 issues its ``mrun`` right after reading its
+    worklist, before any vertex is dispatched; docs/compiler.md, "Matrix engine") and runs
+    the others (``desc`` = the table from the second descriptor on, ``count`` = n − 1), then
+    ``mwait``. The vertex is one part (``single``: the other contexts have no entry).
 
     Raises
     ------
@@ -211,7 +217,13 @@ def add_engine_vertex(graph: Graph, cs: ComputeSet, tile: int, commands, name: s
 
     table = graph.add_late_constant(name, DESC_BYTES * len(commands), tile, build, align=8)
     table.engine_commands = commands
-    graph.add_vertex(cs, _engine_codelet(graph), desc=table, count=len(commands))
+    n = len(commands)
+    if tile not in cs.engine_start:
+        cs.engine_start[tile] = table[:DESC_BYTES]
+        desc, count = (table[DESC_BYTES:], n - 1) if n > 1 else (table, 0)
+    else:
+        desc, count = table, n
+    graph.add_vertex(cs, _engine_codelet(graph), tile=tile, desc=desc, count=count)
     return table
 
 

@@ -13,15 +13,19 @@ mini-batches shuffled by ``numpy.random.default_rng(seed)``: deterministic for a
 :class:`CnnConfig`.
 
 Block sparsity (popsparse's static mode): for ``sparsity > 0`` the trained dense network's
-second convolution (78 % of the MACs), seen as the ``[K, C_out] = [72, 16]`` matrix Tessera's
-kernels multiply (rows in the order (kh, kw, c_in) of the importer's NHWC patches), is pruned
-in 4×4 blocks (4 input channels × 4 output channels at one tap) by block L2 norm, smallest
-first, to the requested fraction of zero blocks, then fine-tuned for ``finetune_epochs`` with
-the mask held fixed. 4×4 is the block the block-sparse kernel prefers here: its register
-block is 4×4, and ``K = 72`` rules out 16×16 (8×8 would keep fewer, coarser choices). The
-first convolution (9 weights per filter, 6 blocks) and the fully connected layer (10 outputs)
-stay dense: pruning them costs accuracy and saves almost no cycles. The ONNX file stores them as
-dense tensors with zero blocks; the importer finds the blocks itself.
+second convolution (78 % of the MACs), seen as the ``[K, C_out]`` matrix the matrix engine
+multiplies (rows in the order (kh, kw, c_in) of the importer's padded NHWC input, the input
+channels of each tap padded to a multiple of 8), is pruned in the engine's native 8×4 blocks
+(:data:`BLOCK`: 8 input channels of one tap = one 8-byte streamed vector, docs/architecture.md
+§12 — × 4 output channels = the lanes of one command on the ``small`` preset's P = 32 engine,
+M = P / 8) by block L2 norm, smallest first, to the requested fraction of zero blocks, then
+fine-tuned for ``finetune_epochs`` with the mask held fixed. A command skips a block (streams
+only its stored blocks, ``K_GATHER``) only when all of its channels' weights in it are zero,
+so this is the block that turns into cycles; smaller blocks (the dot4 kernels' 4×4) leave a
+nonzero weight in most 8×4 blocks. The first convolution (9 weights per filter) and the fully
+connected layer (10 outputs) stay dense: pruning them costs accuracy and saves almost no
+cycles. The ONNX file stores them as dense tensors with zero blocks; the importer finds the
+blocks itself.
 
 Export and quantization: the float graph is built with ``onnx.helper`` and quantized with
 ``onnxruntime.quantization.quantize_static`` (QDQ format, int8 activations and weights,
@@ -47,8 +51,9 @@ from tessera.paths import cache_root
 __all__ = ["CnnConfig", "FloatCNN", "train_cnn", "prune_blocks", "float_onnx", "quantize_onnx",
            "load_digits_cnn", "DigitsCnn", "pixels_to_input", "BLOCK", "SPARSITIES"]
 
-#: Block size of the pruning (the block-sparse kernel's 4x4 register blocks).
-BLOCK = 4
+#: Pruning block (K rows, output channels): the matrix engine's 8-byte vector of 8 input
+#: channels at one tap x the 4 lanes of a P = 32 engine command (docs/architecture.md §12).
+BLOCK = (8, 4)
 #: The sparsity levels of the demo's sparse variants.
 SPARSITIES = (0.5, 0.75, 0.9)
 #: Bump when the training or export code changes.
@@ -96,8 +101,9 @@ class CnnConfig:
     def cache_key(self) -> str:
         import onnx
         import onnxruntime
+        extra = {"prune_block": list(BLOCK)} if self.sparsity > 0 else {}
         blob = json.dumps({"v": VERSION, "onnx": onnx.__version__, "ort": onnxruntime.__version__,
-                           **dataclasses.asdict(self)}, sort_keys=True)
+                           **extra, **dataclasses.asdict(self)}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -230,35 +236,38 @@ def _adam(model: FloatCNN, x, y, epochs, cfg: CnnConfig, rng, masks=None):
 
 
 def _kn_blocks(w):
-    """Conv weight [M, C, 3, 3] -> the [Kp, M] matrix the kernels multiply: rows in the order
-    (kh, kw, c) of Tessera's im2col patches (NHWC; for C = 1 the same as ONNX's (c, kh, kw)),
-    K padded to a multiple of BLOCK."""
-    m = w.shape[0]
-    k = int(np.prod(w.shape[1:]))
-    kp = -(-k // BLOCK) * BLOCK
-    mat = np.zeros((kp, m))
-    mat[:k] = w.transpose(0, 2, 3, 1).reshape(m, k).T
-    return mat, k
+    """Conv weight [M, C, kh, kw] -> the [kh·kw·Cp, M] matrix the matrix engine multiplies:
+    rows in the order (kh, kw, c) of the importer's padded NHWC input, each tap's C input
+    channels padded with zero rows to Cp = C rounded up to 8 (so a block of 8 rows is one tap's
+    8-byte vector). Returns the matrix and Cp."""
+    m, c, kh, kw = w.shape
+    cp = -(-c // BLOCK[0]) * BLOCK[0]
+    mat = np.zeros((kh, kw, cp, m))
+    mat[:, :, :c] = w.transpose(2, 3, 1, 0)
+    return mat.reshape(kh * kw * cp, m), cp
 
 
 def prune_blocks(w, sparsity: float) -> np.ndarray:
-    """Mask (same shape as the conv weight ``w``) zeroing the ``sparsity`` fraction of 4×4 blocks
-    of its ``[K, M]`` matrix with the smallest L2 norm (rounded to whole blocks)."""
-    mat, k = _kn_blocks(w)
+    """Mask (same shape as the conv weight ``w``) zeroing the ``sparsity`` fraction of the
+    :data:`BLOCK` (8 × 4) blocks of its ``[kh·kw·Cp, M]`` engine matrix with the smallest L2
+    norm (rounded to whole blocks)."""
+    bk, bn = BLOCK
+    mat, cp = _kn_blocks(w)
     kp, m = mat.shape
-    mb = -(-m // BLOCK) * BLOCK
+    mb = -(-m // bn) * bn
     padded = np.zeros((kp, mb))
     padded[:, :m] = mat
-    grid = padded.reshape(kp // BLOCK, BLOCK, mb // BLOCK, BLOCK)
+    grid = padded.reshape(kp // bk, bk, mb // bn, bn)
     norms = np.sqrt((grid ** 2).sum(axis=(1, 3)))
     n_zero = int(round(sparsity * norms.size))
     order = np.argsort(norms, axis=None, kind="stable")
     keep = np.ones(norms.size, bool)
     keep[order[:n_zero]] = False
     keep = keep.reshape(norms.shape)
-    full = np.repeat(np.repeat(keep, BLOCK, axis=0), BLOCK, axis=1)[:k, :m]   # [K, M]
+    full = np.repeat(np.repeat(keep, bk, axis=0), bn, axis=1)[:, :m]          # [kp, M]
     mo, c, kh, kw = w.shape
-    return full.T.reshape(mo, kh, kw, c).transpose(0, 3, 1, 2).astype(np.float64)
+    full = full.reshape(kh, kw, cp, m)[:, :, :c]                               # [kh, kw, C, M]
+    return full.transpose(3, 2, 0, 1).astype(np.float64)
 
 
 def train_cnn(cfg: CnnConfig = CnnConfig()) -> FloatCNN:

@@ -22,7 +22,8 @@ _FIELDS = {
     "tso_rqf": (SOURCE_DIR / "tso_rqf.c", [("acc", "in"), ("out", "out"), ("params", "in")] +
                 [(n, _S) for n in ("rows", "P", "M", "os_s", "os_p", "os_m", "zp", "ylo", "yhi")]),
     "tso_quant": (SOURCE_DIR / "tso_quant.c", [("x", "in"), ("y", "out"), ("tab", "in")] +
-                  [(n, _S) for n in ("n", "inner", "C", "qmin")]),
+                  [(n, _S) for n in ("n", "inner", "C", "qmin", "W", "H", "Cq", "ys", "yc", "yh",
+                                     "yw")]),
     "tso_dequant": (SOURCE_DIR / "tso_dequant.c", [("x", "in"), ("y", "out"), ("params", "in")] +
                     [(n, _S) for n in ("n", "inner", "C", "kind")]),
     "tso_dequant_tab": (SOURCE_DIR / "tso_dequant.c", [("x", "in"), ("y", "out"), ("tab", "in")] +

@@ -17,11 +17,17 @@ Arithmetic (all bit-exact with ``tessera.golden_model.kernels`` and onnxruntime'
 * ``Σ (x - zx)(w - zw) = Σ x·w - zw·Σx - zx·Σw + K·zx·zw``: the last two terms (and the bias)
   are the matmul's initial accumulators; ``zw·Σx`` is applied by ``tso_zpfix`` from the row sums
   of the patches when a weight zero point is not 0.
-* requantization: ``tso_rqf`` (onnxruntime's float32 rule, docs/architecture.md §11).
+* requantization (onnxruntime's float32 rule, docs/architecture.md §11 rule 2): on the matrix
+  engine the commands' ``FLOAT32`` output stage (§12 mode 2), elsewhere ``tso_rqf``.
 * matrix engine (``config.engine_macs > 0``, unless ``engine="dot4"``): the same dot products
-  in engine commands (docs/architecture.md §12, ``RAW`` int32 output, the initial accumulators
-  as the channel biases); convolutions with one group, no dilation and weight zero points 0
-  stream their input from a padded NHWC copy (no im2col), uint8 with ``A_UNSIGNED`` (no XOR).
+  in engine commands (docs/architecture.md §12, the initial accumulators as the channel
+  biases); 8-bit outputs without weight zero points in ``FLOAT32`` mode (the codes, with a
+  following Relu/Clip folded into the clamp), else ``RAW`` int32 + ``tso_rqf``; convolutions
+  with one group, no dilation and weight zero points 0 stream their input from a padded NHWC
+  copy (no im2col), uint8 with ``A_UNSIGNED`` (no XOR), which the producer of the input (a
+  ``FLOAT32`` convolution, a MaxPool, the input QuantizeLinear) writes directly when it can;
+  weights with zero 8-byte blocks stream only their stored blocks (``K_GATHER`` or an
+  arithmetic progression, whichever takes fewer engine steps).
 """
 
 from __future__ import annotations
@@ -32,13 +38,15 @@ import numpy as np
 
 from tessera.golden_model.kernels import dequantize_linear, qrange, quantize_linear
 from tessera.golden_model.kernels._checks import wrap_int32
+from tessera.spec.engine import ACC_DEPTH
 from tessera.toolchain.graph import Execute, Graph, Sequence
 
 from .codelets import bsmm_codelet, codelet, matmul_codelet
 from .errors import UnsupportedError
 from .ir import ELEM_BYTES, IRGraph, Op
 
-__all__ = ["lower", "Lowered", "Layer", "quant_table", "rqf_params", "PROFILE_SLACK"]
+__all__ = ["lower", "Lowered", "Layer", "quant_table", "quant_params", "rqf_params",
+           "PROFILE_SLACK", "QUANT_WORDS"]
 
 #: Extra profile records beyond two per compute set.
 PROFILE_SLACK = 8
@@ -89,6 +97,29 @@ def quant_table(scale, zero_point: int, dtype: str) -> np.ndarray:
         lo = np.where(active & ~fm, mid, lo)
     res = np.where(ok_lo, lo, hi)
     return np.concatenate([[_INT32_MIN], res]).astype(np.int32)
+
+
+#: Words per channel of ``tso_quant``'s table: 256 thresholds, R, r + 126, zp - qmin, 0.
+QUANT_WORDS = 260
+
+
+def quant_params(scale, zero_point: int, dtype: str) -> np.ndarray:
+    """``tso_quant``'s table of one channel: int32 [QUANT_WORDS] — :func:`quant_table`'s 256
+    thresholds (they decide every code), then the start estimate of the search: ``R =
+    floor(2^r / scale)`` with ``r`` the exponent that puts R in [2^31, 2^32) (stored as u32),
+    ``r + 126`` and ``zp - qmin`` (see tso_quant.c)."""
+    from fractions import Fraction
+    qmin, _ = qrange(dtype)
+    s = Fraction(float(np.float32(scale)))
+    r = 0
+    while Fraction(2) ** r / s >= 2 ** 32:
+        r -= 1
+    while Fraction(2) ** r / s < 2 ** 31:
+        r += 1
+    R = int(Fraction(2) ** r / s)
+    tail = np.array([R - (1 << 32) if R >= 1 << 31 else R, r + 126, int(zero_point) - qmin, 0],
+                    np.int64)
+    return np.concatenate([quant_table(scale, zero_point, dtype), tail]).astype(np.int32)
 
 
 def rqf_params(multiplier) -> np.ndarray:
@@ -172,6 +203,7 @@ class _Lowerer:
         self.layers = []
         self.consts = 0
         self.padded_bytes = 0     # per sample: padded engine-convolution inputs (op<i>.xpad)
+        self._xpads = {}
 
     # -- naming / constants ------------------------------------------------------------
     def const(self, layer: Layer, what: str, arr, dtype, tensor: str | None = None) -> list:
@@ -259,7 +291,11 @@ class _Lowerer:
                               {"mode": "flat"}))
                 self.outputs[j] = new
                 self.output_names[new] = o
+        ops = self._fold_clamps(ops)
+        produced = {op.output: op for op in ops}
         self.ops = ops
+        #: ops whose engine commands requantize in their output stage (FLOAT32 mode)
+        self.f32 = {i for i, op in enumerate(ops) if self._f32_ok(op)}
         self.alias_of = {op.output: op.inputs[0] for op in ops if op.kind == "alias"}
         # NHWC for 4-D tensors passed only between convolutions and pools (word copies in
         # im2col, contiguous stores in the requantization); everything else is NCHW
@@ -276,14 +312,16 @@ class _Lowerer:
                 c = cons.get(op.output, [])
                 if c and all(o.kind in ("conv", "maxpool") and k == 0 for o, k in c):
                     self.nhwc.add(op.output)
-        # Conv -> MaxPool: pool the int32 accumulators, then requantize 4x fewer values (the
-        # requantization is monotone non-decreasing per channel, so max and requantize commute;
-        # a window without a real tap gives INT32_MIN, which saturates to qmin like the code
-        # pool's lowest value when every multiplier is >= 2^-23)
+        # Conv -> MaxPool with RAW accumulators (tso_rqf path): pool the int32 accumulators,
+        # then requantize 4x fewer values (the requantization is monotone non-decreasing per
+        # channel, so max and requantize commute; a window without a real tap gives INT32_MIN,
+        # which saturates to qmin like the code pool's lowest value when every multiplier is
+        # >= 2^-23). A FLOAT32-mode convolution writes its codes and the MaxPool runs on them.
         self.pool_of, self.pooled_by, self.virtual = {}, {}, set()
         index = {id(op): i for i, op in enumerate(ops)}
         for i, op in enumerate(ops):
-            if op.kind != "conv" or op.attrs["out"][0] != "rq" or op.output in self.outputs:
+            if op.kind != "conv" or op.attrs["out"][0] != "rq" or op.output in self.outputs \
+                    or i in self.f32:
                 continue
             c = cons.get(op.output, [])
             if len(c) == 1 and c[0][0].kind == "maxpool" and c[0][1] == 0 and \
@@ -296,6 +334,23 @@ class _Lowerer:
         io = set(ir.inputs) | set(self.outputs)
         # convolutions the engine runs straight from a padded copy of their input (no im2col)
         self.direct = {i for i, op in enumerate(ops) if op.kind == "conv" and self._direct_ok(op)}
+        # tensors whose producer writes them straight into the padded input of the direct
+        # convolution that reads them (a FLOAT32 convolution's output stage or a MaxPool):
+        # no buffer of their own and no pad copy
+        self.pad_into = {}
+        for i in sorted(self.direct):
+            x = ops[i].inputs[0]
+            p = produced.get(x)
+            c = cons.get(x, [])
+            if p is None or x in io or x in self.alias_of or len(c) != 1 or \
+                    not self._covers_input(ops[i]):
+                continue
+            j = index[id(p)]
+            if (p.kind == "conv" and j in self.f32 and j in self.direct and
+                    j not in self.pool_of) or (p.kind == "maxpool" and j not in self.pooled_by) \
+                    or (p.kind == "quant" and len(self.values[x].shape) == 4):
+                self.pad_into[x] = i
+                self.virtual.add(x)
         # temporaries per op (per-sample bytes)
         self.temps = {}
         for idx, op in enumerate(ops):
@@ -336,6 +391,64 @@ class _Lowerer:
                 big = max(placed, key=lambda p: p[1] - p[0])
                 self.peak_at = (first[k], big[3], big[1] - big[0])
 
+    def _f32_ok(self, op) -> bool:
+        """Whether the engine requantizes ``op`` in its output stage (§12 ``FLOAT32`` mode,
+        onnxruntime's float32 rule = ``tso_rqf``'s): an engine convolution or constant-weight
+        matmul with 8-bit output and no weight zero point (whose row-sum correction
+        ``tso_zpfix`` must run on the int32 accumulators before the requantization)."""
+        if op.kind not in ("conv", "matmul") or op.attrs["out"][0] != "rq" or \
+                not self.on_engine(op):
+            return False
+        if op.kind == "conv":
+            # a group's channels start at g·Mg of an 8-aligned pixel: its commands' bytes
+            # stay inside 8-byte words when Mg is a multiple of 8 or divides 8
+            mg = op.attrs["geom"]["M"] // op.attrs["group"]
+            return (not np.any(_zp8(op.attrs["w_zp"], op.attrs["w"].dtype) != 0)
+                    and (op.attrs["group"] == 1 or mg % 8 == 0 or 8 % mg == 0))
+        return not np.any(_zp8(op.attrs["b_zp"], op.attrs["b_dtype"]) != 0)
+
+    def _fold_clamps(self, ops):
+        """Relu / Clip on the codes of a ``FLOAT32``-mode convolution or matmul (its only
+        consumer, not a graph output) becomes the engine's clamp: ``qmin``/``qmax`` narrowed
+        to the clamp's bounds (``min(max(min(max(v, qmin), qmax), lo), hi)`` = ``min(max(v,
+        lo), hi)`` for ``qmin <= lo <= hi <= qmax``); the producer writes the clamp's output
+        and the clamp goes. Bounds with ``lo > hi`` stay a clamp (the engine refuses
+        ``qmin > qmax``)."""
+        while True:
+            cons = {}
+            for op in ops:
+                for x in op.inputs:
+                    cons.setdefault(x, []).append(op)
+            prod = {op.output: k for k, op in enumerate(ops)}
+            for k, op in enumerate(ops):
+                if op.kind != "clamp" or self.values[op.inputs[0]].dtype not in ("int8", "uint8"):
+                    continue
+                lo, hi = int(op.attrs["lo"]), int(op.attrs["hi"])
+                j = prod.get(op.inputs[0])
+                if j is None or lo > hi or len(cons[op.inputs[0]]) != 1 or \
+                        op.inputs[0] in self.outputs or not self._f32_ok(ops[j]):
+                    continue
+                p = ops[j]
+                qmin, qmax = p.attrs.get("clip", qrange(p.attrs["out"][3]))
+                if max(qmin, lo) > min(qmax, hi):
+                    continue
+                attrs = dict(p.attrs, clip=(max(qmin, lo), min(qmax, hi)))
+                ops = list(ops)
+                ops[j] = Op(p.kind, f"{p.label}+{op.label}", tuple(p.onnx_ops) + tuple(op.onnx_ops),
+                            list(p.inputs), op.output, attrs)
+                del ops[k]
+                break
+            else:
+                return ops
+
+    def _covers_input(self, op) -> bool:
+        """Whether a direct convolution's padded input holds every element of its input (so
+        the producer can write the whole input into it)."""
+        gm = op.attrs["geom"]
+        Hp = (gm["OH"] - 1) * gm["sh"] + gm["kh"]
+        Wp = (gm["OW"] - 1) * gm["sw"] + gm["kw"]
+        return gm["pt"] + gm["H"] <= Hp and gm["pl"] + gm["W"] <= Wp
+
     # -- temps per kind ------------------------------------------------------------------
     def temps_alias(self, op):
         return {}
@@ -361,15 +474,35 @@ class _Lowerer:
                 and len(self.values[op.inputs[0]].shape) == 4 and gm["OW"] <= 256
                 and not np.any(_zp8(a["w_zp"], a["w"].dtype) != 0))
 
+    def f32_target(self, idx) -> str:
+        """Where the ``FLOAT32`` output stage of op ``idx`` writes its codes: ``"pad"`` (the
+        padded input of the direct convolution that reads them), ``"direct"`` (its output
+        buffer: channels contiguous and 8-channel words, NHWC with M % 8 == 0 or matmul rows
+        with N % 8 == 0) or ``"temp"`` (a scratch buffer with the channels padded to 8, then
+        ``tso_copy`` into the output's layout)."""
+        op = self.ops[idx]
+        y = op.output
+        if y in self.pad_into:
+            return "pad"
+        if op.kind == "conv":
+            ok = self.root(y) in self.nhwc and op.attrs["geom"]["M"] % 8 == 0
+        else:
+            ok = op.attrs["N"] % 8 == 0
+        return "direct" if ok else "temp"
+
     def temps_conv(self, op):
         gm, K, Kp, P, Mg = self._conv_dims(op)
         G = op.attrs["group"]
         nimg = self.values[op.inputs[0]].shape[0]
         t = {}
+        f32 = self._plan_idx in self.f32
+        if f32 and self.f32_target(self._plan_idx) == "temp":
+            t["q"] = nimg * P * _up(gm["M"], 8)
         for g in range(G):
             if self._plan_idx not in self.direct:
                 t[f"p{g}"] = nimg * P * Kp
-            t[f"acc{g}"] = 4 * nimg * P * Mg
+            if not f32:
+                t[f"acc{g}"] = 4 * nimg * P * Mg
         if np.any(_zp8(op.attrs["w_zp"], op.attrs["w"].dtype) != 0):
             for g in range(G):
                 t[f"rs{g}"] = 4 * nimg * P
@@ -408,7 +541,10 @@ class _Lowerer:
             t["bt"] = L * N * Kp
             if op.attrs["a_zp"] - (128 if op.attrs["a_dtype"] == "uint8" else 0) != 0:
                 t["cs"] = 4 * L * N
-        if op.attrs["out"][0] == "rq":
+        if self._plan_idx in self.f32:
+            if self.f32_target(self._plan_idx) == "temp":
+                t["q"] = rows * _up(N, 8)
+        elif op.attrs["out"][0] == "rq":
             t["acc"] = 4 * rows * N
         if np.any(_zp8(op.attrs["b_zp"], op.attrs["b_dtype"]) != 0):
             t["rs"] = 4 * rows
@@ -512,12 +648,21 @@ class _Lowerer:
         C = a["channels"]
         scales = np.broadcast_to(a["scale"], (C,))
         zps = np.broadcast_to(a["zero_point"], (C,))
-        tab = np.concatenate([quant_table(s, int(z), dt) for s, z in zip(scales, zps)])
+        tab = np.concatenate([quant_params(s, int(z), dt) for s, z in zip(scales, zps)])
         tv = self.const(layer, "tab", tab, "int32")
+        if y in self.pad_into:
+            # straight into the padded NHWC input of the convolution that reads the codes
+            xpad, xg = self._xpad(self.pad_into[y])
+            _, Cq, H, W = self.values[y].shape
+            yview = lambda i: xpad[i][xg["base"]:]
+            m = dict(W=W, H=H, Cq=Cq, ys=xg["img"], yc=1, yh=xg["row"], yw=xg["px"])
+        else:
+            yview = lambda i: self.view(i, y)
+            m = dict(W=v.size, H=1, Cq=1, ys=v.size, yc=0, yh=0, yw=1)
         cset = self.cs(layer, "quant")
         for i in range(self.nt):
-            self.vertex(cset, "tso_quant", i, x=self.view(i, x), y=self.view(i, y), tab=tv[i],
-                        n=self.S * v.size, inner=a["inner"], C=C, qmin=qrange(dt)[0])
+            self.vertex(cset, "tso_quant", i, x=self.view(i, x), y=yview(i), tab=tv[i],
+                        n=self.S * v.size, inner=a["inner"], C=C, qmin=qrange(dt)[0], **m)
 
     def emit_dequant(self, op, layer):
         a = op.attrs
@@ -583,22 +728,137 @@ class _Lowerer:
             self._conv_direct(op, layer, idx, imgs, w8, bias)
         else:
             self._conv_im2col(op, layer, idx, imgs, w8, zw, bias, xorv, zx)
-        self._conv_output(op, layer, idx, imgs)
+        if idx not in self.f32:
+            self._conv_output(op, layer, idx, imgs)
+
+    def _xpad(self, idx):
+        """The padded NHWC input ``op<idx>.xpad`` of direct convolution ``idx`` (created on
+        first use: by the convolution, or earlier by the producer that writes into it): per
+        image ``Hp × Wp × Cp`` bytes, a constant whose padding taps hold the input zero point.
+        Returns ``(per-tile views, geometry)``; geometry ``base`` is the byte offset of input
+        element (0, 0) in an image, ``img``/``row``/``px`` the image, row and pixel strides."""
+        if idx in self._xpads:
+            return self._xpads[idx]
+        from tessera.toolchain.kernels.engine import require_align
+        op = self.ops[idx]
+        a, gm = op.attrs, op.attrs["geom"]
+        nimg = self.values[op.inputs[0]].shape[0]
+        unsigned = a["x_dtype"] == "uint8"
+        C = gm["C"]
+        Cp = _up(C, 8)
+        Hp = (gm["OH"] - 1) * gm["sh"] + gm["kh"]
+        Wp = (gm["OW"] - 1) * gm["sw"] + gm["kw"]
+        pad = np.zeros((Hp, Wp, Cp), np.uint8 if unsigned else np.int8)
+        pad[..., :C] = int(a["x_zp"])
+        xpad = self.const(Layer(idx, op.label, op.onnx_ops, op.kind), "xpad",
+                          np.broadcast_to(pad, (self.S * nimg,) + pad.shape),
+                          "uint8" if unsigned else "int8")
+        require_align(xpad[0])
+        self.padded_bytes += _up(nimg * Hp * Wp * Cp, 8)
+        geo = dict(Cp=Cp, Hp=Hp, Wp=Wp, img=Hp * Wp * Cp, row=Wp * Cp, px=Cp,
+                   base=(gm["pt"] * Wp + gm["pl"]) * Cp)
+        self._xpads[idx] = (xpad, geo)
+        return self._xpads[idx]
+
+    def _lane_groups(self, M, byte_out):
+        """Output channel groups ``(m0, nc)`` of one command each: ``engine_lanes`` channels,
+        and in a byte output mode never across an 8-channel boundary (the C bytes of an
+        element must stay in one 8-byte word, §12 fault 4, given 8-aligned pixel strides);
+        in ``RAW`` mode ``m0`` stays even (the int32 rows are whole 8-byte words)."""
+        lanes = self.cfg.engine_lanes
+        out, m0 = [], 0
+        while m0 < M:
+            nc = min(lanes, M - m0)
+            if byte_out:
+                nc = min(nc, 8 - m0 % 8)
+            out.append((m0, nc))
+            m0 += nc
+        return out
+
+    def _stream_choice(self, used, KB, J, C):
+        """How a command streams its K blocks when only the blocks ``used`` (sorted block
+        addresses) hold a nonzero weight: ``("dense",)``, ``("prog", b0, d, L)`` (the
+        shortest arithmetic progression holding them, zero weights in its gaps) or
+        ``("gather", n)`` (``K_GATHER``: exactly the n used blocks, one gather step each),
+        whichever has the fewest engine steps ``G·K1 + KB·C + (KB − 1)·J`` (§12; the other
+        terms do not depend on the choice). A group without a used block streams one zero
+        block (its outputs are the bias alone)."""
+        from tessera.toolchain.kernels.block_sparse import progression_cover
+        cost = lambda kb, g: g * kb + kb * C + (kb - 1) * J
+        best = (cost(KB, 0), ("dense",))
+        if self.sparse_mode != "auto":
+            return best[1]
+        if not len(used):
+            return ("prog", 0, 1, 1)
+        b0, d, L = progression_cover(used)
+        for c, choice in ((cost(L, 0), ("prog", b0, d, L)),
+                          (cost(len(used), 1), ("gather", len(used)))):
+            if c < best[0]:
+                best = (c, choice)
+        return best[1]
+
+    def _gather_table(self, layer, tables):
+        """The ``K_GATHER`` tables of a layer's commands as one constant (8 bytes per entry:
+        the u32 byte offset, then an ignored word); returns (per-tile views, offsets)."""
+        from tessera.toolchain.kernels.engine import require_align
+        offs, rows, n = [], [], 0
+        for t in tables:
+            offs.append(8 * n)
+            rows.extend([int(v), 0] for v in t)
+            n += len(t)
+        gv = self.const(layer, "gather", np.array(rows, np.int64).astype(np.int32).reshape(-1),
+                        "int32")
+        require_align(gv[0])
+        return gv, offs
+
+    def _f32_fields(self, op):
+        """``FLOAT32`` output fields of op: (multipliers float32 [M], descriptor fields)."""
+        from tessera.spec.engine import Flag, Mode
+        _, mult, zp, dt = op.attrs["out"]
+        qmin, qmax = op.attrs.get("clip", qrange(dt))
+        return mult, dict(mode=Mode.FLOAT32, zp=int(zp), qmin=int(qmin), qmax=int(qmax),
+                          flags=int(Flag.OUT_UNSIGNED) if dt == "uint8" else 0)
+
+    def _out_target(self, idx, i, P, OW, M):
+        """Tile i's ``FLOAT32`` output of conv/matmul ``idx`` (see :meth:`f32_target`):
+        ``(view, base, image stride, row stride, pixel stride)`` in bytes."""
+        kind = self.f32_target(idx)
+        y = self.ops[idx].output
+        if kind == "pad":
+            xv, g = self._xpad(self.pad_into[y])
+            return xv[i], g["base"], g["img"], g["row"], g["px"]
+        if kind == "direct":
+            return self.view(i, y), 0, P * M, OW * M, M
+        Mp = _up(M, 8)
+        return self.tview(idx, i, "q"), 0, P * Mp, OW * Mp, Mp
+
+    def _copy_out(self, layer, idx, imgs, P, OH, OW, M):
+        """``temp`` target: the codes [image, pixel, Mp] -> the output in its layout."""
+        y = self.ops[idx].output
+        Mp = _up(M, 8)
+        if self.ops[idx].kind == "conv":
+            (yc, yh, yw), ys = self._layout_strides(self.root(y), (imgs // self.S, M, OH, OW))
+        else:
+            yc, yh, yw, ys = 1, 0, M, P * M
+        cset = self.cs(layer, "out")
+        for i in range(self.nt):
+            self._copy(cset, i, self.tview(idx, i, "q"), self.view(i, y), 1,
+                       [imgs, OH, OW, M] if M >= OW else [imgs, OH, M, OW],
+                       [P * Mp, OW * Mp, Mp, 1] if M >= OW else [P * Mp, OW * Mp, 1, Mp],
+                       [ys, yh, yw, yc] if M >= OW else [ys, yh, yc, yw])
 
     def _conv_direct(self, op, layer, idx, imgs, w8, bias):
         """Engine convolution from a padded NHWC copy of the input (docs/compiler.md, "ONNX
-        importer"): ``op<i>.xpad``, per image ``Hp × Wp × Cp`` bytes (Cp = C rounded up to 8),
-        a constant whose padding taps hold the input zero point (the ``pad`` step's
-        ``tso_copy`` rewrites only the interior, so the padding stays); 8-bit data as they are
-        (uint8 with the engine's ``A_UNSIGNED``). Per image, group of output rows (J ≤ 256)
-        and group of ≤ M channels one command: dense, k0 over the ``kw·Cp/8`` blocks of a
-        kernel row and k1 over the ``kh`` rows; a group whose nonzero 8-byte weight blocks lie
-        on an arithmetic progression of block addresses ``(r·Wp + s)·Cp/8 + c`` shorter than
-        its ``kh·kw·Cp/8`` blocks streams only that progression (zero weights in its gaps:
-        block-sparse). Accumulators start at ``bias - zx·Σw``; ``RAW`` int32 into the same
-        ``acc`` rows as the im2col path, so pooling and requantization are shared."""
+        importer"): ``op<i>.xpad`` (:meth:`_xpad`), filled by the ``pad`` step's ``tso_copy``
+        of the interior, or written directly by the input's producer (``pad_into``); 8-bit
+        data as they are (uint8 with the engine's ``A_UNSIGNED``). Per image, group of output
+        rows (J ≤ 256) and group of ≤ M channels one command: dense, k0 over the ``kw·Cp/8``
+        blocks of a kernel row and k1 over the ``kh`` rows; a group whose nonzero 8-byte
+        weight blocks (block address ``(r·Wp + s)·Cp/8 + c``) are few streams only those
+        (:meth:`_stream_choice`: ``K_GATHER`` or an arithmetic progression). Accumulators start
+        at ``bias - zx·Σw``; ``FLOAT32`` output (the codes, :meth:`_out_target`) or ``RAW``
+        int32 into the ``acc`` rows of the im2col path."""
         from tessera.spec.engine import ACC_DEPTH, Flag, Mode
-        from tessera.toolchain.kernels.block_sparse import progression_cover
         from tessera.toolchain.kernels.engine import Command, add_engine_vertex, require_align
         a = op.attrs
         gm = a["geom"]
@@ -609,60 +869,101 @@ class _Lowerer:
         nimg = self.values[x].shape[0]
         unsigned = a["x_dtype"] == "uint8"
         zx = int(a["x_zp"])                             # as stored (uint8 read unsigned)
-        Cp = _up(C, 8)
+        xpad, xg = self._xpad(idx)
+        Cp, Hp, Wp, img = xg["Cp"], xg["Hp"], xg["Wp"], xg["img"]
         CB = Cp // 8
-        Hp, Wp = (OH - 1) * sh + kh, (OW - 1) * sw + kw
-        img = Hp * Wp * Cp
         K = kh * kw * Cp
         KB = kh * kw * CB
+        f32 = idx in self.f32
         wt = np.zeros((M, kh, kw, Cp), np.int8)
         wt[..., :C] = w8.transpose(0, 2, 3, 1)
         init = wrap32(bias - zx * w8.astype(np.int64).reshape(M, -1).sum(axis=1))
-        # padded input: zero point in the real channels, the interior rewritten every run
-        pad = np.zeros((Hp, Wp, Cp), np.uint8 if unsigned else np.int8)
-        pad[..., :C] = zx
-        xpad = self.const(layer, "xpad", np.broadcast_to(pad, (self.S * nimg,) + pad.shape),
-                          "uint8" if unsigned else "int8")
-        require_align(xpad[0])
-        self.padded_bytes += _up(nimg * img, 8)
-        # weights per channel group: dense, or the progression of its nonzero blocks
-        lanes = self.cfg.engine_lanes
+        P = OH * OW
+        rows = max(1, min(OH, ACC_DEPTH // OW))
+        # weights per channel group: dense, or only the blocks with a nonzero weight
         nzb = (wt.reshape(M, kh, kw, CB, 8) != 0).any(axis=4)          # [M, kh, kw, CB]
-        groups, chunks, off, stored, streamed = [], [], 0, 0, 0
-        for m0 in range(0, M, lanes):
-            nc = min(lanes, M - m0)
+        groups, chunks, tables, off, stored, streamed = [], [], [], 0, 0, 0
+        for m0, nc in self._lane_groups(M, f32):
             r, q, c = np.nonzero(nzb[m0:m0 + nc].any(axis=0))
             addrs = (r * Wp + q) * CB + c                              # in 8-byte blocks
             stored += len(addrs)
-            L = KB
-            if self.sparse_mode == "auto":
-                b0, d, L = progression_cover(addrs) if len(addrs) else (0, 1, 1)
-            if L < KB:
+            ch = self._stream_choice(addrs, KB, rows * OW, nc)
+            if ch[0] == "dense":
+                blk, L = wt[m0:m0 + nc].reshape(nc, K), KB
+                geo = dict(a_off=0, K0=kw * CB, K1=kh, ak_s1=Wp * Cp, w_sm=K, table=None)
+            else:
+                seq = addrs if ch[0] == "gather" else ch[1] + ch[2] * np.arange(ch[3])
+                L = len(seq)
                 blk = np.zeros((nc, L, 8), np.int8)
-                for l in range(L):
-                    rr, rem = divmod(b0 + l * d, Wp * CB)
+                for l, b in enumerate(seq):
+                    rr, rem = divmod(int(b), Wp * CB)
                     qq, cc = divmod(rem, CB)
                     if rr < kh and qq < kw:
                         blk[:, l] = wt[m0:m0 + nc, rr, qq, 8 * cc:8 * cc + 8]
-                geo = dict(a_off=8 * b0, K0=1, K1=L, ak_s1=8 * d, w_sm=8 * L)
-            else:
-                blk, L = wt[m0:m0 + nc].reshape(nc, K), KB
-                geo = dict(a_off=0, K0=kw * CB, K1=kh, ak_s1=Wp * Cp, w_sm=K)
+                if ch[0] == "gather":
+                    geo = dict(a_off=0, K0=1, K1=L, ak_s1=None, w_sm=8 * L, table=len(tables))
+                    tables.append(8 * np.asarray(seq, np.int64))
+                else:
+                    geo = dict(a_off=8 * ch[1], K0=1, K1=L, ak_s1=8 * ch[2], w_sm=8 * L,
+                               table=None)
             streamed += L
             groups.append((m0, nc, off, geo))
             chunks.append(blk.reshape(-1))
             off += blk.size
         total = len(groups) * KB
-        if streamed <= SPARSE_MAX_DENSITY * total:
+        if streamed < total:
             layer.sparse = {"kernel": "engine_block_sparse", "block_size": 8,
-                            "block_channels": lanes, "blocks_stored": int(stored),
-                            "blocks_streamed": int(streamed), "blocks_total": int(total),
-                            "density": float(stored / total)}
+                            "block_channels": self.cfg.engine_lanes,
+                            "blocks_stored": int(stored), "blocks_streamed": int(streamed),
+                            "blocks_total": int(total), "density": float(stored / total),
+                            "gather": bool(tables)}
         wv = self.const(layer, "w", np.concatenate(chunks), "int8", a.get("w_name"))
         require_align(wv[0])
-        pv = self._engine_params(layer, "ep", init)
-        # interior copy: the input (in its layout) -> rows pt.., columns pl.. of xpad
+        if tables:
+            gv, goffs = self._gather_table(layer, tables)
+        if f32:
+            mult, ofields = self._f32_fields(op)
+            pv = self._engine_params(layer, "ep", init, mult)
+        else:
+            pv = self._engine_params(layer, "ep", init)
+            ofields = dict(mode=Mode.RAW, flags=0)
+        aflags = int(Flag.A_UNSIGNED) if unsigned else 0
+        if x not in self.pad_into:
+            self._pad_copy(layer, x, xpad, xg, nimg, C, H, W)
+        c2 = self.cs(layer, "mm")
+        for i in range(self.nt):
+            if f32:
+                tv, tb, tis, trs, tps = self._out_target(idx, i, P, OW, M)
+            else:
+                tv, tb, tis, trs, tps = self.tview(idx, i, "acc0"), 0, 4 * P * M, 4 * OW * M, 4 * M
+            cmds = []
+            for n in range(imgs):
+                for r0 in range(0, OH, rows):
+                    nr = min(rows, OH - r0)
+                    for m0, nc, woff, geo in groups:
+                        gth = geo["table"] is not None
+                        cmds.append(Command(
+                            a_base=(xpad[i], n * img + r0 * sh * Wp * Cp + geo["a_off"]),
+                            a_s0=sw * Cp, a_s1=sh * Wp * Cp,
+                            ak_s1=(gv[i], goffs[geo["table"]]) if gth else geo["ak_s1"],
+                            w_base=(wv[i], woff), w_sm=geo["w_sm"],
+                            c_base=(tv, tb + n * tis + r0 * trs + (m0 if f32 else 4 * m0)),
+                            c_s0=tps, c_s1=trs, p_base=(pv[i], 16 * m0), J0=OW, J1=nr,
+                            K0=geo["K0"], K1=geo["K1"], C=nc,
+                            **dict(ofields, flags=ofields["flags"] | aflags
+                                   | (int(Flag.K_GATHER) if gth else 0))))
+            add_engine_vertex(self.g, c2, self.tiles[i], cmds,
+                              f"op{layer.index}.mm.desc{self.tiles[i]}")
+        if f32 and self.f32_target(idx) == "temp":
+            self._copy_out(layer, idx, imgs, P, OH, OW, M)
+
+    def _pad_copy(self, layer, x, xpad, xg, nimg, C, H, W):
+        """The ``pad`` step: the input (in its layout) -> the interior of ``xpad``."""
+        Cp, Hp, Wp, img = xg["Cp"], xg["Hp"], xg["Wp"], xg["img"]
+        pt_pl = xg["base"]
         (xc, xh, xw), xs = self._layout_strides(self.root(x), (nimg, C, H, W))
+        pt = pt_pl // (Wp * Cp)
+        pl = (pt_pl - pt * Wp * Cp) // Cp
         hh, ww = min(H, Hp - pt), min(W, Wp - pl)
         dims, src, dst, esz = [self.S * nimg, hh, ww, C], [xs, xh, xw, xc], [img, Wp * Cp, Cp, 1], 1
         if xc == 1 and C % 4 == 0 and all(v % 4 == 0 for v in (xs, xh, xw)):
@@ -674,30 +975,9 @@ class _Lowerer:
             dims, src, dst = ([dims[0], hh, C, ww], [xs, xh, xc, xw], [img, Wp * Cp, 1, Cp])
         c1 = self.cs(layer, "pad")
         for i in range(self.nt):
-            self.vertex(c1, "tso_copy", i, src=self.view(i, x),
-                        dst=xpad[i][(pt * Wp + pl) * Cp:], esz=esz, n0=dims[0], n1=dims[1],
-                        n2=dims[2], n3=dims[3], s0=src[0], s1=src[1], s2=src[2], s3=src[3],
-                        d0=dst[0], d1=dst[1], d2=dst[2], d3=dst[3])
-        P = OH * OW
-        rows = max(1, min(OH, ACC_DEPTH // OW))
-        flags = int(Flag.A_UNSIGNED) if unsigned else 0
-        c2 = self.cs(layer, "mm")
-        for i in range(self.nt):
-            acc = self.tview(idx, i, "acc0")
-            cmds = []
-            for n in range(imgs):
-                for r0 in range(0, OH, rows):
-                    nr = min(rows, OH - r0)
-                    for m0, nc, woff, geo in groups:
-                        cmds.append(Command(
-                            a_base=(xpad[i], n * img + r0 * sh * Wp * Cp + geo["a_off"]),
-                            a_s0=sw * Cp, a_s1=sh * Wp * Cp, ak_s1=geo["ak_s1"],
-                            w_base=(wv[i], woff), w_sm=geo["w_sm"],
-                            c_base=(acc, 4 * ((n * P + r0 * OW) * M + m0)), c_s0=4 * M,
-                            c_s1=4 * OW * M, p_base=(pv[i], 16 * m0), J0=OW, J1=nr,
-                            K0=geo["K0"], K1=geo["K1"], C=nc, mode=Mode.RAW, flags=flags))
-            add_engine_vertex(self.g, c2, self.tiles[i], cmds,
-                              f"op{layer.index}.mm.desc{self.tiles[i]}")
+            self.vertex(c1, "tso_copy", i, src=self.view(i, x), dst=xpad[i][pt_pl:], esz=esz,
+                        n0=dims[0], n1=dims[1], n2=dims[2], n3=dims[3], s0=src[0], s1=src[1],
+                        s2=src[2], s3=src[3], d0=dst[0], d1=dst[1], d2=dst[2], d3=dst[3])
 
     def _conv_im2col(self, op, layer, idx, imgs, w8, zw, bias, xorv, zx):
         """im2col patches, then the matmul (engine or ``dot4``) and the zero-point fix."""
@@ -714,13 +994,17 @@ class _Lowerer:
         init = wrap32(bias - zx * wk.astype(np.int64).sum(axis=1) + K * zx * zw)
         bts, inits, zws = [], [], []
         eng = self.on_engine(op)
+        f32 = idx in self.f32
+        if f32:
+            mult, ofields = self._f32_fields(op)
         for g in range(G):
             bt = np.zeros((Mg, Kp), np.int8)
             bt[:, :K] = wk[g * Mg:(g + 1) * Mg]
             bts.append(bt)
             ig = init[g * Mg:(g + 1) * Mg]
-            inits.append(self._engine_params(layer, f"ep{g}", ig) if eng else
-                         self.const(layer, f"init{g}", ig, "int32"))
+            inits.append(self._engine_params(layer, f"ep{g}", ig,
+                                             mult[g * Mg:(g + 1) * Mg] if f32 else None)
+                         if eng else self.const(layer, f"init{g}", ig, "int32"))
             if use_rs:
                 zws.append(self.const(layer, f"zw{g}", zw[g * Mg:(g + 1) * Mg], "int32"))
         c1 = self.cs(layer, "im2col")
@@ -738,12 +1022,24 @@ class _Lowerer:
                 for g in range(G):
                     self.vertex(cr, "tso_rowsum", i, p=self.tview(idx, i, f"p{g}"),
                                 s=self.tview(idx, i, f"rs{g}"), rows=rows, Kp=Kp)
-        weights = self._engine_weights if eng else self._matmul_weights
-        mms = [weights(layer, f"w{g}", bts[g], a.get("w_name")) for g in range(G)]
+        if eng:
+            # byte output: a group's channels start at g·Mg of the 8-aligned pixel; with
+            # Mg % 8 == 0 or 8 % Mg == 0 (_f32_ok) groups capped at 8-channel words stay in
+            # their words
+            mms = [self._engine_weights(layer, f"w{g}", bts[g], a.get("w_name"),
+                                        J=min(rows, 256), byte_out=f32) for g in range(G)]
+        else:
+            mms = [self._matmul_weights(layer, f"w{g}", bts[g], a.get("w_name"))
+                   for g in range(G)]
         c2 = self.cs(layer, "mm")
         for i in range(self.nt):
             for g in range(G):
-                if eng:
+                if eng and f32:
+                    tv, tb, _, _, tps = self._out_target(idx, i, P, gm["OW"], M)
+                    self._engine_mm(layer, c2, i, self.tview(idx, i, f"p{g}"), mms[g],
+                                    tv[tb + g * Mg:], inits[g], rows, Mg, Kp, f"mm{g}",
+                                    out=(tps, ofields))
+                elif eng:
                     self._engine_mm(layer, c2, i, self.tview(idx, i, f"p{g}"), mms[g],
                                     self.tview(idx, i, f"acc{g}"), inits[g], rows, Mg, Kp,
                                     f"mm{g}")
@@ -757,6 +1053,9 @@ class _Lowerer:
                     self.vertex(cz, "tso_zpfix", i, acc=self.tview(idx, i, f"acc{g}"),
                                 rsum=self.tview(idx, i, f"rs{g}"), csum=zws[g][i], zw=zws[g][i],
                                 rows=rows, cols=Mg, use_r=1, use_c=0, za=0)
+        if f32 and self.f32_target(idx) == "temp":
+            self._copy_out(layer, idx, imgs, P, gm["OH"], gm["OW"], M)
+
     def _conv_output(self, op, layer, idx, imgs):
         """The accumulators ``acc<g>`` -> the output: optional fused max pool (on the int32
         accumulators), then the requantization (or the int32 store)."""
@@ -839,76 +1138,96 @@ class _Lowerer:
         return ("dense", self.const(layer, what, bt, "int8", tensor))
 
     # -- matrix engine (docs/architecture.md §12) ---------------------------------------
-    def _engine_params(self, layer, what, init):
-        """The engine's channel parameter records (bias = the initial accumulators; the
-        multiplier and shift are unused in ``RAW`` mode): per-tile views, 8-byte aligned."""
-        from tessera.toolchain.kernels.engine import param_table, require_align
-        v = self.const(layer, what, param_table(init), "int32")
+    def _engine_params(self, layer, what, init, mult=None):
+        """The engine's channel parameter records, per-tile views, 8-byte aligned: bias = the
+        initial accumulators; ``RAW`` mode (``mult`` None) ignores the multiplier and shift,
+        ``FLOAT32`` mode gets the float32 multipliers ``mult`` [C] (§12)."""
+        from tessera.toolchain.kernels.engine import (float32_param_table, param_table,
+                                                      require_align)
+        if mult is None:
+            tab = param_table(init)
+        else:
+            tab = float32_param_table(init, np.asarray(mult, np.float32), len(init),
+                                      f"node {layer.label!r}")
+        v = self.const(layer, what, tab, "int32")
         require_align(v[0])
         return v
 
-    def _engine_weights(self, layer, what, bt, tensor=None):
+    def _engine_weights(self, layer, what, bt, tensor=None, J=ACC_DEPTH, byte_out=False):
         """Constant weights B^T int8 [N, Kp] (Kp a multiple of 8) as the engine's stationary
-        operand, per command *group* of at most M = ``engine_lanes`` output channels.
+        operand, per command *group* of channels (:meth:`_lane_groups`).
 
-        A group streams the 8-byte K blocks (rows 8b..8b+7 of B) of the shortest arithmetic
-        progression ``b0, b0 + d, ..`` that holds every block with a nonzero weight in the
-        group (:func:`tessera.toolchain.kernels.block_sparse.progression_cover`; a group
-        without one streams one zero block, so its accumulators are the bias). With
-        ``sparse_mode="auto"`` that layout is used when the streamed blocks are at most
-        :data:`SPARSE_MAX_DENSITY` of all blocks (``layer.sparse`` reports it), else every
-        group streams all Kp / 8 blocks (dense). Returns ``(per-tile views of the packed
-        bytes, [(m0, nc, b0, d, L, byte offset)])``: group bytes channel-major, ``8·L`` bytes
-        per channel."""
-        from tessera.toolchain.kernels.block_sparse import progression_cover
+        A group streams the 8-byte K blocks (rows 8b..8b+7 of B) chosen by
+        :meth:`_stream_choice` for commands of ``J`` rows: all Kp / 8 (dense), the shortest
+        arithmetic progression ``b0, b0 + d, ..`` holding every block with a nonzero weight,
+        or (``K_GATHER``) exactly those blocks; ``layer.sparse`` reports a layer that streams
+        fewer blocks than dense. Returns ``(per-tile views of the packed bytes, gather
+        tables or None, [(m0, nc, b0, d, L, byte offset, table)])``: group bytes
+        channel-major, ``8·L`` bytes per channel; ``table`` indexes the gather tables."""
         from tessera.toolchain.kernels.engine import require_align
         N, Kp = bt.shape
         KB = Kp // 8
-        lanes = self.cfg.engine_lanes
         nzb = (bt.reshape(N, KB, 8) != 0).any(axis=2)                  # [N, KB]
-        cover, stored = [], 0
-        for m0 in range(0, N, lanes):
-            nc = min(lanes, N - m0)
+        chunks, groups, tables, off, stored, streamed = [], [], [], 0, 0, 0
+        for m0, nc in self._lane_groups(N, byte_out):
             used = np.nonzero(nzb[m0:m0 + nc].any(axis=0))[0]
             stored += len(used)
-            cover.append((m0, nc) + (progression_cover(used) if len(used) else (0, 1, 1)))
-        total = len(cover) * KB
-        streamed = sum(c[4] for c in cover)
-        sparse = self.sparse_mode == "auto" and streamed <= SPARSE_MAX_DENSITY * total
-        if not sparse:
-            cover = [(m0, nc, 0, 1, KB) for m0, nc, *_ in cover]
-        else:
-            layer.sparse = {"kernel": "engine_block_sparse", "block_size": 8,
-                            "block_channels": lanes, "blocks_stored": int(stored),
-                            "blocks_streamed": int(streamed), "blocks_total": int(total),
-                            "density": float(stored / total)}
-        chunks, groups, off = [], [], 0
-        for m0, nc, b0, d, L in cover:
-            blk = bt[m0:m0 + nc].reshape(nc, KB, 8)[:, b0:b0 + (L - 1) * d + 1:d]
+            ch = self._stream_choice(used, KB, J, nc)
+            w3 = bt[m0:m0 + nc].reshape(nc, KB, 8)
+            table = None
+            if ch[0] == "dense":
+                b0, d, L = 0, 1, KB
+                blk = w3
+            elif ch[0] == "prog":
+                b0, d, L = ch[1:]
+                blk = w3[:, b0:b0 + (L - 1) * d + 1:d]
+            else:
+                b0, d, L = 0, 1, len(used)
+                blk = w3[:, used]
+                table = len(tables)
+                tables.append(8 * used.astype(np.int64))
+            streamed += L
             chunks.append(blk.reshape(-1))
-            groups.append((m0, nc, b0, d, L, off))
+            groups.append((m0, nc, b0, d, L, off, table))
             off += blk.size
+        total = len(groups) * KB
+        if streamed < total:
+            layer.sparse = {"kernel": "engine_block_sparse", "block_size": 8,
+                            "block_channels": self.cfg.engine_lanes,
+                            "blocks_stored": int(stored), "blocks_streamed": int(streamed),
+                            "blocks_total": int(total), "density": float(stored / total),
+                            "gather": bool(tables)}
         v = self.const(layer, what, np.concatenate(chunks), "int8", tensor)
         require_align(v[0])
-        return v, groups
+        gt = self._gather_table(layer, tables) if tables else None
+        return v, gt, groups
 
-    def _engine_mm(self, layer, cset, i, a, wts, c, pv, rows, N, Kp, tag):
-        """Engine commands on tile ``i`` for ``c[r, :] = bias + a[r, :Kp] · B`` (int32,
-        ``RAW`` mode), ``rows`` rows of ``Kp`` bytes at ``a``, ``c`` rows of ``4·N`` bytes:
-        per group of ≤ ACC_DEPTH rows and per weight group (:meth:`_engine_weights`) one
-        command streaming the group's blocks (k1 over the progression, stride 8·d)."""
-        from tessera.spec.engine import ACC_DEPTH, Mode
+    def _engine_mm(self, layer, cset, i, a, wts, c, pv, rows, N, Kp, tag, out=None):
+        """Engine commands on tile ``i`` for ``c[r, :] = rule(bias + a[r, :Kp] · B)``, ``rows``
+        rows of ``Kp`` bytes at ``a``: per group of ≤ ACC_DEPTH rows and per weight group
+        (:meth:`_engine_weights`) one command streaming the group's blocks (k1 over the
+        progression, stride 8·d, or the gather table). ``out`` None: ``RAW`` int32, ``c``
+        rows of ``4·N`` bytes; else ``(row stride in bytes, descriptor fields)`` of a byte
+        output mode (``FLOAT32``)."""
+        from tessera.spec.engine import ACC_DEPTH, Flag, Mode
         from tessera.toolchain.kernels.engine import Command, add_engine_vertex
-        wv, groups = wts
+        wv, gt, groups = wts
         cmds = []
         for r0 in range(0, rows, ACC_DEPTH):
             nr = min(ACC_DEPTH, rows - r0)
-            for m0, nc, b0, d, L, woff in groups:
+            for m0, nc, b0, d, L, woff, table in groups:
+                if out is None:
+                    o = dict(c_base=(c, 4 * (r0 * N + m0)), c_s0=4 * N, mode=Mode.RAW, flags=0)
+                else:
+                    rs, f = out
+                    o = dict(f, c_base=(c, r0 * rs + m0), c_s0=rs)
+                if table is not None:
+                    o["flags"] |= int(Flag.K_GATHER)
                 cmds.append(Command(
-                    a_base=(a, r0 * Kp + 8 * b0), a_s0=Kp, a_s1=0, ak_s1=8 * d,
-                    w_base=(wv[i], woff), w_sm=8 * L, c_base=(c, 4 * (r0 * N + m0)),
-                    c_s0=4 * N, c_s1=0, p_base=(pv[i], 16 * m0), J0=nr, J1=1, K0=1, K1=L,
-                    C=nc, mode=Mode.RAW))
+                    a_base=(a, r0 * Kp + 8 * b0), a_s0=Kp, a_s1=0,
+                    ak_s1=(gt[0][i], gt[1][table]) if table is not None else 8 * d,
+                    w_base=(wv[i], woff), w_sm=8 * L, c_s1=0, p_base=(pv[i], 16 * m0),
+                    J0=nr, J1=1, K0=1, K1=L, C=nc, **o))
         add_engine_vertex(self.g, cset, self.tiles[i], cmds,
                           f"op{layer.index}.{tag}.desc{self.tiles[i]}")
 
@@ -954,6 +1273,7 @@ class _Lowerer:
         accv = (lambda i, off=0, nb=None: self.tview(idx, i, "acc", off, nb)) if "acc" in tm \
             else (lambda i, off=0, nb=None: self.view(i, y, off, nb))
         out = a["out"]
+        f32 = idx in self.f32
         if a["b"] is not None:
             b8 = _as_int8(a["b"]).astype(np.int64)          # [K, N]
             bt = np.zeros((N, Kp), np.int8)
@@ -961,14 +1281,21 @@ class _Lowerer:
             init = wrap32(bias - za * b8.sum(axis=0) + K * za * zb)
             eng = self.on_engine(op)
             if eng:
-                wts = self._engine_weights(layer, "bt", bt, a.get("b_name"))
-                pv = self._engine_params(layer, "ep", init)
+                wts = self._engine_weights(layer, "bt", bt, a.get("b_name"),
+                                           J=min(S * rows, 256), byte_out=f32)
+                if f32:
+                    mult, ofields = self._f32_fields(op)
+                pv = self._engine_params(layer, "ep", init, mult if f32 else None)
             else:
                 wts = self._matmul_weights(layer, "bt", bt, a.get("b_name"))
                 iv = self.const(layer, "init", init, "int32")
             c2 = self.cs(layer, "mm")
             for i in range(self.nt):
-                if eng:
+                if eng and f32:
+                    tv, tb, _, _, tps = self._out_target(idx, i, rows, 1, N)
+                    self._engine_mm(layer, c2, i, aview(i), wts, tv[tb:], pv, S * rows, N, Kp,
+                                    "mm", out=(tps, ofields))
+                elif eng:
                     self._engine_mm(layer, c2, i, aview(i), wts, accv(i), pv, S * rows, N, Kp,
                                     "mm")
                 else:
@@ -1016,7 +1343,10 @@ class _Lowerer:
                                     else zwv[i],
                                     zw=zwv[i], rows=mr, cols=N, use_r=int(use_rs),
                                     use_c=int(use_cs), za=za)
-        if out[0] == "rq":
+        if f32:
+            if self.f32_target(idx) == "temp":
+                self._copy_out(layer, idx, S * rows, 1, 1, 1, N)
+        elif out[0] == "rq":
             pv = self.const(layer, "rq", rqf_params(out[1]), "int32")
             c3 = self.cs(layer, "requant")
             for i in range(self.nt):
@@ -1055,9 +1385,16 @@ class _Lowerer:
         nimg = xv.shape[0]
         (xc, xh, xw), xs = self._layout_strides(self.root(x), (nimg, C, gm["H"], gm["W"]))
         (yc, yh, yw), ys = self._layout_strides(self.root(y), (nimg, C, gm["OH"], gm["OW"]))
+        if y in self.pad_into:
+            # straight into the padded input of the convolution that reads the result
+            xpad, xg = self._xpad(self.pad_into[y])
+            yview = lambda i: xpad[i][xg["base"]:]
+            (yc, yh, yw), ys = (1, xg["row"], xg["px"]), xg["img"]
+        else:
+            yview = lambda i: self.view(i, y)
         cset = self.cs(layer, "maxpool")
         for i in range(self.nt):
-            self.vertex(cset, "tso_maxpool", i, x=self.view(i, x), y=self.view(i, y),
+            self.vertex(cset, "tso_maxpool", i, x=self.view(i, x), y=yview(i),
                         S=self.S * nimg, C=C, H=gm["H"], W=gm["W"], OH=gm["OH"], OW=gm["OW"],
                         kh=gm["kh"], kw=gm["kw"], sh=gm["sh"], sw=gm["sw"], dh=gm["dh"],
                         dw=gm["dw"], pt=gm["pt"], pl=gm["pl"], xs=xs, xc=xc, xh=xh, xw=xw,
@@ -1269,8 +1606,9 @@ def lower(ir: IRGraph, config, samples: int, *, sparse_mode="auto", block_size=N
         Force a block size for the detection (4, 8 or 16; the ``dot4`` kernels only).
     engine : {"auto", "dot4"}
         ``auto``: the matmuls of convolutions and constant-weight matmuls run on the matrix
-        engine when ``config.engine_macs > 0`` (``RAW`` int32 output; the requantization
-        stays ``tso_rqf``); ``dot4`` forces the ``dot4`` kernels (for comparison).
+        engine when ``config.engine_macs > 0`` (``FLOAT32`` output stage for 8-bit outputs
+        without weight zero points, else ``RAW`` int32 + ``tso_rqf``); ``dot4`` forces the
+        ``dot4`` kernels (for comparison).
 
     Returns
     -------

@@ -19,8 +19,80 @@ typedef struct {
     int32_t lowest;
 } tso_maxpool_fields;
 
+/* Per-byte max of four 8-bit lanes (SWAR): a, b hold 4 codes each, biased so that unsigned
+ * byte order is the code order (int8 codes ^ 0x80). Bit 7 of each byte of d is set when the
+ * low 7 bits of a's byte are >= b's (no borrow crosses a byte); a byte's a >= b is then a's
+ * top bit where the top bits differ, else d's; the lane mask 0xff is (ge << 1) - (ge >> 7). */
+static inline uint32_t max4u(uint32_t a, uint32_t b)
+{
+    const uint32_t d = (a | 0x80808080u) - (b & 0x7f7f7f7fu);
+    const uint32_t x = a ^ b;
+    const uint32_t ge = ((a & ~b) | (~x & d)) & 0x80808080u;
+    const uint32_t mask = (ge << 1) - (ge >> 7);
+    return b ^ (x & mask);
+}
+
+/* The common case: 2x2 windows, stride 2, no padding, 8-bit codes, every window full. Work
+ * is split over the output pixels (s, oh, ow); with channels contiguous in words (xc = yc =
+ * 1, C and every stride and base a multiple of 4) four channels per word (max4u). */
+static void pool2x2(const tso_maxpool_fields *f, uint32_t part, uint32_t nparts)
+{
+    const uint32_t OH = f->OH, OW = f->OW, C = f->C, kind = f->kind;
+    const uint32_t xs = f->xs, xc = f->xc, xh = f->xh, xw = f->xw;
+    const uint32_t ys = f->ys, yc = f->yc, yh = f->yh, yw = f->yw;
+    CHUNK(f->S * OH * OW, p0, p1);
+    const uint8_t *const X = f->x;
+    uint8_t *const Y = f->y;
+    uint32_t ow = p0 % OW, t = p0 / OW;
+    uint32_t oh = t % OH, s = t / OH;
+    const int words = xc == 1 && yc == 1 && (C & 3) == 0 && ((xs | xh | xw | ys | yh | yw) & 3) == 0
+                      && (((uintptr_t)X | (uintptr_t)Y) & 3) == 0;
+    const uint32_t bias = kind == 0 ? 0x80808080u : 0u;
+    for (uint32_t px = p0; px < p1; px++) {
+        const uint8_t *p = X + s * xs + 2 * oh * xh + 2 * ow * xw;
+        uint8_t *q = Y + s * ys + oh * yh + ow * yw;
+        if (words) {
+            const uint32_t *p0w = (const uint32_t *)p, *p1w = (const uint32_t *)(p + xw);
+            const uint32_t *p2w = (const uint32_t *)(p + xh), *p3w = (const uint32_t *)(p + xh + xw);
+            uint32_t *qw = (uint32_t *)q;
+            for (uint32_t c = 0; c < C / 4; c++) {
+                uint32_t m0 = max4u(p0w[c] ^ bias, p1w[c] ^ bias);
+                uint32_t m1 = max4u(p2w[c] ^ bias, p3w[c] ^ bias);
+                qw[c] = max4u(m0, m1) ^ bias;
+            }
+        } else if (kind == 0) {
+            for (uint32_t c = 0; c < C; c++, p += xc, q += yc) {
+                int32_t v0 = (int8_t)p[0], v1 = (int8_t)p[xw];
+                int32_t v2 = (int8_t)p[xh], v3 = (int8_t)p[xh + xw];
+                v0 = v1 > v0 ? v1 : v0;
+                v2 = v3 > v2 ? v3 : v2;
+                *q = (uint8_t)(v2 > v0 ? v2 : v0);
+            }
+        } else {
+            for (uint32_t c = 0; c < C; c++, p += xc, q += yc) {
+                uint32_t v0 = p[0], v1 = p[xw], v2 = p[xh], v3 = p[xh + xw];
+                v0 = v1 > v0 ? v1 : v0;
+                v2 = v3 > v2 ? v3 : v2;
+                *q = (uint8_t)(v2 > v0 ? v2 : v0);
+            }
+        }
+        if (++ow == OW) {
+            ow = 0;
+            if (++oh == OH) {
+                oh = 0;
+                s++;
+            }
+        }
+    }
+}
+
 void tso_maxpool(const tso_maxpool_fields *f, uint32_t part, uint32_t nparts)
 {
+    if (f->kind <= 1 && f->kh == 2 && f->kw == 2 && f->sh == 2 && f->sw == 2 && f->dh == 1
+        && f->dw == 1 && f->pt == 0 && f->pl == 0 && 2 * f->OH <= f->H && 2 * f->OW <= f->W) {
+        pool2x2(f, part, nparts);
+        return;
+    }
     const uint32_t OH = f->OH, OW = f->OW, rows = f->S * OH;
     CHUNK(rows, r0, r1);
     const uint8_t *const X = f->x;

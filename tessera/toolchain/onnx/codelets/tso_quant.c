@@ -3,55 +3,99 @@
 #include "tso_common.h"
 
 /* ---------------------------------------------------------------------------------------
- * tso_quant: ONNX QuantizeLinear. tab is int32 [C][256]: tab[c][k] (k = 1..255) is the
- * ordered key of the smallest float32 x whose code is at least qmin + k (key = bits for
- * x >= +0, bits ^ 0x7fffffff below, so keys order like the floats). The code is qmin + the
- * number of thresholds <= key (an 8-step binary search); NaN gives qmin.
- * Element i has channel (i / inner) % C. */
+ * tso_quant: ONNX QuantizeLinear. tab is int32 [C][QUANT_WORDS]: tab[c][k] (k = 1..255) is
+ * the ordered key of the smallest float32 x whose code is at least qmin + k (key = bits for
+ * x >= +0, bits ^ 0x7fffffff below, so keys order like the floats); the code is qmin + the
+ * number of thresholds <= key (NaN gives qmin). The search starts at an estimate and walks
+ * the table to the answer (so the estimate only sets the speed, never the result): with
+ * R = tab[c][256] (u32, floor(2^r / scale) in [2^31, 2^32)) and tab[c][257] = r + 126, a float
+ * with exponent field e and 24-bit significand m has |x| / scale ~ mulhu(m << 8, R) >>
+ * (r + 126 - e); tab[c][258] = zp - qmin.
+ * Element i has channel (i / inner) % C. Output: element i = ((a·Cq + b)·H + h)·W + w goes to
+ * byte a·ys + b·yc + h·yh + w·yw of y (a plain copy, or the interior of a padded NHWC input). */
+#define QUANT_WORDS 260
+
 typedef struct {
     TSR_FIELD(const int32_t, x);
     TSR_FIELD(uint8_t, y);
     TSR_FIELD(const int32_t, tab);
     uint32_t n, inner, C;
     int32_t qmin;
+    uint32_t W, H, Cq, ys, yc, yh, yw;
 } tso_quant_fields;
+
+static inline int32_t quant1(int32_t bits, const int32_t *t)
+{
+    if (((uint32_t)bits & 0x7fffffffu) > 0x7f800000u)     /* NaN */
+        return 0;
+    const int32_t key = bits ^ ((bits >> 31) & 0x7fffffff);
+    const int32_t e = (bits >> 23) & 0xff;
+    const int32_t sh = t[257] - e;
+    int32_t q;
+    if (sh >= 32 || e == 0)
+        q = 0;
+    else if (sh <= 0)
+        q = 1024;
+    else {
+        uint32_t m = ((uint32_t)bits << 8) | 0x80000000u;
+        uint32_t hi = (uint32_t)(((uint64_t)m * (uint32_t)t[256]) >> 32) >> sh;
+        q = hi > 1024u ? 1024 : (int32_t)hi;
+    }
+    int32_t j = (bits < 0 ? -q : q) + t[258];
+    j = j < 0 ? 0 : (j > 255 ? 255 : j);
+    while (j < 255 && t[j + 1] <= key)
+        j++;
+    while (j > 0 && t[j] > key)
+        j--;
+    return j;
+}
 
 void tso_quant(const tso_quant_fields *f, uint32_t part, uint32_t nparts)
 {
-    const uint32_t n = f->n, inner = f->inner, C = f->C;
-    uint32_t chunk = (n + nparts - 1) / nparts;
-    uint32_t i0 = part * chunk, i1 = i0 + chunk;
-    if (i1 > n)
-        i1 = n;
-    if (i0 >= i1)
-        return;
+    CHUNK(f->n, i0, i1);
+    const uint32_t inner = f->inner, C = f->C, W = f->W, H = f->H, Cq = f->Cq;
+    const uint32_t ys = f->ys, yc = f->yc, yh = f->yh, yw = f->yw;
     const int32_t *const X = f->x;
     uint8_t *const Y = f->y;
     const int32_t *const tab = f->tab;
     const int32_t qmin = f->qmin;
-    uint32_t blk = i0 / inner, in = i0 - blk * inner, c = blk % C;
-    const int32_t *t = tab + 256 * c;
-    for (uint32_t i = i0; i < i1; i++) {
-        const int32_t b = X[i];
-        uint32_t j = 0;
-        if (((uint32_t)b & 0x7fffffffu) <= 0x7f800000u) {   /* not NaN */
-            const int32_t key = b ^ ((b >> 31) & 0x7fffffff);
-            j = (t[128] <= key) ? 128u : 0u;
-            j += (t[j + 64] <= key) ? 64u : 0u;
-            j += (t[j + 32] <= key) ? 32u : 0u;
-            j += (t[j + 16] <= key) ? 16u : 0u;
-            j += (t[j + 8] <= key) ? 8u : 0u;
-            j += (t[j + 4] <= key) ? 4u : 0u;
-            j += (t[j + 2] <= key) ? 2u : 0u;
-            j += (t[j + 1] <= key) ? 1u : 0u;
+    uint32_t in = 0, c = 0;
+    if (C > 1) {
+        uint32_t blk = i0 / inner;
+        in = i0 - blk * inner;
+        c = blk % C;
+    }
+    const int32_t *t = tab + QUANT_WORDS * c;
+    uint32_t w = i0 % W, q0 = i0 / W;
+    uint32_t h = q0 % H, q1 = q0 / H;
+    uint32_t b = q1 % Cq, a = q1 / Cq;
+    for (uint32_t i = i0; i < i1;) {
+        /* one output row: elements i .. end-1 at stride yw */
+        uint32_t end = i + (W - w);
+        if (end > i1)
+            end = i1;
+        uint8_t *yp = Y + a * ys + b * yc + h * yh + w * yw;
+        if (C == 1) {
+            for (; i < end; i++, yp += yw)
+                *yp = (uint8_t)(qmin + quant1(X[i], t));
+        } else {
+            for (; i < end; i++, yp += yw) {
+                *yp = (uint8_t)(qmin + quant1(X[i], t));
+                if (++in == inner) {
+                    in = 0;
+                    if (++c == C)
+                        c = 0;
+                    t = tab + QUANT_WORDS * c;
+                }
+            }
         }
-        Y[i] = (uint8_t)(qmin + (int32_t)j);
-        if (++in == inner) {
-            in = 0;
-            if (++c == C)
-                c = 0;
-            t = tab + 256 * c;
+        w = 0;
+        if (++h == H) {
+            h = 0;
+            if (++b == Cq) {
+                b = 0;
+                a++;
+            }
         }
     }
 }
-
