@@ -461,36 +461,7 @@ def test_several_tiles_run_their_own_commands():
 
 
 # ------------------------------------------------------------------------------ faults
-def fault_case(desc=None, mem=None, cfg=CFG, d=D0, codes=None):
-    mem = dict(mem or {})
-    if desc is not None:
-        mem[d] = desc.pack()
-    arr = make(codes or {0: issuer(d)}, mem, cfg=cfg)
-    return arr, arr.run(2000)
-
-
-def good(**kw):
-    base = dict(a_base=A, a_s0=8, J0=2, w_base=W, w_sm=8, c_base=OUT, c_s0=8, p_base=P, C=1,
-                mode=Mode.TFLITE)
-    base.update(kw)
-    return Descriptor(**base)
-
-
-STD_MEM = {A: X_ROWS.tobytes(), W: np.tile(W_ROW, 8).tobytes(),
-           P: params([0] * 8, [1 << 30] * 8, [0] * 8)}
-
-
-def check_fault(res, arr, step, addr, mrun_pc=PC_MRUN, x=28):
-    """Engine fault in step ``step``: cycle t_f = x + 1 + step (no stalls), visible from
-    t_f + 1, cycles = t_f + 1 + D (D = 2). The engine stays busy (it repeats the faulting
-    step) through the last cycle of the run."""
-    assert res.status == "fault"
-    assert fault(res) == (0, FaultCause.ENGINE_FAULT, mrun_pc, addr)
-    assert res.cycles == x + 1 + step + 1 + 2
-    assert res.tiles[0].contexts[0].state == ContextState.FAULT
-    assert res.tiles[0].contexts[0].pc == mrun_pc
-    assert res.tiles[0].counters["engine"] == res.cycles - x     # busy x .. cycles - 1
-
+# (fault_case, good, STD_MEM and check_fault: tests/helpers/model_engine.py)
 
 @pytest.mark.parametrize("d,step,addr", [
     (0x404, 0, 0x404),             # descriptor not a multiple of 8: step 0
