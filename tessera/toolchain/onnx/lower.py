@@ -912,11 +912,7 @@ class _Lowerer:
             off += blk.size
         total = len(groups) * KB
         if streamed < total:
-            layer.sparse = {"kernel": "engine_block_sparse", "block_size": 8,
-                            "block_channels": self.cfg.engine_lanes,
-                            "blocks_stored": int(stored), "blocks_streamed": int(streamed),
-                            "blocks_total": int(total), "density": float(stored / total),
-                            "gather": bool(tables)}
+            layer.sparse = self._engine_sparse_record(stored, streamed, total, bool(tables))
         wv = self.const(layer, "w", np.concatenate(chunks), "int8", a.get("w_name"))
         require_align(wv[0])
         if tables:
@@ -956,6 +952,15 @@ class _Lowerer:
                               f"op{layer.index}.mm.desc{self.tiles[i]}")
         if f32 and self.f32_target(idx) == "temp":
             self._copy_out(layer, idx, imgs, P, OH, OW, M)
+
+    def _engine_sparse_record(self, stored, streamed, total, gather):
+        """The layer report's ``sparse`` record of an engine layer that skips blocks: 8-byte
+        blocks of ``engine_lanes`` channels; ``stored`` / ``streamed`` / ``total`` blocks and
+        whether a K_GATHER table streams them (architecture §12)."""
+        return {"kernel": "engine_block_sparse", "block_size": 8,
+                "block_channels": self.cfg.engine_lanes, "blocks_stored": int(stored),
+                "blocks_streamed": int(streamed), "blocks_total": int(total),
+                "density": float(stored / total), "gather": gather}
 
     def _pad_copy(self, layer, x, xpad, xg, nimg, C, H, W):
         """The ``pad`` step: the input (in its layout) -> the interior of ``xpad``."""
@@ -1192,11 +1197,7 @@ class _Lowerer:
             off += blk.size
         total = len(groups) * KB
         if streamed < total:
-            layer.sparse = {"kernel": "engine_block_sparse", "block_size": 8,
-                            "block_channels": self.cfg.engine_lanes,
-                            "blocks_stored": int(stored), "blocks_streamed": int(streamed),
-                            "blocks_total": int(total), "density": float(stored / total),
-                            "gather": bool(tables)}
+            layer.sparse = self._engine_sparse_record(stored, streamed, total, bool(tables))
         v = self.const(layer, what, np.concatenate(chunks), "int8", tensor)
         require_align(v[0])
         gt = self._gather_table(layer, tables) if tables else None
