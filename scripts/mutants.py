@@ -83,8 +83,10 @@ _MODEL = ["tests/test_model_*.py", "tests/test_spec.py", "tests/test_hdl_fabric_
 # test_model_*.py includes tests/test_model_mutant_survivors.py (written for earlier survivors),
 # test_model_engine.py / test_model_engines.py (the matrix engine, the fast C engine) and
 # test_model_stack_limit.py
+# test_kernel_lib_pool.py checks the pooling codelets against golden_model/kernels/pool.py
 _KERNELS = ["tests/test_kernels_*.py", "tests/test_model_mutant_survivors.py",
-            "tests/test_kernel_lib.py", "tests/test_kernel_lib_engine.py"]
+            "tests/test_kernel_lib.py", "tests/test_kernel_lib_engine.py",
+            "tests/test_kernel_lib_pool.py"]
 
 
 def _formal(block):

@@ -123,3 +123,16 @@ def test_bad_calls():
         BlockSparseMatrix.from_dense(np.ones((8, 8), np.int8), 4, threshold=1, mask=np.ones((2, 2), bool))
     with pytest.raises(ValueError, match="KH·KW·Cin"):
         block_sparse_conv2d(np.ones((1, 4, 4, 3), np.int8), W, 1)
+
+
+def test_from_dense_rejects_a_w_that_is_not_a_2d_int8_array():
+    # the docstring's Raises: w must be a 2-D int8 array, no silent cast (an int16 300 would
+    # wrap to 44 in the int8 blocks) and no other rank. (Kills golden-model mutant M01c6c0:
+    # the check of w dropped.)
+    where = "BlockSparseMatrix.from_dense: w"
+    with pytest.raises(TypeError, match=f"{where} must be a int8 array, got dtype int16"):
+        BlockSparseMatrix.from_dense(np.full((4, 4), 300, np.int16), 4)
+    with pytest.raises(TypeError, match=f"{where} must be a int8 array, got dtype int64"):
+        BlockSparseMatrix.from_dense([[1, 2], [3, 4]], 4)
+    with pytest.raises(ValueError, match=rf"{where} must have 2 dimensions, got shape \(16,\)"):
+        BlockSparseMatrix.from_dense(np.ones(16, np.int8), 4)

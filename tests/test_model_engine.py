@@ -25,6 +25,7 @@ import pytest
 
 from tessera.golden_model import Array
 from tessera.golden_model.decode import Op, decode
+from tessera.golden_model.engine import mbqm, mbqm_array
 from tessera.golden_model.kernels import (conv2d, matmul, multiply_by_quantized_multiplier,
                                           requantize)
 from tessera.spec.config import ArrayConfig
@@ -977,3 +978,27 @@ def test_exchange_phases_of_different_length_on_two_tiles():
         [(20, 4), (17, 1)]
     for t in range(2):
         assert list(i32(arr, SOUT, 4, tile=t)[::2]) == RAW_ACC[:2]
+
+
+def test_mbqm_functions_saturating_case_by_hand_and_against_the_reference():
+    # The engine's own MultiplyByQuantizedMultiplier (§11 rule 1, gemmlowp): SRDHM(a, b) =
+    # (a·b + 2^30) >> 31 except for its one overflow a = b = −2^31, which saturates to
+    # 2^31 − 1; then the rounding right shift (ties away from zero). By hand:
+    # shift 0: 2^31 − 1; shift −1: (2^31 − 1) / 2 = 2^30 − 0.5 rounds away from zero to 2^30;
+    # shift 0 with b = 2^31 − 1: (−2^31·(2^31 − 1) + 2^30) >> 31 = −2^31 + 1.
+    # Through an mrun a saturated SRDHM is always clamped to qmax (zp and qmax are 8-bit,
+    # §12), so the functions are checked directly. (Kills golden-model mutant M02f945:
+    # the saturated value 2^31 − 2.)
+    lo, hi = -(1 << 31), (1 << 31) - 1
+    cases = [((lo, lo, 0), hi), ((lo, lo, -1), 1 << 30), ((lo, hi, 0), lo + 1)]
+    for (x, m, s), want in cases:
+        assert mbqm(x, m, s) == want, (x, m, s)
+        assert int(mbqm_array(np.array([x]), np.array([m]), np.array([s]))[0]) == want
+    # and against the independent numpy reference on random int32 values and shifts
+    rng = np.random.default_rng(17)
+    x = np.concatenate([rng.integers(lo, hi, 2000, endpoint=True), [lo, lo, hi, 0, -1]])
+    m = np.concatenate([rng.integers(lo, hi, 2000, endpoint=True), [lo, hi, lo, lo, lo]])
+    s = np.concatenate([rng.integers(-31, 31, 2000), [0, -5, 3, 0, -31]])
+    ref = multiply_by_quantized_multiplier(x, m, s)
+    assert (mbqm_array(x, m, s) == ref).all()
+    assert [mbqm(int(a), int(b), int(c)) for a, b, c in zip(x, m, s)] == ref.tolist()

@@ -13,10 +13,12 @@ import numpy as np
 import pytest
 
 from tessera.golden_model.kernels import matmul
+from tessera.spec.config import ArrayConfig
 from tessera.spec.engine import Descriptor, Flag, Mode, command_steps
 
-from helpers.model_engine import (A, D0, OUT, P, STD_MEM, W, check_fault, fault, fault_case, good,
-                               i32, make, issuer, model_engine, params, run_cmd)  # noqa: F401
+from helpers.model_engine import (A, D0, OUT, P, SRAM, STD_MEM, W, check_fault, fault,  # noqa: F401
+                                  fault_case, good, i32, make, issuer, model_engine, params,
+                                  run_cmd)
 
 GT = 0x2C00        # gather table (8 bytes per entry, u32 in the low half)
 
@@ -42,6 +44,26 @@ def test_gather_small_by_hand():
     assert res.tiles[0].counters["engine"] == 22          # busy x .. x + 21
     assert res.tiles[0].counters["macs"] == 3 * 8
 
+
+
+@pytest.mark.parametrize("tiles", [2, 3])
+def test_gather_small_by_hand_on_tiles_in_lock_step(tiles):
+    # test_gather_small_by_hand on every tile of a 2- or 3-tile array: the tiles run the same
+    # command at the same streaming steps, so the vectorized engine steps them as one group
+    # (its gather step reads the u32 g[k1] of every tile at once). §12 makes every tile's
+    # engine independent: each tile's acc is the 1-tile one, 100 + 8·(6·1 + 2·2 + 8·3) = 372.
+    # (Kills golden-model mutant M0615f6: the group gather step read 5 bytes per tile.)
+    rows = np.repeat(np.arange(1, 9, dtype=np.int8), 8)
+    w = np.repeat(np.arange(1, 4, dtype=np.int8), 8)
+    desc = Descriptor(a_base=A, ak_s1=GT, w_base=W, w_sm=24, c_base=OUT, p_base=P, K1=3, C=1,
+                      mode=Mode.RAW, flags=Flag.K_GATHER)
+    cfg = ArrayConfig(tiles=tiles, contexts=6, sram_bytes=SRAM)
+    arr, res = run_cmd(desc, {A: rows.tobytes(), W: w.tobytes(), P: params([100]),
+                              GT: gtable([40, 8, 56])}, cfg=cfg)
+    for t in range(tiles):
+        assert list(i32(arr, OUT, 1, tile=t)) == [372], f"tile {t}"
+        assert res.tiles[t].counters["engine"] == 22          # busy x .. x + 21
+        assert res.tiles[t].counters["macs"] == 3 * 8
 
 def test_gather_is_an_offset_not_an_address_and_wraps():
     # a_base = A + 64 and g = -64 (mod 2^32) reaches row 0 at A: acc = 7·8·(1·1) + 0 = 8
@@ -104,7 +126,6 @@ def test_fault_gather_word_outside_or_misaligned():
     # C = 1, K1 = 2: the gather steps are step 10 (k1 = 0) and, after W(0, 0) (step 11) and
     # J = 2 stream steps (12, 13), step 14 (k1 = 1)
     mem = dict(STD_MEM)
-    from helpers.model_engine import SRAM
     for ak, step, addr in ((GT + 4, 10, GT + 4), (SRAM - 8, 14, SRAM), (SRAM, 10, SRAM)):
         mem[GT] = gtable([0, 0])
         if ak == SRAM - 8:

@@ -901,3 +901,34 @@ def test_fast_equals_vector_stop_fuzz(undo_log):
     # the sample has what the v2 stop rules are about
     assert multi > 10 and in_window > 10 and busy_at_halt > 5, (multi, in_window, busy_at_halt)
     assert {"engine_fault", "breakpoint", "stack_overflow", "access_fault_store"} <= causes, causes
+
+
+@pytest.mark.parametrize("cut", [11, 12, 13])
+@pytest.mark.parametrize("first, then", [("vector", "fast"), ("fast", "vector")])
+def test_array_barrier_cut_between_arrival_and_release_by_hand(first, then, cut):
+    """A run cut after the ARRAY barrier's k* and before (or at) its release r, continued on
+    the other engine, releases at r = k* + D all the same (§5: r is fixed by k*; nothing is
+    in flight at such a cut, so the continued run is the uninterrupted one). The barrier's
+    armed flag is part of the shared state: the vectorized engine visits no cycle between k*
+    and r, so it never re-reads the flag itself; only the other engine sees a lost flag
+    (mutant M03c31e, ``bar.armed = True`` dropped: the fast engine re-armed at the cut,
+    r = cut + D). Expected values by hand, as in tests/test_model_timing.py
+    ``test_array_barrier_timing`` (N = 2, T = 6, D = ceil(log2 2) + 2 = 3)."""
+    cfg = ArrayConfig(tiles=2, contexts=6, sram_bytes=SRAM)
+    assert cfg.decision_latency == 3
+    arr = Array(cfg, engine=first)
+    arr.write_mem(None, 0, asm.program([asm.sync_array(), asm.csrr(10, Csr.CYCLE), asm.ecall()]))
+    arr.start(0)
+    # sync ARRAY of context c issues at c (c = 0..5), the last at t = 5: visible WAIT_ARRAY
+    # from t + 5, so k* = 10 and r = k* + D = 13; a cut at 11..13 runs cycles < cut
+    res = arr.run(cut)
+    assert arr.last_engine == first
+    assert res.status == "timeout" and res.cycles == cut
+    arr.engine = then
+    res = arr.run(1000)
+    assert arr.last_engine == then
+    # xprog = 0: e = r = 13, RUNNING from 14, in slot order: csrr of context k % 6 at
+    # k = 14..19, ecall at 20..25, all HALTED from v = 25 + 5 = 30, cycles = v + D = 33
+    assert res.status == "halted" and res.cycles == 33
+    for t in range(2):
+        assert [int(arr.regs[t, c, 10]) for c in range(6)] == [18, 19, 14, 15, 16, 17]

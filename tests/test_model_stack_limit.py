@@ -170,3 +170,26 @@ def test_amaranth_sim_equals_the_model():
     from helpers.hdl_parity import compare
     for name, words in PROGRAMS.items():
         compare(CFG, [[(0, asm.program(words))]], 10_000, [(0x100, 0x108)])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_overflow_on_one_tile_of_an_issue_group(engine):
+    # test_addi_below_the_limit_faults on tile 0 of a 2-tile array (D = ceil(log2 2) + 2 = 3)
+    # while tile 1 has the limit 0x1000: both tiles issue the same words in the same cycles
+    # (one issue group), and only tile 0's addi at pc 20 (0x2FF0 < 0x3000) faults. Tile 0:
+    # context 0's fault visible from 35, cycles = 35 + 3 = 38. Tile 1: every context issues
+    # pc 20 at 30..35 <= t_s = 36 and keeps sp = 0x2FF0 (>= 0x1000: no fault).
+    # (Kills golden-model mutant M012328: the pcs of the group were not filtered.)
+    cfg = ArrayConfig(tiles=2, contexts=6, sram_bytes=16 * 1024)
+    body = [asm.addi(SP, SP, -0x800), asm.addi(SP, SP, -0x800), asm.addi(SP, SP, -16),
+            asm.ecall()]
+    arr = Array(cfg, engine=engine)
+    arr.write_mem(0, 0, asm.program(prologue() + body))
+    arr.write_mem(1, 0, asm.program(prologue(limit=0x1000) + body))
+    arr.start(0)
+    res = arr.run(10_000)
+    assert res.status == RunStatus.FAULT and res.cycles == 38
+    assert fault_of(res) == (0, FaultCause.STACK_OVERFLOW, 20, 0x2FF0)
+    assert res.tiles[0].contexts[0].regs[SP] == 0x3000
+    assert res.tiles[1].fault is None
+    assert [res.tiles[1].contexts[c].regs[SP] for c in range(6)] == [0x2FF0] * 6
