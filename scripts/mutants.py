@@ -63,7 +63,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TREES = ("tessera/golden_model", "tessera/hdl")
 
-_HDL_SIM = ["tests/test_hdl_exchange.py", "tests/test_hdl_host.py",
+_HDL_SIM = ["tests/test_hdl_exchange.py", "tests/test_hdl_host.py", "tests/test_hdl_stop.py",
             "tests/test_hdl_host_lowbits.py", "tests/test_hdl_fabric_core.py",
             "tests/test_hdl_fabric_model.py"]
 # Amaranth-simulator array runs against the golden model (tests/helpers/hdl_parity.py): the
@@ -71,12 +71,16 @@ _HDL_SIM = ["tests/test_hdl_exchange.py", "tests/test_hdl_host.py",
 _ENGINE_SIM = ["tests/test_hdl_engine_model.py"]
 _RUNS_SIM = ["tests/test_exchange_runs.py"]
 _STACK_SIM = ["tests/test_model_stack_limit.py"]
+# test_hdl_core_model: the v2 core against the golden model, one tile, random programs
 _CORE_SIM = ["tests/test_hdl_core_units.py", "tests/test_hdl_restart.py", "tests/test_hdl_core.py",
-             "tests/test_hdl_fabric_core.py", "tests/test_hdl_fabric_model.py"] \
-    + _STACK_SIM + _ENGINE_SIM
+             "tests/test_hdl_core_model.py", "tests/test_hdl_fabric_core.py",
+             "tests/test_hdl_fabric_model.py"] + _STACK_SIM + _ENGINE_SIM
 # the one Verilator test run per mutant (one 4-tile build, 1-2 min): only for the files
 # whose Amaranth tests do not reach everything (run last, so only a survivor of the rest pays)
 _RTL_END = ["tests/test_exchange_after_run_end.py@rtl"]
+# the other hdl files (tile, SRAM, fault record, array, interfaces, the decision trees)
+_HDL_REST = _HDL_SIM + ["tests/test_hdl_core.py", "tests/test_hdl_interfaces.py"] \
+    + _RUNS_SIM + _ENGINE_SIM + _STACK_SIM + _RTL_END
 _MODEL = ["tests/test_model_*.py", "tests/test_spec.py", "tests/test_hdl_fabric_model.py",
           "tests/test_exchange_runs.py", "tests/test_exchange_scheduler_model.py",
           "tests/test_graph_checked.py", "tests/test_hdl_engine_model.py"]
@@ -96,6 +100,12 @@ def _formal(block):
 #: Every pytest entry runs with ``-m "not slow and not rtl"`` unless it ends in ``@rtl``
 #: (then ``-m "not slow"``: its Verilator tests too).
 TESTS = [
+    # contract v2: the stop controller and the registered reduction trees (architecture §7
+    # "Array decisions") have their own unit tests, run first
+    ("tessera/hdl/array/stop_controller.py", ["tests/test_hdl_stop.py"] + _HDL_REST),
+    ("tessera/hdl/array/reduction_tree.py", ["tests/test_hdl_stop.py", "tests/test_hdl_sync.py"]
+     + _formal("sync")
+     + _HDL_REST),
     ("tessera/hdl/array/sync_controller.py", ["tests/test_hdl_sync.py"] + _HDL_SIM + _formal("sync")),
     ("tessera/hdl/array/exchange_fabric.py", ["tests/test_hdl_exchange.py", "tests/test_hdl_fabric_core.py",
                                 "tests/test_hdl_fabric_model.py"] + _RUNS_SIM + _formal("fabric")),
@@ -113,8 +123,7 @@ TESTS = [
      + _CORE_SIM),
     ("tessera/hdl/tile/core/", _CORE_SIM),
     ("tessera/hdl/gen.py", ["tests/test_hdl_fabric_gen.py", "tests/test_rtl_tools.py"]),
-    ("tessera/hdl/", _HDL_SIM + ["tests/test_hdl_core.py", "tests/test_hdl_interfaces.py"]
-     + _RUNS_SIM + _ENGINE_SIM + _STACK_SIM + _RTL_END),
+    ("tessera/hdl/", _HDL_REST),
     ("tessera/golden_model/kernels/qlinear.py", ["tests/test_onnx_qlinear.py"] + _KERNELS),
     ("tessera/golden_model/kernels/", _KERNELS),
     ("tessera/golden_model/engine.py", ["tests/test_model_engine.py",
@@ -133,7 +142,7 @@ _SWAP = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.BitAnd: ast.BitOr, ast.BitOr: a
 def tests_for(path: str):
     for prefix, tests in TESTS:
         if path.startswith(prefix):
-            return tests
+            return list(dict.fromkeys(tests))      # each test once, first position kept
     raise KeyError(path)
 
 
