@@ -14,8 +14,9 @@ per-mutant timeout. A mutant is
 
 * ``killed``   — some selected test (or proof) failed,
 * ``survived`` — every selected test passed,
-* ``timeout``  — the tests did not finish in ``--timeout`` seconds (counted as killed by the
-  score, reported separately: a mutant that hangs the suite is detected),
+* ``timeout``  — some selected test did not finish within its limit, the larger of
+  ``--timeout`` seconds and 3 × its time on the unmutated tree (counted as killed by the score,
+  reported separately: a mutant that hangs the suite is detected),
 * ``invalid``  — the mutated file does not compile (not sampled: such sites are dropped first).
 
 Mutation operators (the classic ones, as in mutmut / Jester):
@@ -63,7 +64,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TREES = ("tessera/golden_model", "tessera/hdl")
 
-_HDL_SIM = ["tests/test_hdl_exchange.py", "tests/test_hdl_host.py",
+_HDL_SIM = ["tests/test_hdl_exchange.py", "tests/test_hdl_host.py", "tests/test_hdl_stop.py",
             "tests/test_hdl_host_lowbits.py", "tests/test_hdl_fabric_core.py",
             "tests/test_hdl_fabric_model.py"]
 # Amaranth-simulator array runs against the golden model (tests/helpers/hdl_parity.py): the
@@ -71,12 +72,16 @@ _HDL_SIM = ["tests/test_hdl_exchange.py", "tests/test_hdl_host.py",
 _ENGINE_SIM = ["tests/test_hdl_engine_model.py"]
 _RUNS_SIM = ["tests/test_exchange_runs.py"]
 _STACK_SIM = ["tests/test_model_stack_limit.py"]
+# test_hdl_core_model: the v2 core against the golden model, one tile, random programs
 _CORE_SIM = ["tests/test_hdl_core_units.py", "tests/test_hdl_restart.py", "tests/test_hdl_core.py",
-             "tests/test_hdl_fabric_core.py", "tests/test_hdl_fabric_model.py"] \
-    + _STACK_SIM + _ENGINE_SIM
+             "tests/test_hdl_core_model.py", "tests/test_hdl_fabric_core.py",
+             "tests/test_hdl_fabric_model.py"] + _STACK_SIM + _ENGINE_SIM
 # the one Verilator test run per mutant (one 4-tile build, 1-2 min): only for the files
 # whose Amaranth tests do not reach everything (run last, so only a survivor of the rest pays)
 _RTL_END = ["tests/test_exchange_after_run_end.py@rtl"]
+# the other hdl files (tile, SRAM, fault record, array, interfaces, the decision trees)
+_HDL_REST = _HDL_SIM + ["tests/test_hdl_core.py", "tests/test_hdl_interfaces.py"] \
+    + _RUNS_SIM + _ENGINE_SIM + _STACK_SIM + _RTL_END
 _MODEL = ["tests/test_model_*.py", "tests/test_spec.py", "tests/test_hdl_fabric_model.py",
           "tests/test_exchange_runs.py", "tests/test_exchange_scheduler_model.py",
           "tests/test_graph_checked.py", "tests/test_hdl_engine_model.py"]
@@ -98,6 +103,12 @@ def _formal(block):
 #: Every pytest entry runs with ``-m "not slow and not rtl"`` unless it ends in ``@rtl``
 #: (then ``-m "not slow"``: its Verilator tests too).
 TESTS = [
+    # contract v2: the stop controller and the registered reduction trees (architecture §7
+    # "Array decisions") have their own unit tests, run first
+    ("tessera/hdl/array/stop_controller.py", ["tests/test_hdl_stop.py"] + _HDL_REST),
+    ("tessera/hdl/array/reduction_tree.py", ["tests/test_hdl_stop.py", "tests/test_hdl_sync.py"]
+     + _formal("sync")
+     + _HDL_REST),
     ("tessera/hdl/array/sync_controller.py", ["tests/test_hdl_sync.py"] + _HDL_SIM + _formal("sync")),
     ("tessera/hdl/array/exchange_fabric.py", ["tests/test_hdl_exchange.py", "tests/test_hdl_fabric_core.py",
                                 "tests/test_hdl_fabric_model.py"] + _RUNS_SIM + _formal("fabric")),
@@ -115,8 +126,7 @@ TESTS = [
      + _CORE_SIM),
     ("tessera/hdl/tile/core/", _CORE_SIM),
     ("tessera/hdl/gen.py", ["tests/test_hdl_fabric_gen.py", "tests/test_rtl_tools.py"]),
-    ("tessera/hdl/", _HDL_SIM + ["tests/test_hdl_core.py", "tests/test_hdl_interfaces.py"]
-     + _RUNS_SIM + _ENGINE_SIM + _STACK_SIM + _RTL_END),
+    ("tessera/hdl/", _HDL_REST),
     ("tessera/golden_model/kernels/qlinear.py", ["tests/test_onnx_qlinear.py"] + _KERNELS),
     ("tessera/golden_model/kernels/", _KERNELS),
     ("tessera/golden_model/engine.py", ["tests/test_model_engine.py",
@@ -135,7 +145,7 @@ _SWAP = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.BitAnd: ast.BitOr, ast.BitOr: a
 def tests_for(path: str):
     for prefix, tests in TESTS:
         if path.startswith(prefix):
-            return tests
+            return list(dict.fromkeys(tests))      # each test once, first position kept
     raise KeyError(path)
 
 
@@ -367,13 +377,11 @@ def copy_tree(dst: Path):
 
 
 def run_tests(tree: Path, tests, timeout, env):
-    """Run the selected tests in ``tree``; returns (status, which, seconds)."""
+    """Run the selected tests in ``tree``, each with its own time limit: ``timeout`` is the
+    seconds for every test, or a dict test -> seconds. Returns (status, which, seconds)."""
     t0 = time.monotonic()
-    deadline = t0 + timeout
     for t in tests:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return "timeout", t, time.monotonic() - t0
+        left = timeout[t] if isinstance(timeout, dict) else timeout
         if t.startswith("formal:"):
             cmd = [sys.executable, "tests/formal/run.py", "--quick", "--tiles", "3", "-q",
                    "--timeout", "120", "--only", t.split(":", 1)[1] + ".",
@@ -427,8 +435,8 @@ def main(argv=None):
     ap.add_argument("--per-tree", type=int, default=100)
     ap.add_argument("--tree", action="append", choices=TREES, help="default: both")
     ap.add_argument("--timeout", type=float, default=120.0,
-                    help="seconds per mutant, at least (the limit is the larger of this and 3x "
-                         "the baseline run of the mutant's tests)")
+                    help="seconds per selected test, at least (its limit is the larger of this and 3x "
+                         "its unmutated run)")
     ap.add_argument("--out", default=str(ROOT / "build" / "mutants"))
     ap.add_argument("--only", help="comma-separated mutant ids to run")
     ap.add_argument("--list", action="store_true", help="print the sample and exit")
@@ -499,10 +507,11 @@ def main(argv=None):
             f.write_text(orig[:s["start"]] + s["text"] + orig[s["end"]:])
             env["TESSERA_BUILD_DIR"] = str(work / "rtl")
             try:
-                # the time limit scales with the unmutated run of the same tests (a loaded
-                # machine must not turn a slow survivor into a "timeout")
-                limit = max(args.timeout,
-                            3 * sum(base_secs.get(t, 0) for t in tests_for(s["file"])))
+                # each test's limit scales with its own unmutated run (a loaded machine must
+                # not turn a slow survivor into a "timeout", and a mutant that hangs the first
+                # test must not wait for the time of the whole selection)
+                limit = {t: max(args.timeout, 3 * base_secs.get(t, 0))
+                         for t in tests_for(s["file"])}
                 status, which, secs = run_tests(tree, tests_for(s["file"]), limit, env)
             finally:
                 f.write_text(orig)

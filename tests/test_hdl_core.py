@@ -15,6 +15,7 @@ from tessera.spec.config import ArrayConfig, PRESETS
 from tessera.spec.csr import Csr
 from tessera.spec.faults import FaultCause
 from tessera.spec.isa import DIV_TURNS, Opcode, encode_i, is_division
+from tessera.spec.instructions import encode_mrun, encode_mwait
 from tessera.spec.result import ContextState as CS
 
 from tessera.hdl.tile.core import Core
@@ -155,6 +156,19 @@ def test_fault_in_m_stops_d_cycles_after_it_is_visible(name, bad, cause, addr):
     # the instructions issued at 21..26 complete after the fault: W up to 26 + 5 = 31
     assert len(r.trace) == 25 and max(e["cycle"] for e in r.trace) == 30
     assert [e["cycle"] - 5 for e in r.trace if e["cycle"] > 25] == [21, 22, 23, 24, 25]
+
+
+@pytest.mark.parametrize("name", ["mrun", "mwait"])
+def test_engine_words_are_illegal_without_an_engine(name):
+    # Architecture §12: "With P = 0 both words are illegal_instruction" (addr = the instruction
+    # word, §7). Same program and timing as test_fault_in_m_stops_d_cycles_after_it_is_visible:
+    # context 2's word at 20 is decided in M at 24, visible from v = 25, C = 27. Written for
+    # mutant M06b9c4 (core.py: the decoder built with the engine words for engine_macs > -1).
+    word = encode_mrun(5) if name == "mrun" else encode_mwait()
+    r = run_program(fault_prog(word), config=TINY.replace(engine_macs=0))
+    assert r.status == "fault" and r.cycles == 27 and r.fault_visible == 25
+    assert r.fault == (2, FaultCause.ILLEGAL_INSTRUCTION, 20, word)
+    assert r.states == [R, R, CS.FAULT, R, R, R]
 
 
 def test_jump_outside_sram_faults_at_fetch():

@@ -59,37 +59,53 @@ def reference(cfg, progs, mems, r):
 
 def run_exchange(cfg, progs, xprogs, mems, maxc, extra_reads=()):
     """Load programs and data, start, run to the timeout/fault and return what the RTL did."""
+    return run_exchanges(cfg, [(progs, xprogs, mems, maxc)], extra_reads)[0]
+
+
+def run_exchanges(cfg, runs, extra_reads=()):
+    """Several runs on one array, one after the other (the host starts it again after each
+    ``done``; SRAM keeps its content, architecture §9). ``runs``: (progs, xprogs, mems, maxc)
+    per run, loaded before its start. Returns one result dict per run, as run_exchange."""
     dut = Array(cfg, core_factory=BarrierStubCore)
-    out = {"resume": [[] for _ in range(cfg.tiles)], "inx": [0] * cfg.tiles}
+    outs = []
 
     async def bench(ctx):
         ax = Axil(ctx, dut)
-        for i, t in enumerate(dut.tiles):
-            ctx.set(t.core.xprog, xprogs[i])
-            if progs[i] is not None:
-                raw = progs[i] if isinstance(progs[i], bytes) else encode_program(progs[i])
-                for k in range(0, len(raw), 4):
-                    sram_set(ctx, t, xprogs[i] + k, struct.unpack_from("<I", raw, k)[0])
-            for a, v in mems[i].items():
-                sram_set(ctx, t, a, v)
-        await ax.write(Ctrl.MAX_CYCLES_LO, maxc)
-        await ax.write(Ctrl.CONTROL, 1)
-        while not ctx.get(dut.done):
-            for i, t in enumerate(dut.tiles):
-                if ctx.get(dut.status) == Status.RUNNING and ctx.get(t.run):
-                    if ctx.get(t.engine.resume):
-                        out["resume"][i].append(ctx.get(t.cycle))
-                    out["inx"][i] += ctx.get(t.in_exchange)
-            await ctx.tick()
-        out["status"] = await ax.read_ok(Ctrl.STATUS)
-        out["cycles"] = await ax.read_ok(Ctrl.CYCLES_LO)
-        out["rec"] = [[await ax.read_ok(tile_reg_addr(i, r)) for r in
-                       (TileReg.FAULT_VALID, TileReg.FAULT_CONTEXT, TileReg.FAULT_CAUSE,
-                        TileReg.FAULT_PC, TileReg.FAULT_ADDR)] for i in range(cfg.tiles)]
-        out["mem"] = [{a: sram_get(ctx, t, a) for a in mems[i]} for i, t in enumerate(dut.tiles)]
-        out["extra"] = [sram_get(ctx, dut.tiles[i], a) for i, a in extra_reads]
+        for progs, xprogs, mems, maxc in runs:
+            outs.append(await _one_run(ctx, ax, dut, cfg, progs, xprogs, mems, maxc,
+                                       extra_reads))
 
     simulate(dut, bench)
+    return outs
+
+
+async def _one_run(ctx, ax, dut, cfg, progs, xprogs, mems, maxc, extra_reads):
+    """Load one run's programs and data, start, sample every cycle until ``done``, read back."""
+    out = {"resume": [[] for _ in range(cfg.tiles)], "inx": [0] * cfg.tiles}
+    for i, t in enumerate(dut.tiles):
+        ctx.set(t.core.xprog, xprogs[i])
+        if progs[i] is not None:
+            raw = progs[i] if isinstance(progs[i], bytes) else encode_program(progs[i])
+            for k in range(0, len(raw), 4):
+                sram_set(ctx, t, xprogs[i] + k, struct.unpack_from("<I", raw, k)[0])
+        for a, v in mems[i].items():
+            sram_set(ctx, t, a, v)
+    await ax.write(Ctrl.MAX_CYCLES_LO, maxc)
+    await ax.write(Ctrl.CONTROL, 1)
+    while not ctx.get(dut.done):
+        for i, t in enumerate(dut.tiles):
+            if ctx.get(dut.status) == Status.RUNNING and ctx.get(t.run):
+                if ctx.get(t.engine.resume):
+                    out["resume"][i].append(ctx.get(t.cycle))
+                out["inx"][i] += ctx.get(t.in_exchange)
+        await ctx.tick()
+    out["status"] = await ax.read_ok(Ctrl.STATUS)
+    out["cycles"] = await ax.read_ok(Ctrl.CYCLES_LO)
+    out["rec"] = [[await ax.read_ok(tile_reg_addr(i, r)) for r in
+                   (TileReg.FAULT_VALID, TileReg.FAULT_CONTEXT, TileReg.FAULT_CAUSE,
+                    TileReg.FAULT_PC, TileReg.FAULT_ADDR)] for i in range(cfg.tiles)]
+    out["mem"] = [{a: sram_get(ctx, t, a) for a in mems[i]} for i, t in enumerate(dut.tiles)]
+    out["extra"] = [sram_get(ctx, dut.tiles[i], a) for i, a in extra_reads]
     return out
 
 
@@ -278,3 +294,46 @@ def test_step_words_read_after_earlier_receives():
     got = run_exchange(cfg, [p0, p1], [0x100, 0x100], mems, 30)
     r = 3
     assert got["resume"] == [[r + 3], [r + 1]]
+
+
+@pytest.mark.parametrize("first", ["fault", "timeout_in_idle", "timeout_in_run"])
+def test_start_abandons_the_previous_runs_exchange(first):
+    # Architecture §9: a start resets the contexts and fault records and abandons whatever the
+    # previous run left (the exchange engine's clear). Run 1 leaves tile 0's engine in the
+    # middle of its exchange phase; run 2 on the same array must then be exactly a fresh run.
+    # Written for mutant M0607ad (the clear's resets of busy/in_idle/in_run/dead dropped in
+    # tessera/hdl/tile/exchange_engine.py): every other test starts the array once.
+    # N = 2, L = 2, D = 3; the stub tiles are arrived from cycle 0 of each run: k* = 0, r = 3.
+    cfg = ArrayConfig(tiles=2, contexts=6, sram_bytes=16 * 1024, exchange_latency=2)
+    D, r = cfg.decision_latency, 3
+    assert D == 3
+    if first == "fault":
+        # op = 3 at r: fault presented at c = r = 3, visible from v = 4, cycles = v + D = 7;
+        # tile 0 then stays in the exchange phase (frozen) until the stop
+        p0, maxc1, exp1 = _raw(3 << 30, 0), 60, (Status.FAULT, r + 1 + D)
+    elif first == "timeout_in_idle":
+        # IDLE 40 from r = 3: still idling when the timeout ends the run at max_cycles = 8
+        p0, maxc1, exp1 = [Step.idle(40), Step.end()], 8, (Status.TIMEOUT, 8)
+    else:
+        # a STEP run of 40 words from r = 3 (receives from tile 1): still running at 8
+        p0, maxc1, exp1 = [Step.send_recv(0x900, 1, 0xA00, run=40), Step.end()], 8, \
+            (Status.TIMEOUT, 8)
+    run1 = ([p0, [Step.send_recv(0x800), Step.end()]], [0x100, 0x100],
+            [{0x800: 1, 0x804: 2}, {0x800: 0xAB, 0x804: 5}], maxc1)
+    # run 2 (fresh programs at 0x300): tile 0: IDLE 2 at r, r+1; at r+2 = 5 it receives tile
+    # 1's bus of 5 - L = 3 = r, where tile 1 sent its 0x800 (0xAB) -> 0x804 = 0xAB; END at
+    # r+3 = 6 (resume 6, exchange phase 3..6: 4 cycles). Tile 1: sends 0x800 at r, END at
+    # r+1 = 4 (resume 4, 2 cycles). Timeout at max_cycles = 12, no fault record.
+    p0b = [Step.idle(2), Step.send_recv(None, 1, 0x804), Step.end()]
+    p1b = [Step.send_recv(0x800), Step.end()]
+    mems2 = [{0x800: 1, 0x804: 2}, {0x800: 0xAB, 0x804: 5}]
+    ref = [dict(m) for m in mems2]
+    assert reference(cfg, [p0b, p1b], ref, r) == [6, 4]         # the file's §6 reference agrees
+    assert ref == [{0x800: 1, 0x804: 0xAB}, {0x800: 0xAB, 0x804: 5}]
+    got1, got2 = run_exchanges(cfg, [run1, ([p0b, p1b], [0x300, 0x300], mems2, 12)])
+    assert (got1["status"], got1["cycles"]) == exp1
+    assert got2["status"] == Status.TIMEOUT and got2["cycles"] == 12
+    assert got2["resume"] == [[6], [4]]
+    assert got2["inx"] == [4, 2]
+    assert got2["mem"] == [{0x800: 1, 0x804: 0xAB}, {0x800: 0xAB, 0x804: 5}]
+    assert got2["rec"][0][0] == 0 and got2["rec"][1][0] == 0

@@ -111,6 +111,15 @@ def test_signature_equality_is_structural_per_parameter():
     assert itf.FaultSignature(SMALL) != itf.FaultSignature(ArrayConfig(tiles=2, contexts=9))
     assert itf.MemorySignature() != itf.MemorySignature(addr_width=16)
     assert itf.AXI4LiteSignature().flip() == itf.AXI4LiteSignature().flip()
+    # the engine's SRAM port depends on the SRAM size only (docs/rtl.md: word index of
+    # sram_addr_bits - 3 bits): 64 KiB (13 bits) equals 64 KiB with another N and T, and
+    # differs from 16 KiB (11 bits). Kills mutant M02c44f (`and` -> `or` in its __eq__).
+    k16 = ArrayConfig(tiles=1, contexts=6, sram_bytes=16 * 1024)
+    assert _members(itf.EngineSramSignature(k16))["rd_addr"] == ("Out", 11)
+    assert itf.EngineSramSignature(SMALL) == itf.EngineSramSignature(
+        ArrayConfig(tiles=2, contexts=8, sram_bytes=SMALL.sram_bytes))
+    assert itf.EngineSramSignature(SMALL) != itf.EngineSramSignature(k16)
+    assert itf.EngineSramSignature(SMALL) != itf.FaultSignature(SMALL)
 
 
 def test_core_interface_is_declared_once():
