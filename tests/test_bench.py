@@ -189,3 +189,37 @@ def test_json_report_is_written_after_every_section(tmp_path, monkeypatch):
     (rep,) = seen
     assert [s["name"] for s in rep["sections"]] == ["first"] and rep["quick"] is False
     assert json.loads(out.read_text()) == rep
+
+
+def _compare_rtl_builds():
+    import importlib.util
+    path = Path(__file__).resolve().parents[1] / "scripts" / "compare_rtl_builds.py"
+    spec = importlib.util.spec_from_file_location("compare_rtl_builds", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_compare_rtl_builds_refuses_unfinished_and_mismatched_builds(tmp_path, capsys):
+    # scripts/compare_rtl_builds.py: a directory without build_ok.json is no build, and a build
+    # of another configuration (here 4 tiles for --tiles 16) must not be timed as 16 tiles
+    cmp = _compare_rtl_builds()
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    with pytest.raises(SystemExit) as e:
+        cmp.main(["--tiles", "16", str(a), str(b)])
+    assert e.value.code == 2
+    assert f"{a} is not a finished build (no build_ok.json)" in capsys.readouterr().err
+    for d, tiles in ((a, 16), (b, 4)):
+        (d / "build_ok.json").write_text(json.dumps({"config": {
+            "tiles": tiles, "contexts": 6, "sram_bytes": 65536}}))
+    with pytest.raises(SystemExit) as e:
+        cmp.main(["--tiles", "16", str(a), str(b)])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{b} was built for" in err and "'tiles': 4" in err
+    with pytest.raises(SystemExit) as e:
+        cmp.main(["--tiles", "16", "--cycles", "200", "100", str(a), str(a)])
+    assert e.value.code == 2
+    assert "0 < SHORT < LONG" in capsys.readouterr().err

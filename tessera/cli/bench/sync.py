@@ -134,9 +134,10 @@ def run(quick: bool = True) -> Section:
         "; ".join(f"N={r['tiles']}: {r['arrival_to_release']} (issue → release "
                   f"{r['issue_to_release']})" for r in rtl_rows), ok))
     sec.notes += [
-        "\"Arrival\" is the cycle the last `sync ARRAY` is visible as a state change (issue + 3, "
-        "architecture §4-5), so arrival → release is the contract's S = ceil(log2 N) + 2 when "
-        "the RTL obeys the contract; the issue → release column adds those 3 pipeline cycles. "
+        "\"Arrival\" is the cycle the last `sync ARRAY` is visible as a state change (issue + "
+        f"{STATE_VISIBLE_DELAY} = `STATE_VISIBLE_DELAY`, architecture §4-5), so arrival → "
+        "release is the contract's D = ceil(log2 N) + 2 when the RTL obeys the contract; the "
+        f"issue → release column adds those {STATE_VISIBLE_DELAY} pipeline cycles. "
         "The last context to resume does so at most T − 1 cycles later (its next issue slot).",
         "Measured from `csrr cycle` values in the final registers (see "
         "`tessera/cli/bench/sync.py`), on the RTL for the sizes built, on the golden model "
