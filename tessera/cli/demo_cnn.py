@@ -188,8 +188,12 @@ def sparsity_sweep(config, *, backend: str = "model", images: int = 16, out_dir=
     element; cycles per image, the convolution layers' cycles, the pruned layers' cycles (conv2,
     or with ``arch`` the layer list's ``*`` layers; keys ``conv2_*``) and their matmul steps
     (first run; the plot scales it to cycles per image with the run count). All
-    runs use the same samples per tile (``ceil(images / tiles)``), so the cycle counts compare
-    like for like. ``engine`` as :func:`run_cnn_demo`. Writes
+    runs use the same samples per tile (``ceil(images / tiles)``, or the largest smaller
+    number at which the dense model fits the SRAM), so the cycle counts compare like for like;
+    ``sparse_kernels_auto_batch`` / ``dense_model_auto_batch`` are the sparse kernels' and the
+    dense model's cycles per image with the importer's own samples per tile (as many as fit:
+    the block-sparse weights store only their stored blocks, so more images may fit) and
+    ``cycles_ratio_auto_batch`` their ratio. ``engine`` as :func:`run_cnn_demo`. Writes
     ``sparsity.json`` and ``sparsity.png`` (accuracy and cycles against sparsity) to
     ``out_dir`` (default ``build/demo``).
 
@@ -201,9 +205,21 @@ def sparsity_sweep(config, *, backend: str = "model", images: int = 16, out_dir=
     from tessera.toolchain.models.digits import load_digits_split
     from tessera.toolchain.models.digits_cnn import load_digits_cnn, pixels_to_input
     from tessera.toolchain.onnx import compare_outputs, import_model, reference_outputs
+    from tessera.toolchain.onnx.errors import ModelMemoryError
     _, x_te, _, y_te = load_digits_split()
     x_all = pixels_to_input(x_te)
     rows = []
+    spt = -(-images // config.tiles)
+    dense_path = str(load_digits_cnn(cnn_config(0.0, arch)).int8_path)
+    while True:
+        try:
+            import_model(dense_path, config, engine=engine, samples_per_tile=spt)
+            break
+        except ModelMemoryError:
+            if spt == 1:
+                raise
+            spt -= 1
+    dense_auto = None
     for sp in sparsities:
         cnn = load_digits_cnn(cnn_config(sp, arch))
         pruned = _pruned_names(cnn)
@@ -213,7 +229,7 @@ def sparsity_sweep(config, *, backend: str = "model", images: int = 16, out_dir=
                "accuracy_onnxruntime": float((ref.argmax(axis=1) == y_te).mean())}
         for mode in ("auto", "dense"):
             prog = import_model(str(cnn.int8_path), config, sparse=mode, engine=engine,
-                                samples_per_tile=-(-images // config.tiles))
+                                samples_per_tile=spt)
             run = prog.run({"x": x_all[:images]}, backend=backend)
             cmp = compare_outputs(run.outputs, {"logits": ref[:images]})
             pl = [l for l in run.report["layers"] if l["name"].split("+")[0] in pruned]
@@ -227,6 +243,17 @@ def sparsity_sweep(config, *, backend: str = "model", images: int = 16, out_dir=
                         "reference_mismatches": cmp["reference_mismatches"],
                         "sparse_layers": [{"name": l["name"], **l["sparse"]}
                                           for l in run.report["layers"] if l.get("sparse")]}
+        auto = import_model(str(cnn.int8_path), config, engine=engine, batch_hint=images)
+        arun = auto.run({"x": x_all[:images]}, backend=backend)
+        if compare_outputs(arun.outputs, {"logits": ref[:images]})["reference_mismatches"]:
+            row["sparse_kernels"]["reference_mismatches"] += 1
+        row["sparse_kernels_auto_batch"] = {"cycles_per_image": arun.report["cycles"] / images,
+                                            "samples_per_tile": auto.lowered.samples}
+        if sp == 0:
+            dense_auto = row["sparse_kernels_auto_batch"]["cycles_per_image"]
+        row["dense_model_auto_batch"] = dense_auto
+        row["cycles_ratio_auto_batch"] = (row["sparse_kernels_auto_batch"]["cycles_per_image"]
+                                          / dense_auto if dense_auto else None)
         d, s_ = row["dense_kernels"], row["sparse_kernels"]
         row["cycles_ratio"] = s_["cycles_per_image"] / d["cycles_per_image"]
         row["conv2_matmul_ratio"] = s_["conv2_matmul_cycles"] / d["conv2_matmul_cycles"]
@@ -238,11 +265,17 @@ def sparsity_sweep(config, *, backend: str = "model", images: int = 16, out_dir=
             f"{d['cycles_per_image']:.0f}, sparse kernels {s_['cycles_per_image']:.0f} "
             f"({row['cycles_ratio']:.2f}x; conv layers {row['conv_ratio']:.2f}x, {'+'.join(pruned)} "
             f"{row['conv2_ratio']:.2f}x, their matmul {row['conv2_matmul_ratio']:.2f}x); "
-            f"mismatches vs onnxruntime {d['reference_mismatches']} / {s_['reference_mismatches']}")
+            f"mismatches vs onnxruntime {d['reference_mismatches']} / {s_['reference_mismatches']}"
+            f"; {spt} image(s) per tile; importer's own batch: "
+            f"{row['sparse_kernels_auto_batch']['cycles_per_image']:.0f} cycles/image "
+            f"({row['sparse_kernels_auto_batch']['samples_per_tile']} per tile"
+            + (f", {row['cycles_ratio_auto_batch']:.3f}x of the dense model's "
+               f"{dense_auto:.0f})" if dense_auto else ")"))
     odir = Path(out_dir or "build/demo")
     odir.mkdir(parents=True, exist_ok=True)
     (odir / "sparsity.json").write_text(json.dumps({"backend": backend, "images": images,
                                                     "engine": engine, "arch": arch,
+                                                    "samples_per_tile": spt,
                                                     "config": config.to_dict(), "rows": rows},
                                                    indent=1))
     import matplotlib
