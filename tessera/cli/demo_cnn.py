@@ -299,6 +299,8 @@ def sparsity_sweep(config, *, backend: str = "model", images: int = 16, out_dir=
         a2.plot(sps, [r[key]["cycles_per_image"] for r in rows], st, label=f"{lab}: network")
         a2.plot(sps, [r[key]["conv2_matmul_cycles"] * r[key]["runs"] / images for r in rows],
                 st.replace("-", ":"), label=f"{lab}: {what} matmul")
+    a2.plot(sps, [r["sparse_kernels_auto_batch"]["cycles_per_image"] for r in rows], "^--",
+            label="block-sparse kernels: network, own batch")
     a2.set_xlabel(f"{what} block sparsity (%)")
     a2.set_ylabel(f"cycles per image ({config.tiles} tiles, {backend})")
     a2.set_ylim(bottom=0)
