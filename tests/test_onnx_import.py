@@ -570,3 +570,24 @@ def test_grouped_conv_on_the_engine_equals_onnxruntime(M, group):
     run = prog.run({"x": x})
     assert np.array_equal(run.outputs["y"], reference_outputs(m, {"x": x})["y"])
     assert ("tso_rqf" in prog.lowered.graph.codelets) == (M // group == 6)
+
+
+@pytest.mark.usefixtures("unchecked")      # a whole CNN
+def test_engine_descriptor_table_that_does_not_fit_is_a_model_memory_error(calib):
+    """The 8x8 network (digits_cnn.ARCH_8X8, untrained) fits 1 image per tile with dense
+    weights (46 KiB); at 3 per tile the tile runs out while conv3's engine descriptor table is
+    placed (64 bytes per command: 14 channel groups x 3 images = 2688 bytes), which the
+    lowering reported as a bare GraphError before: now a ModelMemoryError naming the tile and
+    the table; the importer's own choice
+    (samples_per_tile=None) backs off to what fits and equals onnxruntime."""
+    from tessera.toolchain.models.convnet import ConvNet, convnet_onnx, parse_arch
+    from tessera.toolchain.models.digits_cnn import ARCH_8X8, quantize_onnx
+    net = ConvNet.init(parse_arch(ARCH_8X8), np.random.default_rng(0))
+    q = quantize_onnx(convnet_onnx(net), calib)
+    with pytest.raises(ModelMemoryError, match="does not fit tile 0: the engine descriptor "
+                       "table 'op3.mm.desc0'"):
+        import_model(q, preset("small"), samples_per_tile=3)
+    prog = import_model(q, preset("small"), batch_hint=16)
+    x = calib[:prog.samples_per_run]
+    run = prog.run({"x": x})
+    assert compare_outputs(run.outputs, reference_outputs(q, {"x": x}))["reference_mismatches"] == 0

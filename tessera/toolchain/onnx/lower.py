@@ -38,7 +38,7 @@ import numpy as np
 
 from tessera.golden_model.kernels import dequantize_linear, qrange, quantize_linear
 from tessera.golden_model.kernels._checks import wrap_int32
-from tessera.spec.engine import ACC_DEPTH
+from tessera.spec.engine import ACC_DEPTH, DESC_BYTES
 from tessera.toolchain.graph import Execute, Graph, Sequence
 
 from .codelets import bsmm_codelet, codelet, matmul_codelet
@@ -996,8 +996,10 @@ class _Lowerer:
                             K0=geo["K0"], K1=geo["K1"], C=nc,
                             **dict(ofields, flags=ofields["flags"] | aflags
                                    | (int(Flag.K_GATHER) if gth else 0))))
-            add_engine_vertex(self.g, c2, self.tiles[i], cmds,
-                              f"op{layer.index}.mm.desc{self.tiles[i]}")
+            dname = f"op{layer.index}.mm.desc{self.tiles[i]}"
+            self._fit(lambda: add_engine_vertex(self.g, c2, self.tiles[i], cmds, dname),
+                      f"engine descriptor table {dname!r} of node {op.label!r}",
+                      DESC_BYTES * len(cmds))
         if f32 and self.f32_target(idx) == "temp":
             self._copy_out(layer, idx, imgs, P, OH, OW, M)
 
@@ -1280,8 +1282,10 @@ class _Lowerer:
                     ak_s1=(gt[0][i], gt[1][table]) if table is not None else 8 * d,
                     w_base=(wv[i], woff), w_sm=8 * L, c_s1=0, p_base=(pv[i], 16 * m0),
                     J0=nr, J1=1, K0=1, K1=L, C=nc, **o))
-        add_engine_vertex(self.g, cset, self.tiles[i], cmds,
-                          f"op{layer.index}.{tag}.desc{self.tiles[i]}")
+        dname = f"op{layer.index}.{tag}.desc{self.tiles[i]}"
+        self._fit(lambda: add_engine_vertex(self.g, cset, self.tiles[i], cmds, dname),
+                  f"engine descriptor table {dname!r} of node {layer.label!r}",
+                  DESC_BYTES * len(cmds))
 
     def _mm_vertex(self, cset, i, a, w, c, init, rows, cols, Kp):
         kind, data = w
