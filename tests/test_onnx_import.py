@@ -575,7 +575,7 @@ def test_grouped_conv_on_the_engine_equals_onnxruntime(M, group):
 @pytest.mark.usefixtures("unchecked")      # a whole CNN
 def test_engine_descriptor_table_that_does_not_fit_is_a_model_memory_error(calib):
     """The 8x8 network (digits_cnn.ARCH_8X8, untrained) fits 1 image per tile with dense
-    weights (46 KiB); at 3 per tile the tile runs out while conv3's engine descriptor table is
+    weights (34 KiB); at 3 per tile the tile runs out while conv3's engine descriptor table is
     placed (64 bytes per command: 14 channel groups x 3 images = 2688 bytes), which the
     lowering reported as a bare GraphError before: now a ModelMemoryError naming the tile and
     the table; the importer's own choice
