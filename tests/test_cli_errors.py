@@ -275,3 +275,12 @@ def test_gen_lint_summary(tmp_path):
     r = tessera("gen", "--preset", "tiny", "-o", tmp_path, "--lint", timeout=300)
     assert r.returncode == 0, r.stderr
     assert f"lint: clean ({len(LINT_WAIVERS)} waived warning kinds" in r.stdout, r.stdout
+
+
+def test_demo_bad_arch_is_one_line():
+    """``tessera demo --arch`` with a layer list the parser refuses: one line naming --arch
+    and the layer, before anything trains or runs."""
+    r = tessera("demo", "--backend", "model", "--arch", "c3:8,p2,k8", "--no-progress",
+                timeout=60)
+    assert_one_line_error(r, "--arch: layer 1 'p2'")
+    assert "cycles" not in r.stdout, r.stdout

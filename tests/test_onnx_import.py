@@ -352,19 +352,56 @@ def test_digits_cnn_engine_and_dot4_equal_onnxruntime():
         assert ("tso_rqf" in prog.lowered.graph.codelets) == (engine == "dot4")
     # engine: the input QuantizeLinear writes its codes straight into conv1's padded input and
     # pool1 (on conv1's int8 codes) straight into conv2's, so both convolutions are their
-    # commands alone (no pad copy); pool2 writes p2 (NCHW, Flatten's input); the Gemm's 10
-    # codes per row go through a scratch of 16-byte rows (10 is not a multiple of 8), then
-    # one copy ("out")
+    # commands alone (no pad copy); pool2 writes p2 (NCHW, Flatten's input); the Gemm writes
+    # its 10 codes per row straight into the output rows in narrow groups of 2 channels
+    # (lower.narrow_width: channel 2p of row r at byte 10r + 2p, even, so a command's 2 bytes
+    # never cross an 8-byte word, §12 fault 4; 5 commands instead of 3 (4 + 4 + 2) cost
+    # (5 - 3)·(10 + KB·J) = 2·(10 + 8·2) = 52 extra steps for K = 64 (KB = 8) and J = 2 rows,
+    # fewer than COPY_SET_CYCLES = 1400), so no "out" copy
     assert set(steps["auto"]) == {"x_QuantizeLinear", "conv1", "pool1", "conv2", "pool2", "fc",
                                   "logits_DequantizeLinear"}
     assert set(steps["auto"]["conv1"]) == set(steps["auto"]["conv2"]) == {"mm"}
     assert set(steps["auto"]["pool1"]) == set(steps["auto"]["pool2"]) == {"maxpool"}
-    assert set(steps["auto"]["fc"]) == {"mm", "out"}
+    assert set(steps["auto"]["fc"]) == {"mm"}
     for name in ("conv1+pool1", "conv2+pool2"):
         assert set(steps["dot4"][name]) == {"im2col", "mm", "maxpool", "requant"}
         assert steps["auto"][name.split("+")[0]]["mm"] < steps["dot4"][name]["mm"]
     with pytest.raises(UnsupportedError, match="engine must be 'auto' or 'dot4'"):
         import_model(str(cnn.int8_path), preset("small"), engine="fast")
+
+
+@pytest.mark.parametrize("M, width", [(10, 2), (12, 4)])
+def test_classifier_conv_writes_its_codes_in_narrow_groups(M, width, calib):
+    """A classifier convolution (8×8 valid → M channels on a 1 × 1 map, then Flatten) writes
+    its M codes per image straight into the output in groups of ``width`` channels (4 if 4
+    divides M, else 2; docs/compiler.md, "The engine's output stage requantizes"): no scratch,
+    no "out" copy, and the codes equal onnxruntime's. Image n's channel group p starts at byte
+    n·M + width·p, a multiple of width, so its width bytes stay in one 8-byte word."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    from tessera.toolchain.models.digits_cnn import quantize_onnx
+    rng = np.random.default_rng(3)
+    init = [numpy_helper.from_array(rng.normal(0, .4, (8, 1, 3, 3)).astype(np.float32), "w1"),
+            numpy_helper.from_array(rng.normal(0, .1, 8).astype(np.float32), "b1"),
+            numpy_helper.from_array(rng.normal(0, .1, (M, 8, 8, 8)).astype(np.float32), "w2"),
+            numpy_helper.from_array(rng.normal(0, .1, M).astype(np.float32), "b2")]
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1],
+                              kernel_shape=[3, 3]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], name="cls", kernel_shape=[8, 8]),
+             helper.make_node("Flatten", ["c2"], ["y"], axis=1)]
+    g = helper.make_graph(nodes, "cls", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, ["N", 1, 8, 8])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, ["N", M])], init)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    q = quantize_onnx(m, calib)
+    x = calib[:12]
+    prog = import_model(q, preset("small"), samples_per_tile=3)
+    run = prog.run({"x": x})
+    assert compare_outputs(run.outputs, reference_outputs(q, {"x": x}))["reference_mismatches"] == 0
+    layer = next(l for l in run.report["layers"] if l["name"] == "cls")
+    assert set(layer["steps"]) == {"mm"}
 
 
 @pytest.mark.parametrize("fmt", ["QDQ", "QOperator"])
@@ -533,3 +570,24 @@ def test_grouped_conv_on_the_engine_equals_onnxruntime(M, group):
     run = prog.run({"x": x})
     assert np.array_equal(run.outputs["y"], reference_outputs(m, {"x": x})["y"])
     assert ("tso_rqf" in prog.lowered.graph.codelets) == (M // group == 6)
+
+
+@pytest.mark.usefixtures("unchecked")      # a whole CNN
+def test_engine_descriptor_table_that_does_not_fit_is_a_model_memory_error(calib):
+    """The 8x8 network (digits_cnn.ARCH_8X8, untrained) fits 1 image per tile with dense
+    weights (34 KiB); at 3 per tile the tile runs out while conv3's engine descriptor table is
+    placed (64 bytes per command: 14 channel groups x 3 images = 2688 bytes), which the
+    lowering reported as a bare GraphError before: now a ModelMemoryError naming the tile and
+    the table; the importer's own choice
+    (samples_per_tile=None) backs off to what fits and equals onnxruntime."""
+    from tessera.toolchain.models.convnet import ConvNet, convnet_onnx, parse_arch
+    from tessera.toolchain.models.digits_cnn import ARCH_8X8, quantize_onnx
+    net = ConvNet.init(parse_arch(ARCH_8X8), np.random.default_rng(0))
+    q = quantize_onnx(convnet_onnx(net), calib)
+    with pytest.raises(ModelMemoryError, match="does not fit tile 0: the engine descriptor "
+                       "table 'op3.mm.desc0'"):
+        import_model(q, preset("small"), samples_per_tile=3)
+    prog = import_model(q, preset("small"), batch_hint=16)
+    x = calib[:prog.samples_per_run]
+    run = prog.run({"x": x})
+    assert compare_outputs(run.outputs, reference_outputs(q, {"x": x}))["reference_mismatches"] == 0

@@ -30,7 +30,7 @@ JSON_KEYS = ("accuracy_float", "accuracy_onnxruntime", "accuracy_backend", "matc
 def run_cnn_demo(config, *, backend: str = "rtl", images: int = 450, sparsity: float = 0.0,
                  dense: bool = False, out_dir=None, json_out=None, profile: bool = False,
                  progress: bool = True, samples_per_tile=None, max_cycles: int = 200_000_000,
-                 engine: str = "auto", out=print) -> dict:
+                 engine: str = "auto", arch: str = "", out=print) -> dict:
     """Run the CNN demo and return its report (see the module docstring).
 
     Parameters
@@ -50,6 +50,8 @@ def run_cnn_demo(config, *, backend: str = "rtl", images: int = 450, sparsity: f
     engine : {"auto", "dot4"}
         As :func:`tessera.toolchain.onnx.import_model`: the matrix engine when the array has
         one, or the ``dot4`` kernels.
+    arch : str
+        ``""``: the default CNN; else a layer list (:func:`cnn_config`).
 
     Returns
     -------
@@ -65,7 +67,7 @@ def run_cnn_demo(config, *, backend: str = "rtl", images: int = 450, sparsity: f
     from tessera.backends import get as get_backend
     from tessera.cli.demo import DemoError, _progress, finish_report
     from tessera.toolchain.models.digits import load_digits_split
-    from tessera.toolchain.models.digits_cnn import CnnConfig, load_digits_cnn, pixels_to_input
+    from tessera.toolchain.models.digits_cnn import load_digits_cnn, pixels_to_input
     from tessera.toolchain.onnx import compare_outputs, import_model, reference_outputs
     from tessera.toolchain.onnx.cli import sparse_block
 
@@ -76,7 +78,7 @@ def run_cnn_demo(config, *, backend: str = "rtl", images: int = 450, sparsity: f
     if not 0.0 <= float(sparsity) < 1.0:
         raise DemoError(f"--sparsity must be in [0, 1), not {sparsity!r}")
     get_backend(backend)
-    cnn = load_digits_cnn(CnnConfig(sparsity=float(sparsity)))
+    cnn = load_digits_cnn(cnn_config(sparsity, arch))
     x = pixels_to_input(x_te[:images])
     y = y_te[:images]
     ref = reference_outputs(str(cnn.int8_path), {"x": x})["logits"]
@@ -107,9 +109,11 @@ def run_cnn_demo(config, *, backend: str = "rtl", images: int = 450, sparsity: f
         "runs": rep["runs"], "samples_per_run": rep["samples_per_run"], "cycles": rep["cycles"],
         "layers": rep["layers"], "sparsity": float(sparsity), "engine": engine, "sparse_layers": sparse_layers,
         "mismatched_images": bad_images, "onnx_file": str(cnn.int8_path),
+        "arch": cnn.config.arch,
         "simulation_seconds": rep["simulation_seconds"], "profile": None,
     }
-    kind = "dense" if not sparsity else f"{sparsity:.0%} block-sparse"
+    kind = ("dense" if not sparsity else f"{sparsity:.0%} block-sparse") + (
+        f", layers {cnn.config.arch}" if cnn.config.arch else "")
     out(f"Tessera demo: int8 digits CNN from ONNX ({kind}; quantize_static QDQ) on "
         f"{config.tiles} tiles x {config.contexts} contexts, backend {backend}")
     out(f"  model: {cnn.int8_path}  (import + compile {compile_s:.2f} s)")
@@ -144,17 +148,52 @@ def run_cnn_demo(config, *, backend: str = "rtl", images: int = 450, sparsity: f
                          t_start=t_start, match=match)
 
 
+def cnn_config(sparsity: float = 0.0, arch: str = ""):
+    """The demo's :class:`~tessera.toolchain.models.digits_cnn.CnnConfig`: the default CNN
+    (``arch`` ""), :func:`~tessera.toolchain.models.digits_cnn.arch_config` of ``ARCH_8X8``
+    (``arch`` "8x8") or of another layer list.
+
+    Raises
+    ------
+    tessera.cli.demo.DemoError
+        A malformed layer list (the parser's message).
+    """
+    from tessera.cli.demo import DemoError
+    from tessera.toolchain.models.digits_cnn import ARCH_8X8, CnnConfig, arch_config
+    if not arch:
+        return CnnConfig(sparsity=float(sparsity))
+    try:
+        return arch_config(sparsity, ARCH_8X8 if arch == "8x8" else arch)
+    except ValueError as e:
+        raise DemoError(f"--arch: {e}") from None
+
+
+def _pruned_names(cnn) -> list:
+    """Layer names of the pruned convolutions: conv2, or the ``*`` layers of the layer list."""
+    layers = cnn.config.layers()
+    if layers is None:
+        return ["conv2"]
+    return ["fc" if i == len(layers) - 1 else f"conv{i + 1}"
+            for i, lay in enumerate(layers) if lay.pruned]
+
+
 def sparsity_sweep(config, *, backend: str = "model", images: int = 16, out_dir=None,
-                   sparsities=(0.0, 0.5, 0.75, 0.9), engine: str = "auto", out=print) -> dict:
+                   sparsities=(0.0, 0.5, 0.75, 0.9), engine: str = "auto", arch: str = "",
+                   out=print) -> dict:
     """Accuracy and cycles of the dense and block-sparse CNN variants, dense vs sparse kernels.
 
     For each sparsity: float and onnxruntime int8 accuracy on all 450 test images; Tessera runs
     ``images`` test images twice (``sparse="auto"``: the block-sparse kernels where the weights
     have zero blocks; ``sparse="dense"``: dense kernels) and must equal onnxruntime on every
-    element; cycles per image, the convolution layers' cycles, the conv2 layer's cycles and its
-    matmul step (first run; the plot scales it to cycles per image with the run count). All
-    runs use the same samples per tile (``ceil(images / tiles)``), so the cycle counts compare
-    like for like. ``engine`` as :func:`run_cnn_demo`. Writes
+    element; cycles per image, the convolution layers' cycles, the pruned layers' cycles (conv2,
+    or with ``arch`` the layer list's ``*`` layers; keys ``conv2_*``) and their matmul steps
+    (first run; the plot scales it to cycles per image with the run count). All
+    runs use the same samples per tile (``ceil(images / tiles)``, or the largest smaller
+    number at which the dense model fits the SRAM), so the cycle counts compare like for like;
+    ``sparse_kernels_auto_batch`` / ``dense_model_auto_batch`` are the sparse kernels' and the
+    dense model's cycles per image with the importer's own samples per tile (as many as fit:
+    the block-sparse weights store only their stored blocks, so more images may fit) and
+    ``cycles_ratio_auto_batch`` their ratio. ``engine`` as :func:`run_cnn_demo`. Writes
     ``sparsity.json`` and ``sparsity.png`` (accuracy and cycles against sparsity) to
     ``out_dir`` (default ``build/demo``).
 
@@ -164,32 +203,57 @@ def sparsity_sweep(config, *, backend: str = "model", images: int = 16, out_dir=
         ``rows`` (one per sparsity) and ``files``.
     """
     from tessera.toolchain.models.digits import load_digits_split
-    from tessera.toolchain.models.digits_cnn import CnnConfig, load_digits_cnn, pixels_to_input
+    from tessera.toolchain.models.digits_cnn import load_digits_cnn, pixels_to_input
     from tessera.toolchain.onnx import compare_outputs, import_model, reference_outputs
+    from tessera.toolchain.onnx.errors import ModelMemoryError
     _, x_te, _, y_te = load_digits_split()
     x_all = pixels_to_input(x_te)
     rows = []
+    spt = -(-images // config.tiles)
+    dense_path = str(load_digits_cnn(cnn_config(0.0, arch)).int8_path)
+    while True:
+        try:
+            import_model(dense_path, config, engine=engine, samples_per_tile=spt)
+            break
+        except ModelMemoryError:
+            if spt == 1:
+                raise
+            spt -= 1
+    dense_auto = None
     for sp in sparsities:
-        cnn = load_digits_cnn(CnnConfig(sparsity=float(sp)))
+        cnn = load_digits_cnn(cnn_config(sp, arch))
+        pruned = _pruned_names(cnn)
         ref = reference_outputs(str(cnn.int8_path), {"x": x_all})["logits"]
         row = {"sparsity": float(sp),
                "accuracy_float": float((cnn.float_model.predict(x_all) == y_te).mean()),
                "accuracy_onnxruntime": float((ref.argmax(axis=1) == y_te).mean())}
         for mode in ("auto", "dense"):
             prog = import_model(str(cnn.int8_path), config, sparse=mode, engine=engine,
-                                samples_per_tile=-(-images // config.tiles))
+                                samples_per_tile=spt)
             run = prog.run({"x": x_all[:images]}, backend=backend)
             cmp = compare_outputs(run.outputs, {"logits": ref[:images]})
-            conv2 = next(l for l in run.report["layers"] if "conv2" in l["name"])
+            pl = [l for l in run.report["layers"] if l["name"].split("+")[0] in pruned]
             convs = sum(l["cycles"] for l in run.report["layers"] if l["kind"] == "conv")
             key = "sparse_kernels" if mode == "auto" else "dense_kernels"
             row[key] = {"cycles_per_image": run.report["cycles"] / images, "runs": run.report["runs"],
                         "conv_cycles": convs, "steps": {l["name"]: l["steps"]
                                                         for l in run.report["layers"]},
-                        "conv2_cycles": conv2["cycles"], "conv2_matmul_cycles": conv2["steps"]["mm"],
+                        "conv2_cycles": sum(l["cycles"] for l in pl),
+                        "conv2_matmul_cycles": sum(l["steps"]["mm"] for l in pl),
                         "reference_mismatches": cmp["reference_mismatches"],
                         "sparse_layers": [{"name": l["name"], **l["sparse"]}
                                           for l in run.report["layers"] if l.get("sparse")]}
+        auto = import_model(str(cnn.int8_path), config, engine=engine, batch_hint=images)
+        arun = auto.run({"x": x_all[:images]}, backend=backend)
+        if compare_outputs(arun.outputs, {"logits": ref[:images]})["reference_mismatches"]:
+            row["sparse_kernels"]["reference_mismatches"] += 1
+        row["sparse_kernels_auto_batch"] = {"cycles_per_image": arun.report["cycles"] / images,
+                                            "samples_per_tile": auto.lowered.samples}
+        if sp == 0:
+            dense_auto = row["sparse_kernels_auto_batch"]["cycles_per_image"]
+        row["dense_model_auto_batch"] = dense_auto
+        row["cycles_ratio_auto_batch"] = (row["sparse_kernels_auto_batch"]["cycles_per_image"]
+                                          / dense_auto if dense_auto else None)
         d, s_ = row["dense_kernels"], row["sparse_kernels"]
         row["cycles_ratio"] = s_["cycles_per_image"] / d["cycles_per_image"]
         row["conv2_matmul_ratio"] = s_["conv2_matmul_cycles"] / d["conv2_matmul_cycles"]
@@ -199,13 +263,19 @@ def sparsity_sweep(config, *, backend: str = "model", images: int = 16, out_dir=
         out(f"  sparsity {sp:4.0%}: accuracy float {row['accuracy_float']:.4f} onnxruntime "
             f"{row['accuracy_onnxruntime']:.4f}; cycles/image dense kernels "
             f"{d['cycles_per_image']:.0f}, sparse kernels {s_['cycles_per_image']:.0f} "
-            f"({row['cycles_ratio']:.2f}x; conv layers {row['conv_ratio']:.2f}x, conv2 "
-            f"{row['conv2_ratio']:.2f}x, conv2 matmul {row['conv2_matmul_ratio']:.2f}x); "
-            f"mismatches vs onnxruntime {d['reference_mismatches']} / {s_['reference_mismatches']}")
+            f"({row['cycles_ratio']:.2f}x; conv layers {row['conv_ratio']:.2f}x, {'+'.join(pruned)} "
+            f"{row['conv2_ratio']:.2f}x, their matmul {row['conv2_matmul_ratio']:.2f}x); "
+            f"mismatches vs onnxruntime {d['reference_mismatches']} / {s_['reference_mismatches']}"
+            f"; {spt} image(s) per tile; importer's own batch: "
+            f"{row['sparse_kernels_auto_batch']['cycles_per_image']:.0f} cycles/image "
+            f"({row['sparse_kernels_auto_batch']['samples_per_tile']} per tile"
+            + (f", {row['cycles_ratio_auto_batch']:.3f}x of the dense model's "
+               f"{dense_auto:.0f})" if dense_auto else ")"))
     odir = Path(out_dir or "build/demo")
     odir.mkdir(parents=True, exist_ok=True)
     (odir / "sparsity.json").write_text(json.dumps({"backend": backend, "images": images,
-                                                    "engine": engine,
+                                                    "engine": engine, "arch": arch,
+                                                    "samples_per_tile": spt,
                                                     "config": config.to_dict(), "rows": rows},
                                                    indent=1))
     import matplotlib
@@ -216,7 +286,8 @@ def sparsity_sweep(config, *, backend: str = "model", images: int = 16, out_dir=
     a1.plot(sps, [100 * r["accuracy_float"] for r in rows], "o-", label="float")
     a1.plot(sps, [100 * r["accuracy_onnxruntime"] for r in rows], "s--",
             label="int8 (onnxruntime = Tessera)")
-    a1.set_xlabel("conv2 block sparsity (%)")
+    what = "+".join(pruned)
+    a1.set_xlabel(f"{what} block sparsity (%)")
     a1.set_ylabel("test accuracy (%, 450 images)")
     a1.legend()
     a1.grid(alpha=.3)
@@ -224,8 +295,10 @@ def sparsity_sweep(config, *, backend: str = "model", images: int = 16, out_dir=
                          ("sparse_kernels", "block-sparse kernels", "s-")):
         a2.plot(sps, [r[key]["cycles_per_image"] for r in rows], st, label=f"{lab}: network")
         a2.plot(sps, [r[key]["conv2_matmul_cycles"] * r[key]["runs"] / images for r in rows],
-                st.replace("-", ":"), label=f"{lab}: conv2 matmul")
-    a2.set_xlabel("conv2 block sparsity (%)")
+                st.replace("-", ":"), label=f"{lab}: {what} matmul")
+    a2.plot(sps, [r["sparse_kernels_auto_batch"]["cycles_per_image"] for r in rows], "^--",
+            label="block-sparse kernels: network, own batch")
+    a2.set_xlabel(f"{what} block sparsity (%)")
     a2.set_ylabel(f"cycles per image ({config.tiles} tiles, {backend})")
     a2.set_ylim(bottom=0)
     a2.legend(fontsize=8)

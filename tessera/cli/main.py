@@ -341,7 +341,7 @@ def cmd_demo(args) -> int:
         from tessera.cli.demo_cnn import run_cnn_demo, sparsity_sweep
         if args.sweep:
             sw = sparsity_sweep(config, backend=args.backend, images=min(args.images, 450)
-                                if args.images != 450 else 16, out_dir=args.out,
+                                if args.images != 450 else 16, out_dir=args.out, arch=args.arch,
                                 engine="dot4" if args.dot4 else "auto", out=_say(args))
             bad = any(r[k]["reference_mismatches"] for r in sw["rows"]
                       for k in ("dense_kernels", "sparse_kernels"))
@@ -349,6 +349,7 @@ def cmd_demo(args) -> int:
         try:
             report = run_cnn_demo(config, backend=args.backend, images=args.images,
                                   sparsity=args.sparsity, dense=args.dense, out_dir=args.out,
+                                  arch=args.arch,
                                   json_out=args.json, profile=args.profile,
                                   progress=not args.no_progress, samples_per_tile=args.batch,
                                   max_cycles=args.max_cycles or 200_000_000,
@@ -597,6 +598,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="--model cnn: block-sparse variant 0.5, 0.75 or 0.9 (default 0: dense)")
     de.add_argument("--dense", action="store_true",
                     help="--model cnn: force the dense kernels for sparse weights")
+    de.add_argument("--arch", default="",
+                    help="--model cnn: the network as a layer list (tessera.toolchain.models."
+                         "convnet, e.g. c3:8,c3:48*,c3:56*,c2s2:16*,k4*; '8x8' = that one, "
+                         "digits_cnn.ARCH_8X8) instead of the default pooled CNN")
     de.add_argument("--dot4", action="store_true",
                     help="--model cnn: dot4 kernels even when the array has a matrix engine "
                          "(for comparison)")

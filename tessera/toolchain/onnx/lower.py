@@ -38,7 +38,7 @@ import numpy as np
 
 from tessera.golden_model.kernels import dequantize_linear, qrange, quantize_linear
 from tessera.golden_model.kernels._checks import wrap_int32
-from tessera.spec.engine import ACC_DEPTH
+from tessera.spec.engine import ACC_DEPTH, DESC_BYTES
 from tessera.toolchain.graph import Execute, Graph, Sequence
 
 from .codelets import bsmm_codelet, codelet, matmul_codelet
@@ -50,6 +50,10 @@ __all__ = ["lower", "Lowered", "Layer", "quant_table", "quant_params", "rqf_para
 
 #: Extra profile records beyond two per compute set.
 PROFILE_SLACK = 8
+#: Estimated cycles of one small ``tso_copy`` compute set (dispatch, the parts' set-up, the
+#: tile barrier; measured ~1400-1550 for the digits CNN's logits, docs/compiler.md): the
+#: narrow channel groups of :meth:`_Lowerer.narrow_width` must cost fewer extra engine steps.
+COPY_SET_CYCLES = 1400
 _INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 
@@ -99,15 +103,17 @@ def quant_table(scale, zero_point: int, dtype: str) -> np.ndarray:
     return np.concatenate([[_INT32_MIN], res]).astype(np.int32)
 
 
-#: Words per channel of ``tso_quant``'s table: 256 thresholds, R, r + 126, zp - qmin, 0.
+#: Words per channel of ``tso_quant``'s table: 256 thresholds (entry 0 = INT32_MIN),
+#: INT32_MAX (the walk's upper sentinel), R, r + 126, zp - qmin.
 QUANT_WORDS = 260
 
 
 def quant_params(scale, zero_point: int, dtype: str) -> np.ndarray:
     """``tso_quant``'s table of one channel: int32 [QUANT_WORDS] — :func:`quant_table`'s 256
-    thresholds (they decide every code), then the start estimate of the search: ``R =
-    floor(2^r / scale)`` with ``r`` the exponent that puts R in [2^31, 2^32) (stored as u32),
-    ``r + 126`` and ``zp - qmin`` (see tso_quant.c)."""
+    thresholds (they decide every code; entry 0 is INT32_MIN, the search's lower sentinel),
+    INT32_MAX (its upper sentinel: no key of a non-NaN float reaches it), then the start
+    estimate of the search: ``R = floor(2^r / scale)`` with ``r`` the exponent that puts R in
+    [2^31, 2^32) (stored as u32), ``r + 126`` and ``zp - qmin`` (see tso_quant.c)."""
     from fractions import Fraction
     qmin, _ = qrange(dtype)
     s = Fraction(float(np.float32(scale)))
@@ -117,8 +123,8 @@ def quant_params(scale, zero_point: int, dtype: str) -> np.ndarray:
     while Fraction(2) ** r / s < 2 ** 31:
         r += 1
     R = int(Fraction(2) ** r / s)
-    tail = np.array([R - (1 << 32) if R >= 1 << 31 else R, r + 126, int(zero_point) - qmin, 0],
-                    np.int64)
+    tail = np.array([_INT32_MAX, R - (1 << 32) if R >= 1 << 31 else R, r + 126,
+                     int(zero_point) - qmin], np.int64)
     return np.concatenate([quant_table(scale, zero_point, dtype), tail]).astype(np.int32)
 
 
@@ -488,7 +494,46 @@ class _Lowerer:
             ok = self.root(y) in self.nhwc and op.attrs["geom"]["M"] % 8 == 0
         else:
             ok = op.attrs["N"] % 8 == 0
-        return "direct" if ok else "temp"
+        return "direct" if ok or self.narrow_width(idx) else "temp"
+
+    def narrow_width(self, idx) -> int:
+        """Channels per command (2 or 4; 0 = not used) when the ``FLOAT32`` output of op
+        ``idx`` goes straight into its output buffer in *narrow* channel groups instead of a
+        scratch + ``tso_copy``: its ``M`` channels are contiguous per element (matmul rows,
+        NHWC, or a 1 × 1 output map), ``M % 8 != 0``, and groups of ``g`` channels (the
+        largest of 4, 2 dividing ``M``, at most the engine's lanes) start at multiples of
+        ``g`` of an 8-aligned buffer, so a command's ``g`` bytes never cross an 8-byte word
+        (docs/architecture.md §12 fault 4). Used when the extra commands' engine steps
+        (per element block ``10 + KB·J`` each, §12's step count) are fewer than
+        :data:`COPY_SET_CYCLES`."""
+        op = self.ops[idx]
+        if idx not in self.f32 or op.output in self.pad_into:
+            return 0
+        if op.kind == "conv":
+            gm, K, Kp, P, Mg = self._conv_dims(op)
+            M = gm["M"]
+            if op.attrs["group"] != 1 or not (self.root(op.output) in self.nhwc or P == 1):
+                return 0
+            imgs = self.S * self.values[op.inputs[0]].shape[0]
+            if idx in self.direct:
+                KB = gm["kh"] * gm["kw"] * _up(gm["C"], 8) // 8
+                rows = max(1, min(gm["OH"], ACC_DEPTH // gm["OW"]))
+                J, jobs = rows * gm["OW"], imgs * -(-gm["OH"] // rows)
+            else:
+                KB, E = Kp // 8, imgs * P
+                J, jobs = min(E, ACC_DEPTH), -(-E // ACC_DEPTH)
+        else:
+            a, K, Kp, M, rows, L = self._mm_dims(op)
+            KB, E = Kp // 8, self.S * rows
+            J, jobs = min(E, ACC_DEPTH), -(-E // ACC_DEPTH)
+        lanes = self.cfg.engine_lanes
+        g = 4 if M % 4 == 0 else 2
+        g = min(g, lanes)
+        if M % 8 == 0 or M % g or g < 2:
+            return 0
+        wide = len(self._lane_groups(M, True))
+        extra = (M // g - wide) * jobs * (10 + KB * J)
+        return g if extra < COPY_SET_CYCLES else 0
 
     def temps_conv(self, op):
         gm, K, Kp, P, Mg = self._conv_dims(op)
@@ -760,11 +805,14 @@ class _Lowerer:
         self._xpads[idx] = (xpad, geo)
         return self._xpads[idx]
 
-    def _lane_groups(self, M, byte_out):
+    def _lane_groups(self, M, byte_out, width=0):
         """Output channel groups ``(m0, nc)`` of one command each: ``engine_lanes`` channels,
         and in a byte output mode never across an 8-channel boundary (the C bytes of an
         element must stay in one 8-byte word, §12 fault 4, given 8-aligned pixel strides);
-        in ``RAW`` mode ``m0`` stays even (the int32 rows are whole 8-byte words)."""
+        in ``RAW`` mode ``m0`` stays even (the int32 rows are whole 8-byte words). ``width``
+        > 0: groups of exactly ``width`` channels (:meth:`narrow_width`)."""
+        if width:
+            return [(m0, width) for m0 in range(0, M, width)]
         lanes = self.cfg.engine_lanes
         out, m0 = [], 0
         while m0 < M:
@@ -883,7 +931,7 @@ class _Lowerer:
         # weights per channel group: dense, or only the blocks with a nonzero weight
         nzb = (wt.reshape(M, kh, kw, CB, 8) != 0).any(axis=4)          # [M, kh, kw, CB]
         groups, chunks, tables, off, stored, streamed = [], [], [], 0, 0, 0
-        for m0, nc in self._lane_groups(M, f32):
+        for m0, nc in self._lane_groups(M, f32, self.narrow_width(idx)):
             r, q, c = np.nonzero(nzb[m0:m0 + nc].any(axis=0))
             addrs = (r * Wp + q) * CB + c                              # in 8-byte blocks
             stored += len(addrs)
@@ -948,8 +996,10 @@ class _Lowerer:
                             K0=geo["K0"], K1=geo["K1"], C=nc,
                             **dict(ofields, flags=ofields["flags"] | aflags
                                    | (int(Flag.K_GATHER) if gth else 0))))
-            add_engine_vertex(self.g, c2, self.tiles[i], cmds,
-                              f"op{layer.index}.mm.desc{self.tiles[i]}")
+            dname = f"op{layer.index}.mm.desc{self.tiles[i]}"
+            self._fit(lambda: add_engine_vertex(self.g, c2, self.tiles[i], cmds, dname),
+                      f"engine descriptor table {dname!r} of node {op.label!r}",
+                      DESC_BYTES * len(cmds))
         if f32 and self.f32_target(idx) == "temp":
             self._copy_out(layer, idx, imgs, P, OH, OW, M)
 
@@ -1032,7 +1082,8 @@ class _Lowerer:
             # Mg % 8 == 0 or 8 % Mg == 0 (_f32_ok) groups capped at 8-channel words stay in
             # their words
             mms = [self._engine_weights(layer, f"w{g}", bts[g], a.get("w_name"),
-                                        J=min(rows, 256), byte_out=f32) for g in range(G)]
+                                        J=min(rows, 256), byte_out=f32,
+                                        width=self.narrow_width(idx)) for g in range(G)]
         else:
             mms = [self._matmul_weights(layer, f"w{g}", bts[g], a.get("w_name"))
                    for g in range(G)]
@@ -1158,9 +1209,11 @@ class _Lowerer:
         require_align(v[0])
         return v
 
-    def _engine_weights(self, layer, what, bt, tensor=None, J=ACC_DEPTH, byte_out=False):
+    def _engine_weights(self, layer, what, bt, tensor=None, J=ACC_DEPTH, byte_out=False,
+                        width=0):
         """Constant weights B^T int8 [N, Kp] (Kp a multiple of 8) as the engine's stationary
-        operand, per command *group* of channels (:meth:`_lane_groups`).
+        operand, per command *group* of channels (:meth:`_lane_groups`; ``width``: narrow
+        groups, :meth:`narrow_width`).
 
         A group streams the 8-byte K blocks (rows 8b..8b+7 of B) chosen by
         :meth:`_stream_choice` for commands of ``J`` rows: all Kp / 8 (dense), the shortest
@@ -1174,7 +1227,7 @@ class _Lowerer:
         KB = Kp // 8
         nzb = (bt.reshape(N, KB, 8) != 0).any(axis=2)                  # [N, KB]
         chunks, groups, tables, off, stored, streamed = [], [], [], 0, 0, 0
-        for m0, nc in self._lane_groups(N, byte_out):
+        for m0, nc in self._lane_groups(N, byte_out, width):
             used = np.nonzero(nzb[m0:m0 + nc].any(axis=0))[0]
             stored += len(used)
             ch = self._stream_choice(used, KB, J, nc)
@@ -1229,8 +1282,10 @@ class _Lowerer:
                     ak_s1=(gt[0][i], gt[1][table]) if table is not None else 8 * d,
                     w_base=(wv[i], woff), w_sm=8 * L, c_s1=0, p_base=(pv[i], 16 * m0),
                     J0=nr, J1=1, K0=1, K1=L, C=nc, **o))
-        add_engine_vertex(self.g, cset, self.tiles[i], cmds,
-                          f"op{layer.index}.{tag}.desc{self.tiles[i]}")
+        dname = f"op{layer.index}.{tag}.desc{self.tiles[i]}"
+        self._fit(lambda: add_engine_vertex(self.g, cset, self.tiles[i], cmds, dname),
+                  f"engine descriptor table {dname!r} of node {layer.label!r}",
+                  DESC_BYTES * len(cmds))
 
     def _mm_vertex(self, cset, i, a, w, c, init, rows, cols, Kp):
         kind, data = w
@@ -1283,7 +1338,8 @@ class _Lowerer:
             eng = self.on_engine(op)
             if eng:
                 wts = self._engine_weights(layer, "bt", bt, a.get("b_name"),
-                                           J=min(S * rows, 256), byte_out=f32)
+                                           J=min(S * rows, 256), byte_out=f32,
+                                           width=self.narrow_width(idx))
                 if f32:
                     mult, ofields = self._f32_fields(op)
                 pv = self._engine_params(layer, "ep", init, mult if f32 else None)
