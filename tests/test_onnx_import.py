@@ -202,6 +202,16 @@ def test_cli_runs_and_reports(qdq_file, capsys):
     assert code == 0
     r4 = json.loads((d / "r4.json").read_text())
     assert r4["reference_mismatches"] == 0 and r4["cycles"] != r["cycles"]
+    # utilisation against the tile's peak (issue #13: "mac_utilization ... against that peak"):
+    # the default `small` preset's engine has P = 32 MACs per cycle (docs/architecture.md §12,
+    # tessera/spec/config.py); --dot4 runs the dot4 kernels on the same array, whose peak is
+    # still its engine's P (the dot4 peak of 4 MACs per cycle is the peak of a tile without one)
+    assert r["peak_macs_per_cycle_per_tile"] == 32 and r4["peak_macs_per_cycle_per_tile"] == 32
+    for rep in (r, r4):
+        assert rep["mac_utilization"] == pytest.approx(
+            rep["useful_macs"] / (rep["cycles"] * rep["peak_macs_per_cycle_per_tile"]
+                                  * rep["config"]["tiles"]))
+        assert 0 < rep["mac_utilization"] <= 1
 
 
 def test_cli_bad_inputs_exit_2(qdq_file, capsys, tmp_path):

@@ -24,7 +24,8 @@ __all__ = ["run_cnn_demo", "sparsity_sweep", "JSON_KEYS"]
 
 #: Keys the ``--json`` report always has.
 JSON_KEYS = ("accuracy_float", "accuracy_onnxruntime", "accuracy_backend", "match", "images",
-             "reference_mismatches", "cycles_per_image", "mac_utilization", "compile_seconds")
+             "reference_mismatches", "cycles_per_image", "mac_utilization",
+             "peak_macs_per_cycle_per_tile", "compile_seconds")
 
 
 def run_cnn_demo(config, *, backend: str = "rtl", images: int = 450, sparsity: float = 0.0,
@@ -105,6 +106,7 @@ def run_cnn_demo(config, *, backend: str = "rtl", images: int = 450, sparsity: f
         "reference_mismatches": cmp["reference_mismatches"],
         "reference_max_abs_diff": cmp["reference_max_abs_diff"],
         "cycles_per_image": rep["cycles"] / images, "mac_utilization": rep["mac_utilization"],
+        "peak_macs_per_cycle_per_tile": rep["peak_macs_per_cycle_per_tile"],
         "compile_seconds": round(compile_s, 3), "backend": backend, "config": config.to_dict(),
         "runs": rep["runs"], "samples_per_run": rep["samples_per_run"], "cycles": rep["cycles"],
         "layers": rep["layers"], "sparsity": float(sparsity), "engine": engine, "sparse_layers": sparse_layers,
@@ -125,7 +127,8 @@ def run_cnn_demo(config, *, backend: str = "rtl", images: int = 450, sparsity: f
         f"{got.size - cmp['reference_mismatches']}/{got.size} elements"
         + ("" if match else f", images {bad_images[:8]}") + ")")
     out(f"  cycles per image: {rep['cycles'] / images:.1f}   ({rep['cycles']} cycles in total)   "
-        f"MAC utilisation: {rep['mac_utilization']:.1%}")
+        f"MAC utilisation: {rep['mac_utilization']:.1%} of the peak "
+        f"({rep['peak_macs_per_cycle_per_tile']} MACs/cycle/tile)")
     out("  layer cycles: " + ", ".join(f"{l['name']} {l['cycles'] or 0}" + (
         f" [block-sparse {sparse_block(l['sparse'])}, {l['sparse']['density']:.0%} of blocks]"
         if l.get("sparse") else "") for l in rep["layers"])

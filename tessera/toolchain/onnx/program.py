@@ -20,13 +20,10 @@ from .errors import InputError, ModelMemoryError, OnnxError, UnsupportedError
 from .lower import lower
 from .model import load_model
 
-__all__ = ["import_model", "OnnxProgram", "RunOutput", "MAX_SAMPLES_PER_TILE",
-           "PEAK_MACS_PER_TILE"]
+__all__ = ["import_model", "OnnxProgram", "RunOutput", "MAX_SAMPLES_PER_TILE"]
 
 #: Upper bound of the automatic samples-per-tile choice.
 MAX_SAMPLES_PER_TILE = 16
-#: One dot4 (4 int8 MACs) per issue slot per tile.
-PEAK_MACS_PER_TILE = 4
 _DEFAULT_MAX_CYCLES = 200_000_000
 
 
@@ -278,6 +275,9 @@ class OnnxProgram:
         """The JSON report of a run (keys documented in docs/compiler.md)."""
         cfg = self.config
         nt = len(self.tiles)
+        # utilisation is against the tile's peak: the matrix engine's P MACs per cycle, or 4
+        # (one dot4 per cycle) without an engine (ArrayConfig.peak_macs_per_cycle)
+        peak = cfg.peak_macs_per_cycle
         cycles = sum(int(r.cycles) for r in results)
         macs = sum(int(t.counters["macs"]) for r in results for t in r.tiles)
         useful_per_sample = sum(l.macs for l in self.layers)
@@ -292,7 +292,7 @@ class OnnxProgram:
                 d["steps"] = {cs.split(".", 1)[1]: self._step_cycles.get(cs) for cs in l.compute_sets}
             if c:
                 d["mac_utilization"] = (l.macs * self.samples_per_run / runs * runs /
-                                        (c * PEAK_MACS_PER_TILE * nt)) if l.macs else 0.0
+                                        (c * peak * nt)) if l.macs else 0.0
             if l.sparse is not None:
                 d["sparse"] = l.sparse
             layers.append(d)
@@ -309,7 +309,8 @@ class OnnxProgram:
             "cycles": cycles, "cycles_per_run": [int(r.cycles) for r in results],
             "cycles_per_sample": cycles / batch if batch else None,
             "macs": macs, "useful_macs": useful,
-            "mac_utilization": useful / (cycles * PEAK_MACS_PER_TILE * cfg.tiles) if cycles else 0.0,
+            "peak_macs_per_cycle_per_tile": peak,
+            "mac_utilization": useful / (cycles * peak * cfg.tiles) if cycles else 0.0,
             "layers": layers, "memory": mem, "arena_bytes_per_tile": self.lowered.arena_bytes,
             "compile_seconds": round(self.compile_seconds, 3),
         }
