@@ -20,8 +20,7 @@ import numpy as np
 
 
 def build(c1: int, c2: int, sparsity: float, seed: int = 0):
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
     from tessera.toolchain.models.digits_cnn import prune_blocks
     rng = np.random.default_rng(seed)
     w1 = rng.normal(0, np.sqrt(2 / 9), (c1, 1, 3, 3))
@@ -43,14 +42,8 @@ def build(c1: int, c2: int, sparsity: float, seed: int = 0):
         helper.make_node("Conv", ["r2", "w3", "b3"], ["c3"], name="classifier",
                          kernel_shape=[4, 4]),
         helper.make_node("Flatten", ["c3"], ["logits"], name="flatten", axis=1)]
-    g = helper.make_graph(nodes, "digits_allconv",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 8, 8])],
-                          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])],
-                          init)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    return m
+    from tessera.toolchain.models.digits_cnn import digits_model
+    return digits_model(nodes, init, "digits_allconv")
 
 
 def main(argv=None) -> int:

@@ -52,8 +52,7 @@ def parse(spec: str) -> list[tuple]:
 
 def build(layers, sparsity: float, seed: int = 0):
     """The float32 ONNX model of ``layers`` (input ``x`` [N, 1, 8, 8], output ``logits``)."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
     from tessera.toolchain.models.digits_cnn import prune_blocks
     rng = np.random.default_rng(seed)
     c, h, w = 1, 8, 8
@@ -95,14 +94,8 @@ def build(layers, sparsity: float, seed: int = 0):
                       helper.make_node("Gemm", [n + "_f", n + "_w", n + "_b"], ["logits"],
                                        name=n)]
             cur = "logits"
-    g = helper.make_graph(nodes, "digits_scale",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 8, 8])],
-                          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])],
-                          init)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    return m
+    from tessera.toolchain.models.digits_cnn import digits_model
+    return digits_model(nodes, init, "digits_scale")
 
 
 def main(argv=None) -> int:

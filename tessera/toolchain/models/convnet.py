@@ -191,8 +191,7 @@ class ConvNet:
 def convnet_onnx(model: ConvNet, opset: int = 17):
     """The float32 ONNX graph of ``model``: input ``x`` ``[N, 1, 8, 8]``, output ``logits``
     ``[N, 10]``; nodes ``conv<i>`` (+ ``relu<i>``), the classifier ``fc`` and ``flatten``."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
     init, nodes, cur = [], [], "x"
     last = len(model.layers) - 1
     for i, (lay, w, b) in enumerate(zip(model.layers, model.w, model.b)):
@@ -207,12 +206,5 @@ def convnet_onnx(model: ConvNet, opset: int = 17):
             nodes.append(helper.make_node("Relu", [cur], [f"r{i}"], name=f"relu{i + 1}"))
             cur = f"r{i}"
     nodes.append(helper.make_node("Flatten", [cur], ["logits"], name="flatten", axis=1))
-    g = helper.make_graph(nodes, "digits_convnet",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 8, 8])],
-                          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])],
-                          init)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)],
-                          producer_name="tessera.digits_cnn")
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    return m
+    from .digits_cnn import digits_model
+    return digits_model(nodes, init, "digits_convnet", opset, producer="tessera.digits_cnn")

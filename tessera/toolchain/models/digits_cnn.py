@@ -392,8 +392,7 @@ def float_onnx(model, opset: int = 17):
     from .convnet import ConvNet, convnet_onnx
     if isinstance(model, ConvNet):
         return convnet_onnx(model, opset)
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
     init = [numpy_helper.from_array(np.asarray(getattr(model, k), np.float32), k)
             for k in ("w1", "b1", "w2", "b2", "w3", "b3")]
     conv = dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[1, 1])
@@ -408,12 +407,27 @@ def float_onnx(model, opset: int = 17):
         helper.make_node("Flatten", ["p2"], ["f"], name="flatten", axis=1),
         helper.make_node("Gemm", ["f", "w3", "b3"], ["logits"], name="fc"),
     ]
-    g = helper.make_graph(nodes, "digits_cnn",
+    return digits_model(nodes, init, "digits_cnn", opset, producer="tessera.digits_cnn")
+
+
+def digits_model(nodes, init, name: str, opset: int = 17, producer: str | None = None):
+    """A checked ONNX model of a digits network: graph ``name`` with input ``x`` (float32
+    [N, 1, 8, 8]) and output ``logits`` (float32 [N, 10]), the given nodes and initializers,
+    the default domain at ``opset``, IR version 8 and, if given, ``producer_name``.
+
+    Raises
+    ------
+    onnx.checker.ValidationError
+        The graph is not a valid ONNX model.
+    """
+    import onnx
+    from onnx import TensorProto, helper
+    g = helper.make_graph(nodes, name,
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 8, 8])],
                           [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])],
                           init)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)],
-                          producer_name="tessera.digits_cnn")
+    kw = {"producer_name": producer} if producer else {}
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], **kw)
     m.ir_version = 8
     onnx.checker.check_model(m)
     return m
