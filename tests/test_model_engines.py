@@ -770,7 +770,7 @@ def test_halt_with_a_busy_engine_by_hand(eng, case):
     23 + s (no load, store or exchange). The last ecall is context 0's at 24: every context
     HALTED from v = 29, stop at the end of t_s = 30, cycles = v + D(1) = 31 (§7).
 
-    valid: a valid command (C = 1, J = K = 1, TFLITE: 8 + 2 + 1 + 1 + 2 = 14 steps) is still
+    valid: a valid command (C = 1, J = K = 1, TFLITE: 8 + 2 + 1 + 0 + 1 + 8 = 20 steps) is still
     busy at the stop (steps 0..7 at 23..30 done): status halted, engine counter 31 - 22 = 9.
     step7: C = 0, step 7 (cycle 30 <= t_s) faults (addr = d), visible 31: recorded, status
     fault, cycles 31; context 0 FAULT with pc = pc_e = 12; engine counter 9 (frozen, busy).
