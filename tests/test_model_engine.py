@@ -160,6 +160,24 @@ def test_timeout_continue_and_start_reset_the_engine():
     assert list(i32(arr, SOUT, 6)[::2]) == RAW_ACC
 
 
+def test_timeout_inside_the_write_tail_and_continue():
+    # J = 2 (S = 21): stream steps 11, 12 at cycles 40, 41; steps 13..20 at 42..49 have no
+    # read, the writes are steps 11 + WRITE_DELAY = 19 and 20 (cycles 48, 49). A run cut at
+    # 45 (cycles 0..44) leaves both writes pending: no output yet, busy 28..44 = 17 cycles.
+    # Continued, it is the run of test_step_timing_and_mwait_retire_cycle (J = 2): cycles 67,
+    # x10 = 54, engine busy 28..49 = 22 cycles, both outputs written.
+    mem = raw_small(2)
+    mem[SOUT] = (0x5A5A5A5A).to_bytes(4, "little") * 4
+    arr = make({0: issuer()}, mem)
+    res = arr.run(45)
+    assert res.status == "timeout" and res.tiles[0].counters["engine"] == 17
+    assert list(i32(arr, SOUT, 4)[::2]) == [0x5A5A5A5A] * 2
+    res = arr.run(1000)
+    assert res.status == "halted" and res.cycles == 67 and int(arr.regs[0, 0, 10]) == 54
+    assert res.tiles[0].counters["engine"] == 22
+    assert list(i32(arr, SOUT, 4)[::2]) == RAW_ACC[:2]
+
+
 def test_halt_with_a_busy_engine_steps_until_the_stop():
     # §7 "Stop" (contract v2): every context HALTED at v stops the array at the end of
     # t_s = v + D - 1, and a busy matrix engine steps until t_s. Context 0: j0 li (18), j1 mrun
