@@ -5,7 +5,7 @@ accept cycle x; the engine advances only in engine cycles (``run`` high — the 
 not in its exchange phase — and no LOAD/STORE word in the core's M stage, ``core.m_mem``), so
 the whole pipeline below has one enable, ``adv`` = busy, not frozen and an engine cycle.
 
-Internally a step goes through three stages, each advancing with ``adv``:
+Internally a step goes through three parts, each advancing with ``adv``:
 
 * **stage 0** (the step itself): the address generator (descriptor words, parameter words,
   W(m, b), X(j, b): the j0/j1/k0/k1 nest with 32-bit strides) issues the step's SRAM read on
@@ -13,10 +13,16 @@ Internally a step goes through three stages, each advancing with ``adv``:
 * **stage 1** (the next step): the read word (captured in the cycle after the read even if that
   is not an engine cycle) goes into the descriptor fields, the channel parameters, the lane's
   stationary vector, or, for a stream step, through the M·8 multipliers into acc[j]
-  (b = 0 starts from bias) — in the last block into the output register instead.
-* **stage 2** (the writes): output word w of element j in step s_j + 2 + w: RAW int32 pairs,
-  or the TFLITE bytes (MultiplyByQuantizedMultiplier, + zp, clamp) or the FLOAT32 bytes
-  (:func:`f32_round`, + zp, clamp) requantized from the output register in the write step; write faults (check 4) are decided here.
+  (b = 0 starts from bias) — in the last block into the output register ``out`` instead.
+* **the output pipeline** (steps s_j + 2 .. s_j + WRITE_DELAY + OW − 1): :data:`OUT_DELAY` =
+  WRITE_DELAY − 2 register stages, each loading in the engine's steps (``adv``), never in the
+  cycles the core's loads / stores or the exchange own, so element j reaches the last one in
+  step s_j + WRITE_DELAY whatever cycles those take. The TFLITE and FLOAT32 bytes are
+  requantized by the REQUANT_STAGES-stage chains of :mod:`.requant` (then plain delay
+  stages if WRITE_DELAY leaves more); the RAW int32 pairs and C(j) ride plain delay stages,
+  which hold an element until the next one arrives (OW steps later). In the write step
+  s_j + WRITE_DELAY + w the engine adds ``zp``, clamps and places the bytes (or picks RAW pair
+  w) and writes; write faults (check 4) are decided in that step.
 
 Faults (contract v2, §7 "Stop": an engine fault of step s is visible from s + 1). A read-address
 or write fault (checks 1, 4) is known in its step s and presented on ``core.fault`` in s, like an
