@@ -56,6 +56,14 @@ class Stages:
         """Start the next stage (the registers made after this belong to it)."""
         self.stage += 1
 
+    def wire(self, value, name, shape=None):
+        """A combinational signal of ``value`` (so a value used twice is one net, not two
+        copies of its expression in the netlist)."""
+        sig = Signal(shape if shape is not None else value.shape(),
+                     name=f"{self.prefix}_{self.stage}_{name}")
+        self.m.d.comb += sig.eq(value)
+        return sig
+
     def reg(self, value, name, shape=None):
         """A register loading ``value`` when ``en`` is high; shape of ``value`` unless given."""
         sig = Signal(shape if shape is not None else value.shape(),
@@ -65,22 +73,24 @@ class Stages:
         return sig
 
 
-def _bit_length(v):
-    """Amaranth value: the bit length of unsigned ``v`` (0 for 0), a log-depth priority
-    encoder (the position of the top set bit, by halves, + 1)."""
+def _bit_length(p, v, name):
+    """The bit length of unsigned ``v`` (0 for 0): a log-depth priority encoder (the position
+    of the top set bit, by halves, + 1), its nodes wires of ``p``."""
     n = 1 << max(len(v) - 1, 0).bit_length()
     bits = Cat(v, Const(0, n - len(v)))
 
-    def enc(b):                       # (any bit set, position of the top set bit)
+    def enc(b, tag):                  # (any bit set, position of the top set bit)
         if len(b) == 1:
             return b[0], Const(0, 0)
         h = len(b) // 2
-        a_lo, p_lo = enc(b[:h])
-        a_hi, p_hi = enc(b[h:])
-        return a_lo | a_hi, Cat(Mux(a_hi, p_hi, p_lo), a_hi)
+        a_lo, p_lo = enc(b[:h], tag + "l")
+        a_hi, p_hi = enc(b[h:], tag + "h")
+        a = p.wire(a_lo | a_hi, f"{name}_a{tag}")
+        pos = p.wire(Cat(Mux(a_hi, p_hi, p_lo), a_hi), f"{name}_p{tag}")
+        return a, pos
 
-    anyb, pos = enc(bits)
-    return Mux(anyb, pos + 1, 0)
+    anyb, pos = enc(bits, "")
+    return p.wire(Mux(anyb, pos + 1, 0), name, range(len(v) + 1))
 
 
 def _s(v):
@@ -202,16 +212,17 @@ def f32_stages(p: Stages, acc, mbits):
     ex = mbits[23:31]
     mm0 = Cat(mbits[:23], ex != 0)
     mm = p.reg(mm0, "mm", 24)
-    lzm = p.reg(24 - _bit_length(mm0), "lzm", range(25))
+    mm0 = p.wire(mm0, "mm0")
+    lzm = p.reg(24 - _bit_length(p, mm0, "blm"), "lzm", range(25))
     exb = p.reg(Mux(ex == 0, 1, ex), "exb", 8)
     sgn = p.reg(sa ^ mbits[31], "sgn")
     # 2: normalise |acc| to 24 bits (guard / sticky of the dropped bits) and mm to [2^23, 2^24)
     p.next()
-    eh = _bit_length(u[24:])                               # u >> 24 has eh bits: ea = eh
+    eh = _bit_length(p, u[24:], "eh")                      # u >> 24 has eh bits: ea = eh
     lz = Signal(5, name=f"{p.prefix}_2_lz")                # eh = 0: shift left by lz
-    p.m.d.comb += lz.eq(24 - _bit_length(u[:24]))
+    p.m.d.comb += lz.eq(24 - _bit_length(p, u[:24], "bla"))
     g_a, st_a = _round_bits(u, eh)
-    q_big = (u >> eh)[:24]
+    q_big = p.wire((u >> eh)[:24], "qbig")
     q_a = Mux(eh != 0, q_big, (u[:24] << lz)[:24])
     qa = p.reg(q_a, "qa", 24)
     up_a = p.reg((eh != 0) & g_a & (st_a | q_big[0]), "up")
