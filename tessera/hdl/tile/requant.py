@@ -80,8 +80,8 @@ def _bit_length(p, v, name):
     bits = Cat(v, Const(0, n - len(v)))
 
     def enc(b, tag):                  # (any bit set, position of the top set bit)
-        if len(b) == 1:
-            return b[0], Const(0, 0)
+        if len(b) == 2:               # (no zero-width position: Verilog has no [-1:0])
+            return p.wire(b[0] | b[1], f"{name}_a{tag}"), b[1]
         h = len(b) // 2
         a_lo, p_lo = enc(b[:h], tag + "l")
         a_hi, p_hi = enc(b[h:], tag + "h")
@@ -102,9 +102,9 @@ def _round_bits(v, sh):
     """(guard, sticky) of dropping the low ``sh`` bits of unsigned ``v`` (guard = bit sh−1,
     sticky = any bit below it; both 0 for sh = 0): per-bit compares with constants and OR
     trees, no carry chain."""
-    n = len(v)
-    guard = Cat(*(v[i] & (sh == i + 1) for i in range(n))).any()
-    sticky = Cat(*(v[i] & (sh > i + 1) for i in range(n))).any()
+    top = (1 << len(sh)) - 1          # sh's largest value (no compare that is constant)
+    guard = Cat(*(v[i] & (sh == i + 1) for i in range(min(len(v), top)))).any()
+    sticky = Cat(*(v[i] & (sh > i + 1) for i in range(min(len(v), top - 1)))).any()
     return guard, sticky
 
 
