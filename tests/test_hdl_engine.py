@@ -1,10 +1,17 @@
-"""Amaranth-simulator unit tests of the matrix engine's parts (tessera/hdl/tile/matrix_engine.py).
+"""Amaranth-simulator unit tests of the matrix engine's parts (tessera/hdl/tile/matrix_engine.py,
+tessera/hdl/tile/requant.py).
 
-* The output stage's MultiplyByQuantizedMultiplier against the numpy reference
+The two requantization chains (requant.py, REQUANT_STAGES register stages each) are streamed one
+vector per enabled clock with the enable low in a random quarter of the clocks; each output is
+read REQUANT_STAGES enabled clocks after its vector entered, and the outputs must hold while the
+enable is low (the engine's pipeline advances by steps, not clocks). Outputs are clipped to
+±2^SAT_LOG2 (every byte output saturates beyond), and so is the reference.
+
+* The TFLITE chain's MultiplyByQuantizedMultiplier against the numpy reference
   ``tessera.golden_model.kernels.multiply_by_quantized_multiplier`` (architecture §11 rule 1:
   SRDHM ties toward +∞ saturating only at (−2^31)·(−2^31), rounding divide ties away from
   zero, ``x · 2^left`` wrapping mod 2^32), on the edge cases and random values.
-* The ``FLOAT32`` output stage's integer ``f32_round`` (architecture §12: rne(fl32(fl32(acc) ·
+* The ``FLOAT32`` chain (architecture §12: rne(fl32(fl32(acc) ·
   M)), the onnxruntime rule of §11 rule 2) against IEEE binary32 arithmetic in numpy and the
   reference ``tessera.golden_model.kernels.requantize_float32``: ties of both roundings,
   |acc| ≥ 2^24 (the int32 → float32 rounding), subnormal, negative and huge multipliers.
@@ -24,21 +31,75 @@ from amaranth.sim import Simulator
 
 from tessera.golden_model.kernels import multiply_by_quantized_multiplier, requantize_float32
 from tessera.hdl.tile import Tile
-from tessera.hdl.tile.matrix_engine import MatrixEngine, f32_round, mbqm
+from tessera.hdl.tile.matrix_engine import MatrixEngine
+from tessera.hdl.tile.requant import REQUANT_STAGES, SAT_LOG2, Stages, f32_stages, tflite_stages
 from tessera.spec.config import PRESETS
 from tessera.spec.engine import ACC_DEPTH, MAX_SHIFT, MIN_SHIFT
 
 
-class _Mbqm(wiring.Component):
+class _Chains(wiring.Component):
+    """Both requantization chains of one lane, their own inputs, one enable (the engine's
+    ``adv``)."""
+    en: In(1)
     x: In(32)
     mult: In(32)
     shift: In(signed(6))
-    y: Out(32)
+    acc: In(32)
+    mbits: In(32)
+    yt: Out(signed(SAT_LOG2 + 2))
+    yf: Out(signed(SAT_LOG2 + 2))
 
     def elaborate(self, platform):
         m = Module()
-        m.d.comb += self.y.eq(mbqm(m, self.x, self.mult, self.shift))
+        m.d.comb += [
+            self.yt.eq(tflite_stages(Stages(m, self.en, "t"), self.x, self.mult, self.shift)),
+            self.yf.eq(f32_stages(Stages(m, self.en, "f"), self.acc, self.mbits)),
+        ]
         return m
+
+
+def _run_chains(tvec, fvec, seed):
+    """Stream ``tvec`` ((x, mult, shift)) and ``fvec`` ((acc, mbits)) through the chains, one
+    vector per enabled clock, the enable low in a random quarter of the clocks (random inputs
+    then, which must not enter). Returns, per vector, both outputs REQUANT_STAGES enabled clocks
+    after it entered, and checks that the outputs hold while the enable is low."""
+    rng = random.Random(seed)
+    n = max(len(tvec), len(fvec))
+    dut = _Chains()
+    got_t, got_f, held = [], [], []
+
+    async def bench(ctx):
+        entered = 0
+        prev = None
+        while len(got_t) < n:
+            en = rng.random() < 0.75
+            ctx.set(dut.en, en)
+            i = entered if en else None
+            tv = tvec[i % len(tvec)] if en else (rng.getrandbits(32), rng.getrandbits(32),
+                                                  rng.randint(MIN_SHIFT, MAX_SHIFT))
+            fv = fvec[i % len(fvec)] if en else (rng.getrandbits(32), rng.getrandbits(32))
+            ctx.set(dut.x, tv[0] & 0xFFFF_FFFF)
+            ctx.set(dut.mult, tv[1] & 0xFFFF_FFFF)
+            ctx.set(dut.shift, tv[2])
+            ctx.set(dut.acc, fv[0] & 0xFFFF_FFFF)
+            ctx.set(dut.mbits, fv[1] & 0xFFFF_FFFF)
+            await ctx.tick()
+            out = (ctx.get(dut.yt), ctx.get(dut.yf))
+            if en:
+                entered += 1
+                if entered >= REQUANT_STAGES:     # vector entered - REQUANT_STAGES is out
+                    got_t.append(out[0])
+                    got_f.append(out[1])
+            elif prev is not None:
+                held.append(out == prev)
+            prev = out
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert held and all(held)
+    return got_t[:len(tvec)], got_f[:len(fvec)]
 
 
 def _vectors():
@@ -61,36 +122,16 @@ def _vectors():
     return vec
 
 
-def test_mbqm_matches_the_reference():
-    dut = _Mbqm()
+def test_tflite_chain_matches_the_reference():
+    got, _ = _run_chains(_vectors(), [(0, 0)], seed=1)
     vec = _vectors()
-    got = []
-
-    async def bench(ctx):
-        for x, mu, s in vec:
-            ctx.set(dut.x, x & 0xFFFF_FFFF)
-            ctx.set(dut.mult, mu & 0xFFFF_FFFF)
-            ctx.set(dut.shift, s)
-            got.append(ctx.get(dut.y))
-
-    sim = Simulator(dut)
-    sim.add_testbench(bench)
-    sim.run()
     xs, ms, ss = (np.array(c, dtype=np.int64) for c in zip(*vec))
-    want = multiply_by_quantized_multiplier(xs, ms, ss).astype(np.int64) & 0xFFFF_FFFF
-    bad = [(v, hex(g), hex(int(w))) for v, g, w in zip(vec, got, want) if g != w]
+    # the reference clipped to ±2^SAT_LOG2 (requant.py: every byte output saturates beyond)
+    lim = 1 << SAT_LOG2
+    want = np.clip(multiply_by_quantized_multiplier(xs, ms, ss).astype(np.int64), -lim, lim)
+    bad = [(v, g, int(w)) for v, g, w in zip(vec, got, want) if g != w]
     assert not bad, bad[:10]
-
-
-class _F32(wiring.Component):
-    acc: In(32)
-    mbits: In(32)
-    y: Out(signed(12))
-
-    def elaborate(self, platform):
-        m = Module()
-        m.d.comb += self.y.eq(f32_round(m, self.acc, self.mbits))
-        return m
+    assert len(np.unique(got)) > 200                 # not all saturated (clipped) or zero
 
 
 def _f32_vectors():
@@ -122,20 +163,9 @@ def _f32_vectors():
     return vec
 
 
-def test_f32_round_matches_binary32_arithmetic():
-    dut = _F32()
+def test_f32_chain_matches_binary32_arithmetic():
     vec = _f32_vectors()
-    got = []
-
-    async def bench(ctx):
-        for a, mb in vec:
-            ctx.set(dut.acc, a & 0xFFFF_FFFF)
-            ctx.set(dut.mbits, mb & 0xFFFF_FFFF)
-            got.append(ctx.get(dut.y))
-
-    sim = Simulator(dut)
-    sim.add_testbench(bench)
-    sim.run()
+    _, got = _run_chains([(0, 0, 0)], vec, seed=2)
     acc = np.array([a for a, _ in vec], np.int64)
     mb = np.array([b & 0xFFFF_FFFF for _, b in vec], np.uint32)
     # the §12 formula in IEEE binary32 (numpy: round to nearest even, subnormals kept); the

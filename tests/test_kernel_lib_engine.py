@@ -268,9 +268,10 @@ def test_engine_off_and_errors():
 
 
 def test_descriptor_evaluator_matches_command_steps_example():
-    """§12's worked example: C = 4, J = 128, K = 128, TFLITE: 2,130 steps."""
+    """§12's worked example: C = 4, J = 128, K = 128, TFLITE: 2,136 steps."""
+    # 8 + 2C + KB·C + (KB − 1)·J + J·OW + WRITE_DELAY = 8 + 8 + 64 + 15·128 + 128 + 8 = 2,136
     d = Descriptor(J0=128, K0=16, C=4, mode=Mode.TFLITE)
-    assert command_steps(d) == 2130
+    assert command_steps(d) == 2136
 
 
 def test_back_to_back_mrun_keeps_the_last_write():

@@ -44,16 +44,18 @@ from helpers.model_engine import (  # noqa: F401 (model_engine: an autouse fixtu
 
 # ------------------------------------------------------------------------------ timing
 @pytest.mark.parametrize("J,last,mwait_at,cycles", [
-    # S = 8 + 2C + KB*C + (KB-1)*J + J*OW + 2 = 8 + 2 + 1 + 0 + J + 2 = 13 + J.
-    # J = 2: S = 15, steps at 29..43, busy 28..43. mwait M = 34 + 6r: r = 2 gives M = 46 > 43:
-    # retires at issue 42. csrr at 48 -> x10 = 48, ecall at 54 -> HALTED 59 -> cycles 61.
-    (2, 43, 42, 61),
-    # J = 5: S = 18, last step at 46: the mwait with M = 46 (issue 42) is still busy; issue 48
-    # (M = 52) retires; csrr at 54, ecall at 60 -> cycles 60 + 5 + 2 = 67.
-    (5, 46, 48, 67),
+    # S = 8 + 2C + KB*C + (KB-1)*J + J*OW + WRITE_DELAY = 8 + 2 + 1 + 0 + J + 8 = 19 + J
+    # (WRITE_DELAY = 8, §12 "Step schedule"; J*OW = J < 8: the writes of elements j (step
+    # s_j + 8 = 11 + j + 8) come after the last stream step 10 + J).
+    # J = 2: S = 21, steps at 29..49, busy 28..49. mwait M = 34 + 6r: r = 3 gives M = 52 > 49:
+    # retires at issue 48. csrr at 54 -> x10 = 54, ecall at 60 -> HALTED 65 -> cycles 67.
+    (2, 49, 48, 67),
+    # J = 5: S = 24, last step at 52: the mwait with M = 52 (issue 48) is still busy; issue 54
+    # (M = 58) retires; csrr at 60, ecall at 66 -> cycles 66 + 5 + 2 = 73.
+    (5, 52, 54, 73),
 ])
 def test_step_timing_and_mwait_retire_cycle(J, last, mwait_at, cycles):
-    assert command_steps(Descriptor.unpack(raw_small(J)[D0])) == 13 + J
+    assert command_steps(Descriptor.unpack(raw_small(J)[D0])) == 19 + J
     arr = make({0: issuer()}, raw_small(J))
     res = arr.run(1000)
     assert res.status == "halted" and res.cycles == cycles
@@ -77,16 +79,17 @@ def test_mwait_with_idle_engine_retires_at_once():
 
 
 def test_loads_and_stores_in_m_stall_the_engine():
-    # J = 2 (S = 15). Context 1 runs lw, sw, lw, sw, lw, sw from j0: issued at 19 + 6j, in M at
-    # 23, 29, 35, 41, 47, 53. Engine cycles after x = 28 without those: 30 31 32 33 34 36 37
-    # 38 39 40 42 43 44 45 46 -> the 15th (last) step at 46, busy 28..46 = 19 cycles.
-    # mwait M = 34 + 6r >= 47: r = 3 (issue 48, M 52); csrr at 54; ecall at 60 -> cycles 67.
+    # J = 2 (S = 8 + 2 + 1 + 0 + 2 + 8 = 21). Context 1 runs lw, sw, lw, sw, lw, sw from j0:
+    # issued at 19 + 6j, in M at 23, 29, 35, 41, 47, 53. Engine cycles after x = 28 without
+    # those: 30..34, 36..40, 42..46, 48..52, 54 -> the 21st (last) step at 54, busy 28..54 =
+    # 27 cycles. mwait M = 34 + 6r >= 55: r = 4 (issue 54, M 58); csrr at 60; ecall at 66 ->
+    # cycles 66 + 5 + 2 = 73.
     mem_ops = [asm.lw(7, 0x7F0, 0), asm.sw(0, 0x7F8, 0)] * 3
     arr = make({0: issuer(), 1: [*mem_ops, asm.ecall()]}, raw_small(2))
     res = arr.run(1000)
-    assert res.status == "halted" and res.cycles == 67
-    assert int(arr.regs[0, 0, 10]) == 54
-    assert res.tiles[0].counters["engine"] == 19
+    assert res.status == "halted" and res.cycles == 73
+    assert int(arr.regs[0, 0, 10]) == 60
+    assert res.tiles[0].counters["engine"] == 27
     assert list(i32(arr, SOUT, 4)[::2]) == RAW_ACC[:2]
 
 
@@ -95,9 +98,9 @@ def test_exchange_phase_stalls_the_engine():
     # j4 sync ARRAY (42): WAIT_ARRAY visible at 47 = k* (contexts 1..5 halted by 28), release
     # r = k* + D = 47 + 2 = 49 (N = 1). Program IDLE 3 (49, 50, 51), END at 52 = e. Context 0
     # RUNNING from 53; its next slot 54: j5 mwait (M = 58).
-    # Engine (J = 2, S = 15): steps 0..7 at 41..48 (the barrier wait is no exchange phase),
-    # none at 49..52, steps 8..14 at 53..59. mwait M = 58 busy; issue 60 (M = 64) retires;
-    # csrr at 66; ecall at 72 -> cycles 72 + 5 + 2 = 79. engine = 40..59 = 20 cycles,
+    # Engine (J = 2, S = 21): steps 0..7 at 41..48 (the barrier wait is no exchange phase),
+    # none at 49..52, steps 8..20 at 53..65. mwait M = 58, 64 busy; issue 66 (M = 70) retires;
+    # csrr at 72; ecall at 78 -> cycles 78 + 5 + 2 = 85. engine = 40..65 = 26 cycles,
     # exchange = 4.
     code = [*asm.li(5, D0), *asm.li(8, XP), asm.csrw(Csr.XPROG, 8), asm.mrun(5),
             asm.sync("ARRAY"), asm.mwait(), asm.csrr(10, Csr.CYCLE), asm.ecall()]
@@ -105,46 +108,47 @@ def test_exchange_phase_stalls_the_engine():
     mem[XP] = encode_program([Step.idle(3), Step.end()])
     arr = make({0: code}, mem)
     res = arr.run(1000)
-    assert res.status == "halted" and res.cycles == 79
-    assert int(arr.regs[0, 0, 10]) == 66
+    assert res.status == "halted" and res.cycles == 85
+    assert int(arr.regs[0, 0, 10]) == 72
     c = res.tiles[0].counters
-    assert (c["engine"], c["exchange"]) == (20, 4)
+    assert (c["engine"], c["exchange"]) == (26, 4)
     assert list(i32(arr, SOUT, 4)[::2]) == RAW_ACC[:2]
 
 
 def test_back_to_back_commands_from_two_contexts():
-    # Context 0: command J = 3 (S = 16) issued at 24: x = 28, steps 29..44.
-    # Context 1: li (19), mrun at 25 + 6r, M = 29 + 6r: busy at 29, 35, 41; M = 47 is idle
-    # (last step 44): accepted at x = 47 (issue 43). Its command J = 2 (S = 15): steps 48..62.
-    # Context 0's mwait M = 34 + 6r: 34, 40 busy; M = 46 idle (own command done at 44,
-    # context 1's accepted only at 47): retires at issue 42; csrr 48; ecall 54.
-    # Context 1: mwait from 49 (M = 53 + 6r): 53, 59 busy; M = 65 retires (issue 61); csrr 67;
-    # ecall 73 -> cycles = 73 + 5 + 2 = 80; engine = (44 - 28 + 1) + (62 - 47 + 1) = 17 + 16;
-    # macs = (3 + 2) * 8.
+    # Context 0: command J = 3 (S = 8 + 2 + 1 + 0 + 3 + 8 = 22) issued at 24: x = 28, steps
+    # 29..50.
+    # Context 1: li (19), mrun at 25 + 6r, M = 29 + 6r: busy at 29, 35, 41, 47; M = 53 is idle
+    # (last step 50): accepted at x = 53 (issue 49). Its command J = 2 (S = 21): steps 54..74.
+    # Context 0's mwait M = 34 + 6r: 34, 40, 46 busy; M = 52 idle (own command done at 50,
+    # context 1's accepted only at 53): retires at issue 48; csrr 54; ecall 60.
+    # Context 1: mwait from 55 (M = 59 + 6r): 59, 65, 71 busy; M = 77 retires (issue 73); csrr
+    # 79; ecall 85 -> cycles = 85 + 5 + 2 = 92; engine = (50 - 28 + 1) + (74 - 53 + 1) =
+    # 23 + 22 = 45; macs = (3 + 2) * 8.
     mem = raw_small(3)
     d1 = Descriptor(a_base=SA + 8, a_s0=8, w_base=SW, w_sm=8, c_base=SOUT2, c_s0=8,
                     p_base=SP, J0=2, C=1, mode=Mode.RAW)
     mem[D1] = d1.pack()
     arr = make({0: issuer(D0), 1: issuer(D1)}, mem)
     res = arr.run(1000)
-    assert res.status == "halted" and res.cycles == 80
-    assert (int(arr.regs[0, 0, 10]), int(arr.regs[0, 1, 10])) == (48, 67)
+    assert res.status == "halted" and res.cycles == 92
+    assert (int(arr.regs[0, 0, 10]), int(arr.regs[0, 1, 10])) == (54, 79)
     c = res.tiles[0].counters
-    assert (c["engine"], c["macs"]) == (33, 40)
+    assert (c["engine"], c["macs"]) == (45, 40)
     assert c["retired"] == 2 * 8 + 4 * 4          # the retried mrun/mwait issues do not count
     assert list(i32(arr, SOUT, 6)[::2]) == RAW_ACC
     assert list(i32(arr, SOUT2, 4)[::2]) == RAW_ACC[1:3]
 
 
 def test_timeout_continue_and_start_reset_the_engine():
-    # J = 3: steps 29..44, busy 28..44 = 17; mwait M = 46 retires (issue 42), csrr 48, ecall
-    # 54 -> cycles 61. Stop at 35: busy 28..34 = 7 cycles.
+    # J = 3 (S = 22): steps 29..50, busy 28..50 = 23; mwait M = 52 retires (issue 48), csrr
+    # 54, ecall 60 -> cycles 67. Stop at 35: busy 28..34 = 7 cycles.
     arr = make({0: issuer()}, raw_small(3))
     res = arr.run(35)
     assert res.status == "timeout" and res.tiles[0].counters["engine"] == 7
     res = arr.run(1000)
-    assert res.status == "halted" and res.cycles == 61 and int(arr.regs[0, 0, 10]) == 48
-    assert res.tiles[0].counters["engine"] == 17
+    assert res.status == "halted" and res.cycles == 67 and int(arr.regs[0, 0, 10]) == 54
+    assert res.tiles[0].counters["engine"] == 23
     # Stop in the middle again, then start: the engine is idle, the rerun is a fresh run.
     arr.write_mem(0, SOUT, bytes(24))
     arr.start(0)
@@ -152,25 +156,58 @@ def test_timeout_continue_and_start_reset_the_engine():
     arr.start(0)
     assert arr.counters["engine"][0] == 0
     res = arr.run(1000)
-    assert res.status == "halted" and res.cycles == 61 and int(arr.regs[0, 0, 10]) == 48
-    assert res.tiles[0].counters["engine"] == 17
+    assert res.status == "halted" and res.cycles == 67 and int(arr.regs[0, 0, 10]) == 54
+    assert res.tiles[0].counters["engine"] == 23
     assert list(i32(arr, SOUT, 6)[::2]) == RAW_ACC
+
+
+def test_timeout_inside_the_write_tail_and_continue():
+    # J = 2 (S = 21): stream steps 11, 12 at cycles 40, 41; steps 13..20 at 42..49 have no
+    # read, the writes are steps 11 + WRITE_DELAY = 19 and 20 (cycles 48, 49). A run cut at
+    # 45 (cycles 0..44) leaves both writes pending: no output yet, busy 28..44 = 17 cycles.
+    # Continued, it is the run of test_step_timing_and_mwait_retire_cycle (J = 2): cycles 67,
+    # x10 = 54, engine busy 28..49 = 22 cycles, both outputs written.
+    mem = raw_small(2)
+    mem[SOUT] = (0x5A5A5A5A).to_bytes(4, "little") * 4
+    arr = make({0: issuer()}, mem)
+    res = arr.run(45)
+    assert res.status == "timeout" and res.tiles[0].counters["engine"] == 17
+    assert list(i32(arr, SOUT, 4)[::2]) == [0x5A5A5A5A] * 2
+    res = arr.run(1000)
+    assert res.status == "halted" and res.cycles == 67 and int(arr.regs[0, 0, 10]) == 54
+    assert res.tiles[0].counters["engine"] == 22
+    assert list(i32(arr, SOUT, 4)[::2]) == RAW_ACC[:2]
 
 
 def test_halt_with_a_busy_engine_steps_until_the_stop():
     # §7 "Stop" (contract v2): every context HALTED at v stops the array at the end of
     # t_s = v + D - 1, and a busy matrix engine steps until t_s. Context 0: j0 li (18), j1 mrun
-    # (24: x = 28, steps 29 + s), j2 nop (30), j3 ecall (36) without mwait; the others ecall at
-    # 19..23. All HALTED from 41, t_s = 42, cycles = 43. J = 2 (S = 15): the write of element
-    # 0 is step 13 = cycle 42 <= t_s (it happens), element 1's is step 14 = 43 (it does not).
-    # macs: stream steps 11, 12 (cycles 40, 41) = 2 * 8; engine busy 28..42 = 15 cycles (still
-    # busy at the end).
+    # (24: x = 28, steps 29 + s), j2, j3 nop (30, 36), j4 ecall (42) without mwait; the others
+    # ecall at 19..23. All HALTED from 47, t_s = 48, cycles = 49. J = 2 (S = 21): stream steps
+    # 11, 12 (cycles 40, 41), then steps without a read; the write of element 0 is step
+    # 11 + WRITE_DELAY = 19 = cycle 48 <= t_s (it happens), element 1's is step 20 = 49 (it
+    # does not: the run ends with the write tail pending). macs: the two stream steps = 2 * 8;
+    # engine busy 28..48 = 21 cycles (still busy at the end).
+    mem = raw_small(2)
+    mem[SOUT] = (0x5A5A5A5A).to_bytes(4, "little") * 4
+    arr = make({0: [*asm.li(5, D0), asm.mrun(5), asm.nop(), asm.nop(), asm.ecall()]}, mem)
+    res = arr.run(1000)
+    assert res.status == "halted" and res.cycles == 49
+    assert list(i32(arr, SOUT, 4)[::2]) == [RAW_ACC[0], 0x5A5A5A5A]
+    c = res.tiles[0].counters
+    assert (c["macs"], c["engine"], c["halted"]) == (16, 21, 2)
+
+
+def test_halt_before_the_first_write_leaves_every_output():
+    # As above with the ecall at 36 (j3): all HALTED from 41, t_s = 42, cycles = 43. The
+    # stream steps 11, 12 (cycles 40, 41) happen, the first write (step 19 = cycle 48) is
+    # after t_s: no output is written. engine busy 28..42 = 15 cycles.
     mem = raw_small(2)
     mem[SOUT] = (0x5A5A5A5A).to_bytes(4, "little") * 4
     arr = make({0: [*asm.li(5, D0), asm.mrun(5), asm.nop(), asm.ecall()]}, mem)
     res = arr.run(1000)
     assert res.status == "halted" and res.cycles == 43
-    assert list(i32(arr, SOUT, 4)[::2]) == [RAW_ACC[0], 0x5A5A5A5A]
+    assert list(i32(arr, SOUT, 4)[::2]) == [0x5A5A5A5A, 0x5A5A5A5A]
     c = res.tiles[0].counters
     assert (c["macs"], c["engine"], c["halted"]) == (16, 15, 2)
 
@@ -179,7 +216,7 @@ def test_halt_with_a_busy_engine_steps_until_the_stop():
 def test_engine_read_does_not_see_a_store_in_m_one_cycle_later():
     # J = 2, no stall before: X(1) is read in step 12 at cycle 41. Context 2 stores to X(1)'s
     # first word at issue 38 (j3: (3+3)*6+2), M = 42: the engine read at 41 sees the old bytes.
-    # Cycle 42 is then no engine cycle: steps 13, 14 at 43, 44.
+    # Cycle 42 is then no engine cycle: steps 13..20 (S = 21) at 43..50.
     new = int.from_bytes(np.array([100, 0, 0, 0], np.int8).tobytes(), "little")
     assert len(asm.li(9, new)) == 1
     code2 = [*asm.li(9, new), asm.nop(), asm.nop(), asm.sw(9, SA + 8, 0), asm.ecall()]
@@ -187,7 +224,7 @@ def test_engine_read_does_not_see_a_store_in_m_one_cycle_later():
     res = arr.run(1000)
     assert res.status == "halted"
     assert list(i32(arr, SOUT, 4)[::2]) == RAW_ACC[:2]
-    assert res.tiles[0].counters["engine"] == 44 - 28 + 1
+    assert res.tiles[0].counters["engine"] == 50 - 28 + 1
 
 
 def test_engine_read_sees_an_earlier_store():
@@ -204,11 +241,13 @@ def test_engine_read_sees_an_earlier_store():
 
 
 def test_load_in_m_after_the_engine_write_sees_it():
-    # Context 3 issues j at (3 + j) * 6 + 3. Run 1: lw x8 (j2, issued 33, M = 37) and lw x7
-    # (j3, issued 39, M = 43): no engine step at 37 and 43, so steps 0..7 at 29..36, 8..12 at
-    # 38..42, 13 (the write of element 0) at 44: both loads are before it and read the old
-    # word. Run 2: only the lw at 39 (M = 43): step 13 is at 42, the load (M = 43) sees it.
-    code3 = [asm.nop(), asm.nop(), asm.lw(8, SOUT, 0), asm.lw(7, SOUT, 0), asm.ecall()]
+    # Context 3 issues j at (3 + j) * 6 + 3. J = 2: element 0's write is step s_0 +
+    # WRITE_DELAY = 11 + 8 = 19. Run 1: lw x8 (j3, issued 39, M = 43) and lw x7 (j4, issued 45,
+    # M = 49): no engine step at 43 and 49, so steps 0..13 at 29..42, 14..18 at 44..48, 19 (the
+    # write of element 0) at 50: both loads are before it and read the old word. Run 2: only
+    # the lw at 45 (M = 49): step 19 is at 48, the load (M = 49) sees it.
+    code3 = [asm.nop(), asm.nop(), asm.nop(), asm.lw(8, SOUT, 0), asm.lw(7, SOUT, 0),
+             asm.ecall()]
     mem = raw_small(2)
     mem[SOUT] = (0x11111111).to_bytes(4, "little")
     arr = make({0: issuer(), 3: code3}, mem)
@@ -216,7 +255,7 @@ def test_load_in_m_after_the_engine_write_sees_it():
     assert res.status == "halted"
     assert (int(arr.regs[0, 3, 8]), int(arr.regs[0, 3, 7])) == (0x11111111, 0x11111111)
 
-    code3 = [asm.nop(), asm.nop(), asm.nop(), asm.lw(7, SOUT, 0), asm.ecall()]
+    code3 = [asm.nop(), asm.nop(), asm.nop(), asm.nop(), asm.lw(7, SOUT, 0), asm.ecall()]
     arr = make({0: issuer(), 3: code3}, mem)
     res = arr.run(1000)
     assert res.status == "halted" and int(arr.regs[0, 3, 7]) == 1204
@@ -226,14 +265,16 @@ def test_load_in_m_after_the_engine_write_sees_it():
     for addr, data in mem.items():
         arr.write_mem(None, addr, data)
     assert arr.run(1000).status == "halted"
-    (rec,) = [r for r in arr.trace if r["cycle"] == 39]
+    (rec,) = [r for r in arr.trace if r["cycle"] == 45]
     assert (rec["context"], rec["rd"], rec["value"]) == (3, 7, 1204)
 
 
 def test_store_in_m_after_the_engine_write_keeps_its_byte():
-    # Element 0's write at cycle 42 (4 bytes at OUT); context 3's sb issued at 39 (j3, M = 43)
-    # of 0xAB to OUT + 1 comes later: the word is 1204 = 0x4B4 with byte 1 replaced: 0x0000AB B4.
-    code3 = [*asm.li(9, 0xAB), asm.nop(), asm.nop(), asm.sb(9, SOUT + 1, 0), asm.ecall()]
+    # Element 0's write in step 11 + WRITE_DELAY = 19 at cycle 48 (4 bytes at OUT); context 3's
+    # sb issued at 45 (j4, M = 49) of 0xAB to OUT + 1 comes later: the word is 1204 = 0x4B4
+    # with byte 1 replaced: 0x0000AB B4.
+    code3 = [*asm.li(9, 0xAB), asm.nop(), asm.nop(), asm.nop(), asm.sb(9, SOUT + 1, 0),
+             asm.ecall()]
     arr = make({0: issuer(), 3: code3}, raw_small(2))
     res = arr.run(1000)
     assert res.status == "halted"
@@ -241,19 +282,20 @@ def test_store_in_m_after_the_engine_write_keeps_its_byte():
 
 
 def test_fetch_sees_the_engine_write_from_the_next_cycle():
-    # Context 0: j0 nop (18), j1 li x5 (24), j2 nop (30), j3 mrun (36: x = 40), j4, j5 nop, j6
-    # at 0x98 issued at 54. Command RAW, C = 1, J = 1 (S = 14: steps 41..54), element 0
-    # written in step 13 = cycle 54 at C(0) = 0x98 with acc = bias = the word of
+    # Context 0: j0 nop (18), j1 li x5 (24), j2, j3 nop (30, 36), j4 mrun (42: x = 46), j5..j7
+    # nop, j8 at 0xA0 issued at 66. Command RAW, C = 1, J = 1 (S = 8 + 2 + 1 + 0 + 1 + 8 = 20:
+    # steps 47..66), element 0 written in step s_0 + WRITE_DELAY = 11 + 8 = 19 = cycle 66 at
+    # C(0) = 0xA0 (a multiple of 8, as RAW requires) with acc = bias = the word of
     # `addi x9, x0, 77` (X = 0). An engine write of cycle k behaves like a store whose M is k:
-    # fetches see it from k + 1 (§12 "Memory order"). Context 0 fetches 0x98 at 54 = k: the old
-    # word, x9 = 1. Context 1 (code at 0x100: j0 at 19, ..., j5 = jal 0x98 at 49) fetches 0x98
-    # as its j6 at 55 = k + 1: the new word, x9 = 77.
+    # fetches see it from k + 1 (§12 "Memory order"). Context 0 fetches 0xA0 at 66 = k: the old
+    # word, x9 = 1. Context 1 (code at 0x100: j0 at 19, ..., j7 = jal 0xA0 at 61) fetches 0xA0
+    # as its j8 at 67 = k + 1: the new word, x9 = 77.
     placeholder = asm.addi(9, 0, 1)
-    code0 = [asm.nop(), *asm.li(5, D0), asm.nop(), asm.mrun(5), asm.nop(), asm.nop(),
-             placeholder, asm.mwait(), asm.ecall()]
-    assert CODE + 4 * 6 == 0x98
-    code1 = [asm.nop()] * 5 + [asm.jal(0, 0x98 - (2 * CODE + 4 * 5))]
-    desc = Descriptor(a_base=A, w_base=W, c_base=0x98, p_base=P, C=1, mode=Mode.RAW)
+    code0 = [asm.nop(), *asm.li(5, D0), asm.nop(), asm.nop(), asm.mrun(5), asm.nop(),
+             asm.nop(), asm.nop(), placeholder, asm.mwait(), asm.ecall()]
+    assert CODE + 4 * 8 == 0xA0
+    code1 = [asm.nop()] * 7 + [asm.jal(0, 0xA0 - (2 * CODE + 4 * 7))]
+    desc = Descriptor(a_base=A, w_base=W, c_base=0xA0, p_base=P, C=1, mode=Mode.RAW)
     mem = {D0: desc.pack(), A: bytes(8), W: W_ROW.tobytes(), P: params([asm.addi(9, 0, 77)])}
     arr = make({0: code0, 1: code1}, mem)
     res = arr.run(1000)
@@ -370,10 +412,10 @@ def test_requantize_ties_and_saturation():
     # clamped to 127; x = 1: acc = -2^31 + 1, (-2^31 + 1)(-2^31) / 2^31 = 2^31 - 1 -> 127;
     # x = -1 wraps to 2^31 - 1: product / 2^31 = -(2^31 - 1) -> clamp -128
     assert [int(got[at[v], 3]) for v in (0, 1, -1)] == [127, 127, -128]
-    # steps: 8 + 8 + 4 + 0 + 256 + 2 = 278 (busy from x through the last step, and the mwait
-    # retries until then: the run takes more than 18 + 278 cycles)
-    assert res.tiles[0].counters["engine"] == 279
-    assert command_steps(desc) == 278
+    # steps: 8 + 8 + 4 + 0 + 256 + 8 = 284 (WRITE_DELAY = 8; busy from x through the last
+    # step, and the mwait retries until then: the run takes more than 18 + 284 cycles)
+    assert res.tiles[0].counters["engine"] == 285
+    assert command_steps(desc) == 284
 
 
 def test_conv2d_3x3_zero_point_padding_against_kernels():
@@ -419,8 +461,9 @@ def test_raw_output_odd_channel_count():
     got = i32(arr, OUT, 4 * J).reshape(J, 4)
     assert (got[:, :3] == matmul(a, w.T.copy()).astype(np.int64) + [1, 2, 3]).all()
     assert arr.read_mem(0, OUT + 12, 4) == b"\xee" * 4
-    # steps 8 + 6 + 3 + 0 + 4 * 2 + 2 = 27
-    assert res.tiles[0].counters["engine"] == 28
+    # steps 8 + 6 + 3 + 0 + 4 * 2 + 8 = 33 (J·OW = 8 = WRITE_DELAY: the last write, word 1 of
+    # element 3 in step s_3 + 8 + 1 = (17 + 3·2) + 9 = 32, is the command's last step)
+    assert res.tiles[0].counters["engine"] == 34
 
 
 @pytest.mark.parametrize("macs,C", [(16, 2), (64, 8)])
@@ -444,21 +487,21 @@ def test_lane_counts_of_other_configurations(macs, C):
 def test_several_tiles_run_their_own_commands():
     cfg = ArrayConfig(tiles=3, contexts=6, sram_bytes=SRAM)
     arr = make({0: issuer()}, raw_small(3), cfg=cfg)
-    # tiles 0, 2: J = 3 (steps 29..44): mwait M = 46 retires (issue 42), csrr at 48.
+    # tiles 0, 2: J = 3 (S = 22, steps 29..50): mwait M = 52 retires (issue 48), csrr at 54.
     # tile 1: a longer command (J = 3 but with a second block: KB = 2 reads X(j, 1) at +8):
-    # S = 8 + 2 + 2 + 3 + 3 + 2 = 20, steps 29..48; mwait M = 34 + 6r >= 49: M = 52, issue
-    # 48; csrr at 54.
+    # S = 8 + 2 + 2 + 3 + 3 + 8 = 26, steps 29..54; mwait M = 34 + 6r >= 55: M = 58, issue
+    # 54; csrr at 60.
     d1 = Descriptor(a_base=SA, a_s0=8, K0=2, J0=3, w_base=SW, w_sm=8, c_base=SOUT, c_s0=8,
                     p_base=SP, C=1, mode=Mode.RAW)
     arr.write_mem(1, D0, d1.pack())
     arr.write_mem(1, SW, np.tile(W_ROW, 2).tobytes())
     res = arr.run(1000)
     assert res.status == "halted"
-    assert int(arr.regs[0, 0, 10]) == 48 and int(arr.regs[1, 0, 10]) == 54
-    assert int(arr.regs[2, 0, 10]) == 48
+    assert int(arr.regs[0, 0, 10]) == 54 and int(arr.regs[1, 0, 10]) == 60
+    assert int(arr.regs[2, 0, 10]) == 54
     # tile 1: acc(j) = 1000 + X(j)·W + X(j+1)·W for j = 0, 1 (X(3) = zeros beyond the rows)
     assert list(i32(arr, SOUT, 6, tile=1)[::2]) == [1204 + 796 - 1000, 796 + 5572 - 1000, 5572]
-    assert [t.counters["engine"] for t in res.tiles] == [17, 21, 17]
+    assert [t.counters["engine"] for t in res.tiles] == [23, 27, 23]
 
 
 # ------------------------------------------------------------------------------ faults
@@ -533,42 +576,43 @@ def test_shift_is_not_checked_in_raw_mode():
 
 
 def test_fault_in_the_middle_of_a_stream():
-    # TFLITE, C = 1, J = 5, KB = 1, X(j) at SRAM - 24 + 8j: X(3) = SRAM is outside.
+    # TFLITE, C = 1, J = 10, KB = 1, X(j) at SRAM - 72 + 8j: X(9) = SRAM is outside.
     # Steps: 0..7 descriptor, 8, 9 parameters, 10 lane W(0), stream X(j) in step 11 + j, the
-    # write of element j in step 13 + j. X(3) in step 14 faults (cycle 43, visible 44,
-    # cycles = 46); the write of element 1 is the same step and does not happen (the faulting
-    # step has no effect, and the engine makes no further step, §12: frozen at 44, 45);
-    # element 0 (step 13) is written. macs: stream steps 11, 12, 13 = 3 * 8.
+    # write of element j in step 11 + j + WRITE_DELAY = 19 + j. X(9) in step 20 faults (cycle
+    # 49, visible 50, cycles = 52); the write of element 1 is the same step and does not happen
+    # (the faulting step has no effect, and the engine makes no further step, §12: frozen at
+    # 50, 51); element 0 (step 19) is written. macs: stream steps 11..19 = 9 * 8.
     mem = dict(STD_MEM)
-    mem[SRAM - 24] = X_ROWS.tobytes()
-    mem[OUT] = b"\xee" * 40
-    arr, res = fault_case(good(J0=5, a_base=SRAM - 24, c_s0=8), mem)
-    check_fault(res, arr, 14, SRAM)
+    mem[SRAM - 72] = X_ROWS.tobytes()             # X(0..2); X(3..8) are zero bytes
+    mem[OUT] = b"\xee" * 80
+    arr, res = fault_case(good(J0=10, a_base=SRAM - 72, c_s0=8), mem)
+    check_fault(res, arr, 20, SRAM)
     # element 0: acc = 204, multiplier 2^30 shift 0: round(204 / 2) = 102
-    assert arr.read_mem(0, OUT, 16) == bytes([102]) + b"\xee" * 15
-    assert res.tiles[0].counters["macs"] == 24
+    assert arr.read_mem(0, OUT, 80) == bytes([102]) + b"\xee" * 79
+    assert res.tiles[0].counters["macs"] == 72
 
 
 def test_read_check_precedes_write_check_in_one_step():
-    # C = 1, J = 3: X(2) (step 13) is outside and element 0's write (step 13) too (C(0) =
-    # SRAM + 8): the record is the read's address.
+    # C = 1, J = 9: X(8) (step 11 + 8 = 19) is outside and element 0's write (step 11 +
+    # WRITE_DELAY = 19) too (C(0) = SRAM + 8): the record is the read's address.
     mem = dict(STD_MEM)
-    mem[SRAM - 16] = X_ROWS[:2].tobytes()
-    arr, res = fault_case(good(J0=3, a_base=SRAM - 16, c_base=SRAM + 8), mem)
-    check_fault(res, arr, 13, SRAM)
+    mem[SRAM - 64] = X_ROWS.tobytes()
+    arr, res = fault_case(good(J0=9, a_base=SRAM - 64, c_base=SRAM + 8), mem)
+    check_fault(res, arr, 19, SRAM)
 
 
 @pytest.mark.parametrize("desc,step,addr", [
-    # J = 1, C = 4: steps 0..7, 8..15 parameters, lanes 16..19, stream 20, write(s) 22 (, 23)
-    (good(C=4, J0=1, c_base=OUT + 5), 22, OUT + 5),           # TFLITE: 5 + 4 > 8
-    (good(C=4, J0=1, c_base=SRAM), 22, SRAM),                 # TFLITE: C(j) outside
-    (good(C=4, J0=1, c_base=OUT + 4, mode=Mode.RAW), 22, OUT + 4),   # RAW: not a multiple of 8
-    (good(C=4, J0=1, c_base=SRAM - 8, mode=Mode.RAW), 23, SRAM),     # RAW: word 1 outside
+    # J = 1, C = 4: steps 0..7, 8..15 parameters, lanes 16..19, stream 20 (RAW: 21 without a
+    # read), write(s) 20 + WRITE_DELAY = 28 (, 29): after the last stream step (J·OW < 8)
+    (good(C=4, J0=1, c_base=OUT + 5), 28, OUT + 5),           # TFLITE: 5 + 4 > 8
+    (good(C=4, J0=1, c_base=SRAM), 28, SRAM),                 # TFLITE: C(j) outside
+    (good(C=4, J0=1, c_base=OUT + 4, mode=Mode.RAW), 28, OUT + 4),   # RAW: not a multiple of 8
+    (good(C=4, J0=1, c_base=SRAM - 8, mode=Mode.RAW), 29, SRAM),     # RAW: word 1 outside
 ])
 def test_fault_writes(desc, step, addr):
     arr, res = fault_case(desc, STD_MEM)
     check_fault(res, arr, step, addr)
-    if desc.mode == Mode.RAW and step == 23:    # word 0 was written in step 22: acc = 204
+    if desc.mode == Mode.RAW and step == 29:    # word 0 was written in step 28: acc = 204
         assert list(i32(arr, SRAM - 8, 2)) == [204] * 2
 
 
@@ -714,8 +758,8 @@ def test_engine_word_written_at_run_time(model_engine):
 
 
 def test_trace_records_retired_engine_instructions_once():
-    # J = 2 command: mrun (issued 24) retires, mwait retries at 30, 36 (no records) and
-    # retires at 42 (test_step_timing_and_mwait_retire_cycle).
+    # J = 2 command: mrun (issued 24) retires, mwait retries at 30, 36, 42 (no records) and
+    # retires at 48 (test_step_timing_and_mwait_retire_cycle).
     arr = Array(CFG, trace=True)
     arr.write_mem(None, 0, image({0: issuer()}))
     for addr, data in raw_small(2).items():
@@ -723,7 +767,7 @@ def test_trace_records_retired_engine_instructions_once():
     res = arr.run(1000)
     assert res.status == "halted"
     recs = [(r["cycle"], r["insn"], r["rd"]) for r in arr.trace if r["context"] == 0]
-    assert (24, asm.mrun(5), None) in recs and (42, asm.mwait(), None) in recs
+    assert (24, asm.mrun(5), None) in recs and (48, asm.mwait(), None) in recs
     assert sum(r[1] in (asm.mrun(5), asm.mwait()) for r in recs) == 2
 
 
@@ -731,7 +775,8 @@ def test_engine_counter_in_the_run_result_json():
     arr = make({0: issuer()}, raw_small(2))
     res = arr.run(1000)
     data = res.to_json()                      # a dict (tessera.spec.result)
-    assert data["tiles"][0]["counters"]["engine"] == 16
+    # J = 2: S = 21 steps at 29..49, busy 28..49 = 22 cycles
+    assert data["tiles"][0]["counters"]["engine"] == 22
     assert list(data["tiles"][0]["counters"]) == ["compute", "sync", "exchange", "halted",
                                                   "retired", "macs", "engine"]
 
@@ -796,24 +841,24 @@ def test_tiles_in_step_are_grouped_with_the_same_result(out_unsigned):
 @pytest.mark.parametrize("group", [True, False])
 def test_fault_in_a_stream_on_two_tiles_at_once(group):
     # test_fault_in_the_middle_of_a_stream on both tiles of a 2-tile array (tiles in step:
-    # grouped or not): both records, same cycle (43, visible 44, cycles = 44 + D(2) = 47),
-    # element 0 written on both.
+    # grouped or not): both records, same cycle (step 20 at 49, visible 50, cycles = 50 +
+    # D(2) = 53), element 0 written (step 19) on both.
     cfg = ArrayConfig(tiles=2, contexts=6, sram_bytes=SRAM)
     arr = Array(cfg, engine="vector")
     arr._mx.group = group
     arr.write_mem(None, 0, image({0: issuer()}))
     mem = dict(STD_MEM)
-    mem[SRAM - 24] = X_ROWS.tobytes()
-    mem[OUT] = b"\xee" * 40
-    mem[D0] = good(J0=5, a_base=SRAM - 24, c_s0=8).pack()
+    mem[SRAM - 72] = X_ROWS.tobytes()
+    mem[OUT] = b"\xee" * 80
+    mem[D0] = good(J0=10, a_base=SRAM - 72, c_s0=8).pack()
     for addr, data in mem.items():
         arr.write_mem(None, addr, data)
     res = arr.run(2000)
-    assert res.status == "fault" and res.cycles == 47
+    assert res.status == "fault" and res.cycles == 53
     for t in range(2):
         assert fault(res, t) == (0, FaultCause.ENGINE_FAULT, PC_MRUN, SRAM)
-        assert arr.read_mem(t, OUT, 9) == bytes([102]) + b"\xee" * 8
-        assert res.tiles[t].counters["macs"] == 24
+        assert arr.read_mem(t, OUT, 80) == bytes([102]) + b"\xee" * 79
+        assert res.tiles[t].counters["macs"] == 72
 
 
 # ------------------------------------------------------------------------------ random
@@ -894,8 +939,9 @@ def test_random_loads_and_stores_around_a_command(seed):
 
     * context c's op j issues at (3 + j)·6 + c and is in M four cycles later; those M cycles
       (loads and stores) are not engine cycles; step s is the s-th remaining cycle after x = 28;
-    * command RAW, C = 1, KB = 1, J = 6 (S = 19): step 11 + j reads X(j), step 13 + j writes
-      C(j); an engine read at k sees stores whose M < k, a load whose M > k sees a write at k.
+    * command RAW, C = 1, KB = 1, J = 6 (S = 8 + 2 + 1 + 0 + 6 + 8 = 25): step 11 + j reads
+      X(j), step 11 + j + WRITE_DELAY = 19 + j writes C(j); an engine read at k sees stores
+      whose M < k, a load whose M > k sees a write at k.
     """
     rng = np.random.default_rng(seed)
     J = 6
@@ -927,7 +973,7 @@ def test_random_loads_and_stores_around_a_command(seed):
     # step cycles
     busy_x = {y for y, *_ in ls}
     cyc, k = [], 28
-    while len(cyc) < 13 + J:
+    while len(cyc) < 19 + J:                           # S = 19 + J steps
         k += 1
         if k not in busy_x:
             cyc.append(k)
@@ -947,18 +993,18 @@ def test_random_loads_and_stores_around_a_command(seed):
     assert list(i32(arr, SOUT, 2 * J)[::2]) == acc
     for y, c, kind, e, rd in ls:
         if kind == "lw":
-            exp = acc[e] & 0xFFFFFFFF if y > cyc[13 + e] else sentinel
+            exp = acc[e] & 0xFFFFFFFF if y > cyc[19 + e] else sentinel
             assert int(arr.regs[0, c, rd]) == exp, (y, c, e)
 
 
 def test_exchange_phases_of_different_length_on_two_tiles():
     # As test_exchange_phase_stalls_the_engine on N = 2 (D = ceil(log2 2) + 2 = 3): k* = 47,
-    # r = 50. Tile 0: IDLE 3 (50..52), END at 53; context 0 RUNNING from 54, mwait at 54
-    # (M = 58). Engine: steps 0..8 at 41..49, none at 50..53, 9..14 at 54..59: M = 58 busy,
-    # issue 60 (M = 64) retires; csrr 66; engine 40..59 = 20; exchange 4.
+    # r = 50. J = 2: S = 21 steps. Tile 0: IDLE 3 (50..52), END at 53; context 0 RUNNING from
+    # 54, mwait at 54 (M = 58). Engine: steps 0..8 at 41..49, none at 50..53, 9..20 at 54..65:
+    # M = 58, 64 busy, issue 66 (M = 70) retires; csrr 72; engine 40..65 = 26; exchange 4.
     # Tile 1: xprog = 0, phase = the cycle 50 only; RUNNING from 51, mwait at 54 (M = 58).
-    # Engine: steps 0..8 at 41..49, 9..14 at 51..56: M = 58 idle: retires at issue 54;
-    # csrr 60; engine 40..56 = 17; exchange 1. Last ecall: tile 0's at 72: cycles 72 + 5 + 3.
+    # Engine: steps 0..8 at 41..49, 9..20 at 51..62: M = 58 busy, issue 60 (M = 64) retires;
+    # csrr 66; engine 40..62 = 23; exchange 1. Last ecall: tile 0's at 78: cycles 78 + 5 + 3.
     cfg = ArrayConfig(tiles=2, contexts=6, sram_bytes=SRAM)
 
     def code(xp):
@@ -972,10 +1018,10 @@ def test_exchange_phases_of_different_length_on_two_tiles():
     for addr, data in mem.items():
         arr.write_mem(None, addr, data)
     res = arr.run(1000)
-    assert res.status == "halted" and res.cycles == 80
-    assert [int(arr.regs[t, 0, 10]) for t in range(2)] == [66, 60]
+    assert res.status == "halted" and res.cycles == 86
+    assert [int(arr.regs[t, 0, 10]) for t in range(2)] == [72, 66]
     assert [(t.counters["engine"], t.counters["exchange"]) for t in res.tiles] == \
-        [(20, 4), (17, 1)]
+        [(26, 4), (23, 1)]
     for t in range(2):
         assert list(i32(arr, SOUT, 4, tile=t)[::2]) == RAW_ACC[:2]
 

@@ -39,9 +39,10 @@ def test_gather_small_by_hand():
     arr, res = run_cmd(desc, {A: rows.tobytes(), W: w.tobytes(), P: params([100]),
                               GT: gtable([40, 8, 56])})
     assert list(i32(arr, OUT, 1)) == [372]
-    # steps: 8 + 2 + G·K1 (3) + KB·C (3) + (KB − 1)·J (2) + J·OW (1) + 2 = 21 (vs 18 without)
-    assert command_steps(desc) == 21
-    assert res.tiles[0].counters["engine"] == 22          # busy x .. x + 21
+    # steps: 8 + 2 + G·K1 (3) + KB·C (3) + (KB − 1)·J (2) + J·OW (1) + WRITE_DELAY (8) = 27
+    # (vs 24 without K_GATHER)
+    assert command_steps(desc) == 27
+    assert res.tiles[0].counters["engine"] == 28          # busy x .. x + 27
     assert res.tiles[0].counters["macs"] == 3 * 8
 
 
@@ -106,7 +107,8 @@ def test_block_sparse_column_against_kernels(mode):
     # only the 3 stored blocks are streamed: 3 · 2 · J stream steps of 8·C MACs
     assert res.tiles[0].counters["macs"] == 3 * 2 * J * 8 * C
     ow = 2 if mode == Mode.RAW else 1
-    assert command_steps(desc) == 8 + 8 + 3 + 6 * 4 + 5 * J + J * ow + 2
+    # 8 + 2C + G·K1 + KB·C + (KB − 1)·J + J·OW + WRITE_DELAY (§12), WRITE_DELAY = 8
+    assert command_steps(desc) == 8 + 8 + 3 + 6 * 4 + 5 * J + J * ow + 8
 
 
 def test_gather_read_sees_a_store_before_its_step():

@@ -636,8 +636,9 @@ def test_mrun_issued_before_a_faulting_last_step(eng):
     before this test; seed 85 of the engine fuzz; re-derived for contract v2, T = 6.)"""
     from tessera.spec.engine import Descriptor, Mode
     cfg = ArrayConfig(tiles=1, contexts=6, sram_bytes=SRAM)
-    # J = C = K0 = K1 = 1, RAW: 8 + 2 + 1 + 0 + 1 + 2 = 14 steps, the write (step 13) faults:
-    # c_base is outside the SRAM (addr = c_base).
+    # J = C = K0 = K1 = 1, RAW: 8 + 2 + 1 + 0 + 1 + 8 = 20 steps (WRITE_DELAY = 8), the write
+    # (step s_0 + 8 = 11 + 8 = 19, after the last stream step 11) faults: c_base is outside
+    # the SRAM (addr = c_base).
     desc = Descriptor(a_base=E_A, w_base=E_W, c_base=SRAM + 800, p_base=E_PARAM, C=1,
                       mode=Mode.RAW).pack()
     ctx3 = 40
@@ -651,23 +652,24 @@ def test_mrun_issued_before_a_faulting_last_step(eng):
             asm.ecall(),                           # 32
             asm.ecall(),                           # 36
             *asm.li(22, E_DESC),                   # 40, 44
-            asm.nop(), asm.nop(),                  # 48, 52
-            asm.mrun(22),                          # 56
+            asm.nop(), asm.nop(), asm.nop(),       # 48, 52, 56
+            asm.mrun(22),                          # 60
             asm.mwait(), asm.ecall()]
-    assert len(code) == 17 and len(asm.li(22, E_DESC)) == 2
+    assert len(code) == 18 and len(asm.li(22, E_DESC)) == 2
     arr = Array(cfg, engine=eng)
     arr.write_mem(None, 0, asm.program(code))
     arr.write_mem(0, E_DESC, desc)
     res = arr.run(1000)
-    # context 0 issues at 0, 6, ..., the mrun (pc 24) at 36: x = 40, steps at 41..54, the
-    # last one faults at 54, visible 55: cycles = 55 + D(1) = 57. Context 3 issues at 3, 9,
-    # 15 (beq), li at 21, 27, nops at 33, 39, the mrun at 45 (M 49), 51 (M 55, right after the
-    # faulting last step): busy every time, never retires; its next slot 57 is after t_s = 56.
-    assert res.status == "fault" and res.cycles == 57
+    # context 0 issues at 0, 6, ..., the mrun (pc 24) at 36: x = 40, steps at 41..60, the
+    # last one faults at 60, visible 61: cycles = 61 + D(1) = 63. Context 3 issues at 3, 9,
+    # 15 (beq), li at 21, 27, nops at 33, 39, 45, the mrun at 51 (M 55), 57 (M 61, right after
+    # the faulting last step): busy every time, never retires; its next slot 63 is after
+    # t_s = 62. Retired: csrr, addi, beq, 2 li words, 3 nops = 8.
+    assert res.status == "fault" and res.cycles == 63
     f = res.tiles[0].fault
     assert (f.context, f.cause, f.pc, f.addr) == (0, FaultCause.ENGINE_FAULT, 24, SRAM + 800)
-    assert res.tiles[0].contexts[3].pc == 56
-    assert res.tiles[0].contexts[3].retired == 7
+    assert res.tiles[0].contexts[3].pc == 60
+    assert res.tiles[0].contexts[3].retired == 8
 
 
 def test_fast_matrix_engine_runs_continued_every_few_cycles():
@@ -768,7 +770,7 @@ def test_halt_with_a_busy_engine_by_hand(eng, case):
     23 + s (no load, store or exchange). The last ecall is context 0's at 24: every context
     HALTED from v = 29, stop at the end of t_s = 30, cycles = v + D(1) = 31 (§7).
 
-    valid: a valid command (C = 1, J = K = 1, TFLITE: 8 + 2 + 1 + 1 + 2 = 14 steps) is still
+    valid: a valid command (C = 1, J = K = 1, TFLITE: 8 + 2 + 1 + 0 + 1 + 8 = 20 steps) is still
     busy at the stop (steps 0..7 at 23..30 done): status halted, engine counter 31 - 22 = 9.
     step7: C = 0, step 7 (cycle 30 <= t_s) faults (addr = d), visible 31: recorded, status
     fault, cycles 31; context 0 FAULT with pc = pc_e = 12; engine counter 9 (frozen, busy).

@@ -14,7 +14,9 @@ no exchange on the tile, step s is at cycle 29 + s. Contract v2 timing used belo
 a state change of an instruction issued at t is visible from t + 5; a stop condition (a fault
 visible, or every context HALTED) that first holds at v gives cycles = v + D, D = 2 for the one
 tile, with everything issued or stepped at <= t_s = v + D - 1 taking effect; an engine step
-fault at s is visible from s + 1.
+fault at s is visible from s + 1. Output word w of element j is written in step
+s_j + WRITE_DELAY + w with WRITE_DELAY = 8 (§12 "Step schedule", since 2026-12-01; it was 2),
+so a command that does not fault has 8 + 2C + G·K1 + KB·C + (KB − 1)·J + J·OW + 8 steps.
 """
 
 from dataclasses import dataclass, field
@@ -257,7 +259,46 @@ def gather3_case():
     return d, data, bytes(out)
 
 
+SHORT_X = [10, -7, 100]
+SHORT_BIAS = [0, 1, -3, 50]
+SHORT_SHIFT = [0, 1, -1, -2]
+# By hand (§11 rule 1, multiplier 2^30): acc(j, m) = bias[m] + x_j; SRDHM(a, 2^30) =
+# floor((a·2^30 + 2^30) / 2^31) = floor((a + 1) / 2); shift 1 doubles a first (SRDHM = a);
+# shift −1 / −2 then divide h = floor((a + 1) / 2) by 2 / 4 rounding ties away from zero.
+#   m = 0 (shift 0):  acc 10, −7, 100 -> 5, −3, 50
+#   m = 1 (shift 1):  acc 11, −6, 101 -> 11, −6, 101
+#   m = 2 (shift −1): acc 7, −10, 97  -> h 4, −5, 49 -> 2, −3 (−2.5), 25 (24.5)
+#   m = 3 (shift −2): acc 60, 43, 150 -> h 30, 22, 75 -> 8 (7.5), 6 (5.5), 19 (18.75)
+# + zp = 2, no clamp (−128..127):
+SHORT_Q = [[7, 13, 4, 10], [-1, -4, -1, 8], [52, 103, 27, 21]]
+
+
+def short_case():
+    """TFLITE, C = 4, J = 3, KB = 1 (J·OW = 3 < 8: every write comes after the last stream
+    step): X(j) = [x_j, 0, ..., 0] at A + 8j, W(m) = [1, 0, ..., 0], multiplier 2^30, C(j) =
+    OUT + 8j, zp = 2."""
+    x = np.zeros((3, 8), np.int8)
+    x[:, 0] = SHORT_X
+    w = np.zeros((4, 8), np.int8)
+    w[:, 0] = 1
+    d = Descriptor(a_base=A, a_s0=8, w_base=W, w_sm=8, c_base=OUT, c_s0=8, p_base=PAR,
+                   J0=3, C=4, mode=Mode.TFLITE, zp=2, qmin=-128, qmax=127)
+    params = b"".join(ChannelParams(bias=b, multiplier=1 << 30, shift=s).pack()
+                      for b, s in zip(SHORT_BIAS, SHORT_SHIFT))
+    # the hand values agree with the numpy reference of §11 rule 1
+    acc = np.array(SHORT_X)[:, None] + np.array(SHORT_BIAS)[None, :]
+    y = multiply_by_quantized_multiplier(acc, np.full(4, 1 << 30), np.array(SHORT_SHIFT))
+    assert (y.astype(np.int64) + 2).tolist() == SHORT_Q
+    out = bytearray(b"\xee" * 24)
+    for j in range(3):
+        out[8 * j:8 * j + 4] = bytes(v & 0xFF for v in SHORT_Q[j])
+    data = [(DESC, d.pack()), (PAR, params), (A, x.tobytes()), (W, w.tobytes()),
+            (OUT, b"\xee" * 24)]
+    return d, data, bytes(out)
+
+
 RAW_D, RAW_DATA, RAW_ACC = raw_case()
+SHORT_D, SHORT_DATA, SHORT_OUT = short_case()
 G1_D, G1_DATA, G1_OUT = gather1_case()
 G3_D, G3_DATA, G3_OUT = gather3_case()
 F32_D, F32_DATA, F32_OUT = float32_case()
@@ -268,11 +309,12 @@ TFLU_D, TFLU_DATA, TFLU_OUT = tflite_case(flags=Flag.A_UNSIGNED | Flag.OUT_UNSIG
 
 def steps_by_hand(d):
     """§12: 8 descriptor + 2C parameter steps, per block C W steps and J stream steps, OW − 1
-    extra steps per element in the last block, + 2."""
+    extra steps per element in the last block, + WRITE_DELAY = 8 (the last element's last
+    word is written in step s_{J−1} + 8 + OW − 1, OW − 1 steps after its last sub-step)."""
     c, j, kb = d.C, d.J0 * d.J1, d.K0 * d.K1
     ow = (c + 1) // 2 if d.mode == Mode.RAW else 1
     g = d.K1 if d.flags & Flag.K_GATHER else 0             # one gather step per k1
-    return 8 + 2 * c + g + kb * (c + j) + j * (ow - 1) + 2
+    return 8 + 2 * c + g + kb * (c + j) + j * (ow - 1) + 8
 
 
 def mwait_retire(last_step_cycle, first=30):
@@ -309,6 +351,17 @@ def jobs():
         Job("gather3", {0: main_prog()}, G3_DATA, [(OUT, 80)]),
         # context 1 stores and loads while the engine runs (its M cycles are not engine cycles)
         Job("stall", {0: main_prog(), 1: STORES + [asm.ecall()]}, RAW_DATA, [(OUT, 160)]),
+        # context 1's loads of element 0's output word take the engine cycles 71 and 77,
+        # between the last block's stream steps and their writes (test_stalls_between_...)
+        Job("stall_pipe", {0: main_prog(),
+                           1: [asm.lui(14, OUT >> 12)] + [asm.addi(0, 0, 0)] * 7
+                           + [asm.lw(12, 4, 14), asm.lw(13, 4, 14), asm.ecall()]},
+            TFL_DATA, [(OUT, 48)]),
+        # J·OW < 8, and context 1's loads (M 53, 59) in the steps after the last stream step
+        Job("short", {0: main_prog(),
+                      1: [asm.lui(14, OUT >> 12)] + [asm.addi(0, 0, 0)] * 4
+                      + [asm.lw(12, 0, 14), asm.lw(13, 0, 14), asm.ecall()]},
+            SHORT_DATA, [(OUT, 24)]),
         # context 2 issues a second mrun while the first command runs: it retries
         Job("busy", {0: main_prog(),
                      2: [asm.lui(10, DESC2 >> 12), asm.addi(10, 10, DESC2 & 0xFFF),
@@ -317,7 +370,7 @@ def jobs():
                         (OUT + 160, b"\xee" * 160)], [(OUT, 320)]),
         # context 5's mrun is retried until it is accepted in the cycle right after the first
         # command's last step (back to back: busy without a gap; with T = 6 only context 5's
-        # M cycles, 5 + 4 mod 6, meet that cycle 87 = 3 mod 6)
+        # M cycles, 5 + 4 mod 6, meet that cycle 93 = 3 mod 6)
         Job("busy_b2b", {0: main_prog(),
                          5: [asm.lui(10, DESC2 >> 12), asm.addi(10, 10, DESC2 & 0xFFF),
                              asm.mrun(10), asm.mwait(), asm.csrrs(11, Csr.CYCLE, 0), asm.ecall()]},
@@ -359,15 +412,15 @@ def jobs():
     js.append(Job("f_insn_first", {0: main_prog(MIS), 4: [asm.ebreak()]}))
     # an engine write of cycle k is seen by fetches from k + 1 (§12 "Memory order", v2): a RAW
     # command (C = J = 1, KB = 3, zero operands) writes bias = `addi a2, x0, 77` over the
-    # `addi a2, x0, 5` at 0x118 in step 17 (cycle 46); context 5 (jal at 41) fetches 0x118 at
-    # 47, context 4 (jal at 40) at 46, context 0 (its word 6) at 54
+    # `addi a2, x0, 5` at 0x118 in step 23 (cycle 52); context 5 (jal, its word 4, at 47)
+    # fetches 0x118 at 53, context 4 (jal at 46) at 52, context 0 (its word 6) at 54
     old, new = asm.addi(12, 0, 5), asm.addi(12, 0, 77)
     dfe = Descriptor(a_base=A, w_base=W, c_base=0x118, p_base=PAR, J0=1, J1=1, K0=3, K1=1, C=1,
                      mode=Mode.RAW)
     js.append(Job("fetch_order", {
         0: [set_a0(DESC), asm.mrun(10), nop, nop, nop, nop, old, asm.mwait(), asm.ecall()],
-        4: [nop, nop, nop, asm.jal(0, 0x118 - pc_of(4, 3))],
-        5: [nop, nop, nop, asm.jal(0, 0x118 - pc_of(5, 3))]},
+        4: [nop, nop, nop, nop, asm.jal(0, 0x118 - pc_of(4, 4))],
+        5: [nop, nop, nop, nop, asm.jal(0, 0x118 - pc_of(5, 4))]},
         [(DESC, dfe.pack()), (PAR, ChannelParams(bias=new - (1 << 32) if new >> 31 else new).pack()),
          (A, bytes(24)), (W, bytes(24))]))
     # a store in M in the cycle after an engine write to a byte of the same word: the store is
@@ -377,7 +430,7 @@ def jobs():
     js.append(Job("store_after_write", {
         0: [set_a0(DESC), asm.mrun(10), nop, nop, nop, nop, asm.lw(12, 0x7F0, 0), asm.mwait(),
             asm.lw(13, 0x7F0, 0), asm.lw(14, 0x7F4, 0), asm.ecall()],
-        1: [asm.addi(6, 0, 0xAB), nop, nop, nop, asm.sb(6, 0x7F1, 0), asm.ecall()]},
+        1: [asm.addi(6, 0, 0xAB), nop, nop, nop, nop, asm.sb(6, 0x7F1, 0), asm.ecall()]},
         [(DESC, dst.pack()), (PAR, ChannelParams(bias=0x11223344).pack()),
          (A, bytes(24)), (W, bytes(24)), (0x7F0, bytes.fromhex("eeeeeeeeddccbbaa"))]))
     # start resets the engine: a first run ends by a fault while the engine is busy (context
@@ -442,9 +495,9 @@ def check_halted_run(res, d, extra_busy=0):
 def test_raw_result_and_timing(results):
     res, (out,) = results["raw"]
     n, t_w = check_halted_run(res, RAW_D)
-    # by hand: 8 + 6 + 4·3 + 3·6 + 6·2 + 2 = 58 steps, last at 28 + 58 = 86; mwait at 84
-    # (M 88 ≥ 87; the slot before, 78, has M 82)
-    assert n == 58 and t_w == 84
+    # by hand: 8 + 6 + 4·3 + 3·6 + 6·2 + 8 = 64 steps (step s at 29 + s), last at 28 + 64 = 92,
+    # idle from 93; mwait at 90 (M 94 ≥ 93; the slot before, 84, has M 88)
+    assert n == 64 and t_w == 90
     assert out == raw_expected_out(RAW_ACC)
 
 
@@ -453,16 +506,18 @@ def test_tflite_result_and_timing(results, name):
     res, (out,) = results[name]
     d, want = {"tflite": (TFL_D, TFL_OUT), "tflite_u": (TFLU_D, TFLU_OUT)}[name]
     n, t_w = check_halted_run(res, d)
-    # by hand: 8 + 8 + 3·4 + 2·5 + 5·1 + 2 = 45 steps, last at 73; mwait M 76 ≥ 74: t = 72
-    assert n == 45 and t_w == 72
+    # by hand: 8 + 8 + 3·4 + 2·5 + 5·1 + 8 = 51 steps, last at 28 + 51 = 79; mwait M 82 ≥ 80:
+    # t = 78 (72 has M 76)
+    assert n == 51 and t_w == 78
     assert out == want
 
 
 def test_float32_result_and_timing(results):
     res, (out,) = results["float32"]
     n, t_w = check_halted_run(res, F32_D)
-    # by hand: 8 + 8 + 4 + 0 + 16 + 2 = 38 steps, last at 66; mwait M 70 >= 67: t = 66
-    assert n == 38 and t_w == 66
+    # by hand: 8 + 8 + 4 + 0 + 16 + 8 = 44 steps, last at 28 + 44 = 72; mwait M 76 >= 73:
+    # t = 72 (66 has M 70)
+    assert n == 44 and t_w == 72
     assert out == F32_OUT
     q = np.frombuffer(out, np.int8).reshape(16, 8)[:, :4].astype(int) + 3      # rne(p), zp 3
     at = {x: j for j, x in enumerate(F32_X)}
@@ -480,11 +535,12 @@ def test_float32_result_and_timing(results):
 @pytest.mark.parametrize("name", ["gather1", "gather3"])
 def test_gather_result_and_timing(results, name):
     res, (out,) = results[name]
-    d, want, steps = {"gather1": (G1_D, G1_OUT, 21),
-                      "gather3": (G3_D, G3_OUT, 55)}[name]
+    d, want, steps = {"gather1": (G1_D, G1_OUT, 27),
+                      "gather3": (G3_D, G3_OUT, 61)}[name]
     n, _ = check_halted_run(res, d)
-    # by hand: gather1 8 + 2C + K1 + KB·(C + J) + J·(OW − 1) + 2 = 8 + 2 + 3 + 6 + 0 + 2 = 21;
-    # gather3 (OW = 2): 8 + 6 + 2 + 32 + 5 + 2 = 55
+    # by hand: gather1 8 + 2C + K1 + KB·(C + J) + J·(OW − 1) + 8 = 8 + 2 + 3 + 6 + 0 + 8 = 27
+    # (J·OW = 1 < 8: the write, step 18 + 8 = 26, comes 8 steps after the last stream step);
+    # gather3 (OW = 2): 8 + 6 + 2 + 32 + 5 + 8 = 61
     assert n == steps
     assert out == want
 
@@ -497,39 +553,96 @@ def test_loads_and_stores_stall_the_engine(results):
     n = steps_by_hand(RAW_D)
     cyc = step_cycles(X0, n, blocked)
     last = cyc[-1]
-    assert last == X0 + n + 7 == 93    # 7 stalls in 29..93
+    assert last == X0 + n + 7 == 99    # 64 steps, 7 stalls in 29..99
     t_w = mwait_retire(last)
     t0 = res.tiles[0]
     assert res.status == RunStatus.HALTED
-    assert t_w == 90                   # M 94 >= 94
+    assert t_w == 96                   # M 100 >= 100
     assert t0.contexts[0].regs[11] == t_w + 6
     assert t0.counters["engine"] == last - X0 + 1
     assert out == raw_expected_out(RAW_ACC)
 
 
+def test_stalls_between_stream_steps_and_writes(results):
+    """The output pipeline advances by engine steps, not clocks (§12: the write of element j
+    is step s_j + 8, whatever cycles lie between)."""
+    res, (out,) = results["stall_pipe"]
+    # TFLITE, C = 4, J = 5, KB = 3 (tflite_case): steps 0..7, 8..15, blocks of 4 W + 5 X
+    # steps: X(j, 2) is s_j = 16 + 2·9 + 4 + j = 38 + j, element j is written in step 46 + j
+    # (46..50), 51 steps. Context 1: lui 19, nops 25..61, lw (word 8) at 67 (M 71), lw at 73
+    # (M 77), ecall 79: the engine cycles skip 71 and 77. Steps 0..41 at 29..70, 42..46 at
+    # 72..76, 47..50 at 78..81: s_0 = 38 at 67, its write (step 46) at 76, 9 cycles later;
+    # s_4 = 42 at 72, its write (step 50) at 81
+    n = steps_by_hand(TFL_D)
+    assert n == 51
+    cyc = step_cycles(X0, n, {71, 77})
+    assert (cyc[38], cyc[46], cyc[42], cyc[50]) == (67, 76, 72, 81)
+    t0 = res.tiles[0]
+    assert res.status == RunStatus.HALTED
+    # the lw of M 71 sees element 0's word before its write (cycle 76), the lw of M 77 after
+    # it (an engine write of cycle k is seen by loads from k + 1); with WRITE_DELAY = 2 the
+    # write would have been step 40, cycle 69
+    c1 = t0.contexts[1]
+    assert c1.regs[12] == 0xEEEE_EEEE
+    assert c1.regs[13] == int.from_bytes(TFL_OUT[4:8], "little")
+    # last step at 81, idle from 82: mwait at 78 (M 82), csrr 84, ecall 90 (the last one,
+    # visible 95): cycles = 95 + D
+    assert t0.contexts[0].regs[11] == 84 and res.cycles == 97
+    assert t0.counters["engine"] == 81 - X0 + 1
+    assert t0.counters["macs"] == 8 * 4 * 5 * 3
+    assert out == TFL_OUT
+
+
+def test_writes_after_the_last_stream_step(results):
+    """J·OW = 3 < WRITE_DELAY: the writes follow the last stream step (§12 "Step schedule")."""
+    res, (out,) = results["short"]
+    # steps 0..7, 8..15, W 16..19, X(j) = s_j = 20 + j; element j written in step 28 + j
+    # (steps 23..27 neither read nor write); 8 + 8 + 4 + 0 + 3 + 8 = 31 steps. Context 1: lui
+    # 19, nops 25..43, lw at 49 (M 53), lw at 55 (M 59), ecall 61: the engine cycles skip 53
+    # and 59. Steps 0..23 at 29..52, 24..28 at 54..58, 29..30 at 60..61: element 0 is
+    # written at 58, element 1 at 60, element 2 at 61 (the last step)
+    n = steps_by_hand(SHORT_D)
+    assert n == 31
+    cyc = step_cycles(X0, n, {53, 59})
+    assert (cyc[20], cyc[22], cyc[28], cyc[29], cyc[30]) == (49, 51, 58, 60, 61)
+    t0 = res.tiles[0]
+    assert res.status == RunStatus.HALTED
+    # M 53: not written yet (with WRITE_DELAY = 2 it would have been, in step 22 at 51);
+    # M 59: written at 58
+    c1 = t0.contexts[1]
+    assert c1.regs[12] == 0xEEEE_EEEE
+    assert c1.regs[13] == int.from_bytes(bytes(v & 0xFF for v in SHORT_Q[0]), "little")
+    # idle from 62: mwait at 60 (M 64), csrr 66, ecall 72 (visible 77): cycles = 77 + D
+    assert t0.contexts[0].regs[11] == 66 and res.cycles == 79
+    assert t0.counters["engine"] == 61 - X0 + 1
+    assert t0.counters["macs"] == 8 * 4 * 3
+    assert out == SHORT_OUT
+
+
 def test_mrun_while_busy_retries(results):
     res, (out,) = results["busy"]
     n1 = n2 = steps_by_hand(RAW_D)
-    # context 2: lui 20, addi 26, mrun 32, 38, ... retry until M ≥ 28 + n1 + 1 = 87:
-    # t = 86 (≡ 2 mod 6, M 90), accepted at x2 = 90; csrr at 92
+    # context 2: lui 20, addi 26, mrun 32, 38, ... retry until M ≥ 28 + n1 + 1 = 93 (n1 = 64):
+    # t = 92 (≡ 2 mod 6, M 96; 86 has M 90), accepted at x2 = 96; csrr at 98
     t_a = 32
     while t_a + 4 < X0 + n1 + 1:
         t_a += T
-    assert t_a == 86
+    assert t_a == 92
     t0 = res.tiles[0]
     assert t0.contexts[2].regs[11] == t_a + 6
     x2 = t_a + 4
-    # context 0's mwait retires at 84 (M 88: idle between the commands); context 2 waits for
-    # the second
-    assert t0.contexts[0].regs[11] == mwait_retire(X0 + n1) + 6 == 90
+    # context 0's mwait retires at 90 (M 94: idle between the commands, 93..95); context 2
+    # waits for the second
+    assert t0.contexts[0].regs[11] == mwait_retire(X0 + n1) + 6 == 96
     assert t0.counters["engine"] == (n1 + 1) + (n2 + 1)
     assert res.status == RunStatus.HALTED
-    # context 2's mwait: first at 98, retires at the first t ≡ 2 with t + 4 ≥ x2 + n2 + 1; its
-    # ecall at t_w2 + 6 is the last one: cycles = t_w2 + 6 + 5 + D
-    t_w2 = 98
+    # context 2's mwait: first at t_a + 12 = 104, retires at the first t ≡ 2 with
+    # t + 4 ≥ x2 + n2 + 1 = 161: 158; its ecall at t_w2 + 6 = 164 is the last one:
+    # cycles = t_w2 + 6 + 5 + D = 171
+    t_w2 = t_a + 12
     while t_w2 + 4 < x2 + n2 + 1:
         t_w2 += T
-    assert t_w2 == 146
+    assert t_w2 == 158 and res.cycles == 171
     assert res.cycles == t_w2 + 6 + 5 + D
     assert out == raw_expected_out(RAW_ACC) * 2
 
@@ -537,22 +650,24 @@ def test_mrun_while_busy_retries(results):
 def test_back_to_back_commands(results):
     res, (out,) = results["busy_b2b"]
     n = steps_by_hand(RAW_D)
-    # first command: busy 28 .. 28 + n = 86. Context 5: lui 23, addi 29, mrun 35, 41, ...;
-    # the issue at 83 has M = 87, the first idle cycle: accepted at x2 = 87 (no gap), busy
-    # 87 .. 87 + n = 145; its mwait (89, 95, ...) retires at the first t ≡ 5 with t + 4 ≥ 146
-    x2 = 87
-    t_w = 89
+    # first command: busy 28 .. 28 + n = 92 (n = 64). Context 5: lui 23, addi 29, mrun 35,
+    # 41, ...; the issue at 89 has M = 93, the first idle cycle: accepted at x2 = 93 (no gap),
+    # busy 93 .. 93 + n = 157; its mwait (95, 101, ...) retires at the first t ≡ 5 with
+    # t + 4 ≥ 158: 155
+    assert n == 64
+    x2 = 93
+    t_w = 95
     while t_w + 4 < x2 + n + 1:
         t_w += T
-    assert t_w == 143
+    assert t_w == 155
     t0 = res.tiles[0]
     assert res.status == RunStatus.HALTED
     assert t0.contexts[5].regs[11] == t_w + 6
-    # context 0's mwait (30, 36, ...): at 84 its M (88) finds the second command busy, so it
-    # also waits for it: t = 144 (M 148 ≥ 146), csrr at 150, ecall at 156, the last one
-    # (context 5's at 155): visible 161, cycles = 161 + D
-    assert t0.contexts[0].regs[11] == 150 and res.cycles == 163
-    assert t0.counters["engine"] == 2 * (n + 1)          # cycles 28 .. 145, every one busy
+    # context 0's mwait (30, 36, ...): at 84 its M (88) finds the first command busy, at 90
+    # its M (94) the second, so it also waits for it: t = 156 (M 160 ≥ 158), csrr at 162,
+    # ecall at 168, the last one (context 5's at 167): visible 173, cycles = 173 + D
+    assert t0.contexts[0].regs[11] == 162 and res.cycles == 175
+    assert t0.counters["engine"] == 2 * (n + 1)          # cycles 28 .. 157, every one busy
     assert t0.counters["macs"] == 2 * 8 * 3 * 6 * 4
     assert out == raw_expected_out(RAW_ACC) * 2
 
@@ -562,13 +677,13 @@ def test_engine_pauses_in_the_exchange_phase(results):
     n = steps_by_hand(RAW_D)
     # context 0: a0 (18), mrun (24, x = 28), addi (30), csrrw xprog (36), sync ARRAY (42,
     # visible 47 = k*); D = 2 (N = 1): r = 49; IDLE 5 at 49..53, END at e = 54. The steps
-    # skip 49..54: the last one is at 28 + 58 + 6 = 92. RUNNING from 55: mwait 60, 66, ...
-    # retires at 90 (M 94 ≥ 93), csrr at 96, ecall at 102 (visible 107): cycles = 109
+    # skip 49..54: the last one is at 28 + 64 + 6 = 98. RUNNING from 55: mwait 60, 66, ...
+    # retires at 96 (M 100 ≥ 99), csrr at 102, ecall at 108 (visible 113): cycles = 115
     last = step_cycles(X0, n, set(range(49, 55)))[-1]
-    assert last == 92
+    assert last == 98
     t0 = res.tiles[0]
-    assert res.status == RunStatus.HALTED and res.cycles == 109
-    assert t0.contexts[0].regs[11] == 96
+    assert res.status == RunStatus.HALTED and res.cycles == 115
+    assert t0.contexts[0].regs[11] == 102
     assert t0.counters["engine"] == last - X0 + 1
     assert t0.counters["exchange"] == 6 and t0.counters["sync"] == 2
     assert out == raw_expected_out(RAW_ACC)
@@ -587,8 +702,9 @@ FAULTS = {
     # gather (k1 = 0, at 0x3FF8), 11 W(0, 0), 12 X(0, 0), 13 the gather word of k1 = 1
     "f_gather": (13, 0x4000),
     # check 4: C(0) = OUT + 6, 6 + 4 > 8; KB = 3: steps 0..7, 8..15, then 3 blocks of
-    # 4 W + 5 X steps; the last block's X(0) is step 16 + 2·9 + 4 = 38, its write step 40
-    "f_write": (40, OUT + 6),
+    # 4 W + 5 X steps; the last block's X(0) is step 16 + 2·9 + 4 = 38, its write step
+    # 38 + 8 = 46 (the stream steps 39..42 of elements 1..4 and three tail steps come first)
+    "f_write": (46, OUT + 6),
     # check 1 on X(j = 2, b = 0) (j1 = 1): steps 0..13 desc/params, W 14..16, X(0) 17,
     # X(1) 18, X(2) 19 at A + 0x4000 = 0x5400 >= 16 KiB
     "f_xrange": (19, A + 0x4000),
@@ -653,21 +769,22 @@ def test_instruction_fault_before_engine_fault(results):
 def test_engine_write_seen_by_the_fetch_of_its_cycle(results):
     res, _ = results["fetch_order"]
     d = Descriptor(J0=1, J1=1, K0=3, K1=1, C=1, mode=Mode.RAW)
-    # steps: 0..7, 8..9, blocks b = 0..2: W at 10 + 2b, X at 11 + 2b; X(0, 2) = 15, write 17
-    # at cycle 29 + 17 = 46
-    assert steps_by_hand(d) == 18
+    # steps: 0..7, 8..9, blocks b = 0..2: W at 10 + 2b, X at 11 + 2b; X(0, 2) = 15, write
+    # 15 + 8 = 23 at cycle 29 + 23 = 52 (no load or store before it)
+    assert steps_by_hand(d) == 24
     t0 = res.tiles[0]
     assert res.status == RunStatus.HALTED
-    assert t0.contexts[5].regs[12] == 77          # fetched at 47 = the write's cycle + 1
-    assert t0.contexts[4].regs[12] == 5           # fetched at 46 = the write's cycle
+    assert t0.contexts[5].regs[12] == 77          # fetched at 53 = the write's cycle + 1
+    assert t0.contexts[4].regs[12] == 5           # fetched at 52 = the write's cycle
     assert t0.contexts[0].regs[12] == 77          # fetched at 54
 
 
 def test_store_after_engine_write_wins(results):
     res, _ = results["store_after_write"]
-    # the engine writes 0x11223344 to 0x7F0 in step 17 = cycle 46 (no stall before); context
-    # 1's sb (issued 43, M 47) writes byte 0x7F1 = 0xAB; context 0's lw (issued 54, M 58) and
-    # the lw after mwait read 0x1122AB44; the word at 0x7F4 (RAW, C = 1: 4 bytes) is untouched
+    # the engine writes 0x11223344 to 0x7F0 in step 15 + 8 = 23 = cycle 52 (no stall before;
+    # its last step, so idle from 53); context 1's sb (its word 5, issued 49, M 53) writes byte
+    # 0x7F1 = 0xAB; context 0's lw (issued 54, M 58) and the lw after mwait read 0x1122AB44;
+    # the word at 0x7F4 (RAW, C = 1: 4 bytes) is untouched
     c0 = res.tiles[0].contexts[0]
     assert res.status == RunStatus.HALTED
     assert (c0.regs[12], c0.regs[13], c0.regs[14]) == (0x1122AB44, 0x1122AB44, 0xAABBCCDD)

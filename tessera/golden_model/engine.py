@@ -21,7 +21,8 @@ output words per element (⌈C/2⌉ in ``RAW``, else 1)::
     K_GATHER, k0 = 0         one gather step: g = the u32 at ak_s1 + 8 k1
     block b < KB-1           C lane loads W(0..C-1, b), then J stream steps X(0..J-1, b)
     block KB-1               C lane loads, then per element one stream step + OW-1 silent steps
-    writes                   word w of element j in step s_j + 2 + w (s_j: its last stream step)
+    writes                   word w of element j in step s_j + WRITE_DELAY + w (s_j: its last
+                             stream step; WRITE_DELAY = 8: after the last stream step when J·OW < 8)
 
 Per tile the engine is busy from the accept cycle through the cycle of the last step. After a
 faulting step it is **frozen** (§12 "Engine faults"): no further steps, busy until the array

@@ -31,8 +31,9 @@ ACC_DEPTH = 256
 VECTOR_BYTES = 8
 #: The step in which the descriptor fields are checked (the step reading word 7).
 DESC_CHECK_STEP = DESC_WORDS - 1
-#: Output word w of element j is written in step s_j + WRITE_DELAY + w (s_j: its last stream step).
-WRITE_DELAY = 2
+#: Output word w of element j is written in step s_j + WRITE_DELAY + w (s_j: its last stream step);
+#: §12 "Why WRITE_DELAY = 8": room for a pipelined requantization between the two.
+WRITE_DELAY = 8
 #: Range of the TFLite ``shift`` field accepted in TFLITE mode (as the kernels' MIN/MAX_SHIFT).
 MIN_SHIFT, MAX_SHIFT = -31, 30
 
@@ -208,7 +209,7 @@ def output_words(mode: int, channels: int) -> int:
 
 
 def command_steps(desc: Descriptor) -> int:
-    """Steps of a command that does not fault: ``8 + 2C + G·K1 + KB·C + (KB−1)·J + J·OW + 2``
+    """Steps of a command that does not fault: ``8 + 2C + G·K1 + KB·C + (KB−1)·J + J·OW + WRITE_DELAY``
     (§12; G = 1 with ``K_GATHER``).
 
     The engine is busy from its accept cycle through the cycle of its last step; with no

@@ -5,7 +5,7 @@ accept cycle x; the engine advances only in engine cycles (``run`` high — the 
 not in its exchange phase — and no LOAD/STORE word in the core's M stage, ``core.m_mem``), so
 the whole pipeline below has one enable, ``adv`` = busy, not frozen and an engine cycle.
 
-Internally a step goes through three stages, each advancing with ``adv``:
+Internally a step goes through three parts, each advancing with ``adv``:
 
 * **stage 0** (the step itself): the address generator (descriptor words, parameter words,
   W(m, b), X(j, b): the j0/j1/k0/k1 nest with 32-bit strides) issues the step's SRAM read on
@@ -13,10 +13,16 @@ Internally a step goes through three stages, each advancing with ``adv``:
 * **stage 1** (the next step): the read word (captured in the cycle after the read even if that
   is not an engine cycle) goes into the descriptor fields, the channel parameters, the lane's
   stationary vector, or, for a stream step, through the M·8 multipliers into acc[j]
-  (b = 0 starts from bias) — in the last block into the output register instead.
-* **stage 2** (the writes): output word w of element j in step s_j + 2 + w: RAW int32 pairs,
-  or the TFLITE bytes (MultiplyByQuantizedMultiplier, + zp, clamp) or the FLOAT32 bytes
-  (:func:`f32_round`, + zp, clamp) requantized from the output register in the write step; write faults (check 4) are decided here.
+  (b = 0 starts from bias) — in the last block into the output register ``out`` instead.
+* **the output pipeline** (steps s_j + 2 .. s_j + WRITE_DELAY + OW − 1): :data:`OUT_DELAY` =
+  WRITE_DELAY − 2 register stages, each loading in the engine's steps (``adv``), never in the
+  cycles the core's loads / stores or the exchange own, so element j reaches the last one in
+  step s_j + WRITE_DELAY whatever cycles those take. The TFLITE and FLOAT32 bytes are
+  requantized by the REQUANT_STAGES-stage chains of :mod:`.requant` (then plain delay
+  stages if WRITE_DELAY leaves more); the RAW int32 pairs and C(j) ride plain delay stages,
+  which hold an element until the next one arrives (OW steps later). In the write step
+  s_j + WRITE_DELAY + w the engine adds ``zp``, clamps and places the bytes (or picks RAW pair
+  w) and writes; write faults (check 4) are decided in that step.
 
 Faults (contract v2, §7 "Stop": an engine fault of step s is visible from s + 1). A read-address
 or write fault (checks 1, 4) is known in its step s and presented on ``core.fault`` in s, like an
@@ -49,10 +55,18 @@ from tessera.spec.engine import (ACC_DEPTH, BYTE_MODES, DESC_CHECK_STEP, DESC_FI
 from tessera.spec.faults import FaultCause
 
 from ..interfaces import EngineSramSignature, MatrixEngineSignature, check_config
+from .requant import REQUANT_STAGES, SAT_LOG2, Stages, f32_stages, tflite_stages
 
-__all__ = ["MatrixEngine", "Phase", "mbqm", "f32_round"]
+__all__ = ["MatrixEngine", "Phase", "OUT_DELAY"]
 
-assert WRITE_DELAY == 2, "the pipeline below has stage 1 and stage 2 one step apart each"
+#: Register stages between stage 1's output register and the write step (§12: output word w of
+#: element j is written in step s_j + WRITE_DELAY + w; stage 1 is step s_j + 1).
+OUT_DELAY = WRITE_DELAY - 2
+if OUT_DELAY < REQUANT_STAGES:
+    raise ValueError(f"tessera.spec.engine.WRITE_DELAY = {WRITE_DELAY} is too small for the "
+                     f"matrix engine's output pipeline: it needs WRITE_DELAY >= "
+                     f"{2 + REQUANT_STAGES} (stage 1 in step s_j + 1, {REQUANT_STAGES} "
+                     f"requantization stages, the write in step s_j + WRITE_DELAY)")
 assert VECTOR_BYTES == 8 and DESC_CHECK_STEP == DESC_WORDS - 1
 
 
@@ -63,7 +77,7 @@ class Phase(enum.IntEnum):
     PARAM = 2     # steps 8..8+2C-1: channel parameter words
     WLOAD = 3     # C steps: W(0, b) .. W(C-1, b)
     STREAM = 4    # one step per element (+ OW-1 steps without a read in the last block)
-    TAIL = 5      # the last 2 steps (writes only)
+    TAIL = 5      # the last WRITE_DELAY steps (writes only)
     GATHER = 6    # K_GATHER: one step before the lane loads of each k1 (the gather word)
 
 
@@ -90,124 +104,6 @@ def _fields():
 
 
 FIELDS = _fields()
-
-
-def mbqm(m, x, mult, shift):
-    """Amaranth value of TFLite MultiplyByQuantizedMultiplier(x, mult, shift) (signed 32).
-
-    ``x``, ``mult`` 32-bit, ``shift`` signed in MIN_SHIFT..MAX_SHIFT (checked by the engine):
-    ``x · 2^left`` wraps mod 2^32; SRDHM rounds ties toward +∞ and saturates only at
-    (-2^31)·(-2^31); the rounding divide by 2^right rounds ties away from zero.
-    """
-    neg = shift[-1]
-    left = Mux(neg, 0, shift[:5])
-    right = Signal(6)
-    m.d.comb += right.eq(Mux(neg, -shift, 0)[:6])
-    xs = Signal(32)
-    m.d.comb += xs.eq((x.as_unsigned() << left)[:32])
-    prod = Signal(64)
-    m.d.comb += prod.eq(xs.as_signed() * mult.as_signed())
-    sat = (xs == 0x8000_0000) & (mult.as_unsigned() == 0x8000_0000)
-    hi = Signal(32)
-    m.d.comb += hi.eq(Mux(sat, 0x7FFF_FFFF, ((prod.as_signed() + (1 << 30)) >> 31)[:32]))
-    his = hi.as_signed()
-    mask = Signal(32)
-    m.d.comb += mask.eq((Const(1, 33) << right)[:33] - 1)
-    rem = hi & mask
-    thr = (mask >> 1) + his[-1]
-    res = Signal(32)
-    m.d.comb += res.eq(((his >> right) + (rem > thr))[:32])
-    return res.as_signed()
-
-
-def _bit_length(m, v, name):
-    """Amaranth value: the bit length of unsigned ``v`` (0 for 0), a priority chain."""
-    n = Signal(range(len(v) + 1), name=name)
-    bl = Const(0, len(n))
-    for i in range(len(v)):
-        bl = Mux(v[i], i + 1, bl)
-    m.d.comb += n.eq(bl)
-    return n
-
-
-def _rne_shr(m, v, sh, name):
-    """Amaranth value: unsigned ``v`` / 2^``sh`` rounded to the nearest integer, ties to even."""
-    q = Signal(len(v), name=f"{name}_q")
-    m.d.comb += q.eq(v >> sh)
-    mask = Signal(len(v), name=f"{name}_mask")
-    m.d.comb += mask.eq(((Const(1, len(v) + 1) << sh) - 1)[:len(v)])
-    r = v & mask
-    half = (mask >> 1) + 1                      # 2^(sh-1) for sh >= 1
-    up = (sh != 0) & ((r > half) | ((r == half) & q[0]))
-    out = Signal(len(v) + 1, name=name)
-    m.d.comb += out.eq(q + up)
-    return out
-
-
-#: FLOAT32-mode results with |rne(p)| >= 2^10 saturate every byte output (zp, qmin, qmax are in
-#: -128..255), so :func:`f32_round` returns rne(p) clipped to ±2^10.
-F32_SAT_LOG2 = 10
-
-
-def f32_round(m, acc, mbits, name="f32"):
-    """Amaranth value of rne(fl32(fl32(acc) · M)) clipped to ±2^10 (§12 ``FLOAT32``), integer
-    logic only.
-
-    ``acc`` is the signed 32-bit accumulator, ``mbits`` the 32-bit binary32 pattern of a finite
-    M (the engine faults on exponent 255 in step 8+2m). fl32 and rne round to nearest, ties
-    to even:
-
-    1. fl32(|acc|) = ma · 2^ea: ``|acc|`` (≤ 2^31) rounded to its top 24 bits (ea = max(n − 24,
-       0) for bit length n, ma ≤ 2^24).
-    2. M = mm · 2^em: mm = fraction | (exponent ≠ 0) << 23, em = max(exponent, 1) − 150.
-    3. The exact product ma·mm · 2^e (e = ea + em, < 2^48 · 2^e) with bit length L: t = L + e.
-       t ≥ 11: |p| ≥ 2^10 (saturate); t ≤ −1 (or a zero factor): |p| < 1/2, rne gives 0 even
-       after the float rounding (which cannot pass 1/2).
-    4. Else fl32: the product rounded to its top 24 bits (s1 = max(L − 24, 0)): rp · 2^ep;
-       then rne(rp · 2^ep): a left shift by ep ≥ 0, or a rounded right shift by −ep (≤ 24
-       when 0 ≤ t ≤ 10).
-    """
-    sa = acc[31]
-    u = Signal(32, name=f"{name}_u")
-    m.d.comb += u.eq(Mux(sa, -acc.as_signed(), acc)[:32])
-    n = _bit_length(m, u, f"{name}_n")
-    ea = Signal(4, name=f"{name}_ea")
-    m.d.comb += ea.eq(Mux(n > 24, n - 24, 0))
-    ma = _rne_shr(m, u, ea, f"{name}_ma")                    # <= 2^24 (25 bits)
-    sm = mbits[31]
-    ex = mbits[23:31]
-    mm = Cat(mbits[:23], ex != 0)
-    ea_s = Signal(signed(10), name=f"{name}_eas")          # (unsigned - unsigned would wrap)
-    ex_s = Signal(signed(10), name=f"{name}_exs")
-    e = Signal(signed(10), name=f"{name}_e")
-    m.d.comb += [ea_s.eq(ea), ex_s.eq(Mux(ex == 0, 1, ex)), e.eq(ea_s + ex_s - 150)]
-    prod = Signal(49, name=f"{name}_prod")
-    m.d.comb += prod.eq(ma[:25] * mm)
-    L = _bit_length(m, prod, f"{name}_L")
-    t = Signal(signed(10), name=f"{name}_t")
-    m.d.comb += t.eq(L + e)
-    s1 = Signal(6, name=f"{name}_s1")
-    m.d.comb += s1.eq(Mux(L > 24, L - 24, 0))
-    rp = _rne_shr(m, prod, s1, f"{name}_rp")                 # <= 2^24
-    ep = Signal(signed(10), name=f"{name}_ep")
-    m.d.comb += ep.eq(e + s1)
-    s2 = Signal(5, name=f"{name}_s2")
-    m.d.comb += s2.eq(Mux(ep < 0, -ep, 0)[:5])              # <= 24 when 0 <= t <= 10
-    right = _rne_shr(m, rp[:25], s2, f"{name}_r")
-    left = Signal(F32_SAT_LOG2 + 1, name=f"{name}_l")
-    m.d.comb += left.eq((rp[:F32_SAT_LOG2 + 1] << ep.as_unsigned()[:4])[:F32_SAT_LOG2 + 1])
-    mag = Signal(F32_SAT_LOG2 + 1, name=f"{name}_mag")
-    with m.If((L == 0) | (t < 0)):
-        m.d.comb += mag.eq(0)
-    with m.Elif(t > F32_SAT_LOG2):
-        m.d.comb += mag.eq(1 << F32_SAT_LOG2)
-    with m.Elif(ep >= 0):
-        m.d.comb += mag.eq(left)
-    with m.Else():
-        m.d.comb += mag.eq(right[:F32_SAT_LOG2 + 1])
-    res = Signal(signed(F32_SAT_LOG2 + 2), name=name)
-    m.d.comb += res.eq(Mux(sa ^ sm, -mag, mag))
-    return res
 
 
 class MatrixEngine(wiring.Component):
@@ -511,51 +407,85 @@ class MatrixEngine(wiring.Component):
                         m.d.sync += [o.eq(s) for o, s in zip(out, sums)]
                         m.d.sync += out_caddr.eq(s1_caddr)
 
-        # ---- stage 2: output words -----------------------------------------------------
+        # ---- output pipeline: OUT_DELAY stages advancing with adv, then the write step ------
+        # v[k]: stage k holds an element (stage 0 = ``out``, loaded in step s_j + 1); element
+        # j is in stage k in step s_j + 2 + k and written from stage OUT_DELAY in step
+        # s_j + WRITE_DELAY (+ w for the RAW words w > 0: each stage holds its element until the
+        # next one arrives, OW steps later).
+        v = [Signal(name=f"ov{k}") for k in range(OUT_DELAY)]
+        with m.If(clear | core.accept):
+            m.d.sync += [vk.eq(0) for vk in v]
+        with m.Elif(adv):
+            m.d.sync += v[0].eq((s1_kind == Kind.X) & s1_last)
+            m.d.sync += [v[k].eq(v[k - 1]) for k in range(1, OUT_DELAY)]
+
+        def hold(value, k, name):
+            """A stage-k register taking ``value`` (of stage k − 1) when an element moves in."""
+            sig = Signal.like(value, name=f"{name}_{k}")
+            with m.If(adv & v[k - 1]):
+                m.d.sync += sig.eq(value)
+            return sig
+
+        o_caddr, o_raw = out_caddr, list(out)
+        for k in range(1, OUT_DELAY + 1):
+            o_caddr = hold(o_caddr, k, "o_caddr")
+            o_raw = [hold(r, k, f"o_raw{i}") for i, r in enumerate(o_raw)]
+        # TFLITE / FLOAT32: REQUANT_STAGES stages loading in every step (OW = 1: each element
+        # leaves a stage one step after it came), then OUT_DELAY − REQUANT_STAGES plain ones
+        f32 = f["mode"] == Mode.FLOAT32
+        ys = []
+        for lane in range(M):
+            yt = tflite_stages(Stages(m, adv, f"tfl{lane}"), out[lane], mult[lane],
+                               shift[lane].as_signed())
+            yf = f32_stages(Stages(m, adv, f"f32{lane}"), out[lane], mult[lane])
+            y = Signal(signed(SAT_LOG2 + 2), name=f"oy{lane}")
+            m.d.comb += y.eq(Mux(f32, yf, yt))
+            for k in range(REQUANT_STAGES + 1, OUT_DELAY + 1):
+                y = hold(y, k, f"oy{lane}")
+            ys.append(y)
+
+        # ---- the write step: output word w = OW − wcnt of the element in stage OUT_DELAY ----
         wi = Signal(3)                     # w = OW - wcnt
         m.d.comb += wi.eq(ow - wcnt)
         wbyte = Signal(32)                 # C(j) + 8w
-        m.d.comb += wbyte.eq(out_caddr + (wi << 3))
+        m.d.comb += wbyte.eq(o_caddr + (wi << 3))
         writing = wcnt != 0
         wdata = Signal(64)
         wmask = Signal(8)
         wfault = Signal()
         wf_addr = Signal(32)
         n_pairs = (M + 1) // 2
-        pair_data = Array(Cat(out[2 * p], out[2 * p + 1] if 2 * p + 1 < M else Const(0, 32))
+        pair_data = Array(Cat(o_raw[2 * p], o_raw[2 * p + 1] if 2 * p + 1 < M else Const(0, 32))
                           for p in range(n_pairs))
         q = []
-        f32 = f["mode"] == Mode.FLOAT32
-        for lane in range(M):
-            y = mbqm(m, out[lane], mult[lane], shift[lane].as_signed())
-            yf = f32_round(m, out[lane], mult[lane], name=f"f32_{lane}")
-            yz = Signal(signed(34), name=f"yz{lane}")
-            m.d.comb += yz.eq(Mux(f32, yf, y) + fv("zp"))
+        for lane in range(M):              # + zp and the clamp (exact: no wrap)
+            yz = Signal(signed(SAT_LOG2 + 3), name=f"yz{lane}")
+            m.d.comb += yz.eq(ys[lane] + fv("zp"))
             c = Signal(8, name=f"q{lane}")
             m.d.comb += c.eq(Mux(yz < fv("qmin"), fv("qmin"),
                                  Mux(yz > fv("qmax"), fv("qmax"), yz))[:8])
             q.append(c)
-        off = out_caddr[:3]
+        off = o_caddr[:3]
         cmask = Signal(8)
         m.d.comb += cmask.eq((Const(1, 9) << n_c[:4])[:9] - 1)
         with m.If(raw):
             m.d.comb += [
                 wdata.eq(pair_data[wi[:max(1, (n_pairs - 1).bit_length())]]),
                 wmask.eq(Mux((wi << 1) + 1 < n_c, 0xFF, 0x0F)),
-                wfault.eq((out_caddr[:3] != 0) | (wbyte >= sb)),
+                wfault.eq((o_caddr[:3] != 0) | (wbyte >= sb)),
                 wf_addr.eq(wbyte),
             ]
         with m.Else():
             m.d.comb += [
                 wdata.eq(Cat(*q) << (off << 3)),
                 wmask.eq(cmask << off),
-                wfault.eq((off + n_c > 8) | (out_caddr >= sb)),
-                wf_addr.eq(out_caddr),
+                wfault.eq((off + n_c > 8) | (o_caddr >= sb)),
+                wf_addr.eq(o_caddr),
             ]
         m.d.comb += wfault_now.eq(adv & writing & wfault)
         m.d.comb += [
             sram.wr_en.eq(adv & writing & ~wfault & ~rfault),
-            sram.wr_addr.eq(Mux(raw, wbyte, out_caddr)[3:cfg.sram_addr_bits]),
+            sram.wr_addr.eq(Mux(raw, wbyte, o_caddr)[3:cfg.sram_addr_bits]),
             sram.wr_data.eq(wdata), sram.wr_mask.eq(wmask),
         ]
         # stream steps count 8·C MACs (the faulting step has no effect)
@@ -564,7 +494,7 @@ class MatrixEngine(wiring.Component):
         with m.If(clear | core.accept):
             m.d.sync += wcnt.eq(0)
         with m.Elif(adv):
-            with m.If((s1_kind == Kind.X) & s1_last):
+            with m.If(v[OUT_DELAY - 1]):
                 m.d.sync += wcnt.eq(ow)
             with m.Elif(writing):
                 m.d.sync += wcnt.eq(wcnt - 1)

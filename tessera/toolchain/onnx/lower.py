@@ -829,7 +829,8 @@ class _Lowerer:
         shortest arithmetic progression holding them, zero weights in its gaps) or
         ``("gather", n)`` (``K_GATHER``: exactly the n used blocks, one gather step each),
         whichever has the fewest engine steps ``G·K1 + KB·C + (KB − 1)·J`` (§12; the other
-        terms do not depend on the choice). A group without a used block streams one zero
+        terms of :func:`tessera.spec.engine.command_steps`, ``8 + 2C + J·OW + WRITE_DELAY``,
+        do not depend on the choice). A group without a used block streams one zero
         block (its outputs are the bias alone)."""
         from tessera.toolchain.kernels.block_sparse import progression_cover
         cost = lambda kb, g: g * kb + kb * C + (kb - 1) * J
