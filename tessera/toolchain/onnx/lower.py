@@ -38,7 +38,7 @@ import numpy as np
 
 from tessera.golden_model.kernels import dequantize_linear, qrange, quantize_linear
 from tessera.golden_model.kernels._checks import wrap_int32
-from tessera.spec.engine import ACC_DEPTH, DESC_BYTES
+from tessera.spec.engine import ACC_DEPTH, DESC_BYTES, DESC_WORDS, WRITE_DELAY
 from tessera.toolchain.graph import Execute, Graph, Sequence
 
 from .codelets import bsmm_codelet, codelet, matmul_codelet
@@ -504,8 +504,9 @@ class _Lowerer:
         largest of 4, 2 dividing ``M``, at most the engine's lanes) start at multiples of
         ``g`` of an 8-aligned buffer, so a command's ``g`` bytes never cross an 8-byte word
         (docs/architecture.md §12 fault 4). Used when the extra commands' engine steps
-        (per element block ``10 + KB·J`` each, §12's step count) are fewer than
-        :data:`COPY_SET_CYCLES`."""
+        (per element block about ``DESC_WORDS + WRITE_DELAY + KB·J`` each, the dominant
+        terms of §12's step count, :func:`tessera.spec.engine.command_steps`) are fewer
+        than :data:`COPY_SET_CYCLES`."""
         op = self.ops[idx]
         if idx not in self.f32 or op.output in self.pad_into:
             return 0
@@ -532,7 +533,7 @@ class _Lowerer:
         if M % 8 == 0 or M % g or g < 2:
             return 0
         wide = len(self._lane_groups(M, True))
-        extra = (M // g - wide) * jobs * (10 + KB * J)
+        extra = (M // g - wide) * jobs * (DESC_WORDS + WRITE_DELAY + KB * J)
         return g if extra < COPY_SET_CYCLES else 0
 
     def temps_conv(self, op):
