@@ -63,7 +63,9 @@ def test_gather_small_by_hand_on_tiles_in_lock_step(tiles):
                               GT: gtable([40, 8, 56])}, cfg=cfg)
     for t in range(tiles):
         assert list(i32(arr, OUT, 1, tile=t)) == [372], f"tile {t}"
-        assert res.tiles[t].counters["engine"] == 22          # busy x .. x + 21
+        # the 1-tile command's 27 steps (8 + 2 + 3 + 3 + 2 + 1 + WRITE_DELAY 8, above) + the
+        # accept cycle on every tile
+        assert res.tiles[t].counters["engine"] == 28          # busy x .. x + 27
         assert res.tiles[t].counters["macs"] == 3 * 8
 
 def test_gather_is_an_offset_not_an_address_and_wraps():
