@@ -328,3 +328,37 @@ def test_graph_codelets_see_the_arrays_engine_size(tmp_path, p):
     eng = Engine(compile_graph(g, Execute(cs)), backend="model")
     eng.run()
     assert eng.read_tensor("out").tolist() == [p, p // 8]
+
+
+def test_block_sparse_commands_longest_first():
+    """The block-sparse commands are independent, so the kernel orders a tile's table
+    longest first (the first one is the runtime's engine start and covers the vertex
+    dispatch). By hand (§12: 8 + 2C + G·K1 + KB·C + (KB − 1)·J + J·OW + WRITE_DELAY steps,
+    RAW: OW = ⌈C/2⌉ = 2 at C = 4; one tile, J = 16 rows, K = 32, N = 16, blocks of 8):
+    block column 0 stores block row 0 only (KB = 1, G = 0): 8 + 8 + 0 + 4 + 0 + 32 + 8 = 60
+    steps; block column 1 stores block rows 0, 1 and 3 (no progression: K_GATHER, K1 = 3,
+    G = 1): 8 + 8 + 3 + 12 + 2·16 + 32 + 8 = 103 steps. Each column is 8 channels = 2
+    commands of C = 4: the table is column 1's two, then column 0's two (column order before
+    the sort)."""
+    m, k, n, bs = 16, 32, 16, 8
+    mask = np.zeros((k // bs, n // bs), bool)
+    mask[0, 0] = True
+    mask[[0, 1, 3], 1] = True
+    rng = np.random.default_rng(41)
+    A = rng.integers(-128, 128, (m, k), dtype=np.int8)
+    W = rng.integers(-128, 128, (k, n), dtype=np.int8)
+    w = ref.BlockSparseMatrix.from_dense(W, bs, mask=mask)
+    g = Graph(ArrayConfig(tiles=1, contexts=6, sram_bytes=64 * 1024, engine_macs=32))
+    a = g.add_variable("a", (m, k), "int8", map_linearly(grain=k))
+    c, prog = block_sparse_matmul(g, a, w)
+    (got,), res, cg, ev = _run(g, prog, {"a": A}, [c])
+    np.testing.assert_array_equal(got, ref.block_sparse_matmul(A, w))
+    (table,) = _engine_tables(cg)
+    cmds = table.engine_commands
+    assert [cm.steps() for cm in cmds] == [103, 103, 60, 60]
+    assert [(cm.fields["K1"], bool(cm.fields["flags"] & Flag.K_GATHER)) for cm in cmds] == \
+        [(3, True), (3, True), (1, False), (1, False)]
+    # output channel of each command: c_base offset / 4 bytes (RAW, row 0)
+    assert [cm.fields["c_base"][1] // 4 for cm in cmds] == [8, 12, 0, 4]
+    run_engine_vertices(ev)                              # the descriptors, independently
+    np.testing.assert_array_equal(ev.read_tensor(c.name), ref.block_sparse_matmul(A, w))

@@ -358,5 +358,10 @@ def _block_sparse_engine(graph, a, w, iv_init, tiles, name, requant, where):
         return c, Sequence()
     cs = graph.add_compute_set(f"{name}.mm")
     for t, cmds in per_tile.items():
+        # the commands are independent (each writes its own output bytes and reads only A,
+        # the weights and the tables), so their order is free: longest first (stable), so
+        # the first one (the runtime's engine start) covers the vertex dispatch that issues
+        # the second
+        cmds = sorted(cmds, key=lambda cmd: -cmd.steps())
         add_engine_vertex(graph, cs, t, cmds, f"{name}.desc{t}")
     return c, Execute(cs)
