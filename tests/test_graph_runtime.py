@@ -95,6 +95,35 @@ def _vertex(name, single):
     return Vertex(c, 0, {"n": 1})
 
 
+def test_worklists_pinned_context():
+    """A single codelet's vertex with Vertex.context set goes to that context's list; the
+    unpinned single vertices take the lowest free contexts and the splittable ones share
+    the rest (docs/compiler.md, "Execution model"). T = 6: engine vertices pinned to 0 and
+    3, one splittable vertex: free contexts 1, 2, 4, 5, so 4 parts on them; with another
+    unpinned single vertex it takes context 1 and the splittable one has 3 parts on 2, 4,
+    5. A context outside 0..T-1, or one given to a splittable vertex, is an error."""
+    T = 6
+    e0, e3, a = _vertex("e", True), _vertex("e", True), _vertex("a", False)
+    e0.context, e3.context = 0, 3
+    assert _worklists([e0, e3, a], T) == [[(0, 0, 1)], [(2, 0, 4)], [(2, 1, 4)], [(1, 0, 1)],
+                                          [(2, 2, 4)], [(2, 3, 4)]]
+    b = _vertex("b", True)
+    assert _worklists([a, e3, b, e0], T) == [[(3, 0, 1)], [(2, 0, 1)], [(0, 0, 3)],
+                                             [(1, 0, 1)], [(0, 1, 3)], [(0, 2, 3)]]
+    # with V >= T: pinned vertices on their contexts, the rest longest-first
+    many = [_vertex("x", False) for _ in range(6)]
+    lists = _worklists([e3] + many, T)
+    assert lists[3][0] == (0, 0, 1) and sorted(e for lst in lists for e in lst) == \
+        [(i, 0, 1) for i in range(7)]
+    bad = _vertex("e", True)
+    bad.context = 6
+    with pytest.raises(GraphError, match="context 6 is not in 0..5"):
+        _worklists([bad], T)
+    a.context = 1
+    with pytest.raises(GraphError, match="only given to vertices of single codelets"):
+        _worklists([a], T)
+
+
 def test_worklists_single_codelet():
     """A single codelet's vertex is one entry (part 0 of 1) on the first free context; the
     other vertices share the remaining contexts (docs/compiler.md, "Execution model")."""

@@ -26,7 +26,10 @@ blocks of 4, 8 or 16), bit-exact with :func:`tessera.golden_model.kernels.block_
   channel-major, only the stored blocks) are a constant replicated on each computing tile; the columns without stored blocks are never computed:
   their output (the initial accumulators, or their requantization) is part of the output
   variable's initial value. Optional fused requantization (``requant``: the TFLite rule or
-  the ONNX float32 rule, :func:`tessera.toolchain.kernels.engine.output_rule`).
+  the ONNX float32 rule, :func:`tessera.toolchain.kernels.engine.output_rule`). The commands
+  are independent, so a tile's table is ordered longest first (the first is the runtime's
+  engine start and covers the vertex dispatch) and issued from the contexts
+  :func:`tessera.toolchain.kernels.engine.issue_plan` chooses.
 """
 
 from __future__ import annotations
@@ -363,5 +366,5 @@ def _block_sparse_engine(graph, a, w, iv_init, tiles, name, requant, where):
         # the first one (the runtime's engine start) covers the vertex dispatch that issues
         # the second
         cmds = sorted(cmds, key=lambda cmd: -cmd.steps())
-        add_engine_vertex(graph, cs, t, cmds, f"{name}.desc{t}")
+        add_engine_vertex(graph, cs, t, cmds, f"{name}.desc{t}", independent=True)
     return c, Execute(cs)
