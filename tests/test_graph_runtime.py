@@ -95,6 +95,35 @@ def _vertex(name, single):
     return Vertex(c, 0, {"n": 1})
 
 
+def test_worklists_pinned_context():
+    """A single codelet's vertex with Vertex.context set goes to that context's list; the
+    unpinned single vertices take the lowest free contexts and the splittable ones share
+    the rest (docs/compiler.md, "Execution model"). T = 6: engine vertices pinned to 0 and
+    3, one splittable vertex: free contexts 1, 2, 4, 5, so 4 parts on them; with another
+    unpinned single vertex it takes context 1 and the splittable one has 3 parts on 2, 4,
+    5. A context outside 0..T-1, or one given to a splittable vertex, is an error."""
+    T = 6
+    e0, e3, a = _vertex("e", True), _vertex("e", True), _vertex("a", False)
+    e0.context, e3.context = 0, 3
+    assert _worklists([e0, e3, a], T) == [[(0, 0, 1)], [(2, 0, 4)], [(2, 1, 4)], [(1, 0, 1)],
+                                          [(2, 2, 4)], [(2, 3, 4)]]
+    b = _vertex("b", True)
+    assert _worklists([a, e3, b, e0], T) == [[(3, 0, 1)], [(2, 0, 1)], [(0, 0, 3)],
+                                             [(1, 0, 1)], [(0, 1, 3)], [(0, 2, 3)]]
+    # with V >= T: pinned vertices on their contexts, the rest longest-first
+    many = [_vertex("x", False) for _ in range(6)]
+    lists = _worklists([e3] + many, T)
+    assert lists[3][0] == (0, 0, 1) and sorted(e for lst in lists for e in lst) == \
+        [(i, 0, 1) for i in range(7)]
+    bad = _vertex("e", True)
+    bad.context = 6
+    with pytest.raises(GraphError, match="context 6 is not in 0..5"):
+        _worklists([bad], T)
+    a.context = 1
+    with pytest.raises(GraphError, match="only given to vertices of single codelets"):
+        _worklists([a], T)
+
+
 def test_worklists_single_codelet():
     """A single codelet's vertex is one entry (part 0 of 1) on the first free context; the
     other vertices share the remaining contexts (docs/compiler.md, "Execution model")."""
@@ -229,3 +258,47 @@ def test_engine_start_fault_names_the_compute_set():
     assert err.entry is None and err.engine_start == [("mm.mm", taddr)]
     assert f"engine start (first descriptor) of compute set 'mm.mm' (descriptor at {taddr:#x})" \
         in str(err)
+
+
+def test_engine_start_fast_path_cycle():
+    """Context 0 issues the first compute set's engine start right after main's magic check
+    (runtime.c, the fast path). By hand, T = 6 (context 0 issues at cycles 0, 6, 12, ...):
+    crt0.S has context 0 run 14 instructions (csrr, csrr, lui, addi, mul, sub, sub, csrw,
+    bnez, lui, addi, lui, addi, bgeu: taken, the runtime has no .bss) in cycles 0..78 and
+    `sync TILE` at 84; contexts 1..5 reach theirs after 9 instructions (≤ 59), so the barrier
+    sees every context waiting at 84 + 5 = 89 (§4: state changes visible from t + 5) and
+    context 0 is RUNNING from 90 (§5): `jal main` at 90, then main's lui, addi (the control
+    table address), lw, lui, addi, bne (the magic), csrr (context id), li, bnez, lw, bne (op 0
+    is EXEC), lw, beqz (its engine start) at 96..168 and the `mrun` at 174 (accepted at
+    178, §12). The ordinary path (op 0 not an EXEC, e.g. the profile buffer's PROF op) has
+    no mrun there."""
+    from tessera.golden_model import Array
+    from tessera.toolchain.disasm import disasm
+
+    def first_mrun(cg):
+        arr = Array(cg.config, trace=True)
+        for seg in cg.image.segments:
+            if seg.data:
+                arr.write_mem(None, seg.addr, bytes(seg.data))
+        eng = Engine(cg)
+        for t, r in enumerate(eng._regions):
+            arr.write_mem(t, cg.base, bytes(r))
+        arr.start(entry=cg.image.entry)
+        arr.run(1_000_000)
+        return [next(r for r in arr.trace if r["tile"] == t and r["context"] == 0
+                     and disasm(r["insn"], r["pc"]).startswith("mrun"))
+                for t in range(cg.config.tiles)]
+
+    g, c, prog = _engine_matmul()
+    assert g.config.contexts == 6
+    cg = compile_graph(g, prog)
+    main = cg.image.symbols["main"]
+    recs = first_mrun(cg)
+    assert [r["cycle"] for r in recs] == [174] * g.config.tiles
+    assert [r["pc"] for r in recs] == [main + 4 * 13] * g.config.tiles
+    # profiled: op 0 is PROF, so the EXEC's own mrun (later, at another pc) issues it
+    g, c, prog = _engine_matmul()
+    pv = g.add_variable("prof", (g.config.tiles, 17), "int32",
+                        [(t, t * 17, (t + 1) * 17) for t in range(g.config.tiles)])
+    recs = first_mrun(compile_graph(g, prog, profile=pv))
+    assert all(r["cycle"] > 174 and r["pc"] != main + 4 * 13 for r in recs)

@@ -328,3 +328,82 @@ def test_graph_codelets_see_the_arrays_engine_size(tmp_path, p):
     eng = Engine(compile_graph(g, Execute(cs)), backend="model")
     eng.run()
     assert eng.read_tensor("out").tolist() == [p, p // 8]
+
+
+def test_block_sparse_commands_longest_first_two_contexts():
+    """The block-sparse commands are independent, so the kernel orders a tile's table
+    longest first (the first one is the runtime's engine start and covers the vertex
+    dispatch) and issues them from the contexts issue_plan picks. By hand (§12: 8 + 2C +
+    G·K1 + KB·C + (KB − 1)·J + J·OW + WRITE_DELAY steps, RAW: OW = ⌈C/2⌉ = 2 at C = 4; one
+    tile, J = 16 rows, K = 32, N = 16, blocks of 8): block column 0 stores block row 0 only
+    (KB = 1, G = 0): 8 + 8 + 0 + 4 + 0 + 32 + 8 = 60 steps; block column 1 stores block rows
+    0, 1 and 3 (no progression: K_GATHER, K1 = 3, G = 1): 8 + 8 + 3 + 12 + 2·16 + 32 + 8 = 103
+    steps. Each column is 8 channels = 2 commands of C = 4; longest first: column 1's
+    (channels 8, 12), then column 0's (channels 0, 4): steps 103, 103, 60, 60.
+    issue_plan (T = 6; see test_issue_plan_by_hand for the rule): from context 0 alone the
+    accepts are at 4, 112, 220, 286 (each next one at the first cycle ≡ 4 mod 6 from x + s + 1:
+    108 → 112, 216 → 220, 281 → 286), the end at 286 + 60 − 4 = 342; from {0, 3} (cycles ≡ 4 or
+    1 mod 6) at 4, 109 (context 3), 214 (0), 277 (3), end 333, + 7 for context 3 = 340 < 342;
+    {0, 2, 4}: 4, 108, 212, 274, end 330 + 14 = 344; all six: 4, 108, 212, 273, 329 + 35 = 364.
+    So contexts 0, 3, 0, 3: the table is context 0's (103-step channel 8, 60-step channel 0)
+    then context 3's (channels 12, 4); context 0's vertex runs its second descriptor (count
+    1), context 3's vertex its two (count 2)."""
+    from tessera.spec.engine import DESC_BYTES
+    m, k, n, bs = 16, 32, 16, 8
+    mask = np.zeros((k // bs, n // bs), bool)
+    mask[0, 0] = True
+    mask[[0, 1, 3], 1] = True
+    rng = np.random.default_rng(41)
+    A = rng.integers(-128, 128, (m, k), dtype=np.int8)
+    W = rng.integers(-128, 128, (k, n), dtype=np.int8)
+    w = ref.BlockSparseMatrix.from_dense(W, bs, mask=mask)
+    g = Graph(ArrayConfig(tiles=1, contexts=6, sram_bytes=64 * 1024, engine_macs=32))
+    a = g.add_variable("a", (m, k), "int8", map_linearly(grain=k))
+    c, prog = block_sparse_matmul(g, a, w)
+    (got,), res, cg, ev = _run(g, prog, {"a": A}, [c])
+    np.testing.assert_array_equal(got, ref.block_sparse_matmul(A, w))
+    (table,) = _engine_tables(cg)
+    cmds = table.engine_commands
+    assert [cm.steps() for cm in cmds] == [103, 60, 103, 60]
+    assert [(cm.fields["K1"], bool(cm.fields["flags"] & Flag.K_GATHER)) for cm in cmds] == \
+        [(3, True), (1, False), (3, True), (1, False)]
+    # output channel of each command: c_base offset / 4 bytes (RAW, row 0)
+    assert [cm.fields["c_base"][1] // 4 for cm in cmds] == [8, 0, 12, 4]
+    (cs,) = [x for x in g.compute_sets if x.engine_start]
+    verts = sorted(cs.vertices, key=lambda v: v.context)
+    assert [(v.context, v.fields["count"]) for v in verts] == [(0, 1), (3, 2)]
+    # the control table's worklist: one entry on contexts 0 and 3, none elsewhere; EXEC
+    # word 2 (the engine start) is the table's first descriptor
+    ctx = sorted((e.context, e.codelet, e.part, e.nparts) for e in cg.entries.values())
+    assert ctx == [(0, "tsk_engine", 0, 1), (3, "tsk_engine", 0, 1)]
+    taddr = int(cg.tensors[table.name][1][0])
+    words = np.frombuffer(bytes(cg.regions[0][:20]), "<u4")
+    assert words[2] == 1 and words[4] == taddr       # op 0: EXEC, its engine start
+    # the vertices' desc fields: context 0 from the second descriptor, context 3 the last two
+    assert [(int(v.fields["desc"].index.reshape(-1)[0]), v.fields["desc"].size)
+            for v in verts] == \
+        [(DESC_BYTES, DESC_BYTES), (2 * DESC_BYTES, 2 * DESC_BYTES)]
+    run_engine_vertices(ev)                              # the descriptors, independently
+    np.testing.assert_array_equal(ev.read_tensor(c.name), ref.block_sparse_matmul(A, w))
+
+
+def test_issue_plan_by_hand():
+    """issue_plan's rule (T = 6: context c's accepts only in cycles ≡ c + 4 mod 6; a command
+    of s steps accepted at x is followed at the first such cycle ≥ x + s + 1 of a context in
+    the set; context 0 takes the first command at x = 4; + EXTRA_CONTEXT_CYCLES = 7 per extra
+    context).
+    Four 128-step commands: {0}: 4, 136, 268, 400 (133 ≡ 1 → 136), end 400 + 128 − 4 = 524;
+    {0, 3}: 4, 133 (context 3), 262 (0), 391 (3), end 515, + 7 = 522; {0, 2, 4}: 4, 134 (4),
+    264 (2), 394 (0), end 518 + 14 = 532; all: 4, 133, 262, 391, 515 + 35 = 550. Best {0, 3}.
+    Four 856-step commands (857 ≡ 5 mod 6): {0}: 4, 862, 1720, 2578, end 3430; {0, 3}: the
+    first cycle ≥ x + 857 of context 0 or 3 is x + 858, context 0 again: the same plan with
+    one context, a tie, so {0} (first); {0, 2, 4}: 4, 862 (0) ..., the same; all: 4, 861 (5),
+    1718 (4), 2575 (3), end 3427 + 21 = 3448. So one context."""
+    from tessera.toolchain.kernels.engine import EXTRA_CONTEXT_CYCLES, issue_plan
+    assert EXTRA_CONTEXT_CYCLES == 7
+    assert issue_plan([128] * 4, 6) == ([0, 3, 0, 3], 515)
+    assert issue_plan([856] * 4, 6) == ([0, 0, 0, 0], 3430)
+    assert issue_plan([128] * 4, 6, sets=[(0,)]) == ([0, 0, 0, 0], 524)
+    assert issue_plan([128] * 4, 6, sets=[(0, 2, 4)]) == ([0, 4, 2, 0], 518)
+    assert issue_plan([856] * 4, 6, sets=[tuple(range(6))]) == ([0, 5, 4, 3], 3427)
+    assert issue_plan([50], 6) == ([0], 50)

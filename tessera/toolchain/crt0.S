@@ -28,6 +28,6 @@ _start:
     addi    t4, t4, 4
     j       1b
 2:  .insn i TSR_OPCODE_CUSTOM_1, TSR_FUNCT3_SYNC, x0, x0, TSR_SYNC_TILE
-    call    main
+    jal     ra, main            /* one word: main is in range (SRAM <= 1 MiB) */
     ecall
     .size _start, . - _start

@@ -10,7 +10,10 @@
  * other contexts have no entry and wait at the compute set's TILE barrier without loads or
  * stores (which would take engine cycles: section 12, "Engine cycles"). Commands run in
  * order and each one's writes are done before the next one starts, so a table may chain
- * layers (a command reading another's output).
+ * layers (a command reading another's output). A kernel with independent commands may split
+ * its table over several such vertices pinned to contexts T/2 (or T/3) apart
+ * (add_engine_vertex(independent=True)): each spins on its own next mrun, and the engine
+ * takes whichever comes first after a command ends; each vertex ends with its own mwait.
  */
 #include <stdint.h>
 #include "tessera.h"

@@ -174,32 +174,47 @@ def _flatten(program, ops, plans, where="program", graph=None):
 def _worklists(vertices, contexts):
     """Per-context entries (vertex index, part, nparts): split vertices when fewer than T,
     else longest-processing-time-first by total tensor elements. A vertex of a ``single``
-    codelet is never split (one entry, part 0 of 1, on the first free context); the other
-    vertices share the remaining contexts."""
+    codelet is never split (one entry, part 0 of 1, on the first free context, or on its
+    ``Vertex.context`` if that is set); the other vertices share the remaining contexts."""
     nv = len(vertices)
     lists = [[] for _ in range(contexts)]
     if nv == 0:
         return lists
-    if nv < contexts:
-        c = 0
+    pinned = set()
+    for v in range(nv):
+        c = getattr(vertices[v], "context", None)
+        if c is None:
+            continue
+        if not vertices[v].codelet.single:
+            raise GraphError(f"vertex {v} ({vertices[v].codelet.name!r}, tile "
+                             f"{vertices[v].tile}): a context is only given to vertices of "
+                             "single codelets")
+        if not isinstance(c, int) or not 0 <= c < contexts:
+            raise GraphError(f"vertex {v} ({vertices[v].codelet.name!r}, tile "
+                             f"{vertices[v].tile}): context {c!r} is not in 0..{contexts - 1}")
+        lists[c].append((v, 0, 1))
+        pinned.add(v)
+    rest = [v for v in range(nv) if v not in pinned]
+    if len(rest) + len(pinned) < contexts:
+        free = [c for c in range(contexts) if not lists[c]]
         split = []
-        for v in range(nv):
+        for v in rest:
             if vertices[v].codelet.single:
-                lists[c].append((v, 0, 1))
-                c += 1
+                lists[free.pop(0)].append((v, 0, 1))
             else:
                 split.append(v)
-        free, ns = contexts - c, len(split)
+        nfree, ns = len(free), len(split)      # nv < T, so ns < nfree
         for i, v in enumerate(split):
-            parts = free // ns + (i < free % ns)
+            parts = nfree // ns + (i < nfree % ns)
             for p in range(parts):
-                lists[c].append((v, p, parts))
-                c += 1
+                lists[free.pop(0)].append((v, p, parts))
         return lists
     cost = [sum(x.size for x in vx.fields.values() if isinstance(x, Tensor)) + 1
             for vx in vertices]
     load = [0] * contexts
-    for v in sorted(range(nv), key=lambda i: -cost[i]):
+    for v in pinned:
+        load[vertices[v].context] += cost[v]
+    for v in sorted(rest, key=lambda i: -cost[i]):
         c = min(range(contexts), key=lambda k: load[k])
         lists[c].append((v, 0, 1))
         load[c] += cost[v]

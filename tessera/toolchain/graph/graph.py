@@ -27,10 +27,16 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-\[\]/]*$")
 
 @dataclass
 class Vertex:
-    """One codelet instance on one tile: ``fields`` maps field name -> Tensor or int."""
+    """One codelet instance on one tile: ``fields`` maps field name -> Tensor or int.
+
+    ``context``: None (the compiler chooses), or the context whose worklist gets this vertex
+    of a ``single`` codelet (docs/compiler.md, "Execution model"; set by
+    :func:`tessera.toolchain.kernels.engine.add_engine_vertex` for engine commands issued
+    from several contexts)."""
     codelet: Codelet
     tile: int
     fields: dict
+    context: int | None = None
 
 
 @dataclass

@@ -26,7 +26,10 @@ blocks of 4, 8 or 16), bit-exact with :func:`tessera.golden_model.kernels.block_
   channel-major, only the stored blocks) are a constant replicated on each computing tile; the columns without stored blocks are never computed:
   their output (the initial accumulators, or their requantization) is part of the output
   variable's initial value. Optional fused requantization (``requant``: the TFLite rule or
-  the ONNX float32 rule, :func:`tessera.toolchain.kernels.engine.output_rule`).
+  the ONNX float32 rule, :func:`tessera.toolchain.kernels.engine.output_rule`). The commands
+  are independent, so a tile's table is ordered longest first (the first is the runtime's
+  engine start and covers the vertex dispatch) and issued from the contexts
+  :func:`tessera.toolchain.kernels.engine.issue_plan` chooses.
 """
 
 from __future__ import annotations
@@ -358,5 +361,10 @@ def _block_sparse_engine(graph, a, w, iv_init, tiles, name, requant, where):
         return c, Sequence()
     cs = graph.add_compute_set(f"{name}.mm")
     for t, cmds in per_tile.items():
-        add_engine_vertex(graph, cs, t, cmds, f"{name}.desc{t}")
+        # the commands are independent (each writes its own output bytes and reads only A,
+        # the weights and the tables), so their order is free: longest first (stable), so
+        # the first one (the runtime's engine start) covers the vertex dispatch that issues
+        # the second
+        cmds = sorted(cmds, key=lambda cmd: -cmd.steps())
+        add_engine_vertex(graph, cs, t, cmds, f"{name}.desc{t}", independent=True)
     return c, Execute(cs)

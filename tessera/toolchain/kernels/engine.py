@@ -20,7 +20,8 @@ from tessera.toolchain.graph.tensor import Tensor, Variable
 
 from ._common import KernelError, codelet
 
-__all__ = ["use_engine", "require_align", "Command", "add_engine_vertex", "param_table",
+__all__ = ["use_engine", "require_align", "Command", "add_engine_vertex", "issue_plan",
+           "EXTRA_CONTEXT_CYCLES", "param_table",
            "float32_param_table", "output_rule", "ADDRESS_FIELDS", "engine_steps"]
 
 #: Descriptor fields that hold byte addresses (given as (tensor, byte offset) in a Command;
@@ -191,15 +192,85 @@ def _engine_codelet(graph: Graph):
                                                       ("count", "scalar")), single=True)
 
 
-def add_engine_vertex(graph: Graph, cs: ComputeSet, tile: int, commands, name: str):
-    """Put the descriptor table of ``commands`` on ``tile`` (constant ``<name>``) and add one
-    ``tsk_engine`` vertex running it to ``cs``. Returns the table variable.
+#: Estimated engine cycles a second issuing context costs (§12 "Engine cycles": the loads and
+#: the store of its vertex dispatch — record, codelet, current entry, part, nparts, the
+#: codelet's two fields — while the first command runs); used by :func:`issue_plan`.
+EXTRA_CONTEXT_CYCLES = 7
+
+
+def issue_plan(steps, contexts: int, sets=None):
+    """Which context issues each of a tile's independent engine commands, so that each is
+    accepted in the first cycle after the previous one ends.
+
+    Context c issues in the cycles t ≡ c (mod T) (§4), so its ``mrun`` has its M cycle, and
+    an accept, only in cycles ≡ c + 4; a command of s steps accepted at x leaves the engine
+    idle from x + s + 1 (§12), and the next command is accepted in the first such cycle of a
+    context that still has one. With one issuing context the accept waits up to T − 1
+    cycles; with contexts T/2 apart a 128-step command (s + 1 ≡ 3 mod 6) is followed at once.
+    The plan simulates that rule for each candidate set of contexts ({0}, {0, T/2},
+    {0, T/3, 2T/3}, all T; context 0 always issues the first command, the runtime's engine
+    start) with no load or store taking an engine cycle, adds
+    :data:`EXTRA_CONTEXT_CYCLES` per extra context, and keeps the cheapest (the first on a
+    tie, so {0} unless another set saves cycles).
+
+    Parameters
+    ----------
+    steps : sequence of int
+        §12 step counts of the commands in issue order (``Command.steps()``).
+    contexts : int
+        T.
+    sets : None or sequence of sequences of int
+        Candidate context sets (each containing 0); None: the four above.
+
+    Returns
+    -------
+    (list of int, int)
+        The issuing context of each command and the simulated cycles from the first accept
+        to the end of the last command (without the extra-context estimate).
+    """
+    T = int(contexts)
+    if sets is None:
+        sets = [(0,)]
+        if T % 2 == 0:
+            sets.append((0, T // 2))
+        if T % 3 == 0:
+            sets.append((0, T // 3, 2 * T // 3))
+        sets.append(tuple(range(T)))
+    best = None
+    for S in sets:
+        S = set(S)
+        x, owner = 4, [0]               # context 0's M cycles are ≡ 4 (mod T)
+        for s_prev in steps[:-1]:
+            y = x + s_prev + 1
+            while (y - 4) % T not in S:
+                y += 1
+            owner.append((y - 4) % T)
+            x = y
+        end = x + (steps[-1] if steps else 0) - 4
+        cost = end + EXTRA_CONTEXT_CYCLES * (len(set(owner)) - 1)
+        if best is None or cost < best[0]:
+            best = (cost, owner, end)
+    return best[1], best[2]
+
+
+def add_engine_vertex(graph: Graph, cs: ComputeSet, tile: int, commands, name: str,
+                      independent: bool = False):
+    """Put the descriptor table of ``commands`` on ``tile`` (constant ``<name>``) and add
+    ``tsk_engine`` vertices running it to ``cs``. Returns the table variable.
 
     The first engine vertex of ``cs`` on a tile hands its first descriptor to the runtime
     (``cs.engine_start[tile]``: context 0 issues its ``mrun`` right after reading its
     worklist, before any vertex is dispatched; docs/compiler.md, "Matrix engine") and runs
     the others (``desc`` = the table from the second descriptor on, ``count`` = n − 1), then
     ``mwait``. The vertex is one part (``single``: the other contexts have no entry).
+
+    With ``independent`` (no command reads what another writes, and no two write the same
+    bytes, so their order is free) the commands may be issued from several contexts
+    (:func:`issue_plan`): the table is then grouped by issuing context (context 0's first,
+    starting with the engine start) and each group is one vertex on its context
+    (``Vertex.context``), so the engine takes the next command in the first cycle after one
+    ends instead of waiting for context 0's next issue slot. Every group's vertex ends with
+    ``mwait``.
 
     Raises
     ------
@@ -211,6 +282,14 @@ def add_engine_vertex(graph: Graph, cs: ComputeSet, tile: int, commands, name: s
         raise KernelError(f"{name}: no engine commands")
     if graph.config.engine_macs <= 0:
         raise KernelError(f"{name}: the array has no matrix engine (engine_macs = 0)")
+    groups = None
+    if independent and tile not in cs.engine_start and len(commands) > 2:
+        owner, _ = issue_plan([c.steps() for c in commands], graph.config.contexts)
+        if len(set(owner)) > 1:
+            groups = {}
+            for c, o in zip(commands, owner):
+                groups.setdefault(o, []).append(c)
+            commands = [c for o in sorted(groups) for c in groups[o]]
 
     def build(addr):
         return b"".join(c.descriptor(addr).pack() for c in commands)
@@ -218,6 +297,18 @@ def add_engine_vertex(graph: Graph, cs: ComputeSet, tile: int, commands, name: s
     table = graph.add_late_constant(name, DESC_BYTES * len(commands), tile, build, align=8)
     table.engine_commands = commands
     n = len(commands)
+    if groups is not None:
+        cs.engine_start[tile] = table[:DESC_BYTES]
+        pos = 0
+        for o in sorted(groups):
+            k = len(groups[o])
+            lo = pos + (1 if o == 0 else 0)
+            desc, count = (table[DESC_BYTES * lo:DESC_BYTES * (pos + k)], pos + k - lo) \
+                if pos + k > lo else (table, 0)
+            v = graph.add_vertex(cs, _engine_codelet(graph), tile=tile, desc=desc, count=count)
+            v.context = o
+            pos += k
+        return table
     if tile not in cs.engine_start:
         cs.engine_start[tile] = table[:DESC_BYTES]
         desc, count = (table[DESC_BYTES:], n - 1) if n > 1 else (table, 0)
