@@ -620,7 +620,7 @@ def build_parser() -> argparse.ArgumentParser:
     de.add_argument("--dense-images", type=_nonnegative, default=None,
                     help="--model cnn with --sparsity > 0: run the dense model of the same "
                          "layers on the same backend for the first K images (default "
-                         f"{DENSE_IMAGES}, at most --images: one run on 4 tiles) and on the "
+                         f"{DENSE_IMAGES}, at most --images: two runs on 4 tiles) and on the "
                          "golden model for all --images, and print cycles per image sparse / "
                          "dense; 0: no comparison")
     de.add_argument("--dot4", action="store_true",
