@@ -18,7 +18,8 @@ $(STAMP): pyproject.toml $(PKG_INITS)
 	@$(PY) -c "import tessera, amaranth, cocotb, numpy" && touch $(STAMP)
 
 demo: setup
-	$(VENV)/bin/tessera demo --profile --out build/demo
+	@mkdir -p build/demo
+	$(VENV)/bin/tessera demo --profile --out build/demo --json build/demo/demo.json
 
 test: setup
 	$(PY) -m pytest -q

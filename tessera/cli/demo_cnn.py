@@ -229,7 +229,15 @@ def run_cnn_demo(config, *, backend: str = "rtl", images: int = 450, sparsity=No
                  ("match onnxruntime", "yes" if match else "NO"),
                  ("cycles per image", f"{rep['cycles'] / images:.1f}")]
         if report["dense"] is not None:
-            extra.append(("cycles vs dense", f"{report['cycles_ratio']:.3f}x"))
+            dd = report["dense"]
+            extra += [("dense model: cycles per image",
+                       f"{dd['cycles_per_image']:.1f} ({backend}, first {dd['images']} images); "
+                       f"{dd['model_all']['cycles_per_image']:.1f} (golden model, all "
+                       f"{dd['model_all']['images']})"),
+                      ("dense model: accuracy (onnxruntime int8)",
+                       f"{dd['accuracy_onnxruntime']:.4f}"),
+                      ("cycles vs dense", f"{report['cycles_ratio']:.3f}x ({backend}); "
+                       f"{report['cycles_ratio_model_all']:.3f}x (golden model, all images)")]
         prof = build_profile(prog.compiled, run.results[0], marks, runs=run.results,
                              title=f"Tessera digits CNN (ONNX) — {config.tiles} tiles, {backend} "
                                    f"backend (first run of {rep['runs']})", extra_summary=extra)
@@ -360,6 +368,7 @@ def dense_comparison(config, *, arch: str = DEFAULT_ARCH, backend: str = "rtl",
             "accuracy": float((all_got.argmax(axis=1) == y).mean()),
             "match": bool(np.array_equal(all_got, ref))},
         "compile_seconds": round(compile_s, 3),
+        "simulation_seconds": rep["simulation_seconds"],
     }
 
 
