@@ -169,7 +169,8 @@ def test_cli_default_demo_and_errors(tmp_path):
 @pytest.mark.slow
 @pytest.mark.rtl
 def test_sparse_and_dense_on_rtl_equal_onnxruntime_and_the_golden_model(tmp_path):
-    """On the RTL (about a minute: two simulations whose SRAM load and read-back dominate):
+    """On the RTL (1-5 minutes with the load: two simulations, their SRAM load and read-back
+    over the host port dominate):
     12 images sparse, 8 dense (two runs), every output element == onnxruntime, outputs and
     run results (cycles, counters) == the golden model's."""
     rep = run_cnn_demo(preset("small"), backend="rtl", images=12, dense_images=8,
