@@ -18,7 +18,8 @@ $(STAMP): pyproject.toml $(PKG_INITS)
 	@$(PY) -c "import tessera, amaranth, cocotb, numpy" && touch $(STAMP)
 
 demo: setup
-	$(VENV)/bin/tessera demo --profile --out build/demo
+	@mkdir -p build/demo
+	$(VENV)/bin/tessera demo --profile --out build/demo --json build/demo/demo.json
 
 # The suite runs on TEST_JOBS pytest-xdist workers, one test file per worker at a time
 # (module fixtures and Verilator builds are shared inside a file; a build two workers need is

@@ -147,9 +147,11 @@ def test_cli_demo_model_json_and_errors(tmp_path):
     assert r.returncode == 2 and "images" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.usefixtures("unchecked")      # whole models (tests/test_demo_sparse.py runs checked)
 def test_cli_demo_default_is_the_onnx_cnn(tmp_path):
-    """`tessera demo` (what `make demo` runs, here on the model with 8 images) is the digits
-    CNN from ONNX, checked element by element against onnxruntime, on the matrix engine."""
+    """`tessera demo` (what `make demo` runs, here on the model with 8 images) is the 90 %
+    block-sparse 8x8 digits CNN from ONNX, checked element by element against onnxruntime,
+    on the matrix engine, compared with the dense 8x8 model (tests/test_demo_sparse.py)."""
     from tessera.cli.demo_cnn import JSON_KEYS as CNN_KEYS
     js = tmp_path / "c.json"
     r = _tessera("demo", "--backend", "model", "--images", "8", "--no-progress",
@@ -160,6 +162,8 @@ def test_cli_demo_default_is_the_onnx_cnn(tmp_path):
     assert set(CNN_KEYS) <= set(d) and d["match"] is True and d["images"] == 8
     assert d["reference_mismatches"] == 0 and d["engine"] == "auto"
     assert d["config"]["engine_macs"] > 0
+    assert d["arch"] == "c3:8,c3:48*,c3:56*,c2s2:16*,k4" and d["sparsity"] == 0.9
+    assert d["dense"]["match"] is True and "sparse vs dense:" in r.stdout
     r = _tessera("demo", "--backend", "model", "--images", "0", "--no-progress")
     assert r.returncode == 2 and "images" in r.stderr and "Traceback" not in r.stderr
 

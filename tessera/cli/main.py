@@ -177,6 +177,16 @@ def _positive(text: str) -> int:
     return v
 
 
+def _nonnegative(text: str) -> int:
+    try:
+        v = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or positive: {text!r}")
+    return v
+
+
 def _add_array_args(p):
     from tessera.backends import KNOWN_BACKENDS
     p.add_argument("--preset", help="array preset: tiny, small (default), array16, "
@@ -338,7 +348,7 @@ def cmd_demo(args) -> int:
     # the ONNX digits CNN (tessera/cli/demo_cnn.py; `tessera demo`'s default). `tessera profile`
     # comes here without a --model: it profiles the MLP digits job
     if getattr(args, "model", "mlp") == "cnn":
-        from tessera.cli.demo_cnn import run_cnn_demo, sparsity_sweep
+        from tessera.cli.demo_cnn import DENSE_IMAGES, run_cnn_demo, sparsity_sweep
         if args.sweep:
             sw = sparsity_sweep(config, backend=args.backend, images=min(args.images, 450)
                                 if args.images != 450 else 16, out_dir=args.out, arch=args.arch,
@@ -349,7 +359,9 @@ def cmd_demo(args) -> int:
         try:
             report = run_cnn_demo(config, backend=args.backend, images=args.images,
                                   sparsity=args.sparsity, dense=args.dense, out_dir=args.out,
-                                  arch=args.arch,
+                                  arch=args.arch, dense_images=(min(DENSE_IMAGES, args.images)
+                                                if args.dense_images is None
+                                                else args.dense_images),
                                   json_out=args.json, profile=args.profile,
                                   progress=not args.no_progress, samples_per_tile=args.batch,
                                   max_cycles=args.max_cycles or 200_000_000,
@@ -559,6 +571,7 @@ def build_parser() -> argparse.ArgumentParser:
     ex.set_defaults(func=cmd_exec)
 
     from tessera.cli.demo import DEFAULT_IMAGES
+    from tessera.cli.demo_cnn import DENSE_IMAGES
 
     def digits_args(q, default_images):
         _add_array_args(q)
@@ -594,14 +607,22 @@ def build_parser() -> argparse.ArgumentParser:
                          "quantized by onnxruntime; checked element by element against "
                          "onnxruntime; --batch = samples per tile) or the hand-mapped MLP "
                          "(checked against numpy and the golden model)")
-    de.add_argument("--sparsity", type=float, default=0.0,
-                    help="--model cnn: block-sparse variant 0.5, 0.75 or 0.9 (default 0: dense)")
+    de.add_argument("--sparsity", type=float, default=None,
+                    help="--model cnn: block-sparse variant 0.5, 0.75 or 0.9, or 0 (dense); "
+                         "default 0.9 for --arch 8x8 (the default), 0 otherwise")
     de.add_argument("--dense", action="store_true",
                     help="--model cnn: force the dense kernels for sparse weights")
-    de.add_argument("--arch", default="",
-                    help="--model cnn: the network as a layer list (tessera.toolchain.models."
-                         "convnet, e.g. c3:8,c3:48*,c3:56*,c2s2:16*,k4*; '8x8' = that one, "
-                         "digits_cnn.ARCH_8X8) instead of the default pooled CNN")
+    de.add_argument("--arch", default="8x8",
+                    help="--model cnn: '8x8' (default: digits_cnn.ARCH_8X8 = "
+                         "c3:8,c3:48*,c3:56*,c2s2:16*,k4), 'pooled' (the pooled two-convolution "
+                         "CNN) or a layer list (tessera.toolchain.models.convnet, e.g. "
+                         "c3:8,c3:48*,c3:56*,c2s2:16*,k4*)")
+    de.add_argument("--dense-images", type=_nonnegative, default=None,
+                    help="--model cnn with --sparsity > 0: run the dense model of the same "
+                         "layers on the same backend for the first K images (default "
+                         f"{DENSE_IMAGES}, at most --images: two runs on 4 tiles) and on the "
+                         "golden model for all --images, and print cycles per image sparse / "
+                         "dense; 0: no comparison")
     de.add_argument("--dot4", action="store_true",
                     help="--model cnn: dot4 kernels even when the array has a matrix engine "
                          "(for comparison)")
