@@ -259,6 +259,21 @@ def gather3_case():
     return d, data, bytes(out)
 
 
+
+def pipe_case():
+    """RAW, C = 1, J = 1, KB = K0 = 4 (the MAC's shortest accumulate-again distance: acc[0] is
+    accumulated every 2 steps, issue #13): random X(0, b) at A + 8b, W(0, b) at W + 8b."""
+    rng = np.random.default_rng(13)         # its own: the other cases' operands stay as they were
+    x = rng.integers(-128, 128, size=(4, 8), dtype=np.int64)
+    wt = rng.integers(-128, 128, size=(4, 8), dtype=np.int64)
+    bias = -1234567
+    d = Descriptor(a_base=A, w_base=W, c_base=OUT, p_base=PAR, K0=4, C=1, mode=Mode.RAW)
+    acc = (int((x * wt).sum()) + bias) & 0xFFFF_FFFF
+    data = [(DESC, d.pack()), (PAR, ChannelParams(bias=bias).pack()),
+            (A, bytes(int(v) & 0xFF for v in x.reshape(-1))),
+            (W, bytes(int(v) & 0xFF for v in wt.reshape(-1))), (OUT, b"\xee" * 8)]
+    return d, data, acc.to_bytes(4, "little") + b"\xee" * 4
+
 SHORT_X = [10, -7, 100]
 SHORT_BIAS = [0, 1, -3, 50]
 SHORT_SHIFT = [0, 1, -1, -2]
@@ -298,6 +313,7 @@ def short_case():
 
 
 RAW_D, RAW_DATA, RAW_ACC = raw_case()
+PIPE_D, PIPE_DATA, PIPE_OUT = pipe_case()
 SHORT_D, SHORT_DATA, SHORT_OUT = short_case()
 G1_D, G1_DATA, G1_OUT = gather1_case()
 G3_D, G3_DATA, G3_OUT = gather3_case()
@@ -362,6 +378,12 @@ def jobs():
                       1: [asm.lui(14, OUT >> 12)] + [asm.addi(0, 0, 0)] * 4
                       + [asm.lw(12, 0, 14), asm.lw(13, 0, 14), asm.ecall()]},
             SHORT_DATA, [(OUT, 24)]),
+        # context 1's stores (M 23, 29, .., 59) and context 3's loads (M 37, .., 55; of the
+        # output word at 61 and 67) between the steps of the shortest accumulate-again distance
+        Job("pipe", {0: main_prog(), 1: [asm.sw(0, 0x7F0, 0)] * 7 + [asm.ecall()],
+                     3: [asm.lui(14, OUT >> 12), asm.addi(0, 0, 0)] + [asm.lw(6, 0x7F0, 0)] * 4
+                     + [asm.lw(12, 0, 14), asm.lw(13, 0, 14), asm.ecall()]},
+            PIPE_DATA, [(OUT, 8)]),
         # context 2 issues a second mrun while the first command runs: it retries
         Job("busy", {0: main_prog(),
                      2: [asm.lui(10, DESC2 >> 12), asm.addi(10, 10, DESC2 & 0xFFF),
@@ -618,6 +640,34 @@ def test_writes_after_the_last_stream_step(results):
     assert t0.counters["macs"] == 8 * 4 * 3
     assert out == SHORT_OUT
 
+
+
+def test_shortest_accumulate_again_distance_with_stalls(results):
+    """J = 1, C = 1, KB = 4 (acc[0] accumulated every 2 steps; the engine's MAC is two stages,
+    issue #13), with loads and stores between the steps; the timing of §12 is unchanged."""
+    res, (out,) = results["pipe"]
+    # steps 8 + 2 + 4·1 + 3·1 + 1·1 + 8 = 26: W(0, b) in step 10 + 2b, X(0, b) in 11 + 2b,
+    # s_0 = 17, the write in step 25. Not engine cycles: context 1's store M cycles 29, 35,
+    # 41, 47, 53, 59 and context 3's load M cycles 37, 43, 49, 55, 61, 67 (its word i issues
+    # at 21 + 6i); steps 0..25 at 30..34, 36, 38..40, 42, 44..46, 48, 50..52, 54, 56..58, 60,
+    # 62..65: X(0, b) at 45, 48, 51, 54, the write at 65
+    n = steps_by_hand(PIPE_D)
+    assert n == 26
+    blocked = {29, 35, 41, 47, 53, 59, 37, 43, 49, 55, 61, 67}
+    cyc = step_cycles(X0, n, blocked)
+    assert [cyc[s] for s in (11, 13, 15, 17, 25)] == [45, 48, 51, 54, 65]
+    t0 = res.tiles[0]
+    assert res.status == RunStatus.HALTED
+    # idle from 66: mwait at 66 (M 70), csrr 72, ecall 78 (the last; context 3's is at 69),
+    # visible 83: cycles = 83 + D
+    assert t0.contexts[0].regs[11] == 72 and res.cycles == 85
+    assert t0.counters["engine"] == 65 - X0 + 1
+    assert t0.counters["macs"] == 8 * 4
+    # the load of M 61 is before the write (cycle 65), the one of M 67 after it
+    c3 = t0.contexts[3]
+    assert c3.regs[12] == 0xEEEE_EEEE
+    assert c3.regs[13] == int.from_bytes(PIPE_OUT[:4], "little")
+    assert out == PIPE_OUT
 
 def test_mrun_while_busy_retries(results):
     res, (out,) = results["busy"]

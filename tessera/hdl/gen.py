@@ -114,12 +114,23 @@ _INSTANCE = re.compile(r'^  (\\\S+) +((?:\\\S+|\w+) +\(\n.*?\n  \);\n)', re.S | 
 _CONNECTION = re.compile(r'\.(\\\S+|\w+)(\s*)\(')
 
 
+#: A module-level declaration line (the backend writes them sorted by name, so two instances
+#: whose numbered names sort differently, e.g. ``port$9999`` and ``port$10000``, list them in
+#: different orders).
+_DECLARATION = re.compile(r"^  (?:input|output|inout|wire|reg)\b")
+
+
 def _canonical(header: str, body: str) -> str:
+    """The merge key: numbered names renamed by first appearance (header first), the
+    module-level declarations sorted (their order carries no meaning)."""
     seen: dict = {}
 
     def sub(mo):
         return seen.setdefault(mo.group(0), f"\\$c{len(seen)}")
-    return _AUTO_NAME.sub(sub, header + "\0" + body)
+    text = _AUTO_NAME.sub(sub, header + "\0" + body)
+    lines = text.split("\n")
+    decls = sorted(ln for ln in lines if _DECLARATION.match(ln))
+    return "\n".join([ln for ln in lines if not _DECLARATION.match(ln)] + ["\0"] + decls)
 
 
 def dedupe_modules(verilog: str, top: str = TOP) -> str:

@@ -5,24 +5,47 @@ accept cycle x; the engine advances only in engine cycles (``run`` high — the 
 not in its exchange phase — and no LOAD/STORE word in the core's M stage, ``core.m_mem``), so
 the whole pipeline below has one enable, ``adv`` = busy, not frozen and an engine cycle.
 
-Internally a step goes through three parts, each advancing with ``adv``:
+Internally a step goes through four parts, each advancing with ``adv``:
 
 * **stage 0** (the step itself): the address generator (descriptor words, parameter words,
   W(m, b), X(j, b): the j0/j1/k0/k1 nest with 32-bit strides) issues the step's SRAM read on
-  port B and the accumulator read acc[j]; read-address faults (check 1) are decided here.
+  port B; read-address faults (check 1) are decided here.
 * **stage 1** (the next step): the read word (captured in the cycle after the read even if that
   is not an engine cycle) goes into the descriptor fields, the channel parameters, the lane's
-  stationary vector, or, for a stream step, through the M·8 multipliers into acc[j]
-  (b = 0 starts from bias) — in the last block into the output register ``out`` instead.
-* **the output pipeline** (steps s_j + 2 .. s_j + WRITE_DELAY + OW − 1): :data:`OUT_DELAY` =
-  WRITE_DELAY − 2 register stages, each loading in the engine's steps (``adv``), never in the
-  cycles the core's loads / stores or the exchange own, so element j reaches the last one in
-  step s_j + WRITE_DELAY whatever cycles those take. The TFLITE and FLOAT32 bytes are
-  requantized by the REQUANT_STAGES-stage chains of :mod:`.requant` (then plain delay
-  stages if WRITE_DELAY leaves more); the RAW int32 pairs and C(j) ride plain delay stages,
-  which hold an element until the next one arrives (OW steps later). In the write step
+  stationary vector, or, for a stream step, through the M·8 multipliers into the product
+  registers (**MAC stage 1**); the accumulator read acc[j] is issued here.
+* **MAC stage 2** (the step after): each lane's 3-deep adder tree and the add to acc[j]
+  (b = 0: to bias) write acc[j] — in the last block the output register ``out`` instead.
+* **the output pipeline** (steps s_j + 3 .. s_j + WRITE_DELAY + OW − 1): :data:`OUT_DELAY` =
+  WRITE_DELAY − 1 − :data:`MAC_STAGES` register stages, each loading in the engine's steps
+  (``adv``), never in the cycles the core's loads / stores or the exchange own, so element j
+  reaches the last one in step s_j + WRITE_DELAY whatever cycles those take. The TFLITE and
+  FLOAT32 bytes are requantized by the REQUANT_STAGES-stage chains of :mod:`.requant` (then
+  plain delay stages if WRITE_DELAY leaves more); the RAW int32 pairs and C(j) ride plain delay
+  stages, which hold an element until the next one arrives (OW steps later). In the write step
   s_j + WRITE_DELAY + w the engine adds ``zp``, clamps and places the bytes (or picks RAW pair
   w) and writes; write faults (check 4) are decided in that step.
+
+The MAC is two stages (issue #13: in one clock, port B → multipliers → adder tree → acc was the
+tile's worst path). None of it is architectural (§12 puts only the reads, the writes in s_j +
+WRITE_DELAY + w, the counters and the faults on steps), so the cut needs two arguments:
+
+* **Accumulate-again distance.** X(j, b) is read in step s; acc[j] is next accumulated by
+  X(j, b + 1), read in step s'. Between the two §12 puts the stream steps of elements
+  j + 1 .. J − 1 of block b, the gather step of block b + 1 if it has one (``K_GATHER``, k0 = 0),
+  its C lane loads and the stream steps of elements 0 .. j − 1 (the OW − 1 steps without a read
+  only follow the last block, which no block follows), so s' − s = J + C (+ 1) ≥ 2 in every
+  mode (C ≥ 1 and J ≥ 1 by check 2; the shortest case is J = 1, C = 1, any KB ≥ 2, also with
+  RAW, TFLITE, FLOAT32 alike). X(j, b + 1) reads acc[j] in MAC stage 1, step s' + 1 ≥ s + 3;
+  X(j, b) writes it in MAC stage 2, at the end of step s + 2, and a read in step k sees the
+  writes of the steps before k: no forwarding is needed. (Reading in stage 0, as the one-stage
+  MAC did, would need J + C ≥ 3 and fail for J = 1, C = 1.) Stalls change nothing: all these
+  registers and both accumulator ports move only with ``adv``.
+* **Stationary vectors.** MAC stage 1 of X(j, b) (step s + 1) uses S[m]; the lane load of
+  W(m, b + 1) is read in step s_{J−1,b} + 1 + m (+ 1 with a gather step) at the earliest and
+  writes S[m] at the end of the step after, s_{J−1,b} + 2 + m > s_{J−1,b} + 1; W(C − 1, b) is
+  written at the end of step s_{0,b}, before X(0, b) multiplies in s_{0,b} + 1. Only the
+  products are registered, so MAC stage 2 needs no lane state but ``bias``.
 
 Faults (contract v2, §7 "Stop": an engine fault of step s is visible from s + 1). A read-address
 or write fault (checks 1, 4) is known in its step s and presented on ``core.fault`` in s, like an
@@ -57,16 +80,21 @@ from tessera.spec.faults import FaultCause
 from ..interfaces import EngineSramSignature, MatrixEngineSignature, check_config
 from .requant import REQUANT_STAGES, SAT_LOG2, Stages, f32_stages, tflite_stages
 
-__all__ = ["MatrixEngine", "Phase", "OUT_DELAY"]
+__all__ = ["MatrixEngine", "Phase", "MAC_STAGES", "OUT_DELAY"]
 
-#: Register stages between stage 1's output register and the write step (§12: output word w of
-#: element j is written in step s_j + WRITE_DELAY + w; stage 1 is step s_j + 1).
-OUT_DELAY = WRITE_DELAY - 2
+#: MAC stages after the read step: the products (step s + 1), then the adder tree and the
+#: accumulate into acc[j] or ``out`` (step s + 2).
+MAC_STAGES = 2
+#: Register stages between the MAC's output register ``out`` and the write step (§12: output
+#: word w of element j is written in step s_j + WRITE_DELAY + w; ``out`` is loaded in step
+#: s_j + MAC_STAGES).
+OUT_DELAY = WRITE_DELAY - 1 - MAC_STAGES
 if OUT_DELAY < REQUANT_STAGES:
     raise ValueError(f"tessera.spec.engine.WRITE_DELAY = {WRITE_DELAY} is too small for the "
                      f"matrix engine's output pipeline: it needs WRITE_DELAY >= "
-                     f"{2 + REQUANT_STAGES} (stage 1 in step s_j + 1, {REQUANT_STAGES} "
-                     f"requantization stages, the write in step s_j + WRITE_DELAY)")
+                     f"{1 + MAC_STAGES + REQUANT_STAGES} ({MAC_STAGES} MAC stages in steps "
+                     f"s_j + 1 .. s_j + {MAC_STAGES}, {REQUANT_STAGES} requantization stages, "
+                     f"the write in step s_j + WRITE_DELAY)")
 assert VECTOR_BYTES == 8 and DESC_CHECK_STEP == DESC_WORDS - 1
 
 
@@ -285,12 +313,12 @@ class MatrixEngine(wiring.Component):
                     with m.If((cnt == WRITE_DELAY - 1) & ~wfault_now):
                         m.d.sync += [busy.eq(0), phase.eq(Phase.IDLE)]
 
-        # SRAM read of this step; accumulator read acc[j]
+        # SRAM read of this step (the accumulator read is in stage 1, below)
         m.submodules.acc = acc = self.acc
         acc_rp = acc.read_port()
         acc_wp = acc.write_port()
-        m.d.comb += [sram.rd_en.eq(adv & rd & ~rfault), sram.rd_addr.eq(raddr[3:cfg.sram_addr_bits]),
-                     acc_rp.en.eq(adv), acc_rp.addr.eq(j)]
+        m.d.comb += [sram.rd_en.eq(adv & rd & ~rfault),
+                     sram.rd_addr.eq(raddr[3:cfg.sram_addr_bits])]
 
         # stage-1 tag
         s1_kind = Signal(Kind)
@@ -365,17 +393,51 @@ class MatrixEngine(wiring.Component):
                      xb_now.eq(Mux(s1_kind == Kind.G, g_base, x_blk))]
         xs = [word[8 * i:8 * i + 8] for i in range(8)]
         a_uns = (f["flags"] & Flag.A_UNSIGNED) != 0
-        sums = []
+        s1_x = s1_kind == Kind.X
+        # the 8 products of each lane (one 9 × 9 multiply each), registered: MAC stage 1 of an
+        # X read in step s is step s + 1 and uses S[m] as of step s + 1 (the first lane load
+        # of the next block writes S[0] at the end of step s + 2 at the earliest)
+        prods = []
         for lane in range(M):
             w8 = [stat[lane][8 * i:8 * i + 8].as_signed() for i in range(8)]
-            prods = [Mux(a_uns, xs[i].as_unsigned(), xs[i].as_signed()) * w8[i]
-                     for i in range(8)]
-            dot = Signal(signed(20), name=f"dot{lane}")
-            total = prods[0]
-            for p in prods[1:]:
-                total = total + p
-            m.d.comb += dot.eq(total)
-            base = Mux(s1_first, bias[lane], acc_rp.data[32 * lane:32 * lane + 32])
+            pl = []
+            for i in range(8):
+                xv = Mux(a_uns, xs[i].as_unsigned(), xs[i].as_signed())
+                pr = Signal(signed(16), name=f"prod{lane}_{i}")
+                with m.If(adv & s1_x):
+                    m.d.sync += pr.eq(xv * w8[i])
+                pl.append(pr)
+            prods.append(pl)
+
+        # ---- MAC stage 2 (step s + 2): the adder tree and the accumulate ---------------
+        s2_x = Signal()
+        s2_j = Signal(8)
+        s2_first = Signal()
+        s2_last = Signal()
+        s2_caddr = Signal(32)
+        with m.If(clear):
+            m.d.sync += s2_x.eq(0)
+        with m.Elif(adv):
+            m.d.sync += [s2_x.eq(s1_x), s2_j.eq(s1_j), s2_first.eq(s1_first),
+                         s2_last.eq(s1_last), s2_caddr.eq(s1_caddr)]
+        with m.Elif(core.accept):
+            m.d.sync += s2_x.eq(0)
+        # acc[j] is read in MAC stage 1 (address s1_j) and written in MAC stage 2: an element
+        # read again in step s' >= s + 2 (module docstring) reads in s' + 1 > s + 2
+        m.d.comb += [acc_rp.en.eq(adv), acc_rp.addr.eq(s1_j)]
+        sums = []
+        for lane in range(M):
+            level, n = list(prods[lane]), 0
+            while len(level) > 1:             # a balanced tree: 3 adders deep
+                nxt = []
+                for a, b in zip(level[0::2], level[1::2]):
+                    t = Signal(signed(len(a) + 1), name=f"dot{lane}_{n}")
+                    m.d.comb += t.eq(a + b)
+                    nxt.append(t)
+                    n += 1
+                level = nxt
+            dot = level[0]
+            base = Mux(s2_first, bias[lane], acc_rp.data[32 * lane:32 * lane + 32])
             s = Signal(32, name=f"sum{lane}")
             m.d.comb += s.eq(base + dot)          # mod 2^32
             sums.append(s)
@@ -383,8 +445,11 @@ class MatrixEngine(wiring.Component):
         out = [Signal(32, name=f"out{i}") for i in range(M)]
         out_caddr = Signal(32)
         wcnt = Signal(3)                   # output words of the element still to write
-        m.d.comb += [acc_wp.addr.eq(s1_j), acc_wp.data.eq(Cat(*sums)),
-                     acc_wp.en.eq(adv & (s1_kind == Kind.X) & ~s1_last)]
+        m.d.comb += [acc_wp.addr.eq(s2_j), acc_wp.data.eq(Cat(*sums)),
+                     acc_wp.en.eq(adv & s2_x & ~s2_last)]
+        with m.If(adv & s2_x & s2_last):
+            m.d.sync += [o.eq(s) for o, s in zip(out, sums)]
+            m.d.sync += out_caddr.eq(s2_caddr)
 
         with m.If(adv):
             with m.Switch(s1_kind):
@@ -402,21 +467,17 @@ class MatrixEngine(wiring.Component):
                     m.d.sync += stat[s1_idx].eq(word)
                 with m.Case(Kind.G):
                     m.d.sync += [x_kblk.eq(g_base), x_blk.eq(g_base)]
-                with m.Case(Kind.X):
-                    with m.If(s1_last):
-                        m.d.sync += [o.eq(s) for o, s in zip(out, sums)]
-                        m.d.sync += out_caddr.eq(s1_caddr)
 
         # ---- output pipeline: OUT_DELAY stages advancing with adv, then the write step ------
-        # v[k]: stage k holds an element (stage 0 = ``out``, loaded in step s_j + 1); element
-        # j is in stage k in step s_j + 2 + k and written from stage OUT_DELAY in step
+        # v[k]: stage k holds an element (stage 0 = ``out``, loaded in step s_j + 2); element
+        # j is in stage k in step s_j + 3 + k and written from stage OUT_DELAY in step
         # s_j + WRITE_DELAY (+ w for the RAW words w > 0: each stage holds its element until the
         # next one arrives, OW steps later).
         v = [Signal(name=f"ov{k}") for k in range(OUT_DELAY)]
         with m.If(clear | core.accept):
             m.d.sync += [vk.eq(0) for vk in v]
         with m.Elif(adv):
-            m.d.sync += v[0].eq((s1_kind == Kind.X) & s1_last)
+            m.d.sync += v[0].eq(s2_x & s2_last)
             m.d.sync += [v[k].eq(v[k - 1]) for k in range(1, OUT_DELAY)]
 
         def hold(value, k, name):

@@ -8,12 +8,19 @@ can enter in every enabled clock):
 
 * :func:`tflite_stages`: ``MultiplyByQuantizedMultiplier`` (§11 rule 1), cut into the shift left,
   the four 16 × 16 partial products (one MULT18X18D each on an ECP5), their middle sum, the
-  64-bit sum with the rounding nudge (the SRDHM high half), the rounding shift right (decided by
-  guard / sticky bits, no carry chain) and the final increment;
+  64-bit sum with the rounding nudge (the SRDHM high half), and the rounding shift right
+  (decided by guard / sticky bits, no carry chain) with the final 12-bit increment and clip;
 * :func:`f32_stages`: ``rne(fl32(fl32(acc) · M))`` (§12 ``FLOAT32``) in integer logic, cut into
-  |acc|, the normalisation of |acc| to 24 bits (with its round-to-nearest-even) and of M (so
-  subnormal multipliers need no special path), the rounding increment, the 24 × 25-bit
-  multiply, the binary32 rounding of the product and the final rne to an integer.
+  |acc|, the normalisation of |acc| to 24 bits with its round-to-nearest-even increment (and of
+  M, so subnormal multipliers need no special path), the 24 × 25-bit multiply, the binary32
+  rounding of the product and the final rne to an integer.
+
+The chains have 5 stages since the engine's MAC step became two stages (products, then the
+adder tree and accumulate; issue #13): the 7 register stages between an element's last read
+and its write step (§12 ``WRITE_DELAY`` = 8) are 2 MAC stages and these 5. To fit, the TFLITE
+rounding shift and its increment share a stage (a shift by multiplexers, then one 12-bit carry
+chain), and the FLOAT32 rounding increment of |acc| sits in the normalisation stage (only the
+shift-right branch, whose shift is at most 8, rounds).
 
 Both return the signed result clipped to ±2^:data:`SAT_LOG2` (every byte output saturates
 beyond: ``zp``, ``qmin``, ``qmax`` are within −128..255), so the engine's write step only adds the
@@ -29,7 +36,7 @@ __all__ = ["REQUANT_STAGES", "SAT_LOG2", "Stages", "tflite_stages", "f32_stages"
 
 #: Register stages of each chain (the result is the value of the inputs REQUANT_STAGES enabled
 #: clocks earlier).
-REQUANT_STAGES = 6
+REQUANT_STAGES = 5
 #: Results are clipped to ±2^SAT_LOG2 (every TFLITE / FLOAT32 byte output saturates there).
 SAT_LOG2 = 10
 _Y = signed(SAT_LOG2 + 2)
@@ -157,19 +164,16 @@ def tflite_stages(p: Stages, x, mult, shift):
     p.m.d.comb += prod.eq(Cat(ll3, hh3) + (mid.as_signed() << 16))
     hi = p.reg(Mux(sat3, 0x7FFF_FFFF, prod[31:63]), "hi", 32)
     right = p.reg(right, "right")
-    # 5: the rounding divide by 2^right: the shifted value and the round-up bit (ties away
-    #    from zero: up = guard & (sticky | x >= 0))
+    # 5: the rounding divide by 2^right (ties away from zero: up = guard & (sticky | x >= 0)),
+    #    + up (a 12-bit increment) and the clip to ±2^SAT_LOG2
     p.next()
     his = hi.as_signed()
     guard, sticky = _round_bits(hi, right)
-    q = p.reg(his >> right, "q", signed(32))
-    up = p.reg(guard & (sticky | ~his[-1]), "up")
-    # 6: + up (an increment) and the clip to ±2^SAT_LOG2
-    p.next()
+    q = p.wire(his >> right, "q", signed(32))
+    up = p.wire(guard & (sticky | ~his[-1]), "up")
     big = (~q[-1]) & q[SAT_LOG2:].any()                    # q >= 2^SAT_LOG2
     small = q[-1] & ~q[SAT_LOG2:].all()                    # q < -2^SAT_LOG2
-    inc = Signal(_Y, name=f"{p.prefix}_6_inc")
-    p.m.d.comb += inc.eq(q[:SAT_LOG2 + 2].as_signed() + up)
+    inc = p.wire(q[:SAT_LOG2 + 2].as_signed() + up, "inc", _Y)
     return p.reg(Mux(big, 1 << SAT_LOG2, Mux(small, -(1 << SAT_LOG2), inc)), "y", _Y)
 
 
@@ -194,18 +198,19 @@ def f32_stages(p: Stages, acc, mbits):
 
         1. |acc| = u (≤ 2^31); M = mm · 2^(max(ex, 1) − 150), mm = fraction | (ex ≠ 0) << 23.
         2. fl32(u) = ma · 2^ea with ma normalised to [2^23, 2^24]: u ≥ 2^24 is rounded (ties
-           to even) to its top 24 bits, u < 2^24 shifted left (exact); mm is shifted left to
-           [2^23, 2^24) likewise (exact, so a subnormal M is an ordinary one here).
-        3. The rounding increment of ma; the exponent e = ea + em.
-        4. prod = ma · mm (exact, [2^46, 2^48)), the value is prod · 2^e.
-        5. fl32 of it: prod rounded (ties to even) to its top 24 bits, rp (≤ 2^24) · 2^(t−24),
+           to even) to its top 24 bits (the shift right is by at most 8, then the rounding
+           increment), u < 2^24 shifted left (exact); mm is shifted left to [2^23, 2^24)
+           likewise (exact, so a subnormal M is an ordinary one here); e = ea + em.
+        3. prod = ma · mm (exact, [2^46, 2^48)), the value is prod · 2^e.
+        4. fl32 of it: prod rounded (ties to even) to its top 24 bits, rp (≤ 2^24) · 2^(t−24),
            t = e + bit length of prod; |value| is in [2^(t−1), 2^t).
-        6. rne(rp · 2^(t−24)): t ≤ −1 (or a zero factor) gives 0 (|value| < 1/2, and its fl32
+        5. rne(rp · 2^(t−24)): t ≤ −1 (or a zero factor) gives 0 (|value| < 1/2, and its fl32
            rounding cannot pass 1/2, whose rne is 0); t ≥ SAT_LOG2 + 1 saturates (a binary32
            overflow to ±∞ included); else a rounded right shift by 24 − t (14..24), the sign
            applied as (q ^ s) + (up ^ s) (one adder: −(q + up) = ~q + 1 − up).
     """
-    # 1: |acc| (a carry chain) and the multiplier's fields, its leading zeros
+    # 1: |acc| (a carry chain) and the multiplier's fields, its leading zeros and em (the
+    #    multiplier's part of the exponent: mbits is the channel's parameter, fixed in a command)
     p.next()
     sa = acc[31]
     u = p.reg(Mux(sa, -acc.as_signed(), acc)[:32], "u", 32)
@@ -213,36 +218,32 @@ def f32_stages(p: Stages, acc, mbits):
     mm0 = Cat(mbits[:23], ex != 0)
     mm = p.reg(mm0, "mm", 24)
     mm0 = p.wire(mm0, "mm0")
-    lzm = p.reg(24 - _bit_length(p, mm0, "blm"), "lzm", range(25))
-    exb = p.reg(Mux(ex == 0, 1, ex), "exb", 8)
+    lzm0 = p.wire(24 - _bit_length(p, mm0, "blm"), "lzm0", range(25))
+    lzm = p.reg(lzm0, "lzm", range(25))
+    exb = Mux(ex == 0, 1, ex)
+    em = p.reg(_s(exb) - 150 - _s(lzm0), "em", signed(10))
     sgn = p.reg(sa ^ mbits[31], "sgn")
-    # 2: normalise |acc| to 24 bits (guard / sticky of the dropped bits) and mm to [2^23, 2^24)
+    # 2: normalise |acc| to 24 bits (guard / sticky of the dropped bits) with its rounding
+    #    increment (ma = 2^24 is fine: prod stays below 2^48), mm to [2^23, 2^24); e = ea + em
     p.next()
     eh = _bit_length(p, u[24:], "eh")                      # u >> 24 has eh bits: ea = eh
     lz = Signal(5, name=f"{p.prefix}_2_lz")                # eh = 0: shift left by lz
     p.m.d.comb += lz.eq(24 - _bit_length(p, u[:24], "bla"))
     g_a, st_a = _round_bits(u, eh)
     q_big = p.wire((u >> eh)[:24], "qbig")
-    q_a = Mux(eh != 0, q_big, (u[:24] << lz)[:24])
-    qa = p.reg(q_a, "qa", 24)
-    up_a = p.reg((eh != 0) & g_a & (st_a | q_big[0]), "up")
-    ea = p.reg(Mux(eh != 0, _s(eh), -_s(lz)), "ea", signed(7))
-    uz = p.reg((u == 0), "uz")
-    mmn = p.reg((mm << lzm)[:24], "mmn", 24)
-    em = p.reg(_s(exb) - 150 - _s(lzm), "em", signed(10))
-    mz = p.reg(mm == 0, "mz")
-    sgn = p.reg(sgn, "sgn")
-    # 3: the rounding increment of ma (ma = 2^24 is fine: prod stays below 2^48); e = ea + em
-    p.next()
-    ma = p.reg(qa + up_a, "ma", 25)
+    up_a = p.wire(g_a & (st_a | q_big[0]), "up")
+    r_big = p.wire(q_big + up_a, "rbig", 25)
+    ma = p.reg(Mux(eh != 0, r_big, (u[:24] << lz)[:24]), "ma", 25)
+    ea = p.wire(Mux(eh != 0, _s(eh), -_s(lz)), "ea", signed(7))
     e = p.reg(ea + em, "e", signed(10))
-    zero = p.reg(uz | mz, "zero")
-    mmn, sgn = p.reg(mmn, "mmn"), p.reg(sgn, "sgn")
-    # 4: the exact product (a 25 × 24-bit multiply, DSP slices)
+    zero = p.reg((u == 0) | (mm == 0), "zero")
+    mmn = p.reg((mm << lzm)[:24], "mmn", 24)
+    sgn = p.reg(sgn, "sgn")
+    # 3: the exact product (a 25 × 24-bit multiply, DSP slices)
     p.next()
     prod = p.reg(ma * mmn, "prod", 48)
     e, zero, sgn = p.reg(e, "e"), p.reg(zero, "zero"), p.reg(sgn, "sgn")
-    # 5: fl32 of the product: round to its top 24 bits (ties to even), an increment
+    # 4: fl32 of the product: round to its top 24 bits (ties to even), an increment
     p.next()
     top = prod[47]
     q1 = Mux(top, prod[24:48], prod[23:47])
@@ -251,20 +252,20 @@ def f32_stages(p: Stages, acc, mbits):
     rp = p.reg(q1 + (g1 & (st1 | q1[0])), "rp", 25)
     t = p.reg(e + Mux(top, 48, 47), "t", signed(10))
     zero, sgn = p.reg(zero, "zero"), p.reg(sgn, "sgn")
-    # 6: rne(rp · 2^(t−24)): a shift right by s2 = 24 − t in 14..24, guard / sticky, one adder
+    # 5: rne(rp · 2^(t−24)): a shift right by s2 = 24 − t in 14..24, guard / sticky, one adder
     p.next()
-    s2 = Signal(5, name=f"{p.prefix}_6_s2")
+    s2 = Signal(5, name=f"{p.prefix}_5_s2")
     p.m.d.comb += s2.eq((24 - t)[:5])
     g2, st2 = _round_bits(rp, s2)
     q2 = (rp >> s2)[:SAT_LOG2 + 1]
     up2 = g2 & (st2 | q2[0])
     is0 = zero | (t < 0)
     sat = ~zero & (t > SAT_LOG2)
-    qm = Signal(SAT_LOG2 + 2, name=f"{p.prefix}_6_qm")
-    um = Signal(1, name=f"{p.prefix}_6_um")
+    qm = Signal(SAT_LOG2 + 2, name=f"{p.prefix}_5_qm")
+    um = Signal(1, name=f"{p.prefix}_5_um")
     p.m.d.comb += [qm.eq(Mux(is0, 0, Mux(sat, 1 << SAT_LOG2, q2))),
                    um.eq(Mux(is0 | sat, 0, up2))]
     sgn12 = Cat(*([sgn] * (SAT_LOG2 + 2)))
-    y = Signal(_Y, name=f"{p.prefix}_6_ys")
+    y = Signal(_Y, name=f"{p.prefix}_5_ys")
     p.m.d.comb += y.eq((qm ^ sgn12) + (um ^ sgn))
     return p.reg(y, "y", _Y)
