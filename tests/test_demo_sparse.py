@@ -182,3 +182,36 @@ def test_sparse_and_dense_on_rtl_equal_onnxruntime_and_the_golden_model(tmp_path
     assert rep["exit_code"] == 0 and rep["match_model"] is True
     assert rep["dense"]["match"] and rep["dense"]["match_model"] is True
     assert rep["dense"]["runs"] == 2 and rep["reference_mismatches"] == 0
+
+
+def test_mac_utilization_counts_the_stored_blocks_only(model_report):
+    """Useful MACs of the sparse model are those of its nonzero weight blocks, counted here
+    from the int8 ONNX file: a block is 8 input channels at one tap x 4 output channels (the
+    engine's 8-byte vector x 4 lanes, docs/compiler.md "Block sparsity"), 32 MACs per output
+    pixel; the dense layers (conv1, the classifier) count every weight. Output pixels per
+    image (ARCH_8X8): 64 for the three 3x3 convolutions at 8 x 8 (pad 1), 16 for the 2x2
+    stride-2 one, 1 for the 4x4 classifier. Against the peak: 32 MACs/cycle/tile, 4 tiles."""
+    import onnx
+    from onnx import numpy_helper
+    _, lines, d = model_report
+    m = onnx.load(str(load_digits_cnn(cnn_config(0.9, "8x8")).int8_path))
+    w = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer
+         if numpy_helper.to_array(i).ndim == 4}
+    pixels = {"w0_quantized": 64, "w1_quantized": 64, "w2_quantized": 64,
+              "w3_quantized": 16, "w4_quantized": 1}
+    useful = 0
+    for name, px in pixels.items():
+        a = w[name]
+        M, C, kh, kw = a.shape
+        if name in ("w0_quantized", "w4_quantized"):
+            useful += M * C * kh * kw * px
+        else:
+            blocks = a.reshape(M // 4, 4, C // 8, 8, kh, kw)
+            nonzero = int(np.any(blocks != 0, axis=(1, 3)).sum())
+            assert nonzero < blocks.size // 32 * 0.2          # the pruned layers are sparse
+            useful += nonzero * 32 * px
+    assert d["mac_utilization"] == pytest.approx(useful * 12 / (d["cycles"] * 32 * 4))
+    assert d["mac_utilization"] < 1.0
+    line = next(x for x in lines if x.startswith("  cycles per image:"))
+    assert f"MAC utilisation: {d['mac_utilization']:.1%} of the peak" in line
+    assert "dense-equivalent" in line

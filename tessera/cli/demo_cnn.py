@@ -202,7 +202,8 @@ def run_cnn_demo(config, *, backend: str = "rtl", images: int = 450, sparsity=No
     out(line + ")")
     util = (f"MAC utilisation: {rep['mac_utilization']:.1%} of the peak "
             f"({rep['peak_macs_per_cycle_per_tile']} MACs/cycle/tile")
-    util += ("; dense-equivalent MACs: the skipped blocks count)" if sparse_layers else ")")
+    util += (f"; the stored blocks' MACs; dense-equivalent "
+             f"{rep['dense_equivalent_mac_utilization']:.1%})" if sparse_layers else ")")
     out(f"  cycles per image: {rep['cycles'] / images:.1f}   ({rep['cycles']} cycles in total)   "
         + util)
     out("  layer cycles: " + ", ".join(f"{l['name']} {l['cycles'] or 0}" + (

@@ -280,18 +280,23 @@ class OnnxProgram:
         peak = cfg.peak_macs_per_cycle
         cycles = sum(int(r.cycles) for r in results)
         macs = sum(int(t.counters["macs"]) for r in results for t in r.tiles)
-        useful_per_sample = sum(l.macs for l in self.layers)
+        # useful MACs: those of the stored weight blocks (a block-sparse layer's skipped blocks
+        # are not work; every block of a layer has the same MACs, so a layer's share is its
+        # ``density``); the dense-equivalent count is reported beside it
+        dense_per_sample = sum(l.macs for l in self.layers)
+        useful_per_sample = sum(_useful_macs(l) for l in self.layers)
         useful = useful_per_sample * batch
         lc = self.layer_cycles(marks) if marks is not None else [None] * len(self.layers)
         runs = len(results)
         layers = []
         for l, c in zip(self.layers, lc):
             d = {"index": l.index, "name": l.label, "onnx_ops": list(l.onnx_ops), "kind": l.kind,
-                 "cycles": c, "macs_per_sample": l.macs}
+                 "cycles": c, "macs_per_sample": l.macs,
+                 "useful_macs_per_sample": _useful_macs(l)}
             if c is not None:
                 d["steps"] = {cs.split(".", 1)[1]: self._step_cycles.get(cs) for cs in l.compute_sets}
             if c:
-                d["mac_utilization"] = (l.macs * self.samples_per_run / runs * runs /
+                d["mac_utilization"] = (_useful_macs(l) * self.samples_per_run /
                                         (c * peak * nt)) if l.macs else 0.0
             if l.sparse is not None:
                 d["sparse"] = l.sparse
@@ -309,14 +314,25 @@ class OnnxProgram:
             "cycles": cycles, "cycles_per_run": [int(r.cycles) for r in results],
             "cycles_per_sample": cycles / batch if batch else None,
             "macs": macs, "useful_macs": useful,
+            "dense_equivalent_macs": dense_per_sample * batch,
             "peak_macs_per_cycle_per_tile": peak,
             "mac_utilization": useful / (cycles * peak * cfg.tiles) if cycles else 0.0,
+            "dense_equivalent_mac_utilization": (dense_per_sample * batch /
+                                                 (cycles * peak * cfg.tiles)) if cycles else 0.0,
             "layers": layers, "memory": mem, "arena_bytes_per_tile": self.lowered.arena_bytes,
             "compile_seconds": round(self.compile_seconds, 3),
         }
 
     def memory_report(self) -> str:
         return self.compiled.memory_report()
+
+
+def _useful_macs(layer) -> int:
+    """MACs per sample of ``layer`` with its stored weights only: ``layer.macs`` (dense) times
+    the stored fraction of its weight blocks (``layer.sparse["density"]``; 1 when dense)."""
+    if layer.sparse is None:
+        return int(layer.macs)
+    return int(round(layer.macs * layer.sparse["blocks_stored"] / layer.sparse["blocks_total"]))
 
 
 def _fit_samples(ir, config, kwargs, cap) -> tuple:
