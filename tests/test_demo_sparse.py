@@ -66,6 +66,9 @@ def test_default_is_the_sparse_8x8_model_with_the_dense_comparison(model_report)
     assert d["accuracy_drop_points"] == pytest.approx(100 * (acc_d - acc_s))
     for ln in ("sparse vs dense:", "dense cycles per image:", "dense accuracy", "bar:"):
         assert any(x.startswith("  " + ln) for x in lines), ln
+    # the bar line says which batches it compares (docs/compiler.md: 3 and 1 images per tile)
+    assert next(x for x in lines if x.startswith("  bar:")).endswith(
+        "(each model at the images per tile that fit it: 3 sparse, 1 dense)")
 
 
 def test_ratio_is_computed_from_the_two_runs_cycles(model_report):

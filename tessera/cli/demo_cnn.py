@@ -413,7 +413,9 @@ def _print_comparison(report: dict, d: dict, backend: str, out) -> None:
     b = report["bar"]
     out(f"  bar: cycles <= {b['cycles_ratio']}x of dense with accuracy within "
         f"{b['accuracy_points']:g} points: {'met' if b['met'] else 'NOT met'}; goal <= "
-        f"{b['goal_cycles_ratio']}x: {'met' if b['goal_met'] else 'not met'}")
+        f"{b['goal_cycles_ratio']}x: {'met' if b['goal_met'] else 'not met'}  (each model "
+        f"at the images per tile that fit it: {report['samples_per_tile']} sparse, "
+        f"{d['samples_per_tile']} dense)")
 
 
 def cnn_config(sparsity: float = 0.0, arch: str = ""):
