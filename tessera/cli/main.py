@@ -167,24 +167,23 @@ def _check_rtl(args, config) -> None:
                          f"--backend model (presets like gc2_like are for the golden model only)")
 
 
-def _positive(text: str) -> int:
+def _int_at_least(text: str, low: int, what: str) -> int:
+    """``text`` as an integer (any base prefix) ``>= low``; argparse's error otherwise."""
     try:
         v = int(text, 0)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    if v < low:
+        raise argparse.ArgumentTypeError(f"must be {what}: {text!r}")
     return v
+
+
+def _positive(text: str) -> int:
+    return _int_at_least(text, 1, "positive")
 
 
 def _nonnegative(text: str) -> int:
-    try:
-        v = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or positive: {text!r}")
-    return v
+    return _int_at_least(text, 0, "0 or positive")
 
 
 def _add_array_args(p):
