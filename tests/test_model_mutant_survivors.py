@@ -106,7 +106,7 @@ def test_im2col_pad_value_int8_max_allowed():
 def test_scalar_interpreter_directed_program():
     # Kills mutants of golden_model/scalar.py (the bench-only second formulation) that the
     # bench programs of test_model_trace do not reach: dot4/dot4su byte lanes, store address
-    # and width, backward branch targets, jal, a context halting while others still run. The scalar interpreter and the vectorized model
+    # and width, mul (M034307: `a * b` -> `a // b`), backward branch targets, jal, a context halting while others still run. The scalar interpreter and the vectorized model
     # must agree on every register; a few values are also checked by hand (RISC-V semantics,
     # architecture §3.3).
     from tessera.golden_model import Array
@@ -122,6 +122,8 @@ def test_scalar_interpreter_directed_program():
         a.sw(4, 0x108, 3),                  # word at 0x108 + x3
         a.sw(1, 0x104, 3),                  # word at 0x104 + x3 (must not touch 0x108)
         a.lw(7, 0x104, 3), a.lw(8, 0x108, 3),
+        a.mul(13, 1, 4),                    # low 32 bits of x1 * x4 (survivor M034307)
+        a.mul(14, 4, 4),
         a.jal(9, 8),                        # skip the next instruction, x9 = return address
         a.addi(12, 0, 99),                  # skipped
         a.addi(11, 2, 3),                   # x11 = 3 + context: contexts halt in different
@@ -146,5 +148,9 @@ def test_scalar_interpreter_directed_program():
     assert int(r[5]) == (1 * 2 + 127 * -8 + -1 * -128 + -128 * 127) & 0xFFFFFFFF
     assert int(r[6]) == (1 * 2 + 127 * 248 + -1 * 128 + -128 * 127) & 0xFFFFFFFF
     assert int(r[7]) == 0x80FF7F01 and int(r[8]) == 0x7F80F802
+    # MUL: the low XLEN bits of the product, the same for signed and unsigned operands
+    # (RISC-V unprivileged spec, "M" extension, "Multiplication Operations")
+    assert int(r[13]) == (0x80FF7F01 * 0x7F80F802) & 0xFFFFFFFF
+    assert int(r[14]) == (0x7F80F802 * 0x7F80F802) & 0xFFFFFFFF
     assert int(r[9]) == 4 * prog.index(a.jal(9, 8)) + 4
     assert int(r[12]) == 0 and int(r[10]) == 3
