@@ -92,7 +92,14 @@ async def _one_run(ctx, ax, dut, cfg, progs, xprogs, mems, maxc, extra_reads):
             sram_set(ctx, t, a, v)
     await ax.write(Ctrl.MAX_CYCLES_LO, maxc)
     await ax.write(Ctrl.CONTROL, 1)
+    # a run ends by its limit (architecture §7 "Timeout": cycles <= max_cycles), and `done`
+    # follows within the stop's drain (COMMIT_DELAY + D) and the host port's few cycles:
+    # 256 more clocks is a hang guard, not a timing check (a hung run fails here instead of
+    # hanging the suite)
+    guard = maxc + 256
     while not ctx.get(dut.done):
+        guard -= 1
+        assert guard >= 0, f"done did not rise within max_cycles + 256 = {maxc + 256} clocks"
         for i, t in enumerate(dut.tiles):
             if ctx.get(dut.status) == Status.RUNNING and ctx.get(t.run):
                 if ctx.get(t.engine.resume):
