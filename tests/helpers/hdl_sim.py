@@ -13,6 +13,11 @@ __all__ = ["Axil", "BarrierStubCore", "DbgStubCore", "sram_set", "sram_get", "si
 OKAY, SLVERR, DECERR = 0, 2, 3
 
 
+#: clocks an Axil transfer waits for the port's ready before the test fails (a mutant or a
+#: bug that never accepts must fail the test, not hang it)
+_READY_GUARD = 1000
+
+
 class Axil:
     """Minimal AXI4-Lite master for Amaranth testbenches."""
 
@@ -23,11 +28,14 @@ class Axil:
         ctx, d = self.ctx, self.d
         ctx.set(d.s_axil.araddr, addr)
         ctx.set(d.s_axil.arvalid, 1)
-        while True:
+        for _ in range(_READY_GUARD):         # a hang guard, not a timing check
             rdy = ctx.get(d.s_axil.arready)
             await ctx.tick()
             if rdy:
                 break
+        else:
+            raise AssertionError(f"arready never rose for a read of {addr:#x} "
+                                 f"({_READY_GUARD} clocks)")
         ctx.set(d.s_axil.arvalid, 0)
         ctx.set(d.s_axil.rready, 1)
         for _ in range(20):
@@ -46,11 +54,14 @@ class Axil:
         ctx.set(d.s_axil.wstrb, strb)
         ctx.set(d.s_axil.awvalid, 1)
         ctx.set(d.s_axil.wvalid, 1)
-        while True:
+        for _ in range(_READY_GUARD):         # a hang guard, not a timing check
             rdy = ctx.get(d.s_axil.awready) and ctx.get(d.s_axil.wready)
             await ctx.tick()
             if rdy:
                 break
+        else:
+            raise AssertionError(f"awready and wready never rose together for a write of "
+                                 f"{addr:#x} ({_READY_GUARD} clocks)")
         ctx.set(d.s_axil.awvalid, 0)
         ctx.set(d.s_axil.wvalid, 0)
         ctx.set(d.s_axil.bready, 1)
