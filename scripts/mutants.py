@@ -119,7 +119,8 @@ TESTS = [
      + _formal("scheduler")),
     ("tessera/hdl/array/host_port.py", ["tests/test_hdl_host.py", "tests/test_hdl_host_lowbits.py",
                           "tests/test_hdl_exchange.py"] + _formal("host_port")),
-    ("tessera/hdl/tile/matrix_engine.py", ["tests/test_hdl_engine.py"] + _ENGINE_SIM
+    ("tessera/hdl/tile/matrix_engine.py", ["tests/test_hdl_engine.py",
+                                           "tests/test_hdl_engine_checks.py"] + _ENGINE_SIM
      + ["tests/test_hdl_core.py"]),
     ("tessera/hdl/tile/exchange_engine.py", _RUNS_SIM + ["tests/test_hdl_exchange.py",
                                                          "tests/test_hdl_fabric_core.py",
