@@ -9,7 +9,8 @@ applied in every mode instead of only TFLITE and FLOAT32 (M03acbf). The random s
 test_hdl_engine_model only draw valid descriptors and J ≤ 256. The check-3 cases (a FLOAT32
 multiplier of exponent 255, a TFLITE shift outside −31..30, and each one's field ignored in the
 other mode) were written for M083a6c (the FLOAT32 multiplier fault dropped), which only the
-Verilator suite (tests/test_rtl_engine.py "f_fmult") saw.
+Verilator suite (tests/test_rtl_engine.py "f_fmult") saw, and the K_GATHER cases for M00c027
+(the gathered address a_base + g narrowed to 31 bits).
 
 Check 2 (step 7): "a loop count J0, J1, K0 or K1 of 0, J > 256, …, or in TFLITE or FLOAT32
 mode qmin > qmax or zp, qmin or qmax outside the output type's range: addr = d". With the
@@ -22,15 +23,19 @@ multiplier, addr = p_base) or step 9 (TFLITE shift, addr = p_base + 8).
 
 import pytest
 
-from tessera.spec.engine import Mode
+from tessera.spec.engine import Flag, Mode
 from tessera.spec.faults import FaultCause
 
 from helpers.hdl_parity import compare
-from helpers.model_engine import CFG, D0, P, PC_MRUN, STD_MEM, good, image, issuer, params
+from helpers.model_engine import A, CFG, D0, P, PC_MRUN, STD_MEM, good, image, issuer, params
 
 INF_BITS = 0x7F800000          # binary32 +inf: exponent field 255
-# name: (descriptor fields over helpers.model_engine.good(), channel parameters at P or None
-# for STD_MEM's, the faulting (step, addr) or None)
+GT = 0x2000                    # a K_GATHER table (8 bytes per entry: u32 offset, ignored half)
+# K_GATHER, C = 1, J = 1, K0 = K1 = 1, RAW: steps 0..7 descriptor, 8..9 channel 0's parameter
+# words, 10 the gather step (g = the u32 at GT), 11 W(0, 0), 12 X(0, 0) at a_base + g
+GATHER = dict(J0=1, ak_s1=GT, mode=Mode.RAW, flags=Flag.K_GATHER)
+# name: (descriptor fields over helpers.model_engine.good(), channel parameters at P — or a
+# {addr: bytes} of extra memory — or None for STD_MEM's, the faulting (step, addr) or None)
 CASES = {
     "j_17x17": (dict(J0=17, J1=17), None, (7, D0)),   # J = 289 > 256; 17 // 17 = 1 is not
     "j_256x2": (dict(J0=256, J1=2), None, (7, D0)),   # J = 512; 256 has no 8-bit form
@@ -47,6 +52,11 @@ CASES = {
     # shift
     "tflite_mult_inf_bits": (dict(mode=Mode.TFLITE), params([0], [INF_BITS], [0]), None),
     "f32_shift_31": (dict(mode=Mode.FLOAT32), params([0], [0x3F800000], [31]), None),
+    # check 1 on X(0, 0) = A + g with g = 2^31: the 32-bit address 0x80000800 >= sram_bytes
+    # (M00c027: a 31-bit a_base + g wrapped it to A, in range); g = 8: row 1 of A, no fault
+    "gather_x_2g": (GATHER, {GT: (1 << 31).to_bytes(4, "little") + bytes(4)},
+                    (12, A + (1 << 31))),
+    "gather_ok": (GATHER, {GT: (8).to_bytes(4, "little") + bytes(4)}, None),
 }
 
 
@@ -56,7 +66,9 @@ def test_engine_data_check(name):
     desc = good(**fields)
     mem = dict(STD_MEM)
     mem[D0] = desc.pack()
-    if par is not None:
+    if isinstance(par, dict):
+        mem.update(par)
+    elif par is not None:
         mem[P] = par
     img = [(0, image({0: issuer(D0)}, CFG.contexts))] + sorted(mem.items())
     got = compare(CFG, [img], 2000, [])
