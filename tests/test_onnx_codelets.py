@@ -127,8 +127,10 @@ def test_quantize_writes_through_its_output_mapping(shape):
     """Element i = ((a·Cq + b)·H + h)·W + w lands on byte a·ys + b·yc + h·yh + w·yw: here
     NCHW into the interior of padded NHWC images (one pixel of padding, Cp = 8 channels), as
     the importer feeds a convolution; every other byte keeps its 0x55. With (1, 3, 3, 5) the
-    45 elements split 7, 8, 8, 8, 7, 7 over the 6 contexts (context_chunks), so the chunks
-    start mid-row (w = 2, 0, 3, 1, 3) and, for one, at a plane start (element 15)."""
+    45 elements split 8, 8, 8, 7, 7, 7 over the 6 contexts (context_chunks: m = ceil(46 / 6)
+    = 8, the last context 7, the other 38 as 8, 8, 8, 7, 7), so the chunks start at elements
+    8, 16, 24, 31, 38: mid-row (w = 3, 1, 4, 1, 3), and chunk 8..16 crosses the plane
+    boundary at element 15."""
     rng = np.random.default_rng(4)
     x = rng.normal(0, 2, shape).astype(np.float32)
     s, zp = np.float32(0.03), 4
@@ -155,15 +157,16 @@ def test_quantize_writes_through_its_output_mapping(shape):
 
 def test_context_chunks_by_hand():
     """context_chunks(n, T, handicap): m = ceil((n + handicap) / T) is the largest chunk,
-    context 0 gets m - handicap (at least 0), the others share the rest, the first ones one
-    more. 64 pixels, T = 6, handicap 1: m = ceil(65 / 6) = 11, context 0 gets 10, the other
-    54 split 11, 11, 11, 11, 10. 10 logits, handicap 2: m = ceil(12 / 6) = 2, context 0
-    gets 0 (no chunk), the others 2 each. 3 elements, handicap 1: m = 1, context 0 gets 0,
-    contexts 1..3 one each. One context takes everything."""
-    assert context_chunks(64, 6, 1) == [(0, 0, 10), (1, 10, 21), (2, 21, 32), (3, 32, 43),
-                                        (4, 43, 54), (5, 54, 64)]
-    assert context_chunks(10, 6, 2) == [(1, 0, 2), (2, 2, 4), (3, 4, 6), (4, 6, 8), (5, 8, 10)]
-    assert context_chunks(3, 6, 1) == [(1, 0, 1), (2, 1, 2), (3, 2, 3)]
+    the last context (the runtime's profiling context) gets m - handicap (at least 0), the
+    others share the rest, the first ones one more. 64 pixels, T = 6, handicap 1:
+    m = ceil(65 / 6) = 11, context 5 gets 10, the other 54 split 11, 11, 11, 11, 10.
+    10 logits, handicap 2: m = ceil(12 / 6) = 2, context 5 gets 0 (no chunk), the others 2
+    each. 3 elements, handicap 1: m = 1, context 5 gets 0, contexts 0..2 one each. One
+    context takes everything."""
+    assert context_chunks(64, 6, 1) == [(0, 0, 11), (1, 11, 22), (2, 22, 33), (3, 33, 44),
+                                        (4, 44, 54), (5, 54, 64)]
+    assert context_chunks(10, 6, 2) == [(0, 0, 2), (1, 2, 4), (2, 4, 6), (3, 6, 8), (4, 8, 10)]
+    assert context_chunks(3, 6, 1) == [(0, 0, 1), (1, 1, 2), (2, 2, 3)]
     assert context_chunks(7, 1, 1) == [(0, 0, 7)]
     assert context_chunks(0, 6, 1) == []
 
@@ -189,14 +192,15 @@ def test_quantize_per_axis():
 
 
 def test_quantize_per_axis_chunks_start_mid_channel():
-    """[2, 4, 5] per axis 1 (inner = 5, C = 4): the 40 elements split 6, 7, 7, 7, 7, 6 over
-    the contexts, so the chunks start at elements 6, 13, 20, 27, 34: inside a channel block
-    (in0 = 1, 3, 0, 2, 4) and in channels 1, 2, 0, 1, 2 (quant_fields' c0, in0)."""
+    """[2, 4, 5] per axis 1 (inner = 5, C = 4): the 40 elements split 7, 7, 7, 7, 6, 6 over
+    the contexts (m = ceil(41 / 6) = 7, the last context 6, the other 34 as 7, 7, 7, 7, 6), so
+    the chunks start at elements 7, 14, 21, 28, 34: inside a channel block (in0 = 2, 4, 1, 3,
+    4) and in channels 1, 2, 0, 1, 2 (quant_fields' c0, in0)."""
     rng = np.random.default_rng(5)
     x = rng.normal(0, 2, (2, 4, 5)).astype(np.float32)
     s = np.array([0.01, 0.2, 0.05, 0.033], np.float32)
     zp = np.array([0, 17, 250, 128])
-    assert [c[1] for c in context_chunks(x.size, 6, 1)] == [0, 6, 13, 20, 27, 34]
+    assert [c[1] for c in context_chunks(x.size, 6, 1)] == [0, 7, 14, 21, 28, 34]
     got = _quant(x.reshape(-1), s, zp, "uint8", 5, 4).reshape(x.shape)
     assert np.array_equal(got, quantize_linear(x, s, zp, dtype="uint8", axis=1))
 

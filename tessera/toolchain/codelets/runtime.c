@@ -20,8 +20,11 @@
  *   REPEAT a = iteration count   b = number of ops in the body (which follows); nested at
  *          any depth (each open REPEAT keeps 16 bytes on the context's stack).
  *   PROF   a = profile buffer address   b = capacity in records (optional, emitted first by
- *          compile_graph(profile=...)). Context 0 then records (tag, low word of the cycle
- *          CSR) at every superstep boundary: buffer = count, then count records of 2 words.
+ *          compile_graph(profile=...)). The last context (T - 1) then records (tag, low word
+ *          of the cycle CSR) at every superstep boundary: buffer = count, then count records
+ *          of 2 words. Not context 0: it issues the engine starts and runs the engine
+ *          codelets, so the marks' 18 instructions would delay every engine compute set;
+ *          the last context is the one the compiler gives work last.
  *          tag = (flat op index << TSR_PROF_TAG_SHIFT) | kind, kind (TSR_PROF_KIND_*): PROF
  *          start, EXEC done (after its sync TILE), EXCH arrive (before sync ARRAY), EXCH
  *          resume, end of table. A mark that ends a phase (EXEC done, EXCH arrive, end)
@@ -45,7 +48,7 @@
 #include "tessera.h"
 #include "tsr_graph.h"
 
-/* Profile state (context 0 only): buffer (0: no PROF op), capacity, the PROF op's address.
+/* Profile state (context T - 1 only): buffer (0: no PROF op), capacity, the PROF op's address.
  * In .data, not .bss: the loader writes the zeros with the image, so crt0's .bss loop
  * (context 0, before every context's first TILE barrier) has nothing to clear. */
 __attribute__((used, section(".data"))) uint32_t tsr_rt_prof[3] = {0, 0, 0};
@@ -74,18 +77,18 @@ _Static_assert(TSR_PROF_KIND_START == 0 && TSR_PROF_KIND_EXEC == 1 && TSR_PROF_K
  *         switch (op[0]) {
  *         case EXEC: if (ctx == 0 && op[2]) mrun(op[2]);
  *                    if (op[1]) { run this context's entries, writing *cur; sync TILE; }
- *                    if (ctx == 0) mark(EXEC, early); break;
- *         case EXCH: if (ctx == 0) { mark(ARRIVE, early); tsr_set_xprog(op[1]); }
- *                    sync ARRAY; if (ctx == 0) mark(RESUME, late); break;
+ *                    if (ctx == T - 1) mark(EXEC, early); break;
+ *         case EXCH: if (ctx == T - 1) mark(ARRIVE, early); if (ctx == 0) tsr_set_xprog(op[1]);
+ *                    sync ARRAY; if (ctx == T - 1) mark(RESUME, late); break;
  *         case REPEAT: if (op[1] && op[2]) { push(op, op[1], stop); stop = op + 3 * (1 + op[2]); }
  *                      else op += 3 * op[2]; break;
- *         case PROF: if (ctx == 0) { buf = op[1]; cap = op[2]; ops = op; buf[0] = 0;
+ *         case PROF: if (ctx == T - 1) { buf = op[1]; cap = op[2]; ops = op; buf[0] = 0;
  *                                    mark(START, late); } break;
  *         default: halt(BAD_OP);
  *         }
  *         op += 3;
  *     }
- *     if (ctx == 0) mark(END, early);         // op == top here
+ *     if (ctx == T - 1) mark(END, early);     // op == top here
  *     halt(0);
  * The fast path puts the first compute set's first engine command before the set-up (about
  * 15 instructions, 90 cycles earlier); with no op, ctrl[2] is the first current-entry word,
@@ -95,10 +98,10 @@ _Static_assert(TSR_PROF_KIND_START == 0 && TSR_PROF_KIND_EXEC == 1 && TSR_PROF_K
  * Registers: s1 ctx, s2 op, s3 stop, s4 cur, s5 the top-level sp (no REPEAT open when
  * sp == s5), s6 entry pointer, s7 end of the list, s8 &tsr_rt_prof, s9 TSR_OP_EXEC,
  * s10 0xaaaaaaab (x / 3 = mulhu(x, s10) >> 1 for the multiples of 3 here), set by the PROF op
- * on context 0 only and 0 otherwise (every register is 0 at start; crt0 and the codelets
- * keep s10), so `beqz s10` is the marks' one-instruction "profiling and context 0" test. */
+ * on context T - 1 only and 0 otherwise (every register is 0 at start; crt0 and the codelets
+ * keep s10), so `beqz s10` is the marks' one-instruction "profiling and context T - 1" test. */
 #define TSR_RT_MARK(kind, late, skip)                                                        \
-    "beqz s10, " skip "\n"                     /* no PROF op (or not context 0) */           \
+    "beqz s10, " skip "\n"                     /* no PROF op (or not context T - 1) */       \
     TSR_RT_CYCLE_##late                                                                      \
     "lw t0, 0(s8)\n"                           /* buffer */                                  \
     "lw t1, 0(t0)\n"                           /* n */                                       \
@@ -215,8 +218,8 @@ __asm__(
     "li t0, 2\n"
     "bne a0, t0, .Lrt_not_exch\n"
     /* EXCH */
-    "bnez s1, 1f\n"
     TSR_RT_MARK(2, 0, "9f")
+    "bnez s1, 1f\n"
     "lw a1, 4(s2)\n"
     TSR_RT_XNOTE
     "csrw " TSR_STR(TSR_CSR_XPROG) ", a1\n"
@@ -249,8 +252,10 @@ __asm__(
     ".Lrt_not_repeat:\n"
     "li t0, 4\n"
     "bne a0, t0, .Lrt_bad_op\n"
-    /* PROF */
-    "bnez s1, .Lrt_next\n"
+    /* PROF: the last context profiles */
+    "csrr t0, " TSR_STR(TSR_CSR_CONTEXT_COUNT) "\n"
+    "addi t0, t0, -1\n"
+    "bne s1, t0, .Lrt_next\n"
     "lw t0, 4(s2)\n"                           /* buffer */
     "lw t1, 8(s2)\n"                           /* capacity */
     "sw zero, 0(t0)\n"

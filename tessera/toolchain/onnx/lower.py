@@ -132,29 +132,29 @@ def quant_params(scale, zero_point: int, dtype: str) -> np.ndarray:
 def context_chunks(n: int, contexts: int, handicap: int = 1) -> list:
     """Split elements ``0 .. n-1`` into one contiguous chunk per context.
 
-    Context 0 also runs the runtime's profile marks and engine starts before it reaches its
-    list (docs/compiler.md, "Execution model"), about ``handicap`` elements' worth of issue
-    slots: it gets ``handicap`` elements fewer than the largest chunk (none if that leaves
-    it nothing), and the other contexts share the rest evenly (the first ones one element
-    more). Empty chunks are left out.
+    The last context also runs the runtime's profile marks (docs/compiler.md, "Execution
+    model"), about ``handicap`` elements' worth of issue slots per compute set: it gets
+    ``handicap`` elements fewer than the largest chunk (none if that leaves it nothing), and
+    the other contexts share the rest evenly (the first ones one element more). Empty chunks
+    are left out.
 
     Returns
     -------
     list of (int, int, int)
-        ``(context, i0, i1)``: elements ``i0 .. i1-1`` on ``context``.
+        ``(context, i0, i1)``: elements ``i0 .. i1-1`` on ``context``, in element order.
 
     Examples
     --------
-    64 pixels on 6 contexts: 10, 11, 11, 11, 11, 10; 10 logits with ``handicap=2``: 0, 2, 2,
-    2, 2, 2.
+    64 pixels on 6 contexts: 11, 11, 11, 11, 10, 10; 10 logits with ``handicap=2``: 2, 2,
+    2, 2, 2, 0.
     """
     n, contexts = int(n), int(contexts)
     if contexts == 1:
         return [(0, 0, n)] if n else []
     m = -(-(n + handicap) // contexts)
-    c0 = min(n, max(0, m - handicap))
-    base, extra = divmod(n - c0, contexts - 1)
-    sizes = [c0] + [base + (1 if k < extra else 0) for k in range(contexts - 1)]
+    last = min(n, max(0, m - handicap))
+    base, extra = divmod(n - last, contexts - 1)
+    sizes = [base + (1 if k < extra else 0) for k in range(contexts - 1)] + [last]
     out, i = [], 0
     for c, k in enumerate(sizes):
         if k:
@@ -163,9 +163,9 @@ def context_chunks(n: int, contexts: int, handicap: int = 1) -> list:
     return out
 
 
-#: Context 0's handicap (:func:`context_chunks`) in ``tso_dequant_tab`` elements (about 8
-#: instructions each, against the 18 of a profile mark) and in ``tso_quant`` elements (about
-#: 27 each, against the 30 of the PROF op before the first compute set).
+#: The last context's handicap (:func:`context_chunks`) in ``tso_dequant_tab`` elements
+#: (about 8 instructions each, against the 18 of a profile mark) and in ``tso_quant``
+#: elements (about 27 each, against the 30 of the PROF op before the first compute set).
 DEQUANT_HANDICAP = 2
 QUANT_HANDICAP = 1
 
