@@ -95,8 +95,10 @@ _Static_assert(TSR_PROF_KIND_START == 0 && TSR_PROF_KIND_EXEC == 1 && TSR_PROF_K
  * 0. mark(kind, early/late): if (profiling && (n = buf[0]) < cap) { buf[1 + 2n] = (op - ops) / 3 <<
  * TSR_PROF_TAG_SHIFT | kind; buf[0] = n + 1; buf[2 + 2n] = the cycle CSR, read before the
  * record (early) or after it (late) }.
- * Registers: s1 ctx, s2 op, s3 stop, s4 cur, s5 the top-level sp (no REPEAT open when
- * sp == s5), s6 entry pointer, s7 end of the list, s8 &tsr_rt_prof, s9 TSR_OP_EXEC,
+ * Registers: s0 12 (bytes per op and per worklist entry: x * 12 is one mul), s1 4 * ctx
+ * (from the set-up on; `bnez s1` still tests ctx != 0, and it offsets the worklist and the
+ * current-entry words without a shift), s2 op, s3 stop, s4 cur, s5 the top-level sp (no
+ * REPEAT open when sp == s5), s6 entry pointer, s7 end of the list, s8 &tsr_rt_prof, s9 TSR_OP_EXEC,
  * s10 0xaaaaaaab (x / 3 = mulhu(x, s10) >> 1 for the multiples of 3 here), set by the PROF op
  * on context T - 1 only and 0 otherwise (every register is 0 at start; crt0 and the codelets
  * keep s10), so `beqz s10` is the marks' one-instruction "profiling and context T - 1" test. */
@@ -129,14 +131,13 @@ _Static_assert(TSR_PROF_KIND_START == 0 && TSR_PROF_KIND_EXEC == 1 && TSR_PROF_K
 /* main's set-up after the magic check (a0 = ctrl, s1 = ctx, s9 = TSR_OP_EXEC), emitted twice:
  * after the fast path's mrun and on the ordinary path. */
 #define TSR_RT_SETUP                                                                         \
+    "li s0, 12\n"                              /* bytes per op */                            \
+    "slli s1, s1, 2\n"                         /* s1 = 4 ctx from here on */                 \
     "lw a1, 4(a0)\n"                           /* number of top-level ops */                 \
     "addi s2, a0, 8\n"                         /* the first op */                            \
-    "slli a2, a1, 1\n"                                                                       \
-    "add a2, a2, a1\n"                                                                       \
-    "slli a2, a2, 2\n"                                                                       \
+    "mul a2, a1, s0\n"                                                                       \
     "add s3, s2, a2\n"                         /* stop = top */                              \
-    "slli a2, s1, 2\n"                                                                       \
-    "add s4, s3, a2\n"                         /* cur = top + ctx */                         \
+    "add s4, s3, s1\n"                         /* cur = top + ctx */                         \
     "mv s5, sp\n"                                                                            \
     "lui s8, %hi(tsr_rt_prof)\n"                                                             \
     "addi s8, s8, %lo(tsr_rt_prof)\n"
@@ -183,14 +184,11 @@ __asm__(
     ".Lrt_exec_started:\n"
     "lw a1, 4(s2)\n"                           /* worklist */
     "beqz a1, 3f\n"
-    "slli a2, s1, 2\n"
-    "add a1, a1, a2\n"
+    "add a1, a1, s1\n"
     "lw s6, 0(a1)\n"                           /* this context's list */
     "lw a2, 0(s6)\n"                           /* count */
     "addi s6, s6, 4\n"
-    "slli a3, a2, 1\n"
-    "add a3, a3, a2\n"
-    "slli a3, a3, 2\n"
+    "mul a3, a2, s0\n"                         /* 12 bytes per entry */
     "add s7, s6, a3\n"                         /* end of the entries */
     "beq s6, s7, 4f\n"
     "2:\n"
@@ -234,9 +232,7 @@ __asm__(
     /* REPEAT */
     "lw a1, 4(s2)\n"                           /* iterations */
     "lw a2, 8(s2)\n"                           /* body ops */
-    "slli a3, a2, 1\n"
-    "add a3, a3, a2\n"
-    "slli a3, a3, 2\n"                         /* body bytes */
+    "mul a3, a2, s0\n"                         /* body bytes */
     "beqz a1, 5f\n"
     "beqz a2, 5f\n"
     "addi sp, sp, -16\n"
@@ -255,6 +251,7 @@ __asm__(
     /* PROF: the last context profiles */
     "csrr t0, " TSR_STR(TSR_CSR_CONTEXT_COUNT) "\n"
     "addi t0, t0, -1\n"
+    "slli t0, t0, 2\n"
     "bne s1, t0, .Lrt_next\n"
     "lw t0, 4(s2)\n"                           /* buffer */
     "lw t1, 8(s2)\n"                           /* capacity */
