@@ -99,9 +99,11 @@ _Static_assert(TSR_PROF_KIND_START == 0 && TSR_PROF_KIND_EXEC == 1 && TSR_PROF_K
  * (from the set-up on; `bnez s1` still tests ctx != 0, and it offsets the worklist and the
  * current-entry words without a shift), s2 op, s3 stop, s4 cur, s5 the top-level sp (no
  * REPEAT open when sp == s5), s6 entry pointer, s7 end of the list, s8 &tsr_rt_prof, s9 TSR_OP_EXEC,
- * s10 0xaaaaaaab (x / 3 = mulhu(x, s10) >> 1 for the multiples of 3 here), set by the PROF op
- * on context T - 1 only and 0 otherwise (every register is 0 at start; crt0 and the codelets
- * keep s10), so `beqz s10` is the marks' one-instruction "profiling and context T - 1" test. */
+ * s10 0xaaaaaab0 = 16 x 0xaaaaaaab mod 2^32, 0xaaaaaaab being the inverse of 3 mod 2^32 (so
+ * (3k x s10) mod 2^32 = 16k = k << TSR_PROF_TAG_SHIFT: one mul turns 3 x an op index into
+ * its tag), set by the PROF op on context T - 1 only and 0 otherwise (every register is 0 at
+ * start; crt0 and the codelets keep s10), so `beqz s10` is the marks' one-instruction
+ * "profiling and context T - 1" test. */
 #define TSR_RT_MARK(kind, late, skip)                                                        \
     "beqz s10, " skip "\n"                     /* no PROF op (or not context T - 1) */       \
     TSR_RT_CYCLE_##late                                                                      \
@@ -111,10 +113,8 @@ _Static_assert(TSR_PROF_KIND_START == 0 && TSR_PROF_KIND_EXEC == 1 && TSR_PROF_K
     "bgeu t1, t2, 9f\n"                                                                      \
     "lw t2, 8(s8)\n"                           /* the PROF op */                             \
     "sub t2, s2, t2\n"                                                                       \
-    "srli t2, t2, 2\n"                                                                       \
-    "mulhu t2, t2, s10\n"                                                                    \
-    "srli t2, t2, 1\n"                         /* flat op index */                           \
-    "slli t2, t2, 4\n"                                                                       \
+    "srli t2, t2, 2\n"                         /* 3 x the flat op index */                   \
+    "mul t2, t2, s10\n"                        /* the index << 4 (s10 = 16 / 3 mod 2^32) */  \
     "ori t2, t2, " #kind "\n"                                                                \
     "slli t4, t1, 3\n"                                                                       \
     "add t4, t4, t0\n"                                                                       \
@@ -259,8 +259,15 @@ __asm__(
     "sw t1, 4(s8)\n"
     "sw s2, 8(s8)\n"
     "sw t0, 0(s8)\n"
-    "li s10, 0xaaaaaaab\n"
-    TSR_RT_MARK(0, 1, "9f")
+    "li s10, 0xaaaaaab0\n"
+    /* mark(START, late), spelt out for its known state: record 0, tag 0 << 4 | 0 (the
+     * indices count from this op) */
+    "beqz t1, .Lrt_next\n"
+    "li t2, 1\n"
+    "sw t2, 0(t0)\n"
+    "sw zero, 4(t0)\n"
+    "csrr t3, " TSR_STR(TSR_CSR_CYCLE) "\n"
+    "sw t3, 8(t0)\n"
     "j .Lrt_next\n"
     ".Lrt_seq_end:\n"
     "beq sp, s5, .Lrt_end\n"

@@ -52,10 +52,13 @@ static inline quant_est quant_est_of(const int32_t *t)
     return q;
 }
 
-/* The start of the walk for a float the estimate's path does not cover (zero, subnormal,
- * tiny, huge, infinite, NaN), or for every float when rbf = 2^31 (see quant_est). */
-static inline int32_t quant_start_slow(int32_t bits, const int32_t *t)
+/* The start of the walk for a float the estimate's path does not cover (subnormal, tiny,
+ * huge, infinite, NaN: -1), or for every nonzero float when rbf = 2^31 (see quant_est). Out
+ * of line and cold, so that the per-element loop keeps its values in caller-saved registers. */
+static __attribute__((noinline, cold)) int32_t quant_start_slow(int32_t bits, const int32_t *t)
 {
+    if (((uint32_t)bits & 0x7fffffffu) > 0x7f800000u)
+        return -1;                                           /* NaN */
     const uint32_t e = ((uint32_t)bits << 1) >> 24;
     const int32_t sh = t[258] - (int32_t)e, zq = t[259];
     if (e == 0 || sh > 31)
@@ -83,10 +86,12 @@ static inline __attribute__((always_inline)) int32_t quant1(int32_t bits, const 
         j = p.zq + (int32_t)((q ^ (uint32_t)sgn) - (uint32_t)sgn);
         if (__builtin_expect((uint32_t)j > 255u, 0))
             j = sgn ? 0 : 255;                                      /* saturated */
+    } else if (((uint32_t)bits << 1) == 0) {
+        j = p.zq;                                                   /* +-0: common */
     } else {
-        if (((uint32_t)bits & 0x7fffffffu) > 0x7f800000u)            /* NaN */
-            return 0;
         j = quant_start_slow(bits, t);
+        if (j < 0)
+            return 0;                                               /* NaN: qmin */
     }
     const int32_t key = bits ^ (int32_t)((uint32_t)sgn >> 1);
     const int32_t *tj = t + j;
