@@ -11,7 +11,8 @@
  * index checks. The search starts at an estimate and walks the table to the answer (so the
  * estimate only sets the speed, never the result): with R = tab[c][257] (u32,
  * floor(2^r / scale) in [2^31, 2^32)) and tab[c][258] = r + 126, a float with exponent field
- * e and 24-bit significand m has |x| / scale ~ mulhu(m << 8, R / 2) >> (r + 125 - e);
+ * e and 24-bit significand m has 2 |x| / scale ~ mulhu(m << 8, R) >> (r + 125 - e), and the
+ * walk starts at the nearest integer of half that (the codes round to nearest);
  * tab[c][259] = zp - qmin.
  *
  * A vertex quantizes elements i0 .. i1-1 (lower.quant_vertices splits a tensor into one
@@ -36,19 +37,19 @@ typedef struct {
 } tso_quant_fields;
 
 /* The channel's estimate parameters, in registers (stores through the uint8_t output may
- * alias the table, so the compiler would reload them per element). Rh = R / 2, rb1 = r + 125: the
+ * alias the table, so the compiler would reload them per element). rb1 = r + 125: the
  * estimate's path needs 0 <= rb1 - e <= 30, which (for 31 <= rb1 <= 254) also excludes e = 0
  * (zeros, subnormals) and e = 255 (infinities, NaN). rbf is rb1 for those scales and
  * 2^31 for the others (rbf - e is then never <= 30: every element takes the general path). */
 typedef struct {
-    uint32_t Rh, rbf;
+    uint32_t R, rbf;
     int32_t zq;
 } quant_est;
 
 static inline quant_est quant_est_of(const int32_t *t)
 {
     const uint32_t rb1 = (uint32_t)t[258] - 1u;
-    quant_est q = {(uint32_t)t[257] >> 1, rb1 - 31u <= 254u - 31u ? rb1 : 0x80000000u, t[259]};
+    quant_est q = {(uint32_t)t[257], rb1 - 31u <= 254u - 31u ? rb1 : 0x80000000u, t[259]};
     return q;
 }
 
@@ -81,8 +82,11 @@ static inline __attribute__((always_inline)) int32_t quant1(int32_t bits, const 
     const uint32_t d = p.rbf - (((uint32_t)bits << 1) >> 24);      /* rb1 - e */
     int32_t j;
     if (__builtin_expect(d <= 30u, 1)) {
-        const uint32_t q = (uint32_t)(((uint64_t)((uint32_t)bits << 8 | 0x80000000u) * p.Rh)
-                                      >> 32) >> d;                  /* q < 2^31 */
+        /* q2 ~ 2 |x| / scale < 2^32 - 1 (the high word of a product of two words), so
+         * q = round(|x| / scale) < 2^31 */
+        const uint32_t q2 = (uint32_t)(((uint64_t)((uint32_t)bits << 8 | 0x80000000u) * p.R)
+                                       >> 32) >> d;
+        const uint32_t q = (q2 + 1u) >> 1;
         j = p.zq + (int32_t)((q ^ (uint32_t)sgn) - (uint32_t)sgn);
         if (__builtin_expect((uint32_t)j > 255u, 0))
             j = sgn ? 0 : 255;                                      /* saturated */
