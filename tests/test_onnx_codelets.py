@@ -10,7 +10,8 @@ from tessera.golden_model.kernels import dequantize_linear, quantize_linear, req
 from tessera.spec.config import preset
 from tessera.toolchain.graph import Engine, Execute, Graph, compile_graph
 from tessera.toolchain.onnx.codelets import codelet
-from tessera.toolchain.onnx.lower import quant_params, rqf_params
+from tessera.toolchain.onnx.lower import (add_chunked_vertices, chunk_fields, context_chunks,
+                                          quant_fields, quant_params, rqf_params)
 
 
 def _run(build, inputs, outputs):
@@ -83,10 +84,12 @@ def _quant(x, scale, zp, dtype, inner, C):
         y = g.add_variable("y", x.shape, "uint8", 0)
         tab = np.concatenate([quant_params(s, int(z), dtype) for s, z in zip(scale, zp)])
         t = g.add_constant("tab", tab, 0, dtype="int32")
-        g.add_vertex(cs, codelet(g, "tso_quant"), x=xv.tensor().flatten(), y=y.tensor().flatten(),
-                     tab=t.tensor().flatten(), n=x.size, inner=inner, C=C,
-                     qmin=-128 if dtype == "int8" else 0, W=x.size, H=1, Cq=1, ys=x.size, yc=0,
-                     yh=0, yw=1)
+        qmin = -128 if dtype == "int8" else 0
+        add_chunked_vertices(
+            g, cs, codelet(g, "tso_quant"), 0, x.size,
+            lambda i0, i1: dict(quant_fields(i0, i1, inner=inner, C=C, W=x.size, H=1, Cq=1,
+                                             ys=x.size, yc=0, yh=0, yw=1), qmin=qmin),
+            x=xv.tensor().flatten(), y=y.tensor().flatten(), tab=t.tensor().flatten())
     got = _run(build, {"x": x.view(np.int32)}, ["y"])["y"]
     return got.view(np.int8) if dtype == "int8" else got
 
@@ -119,28 +122,64 @@ def test_quantize_extreme_scales(scale):
         assert np.array_equal(got, quantize_linear(x, s, zp, dtype=dtype))
 
 
-def test_quantize_writes_through_its_output_mapping():
+@pytest.mark.parametrize("shape", [(2, 3, 2, 4), (1, 3, 3, 5)])
+def test_quantize_writes_through_its_output_mapping(shape):
     """Element i = ((a·Cq + b)·H + h)·W + w lands on byte a·ys + b·yc + h·yh + w·yw: here
-    NCHW [2, 3, 2, 4] into the interior of padded NHWC images (Hp = 4, Wp = 6, Cp = 8, one
-    pixel of padding), as the importer feeds a convolution; every other byte keeps its 0x55."""
+    NCHW into the interior of padded NHWC images (one pixel of padding, Cp = 8 channels), as
+    the importer feeds a convolution; every other byte keeps its 0x55. With (1, 3, 3, 5) the
+    45 elements split 8, 8, 8, 7, 7, 7 over the 6 contexts (context_chunks: m = ceil(46 / 6)
+    = 8, the last context 7, the other 38 as 8, 8, 8, 7, 7), so the chunks start at elements
+    8, 16, 24, 31, 38: mid-row (w = 3, 1, 4, 1, 3), and chunk 8..16 crosses the plane
+    boundary at element 15."""
     rng = np.random.default_rng(4)
-    x = rng.normal(0, 2, (2, 3, 2, 4)).astype(np.float32)
+    x = rng.normal(0, 2, shape).astype(np.float32)
     s, zp = np.float32(0.03), 4
-    Hp, Wp, Cp = 4, 6, 8
+    N, Cq, H, W = shape
+    Hp, Wp, Cp = H + 2, W + 2, 8
     img = Hp * Wp * Cp
 
     def build(g, cs):
         xv = g.add_variable("x", (x.size,), "int32", 0)
-        y = g.add_variable("y", (2 * img,), "uint8", 0)
+        y = g.add_variable("y", (N * img,), "uint8", 0)
         t = g.add_constant("tab", quant_params(s, zp, "int8"), 0, dtype="int32")
-        g.add_vertex(cs, codelet(g, "tso_quant"), x=xv.tensor(), y=y.tensor()[(Wp + 1) * Cp:],
-                     tab=t.tensor(), n=x.size, inner=1, C=1, qmin=-128, W=4, H=2, Cq=3, ys=img,
-                     yc=1, yh=Wp * Cp, yw=Cp)
-    got = _run(build, {"x": x.reshape(-1).view(np.int32), "y": np.full(2 * img, 0x55, np.uint8)},
-               ["y"])["y"].reshape(2, Hp, Wp, Cp)
-    want = np.full((2, Hp, Wp, Cp), 0x55, np.uint8)
-    want[:, 1:3, 1:5, :3] = quantize_linear(x, s, zp, dtype="int8").transpose(0, 2, 3, 1).view(np.uint8)
+        add_chunked_vertices(
+            g, cs, codelet(g, "tso_quant"), 0, x.size,
+            lambda i0, i1: dict(quant_fields(i0, i1, inner=1, C=1, W=W, H=H, Cq=Cq, ys=img,
+                                             yc=1, yh=Wp * Cp, yw=Cp), qmin=-128),
+            x=xv.tensor(), y=y.tensor()[(Wp + 1) * Cp:], tab=t.tensor())
+    got = _run(build, {"x": x.reshape(-1).view(np.int32), "y": np.full(N * img, 0x55, np.uint8)},
+               ["y"])["y"].reshape(N, Hp, Wp, Cp)
+    want = np.full((N, Hp, Wp, Cp), 0x55, np.uint8)
+    want[:, 1:H + 1, 1:W + 1, :Cq] = quantize_linear(x, s, zp, dtype="int8").transpose(
+        0, 2, 3, 1).view(np.uint8)
     assert np.array_equal(got, want)
+
+
+def test_context_chunks_by_hand():
+    """context_chunks(n, T, handicap): m = ceil((n + handicap) / T) is the largest chunk,
+    the last context (the runtime's profiling context) gets m - handicap (at least 0), the
+    others share the rest, the first ones one more. 64 pixels, T = 6, handicap 1:
+    m = ceil(65 / 6) = 11, context 5 gets 10, the other 54 split 11, 11, 11, 11, 10.
+    10 logits, handicap 2: m = ceil(12 / 6) = 2, context 5 gets 0 (no chunk), the others 2
+    each. 3 elements, handicap 1: m = 1, context 5 gets 0, contexts 0..2 one each. One
+    context takes everything."""
+    assert context_chunks(64, 6, 1) == [(0, 0, 11), (1, 11, 22), (2, 22, 33), (3, 33, 44),
+                                        (4, 44, 54), (5, 54, 64)]
+    assert context_chunks(10, 6, 2) == [(0, 0, 2), (1, 2, 4), (2, 4, 6), (3, 6, 8), (4, 8, 10)]
+    assert context_chunks(3, 6, 1) == [(0, 0, 1), (1, 1, 2), (2, 2, 3)]
+    assert context_chunks(7, 1, 1) == [(0, 0, 7)]
+    assert context_chunks(0, 6, 1) == []
+
+
+def test_quant_fields_by_hand():
+    """Element 13 of NCHW [2, 3, 2, 4] (W = 4, H = 2, Cq = 3): 13 = ((0·3 + 1)·2 + 1)·4 + 1,
+    so a = 0, b = 1, h = 1, w = 1; with ys = 192, yc = 1, yh = 48, yw = 8 its byte is
+    0·192 + 1·1 + 1·48 + 1·8 = 57; 4 - 1 = 3 elements left in its row, 2 - 1 = 1 row in its
+    plane, 3 - 1 = 2 planes in its image; dh = 48 - 4·8 = 16, db = 1 - 2·48 = -95,
+    da = 192 - 3·1 = 189. Channel with inner = 5, C = 3: (13 // 5) % 3 = 2, 13 % 5 = 3."""
+    f = quant_fields(13, 20, inner=5, C=3, W=4, H=2, Cq=3, ys=192, yc=1, yh=48, yw=8)
+    assert f == dict(i0=13, i1=20, inner=5, C=3, c0=2, in0=3, y0=57, yw=8, wl0=3, hl0=1,
+                     bl0=2, W=4, H=2, Cq=3, dh=16, db=-95, da=189)
 
 
 def test_quantize_per_axis():
@@ -149,6 +188,20 @@ def test_quantize_per_axis():
     s = np.array([0.01, 0.2, 0.05], np.float32)
     zp = np.array([0, 17, 250])
     got = _quant(x.reshape(-1), s, zp, "uint8", 5, 3).reshape(x.shape)
+    assert np.array_equal(got, quantize_linear(x, s, zp, dtype="uint8", axis=1))
+
+
+def test_quantize_per_axis_chunks_start_mid_channel():
+    """[2, 4, 5] per axis 1 (inner = 5, C = 4): the 40 elements split 7, 7, 7, 7, 6, 6 over
+    the contexts (m = ceil(41 / 6) = 7, the last context 6, the other 34 as 7, 7, 7, 7, 6), so
+    the chunks start at elements 7, 14, 21, 28, 34: inside a channel block (in0 = 2, 4, 1, 3,
+    4) and in channels 1, 2, 0, 1, 2 (quant_fields' c0, in0)."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(0, 2, (2, 4, 5)).astype(np.float32)
+    s = np.array([0.01, 0.2, 0.05, 0.033], np.float32)
+    zp = np.array([0, 17, 250, 128])
+    assert [c[1] for c in context_chunks(x.size, 6, 1)] == [0, 7, 14, 21, 28, 34]
+    got = _quant(x.reshape(-1), s, zp, "uint8", 5, 4).reshape(x.shape)
     assert np.array_equal(got, quantize_linear(x, s, zp, dtype="uint8", axis=1))
 
 
@@ -162,8 +215,10 @@ def test_dequantize_int32_soft_float():
         xv = g.add_variable("x", x.shape, "int32", 0)
         y = g.add_variable("y", x.shape, "int32", 0)
         p = g.add_constant("p", np.array([[0, int(scale.view(np.int32))]]), 0, dtype="int32")
-        g.add_vertex(cs, codelet(g, "tso_dequant"), x=xv.tensor().flatten(), y=y.tensor().flatten(),
-                     params=p.tensor().flatten(), n=x.size, inner=1, C=1, kind=2)
+        add_chunked_vertices(
+            g, cs, codelet(g, "tso_dequant"), 0, x.size,
+            lambda i0, i1: dict(chunk_fields(i0, i1, inner=1, C=1), kind=2),
+            x=xv.tensor().flatten(), y=y.tensor().flatten(), params=p.tensor().flatten())
     got = _run(build, {"x": x}, ["y"])["y"].view(np.float32)
     ref = dequantize_linear(x, scale, 0)
     assert np.array_equal(got.view(np.int32), ref.view(np.int32))

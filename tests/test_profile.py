@@ -75,6 +75,20 @@ def test_segments_by_hand():
     assert summary["exchange share"] == f"{10 / 320:.2%}"
 
 
+def test_mac_utilisation_against_the_tile_peak():
+    """The summary's MAC utilisation is the MAC counters' sum over tiles x cycles x the tile's
+    peak (ArrayConfig.peak_macs_per_cycle): _fake's 2 tiles count 64 MACs each in 320
+    cycles; with the matrix engine (engine_macs = 32, the default) 128 / (2 x 320 x 32) =
+    0.625 %, printed 0.6 %; without one the peak is one dot4 per cycle, 4 MACs:
+    128 / (2 x 320 x 4) = 5.0 %."""
+    compiled, result, marks = _fake()
+    summary = dict(build_profile(compiled, result, marks)["summary"])
+    assert summary["MAC utilisation (run)"] == "0.6% of 32 MACs/cycle/tile (matrix engine)"
+    compiled.config = compiled.config.replace(engine_macs=0)
+    summary = dict(build_profile(compiled, result, marks)["summary"])
+    assert summary["MAC utilisation (run)"] == "5.0% of 4 MACs/cycle/tile (dot4)"
+
+
 def test_sync_wait_follows_the_latest_tile():
     """Tile 1 arrives 50 cycles after tile 0: tile 0 waits 50 + S cycles, tile 1 only S."""
     compiled, result, marks = _fake(cycles=400)

@@ -20,8 +20,11 @@
  *   REPEAT a = iteration count   b = number of ops in the body (which follows); nested at
  *          any depth (each open REPEAT keeps 16 bytes on the context's stack).
  *   PROF   a = profile buffer address   b = capacity in records (optional, emitted first by
- *          compile_graph(profile=...)). Context 0 then records (tag, low word of the cycle
- *          CSR) at every superstep boundary: buffer = count, then count records of 2 words.
+ *          compile_graph(profile=...)). The last context (T - 1) then records (tag, low word
+ *          of the cycle CSR) at every superstep boundary: buffer = count, then count records
+ *          of 2 words. Not context 0: it issues the engine starts and runs the engine
+ *          codelets, so the marks' 18 instructions would delay every engine compute set;
+ *          the last context is the one the compiler gives work last.
  *          tag = (flat op index << TSR_PROF_TAG_SHIFT) | kind, kind (TSR_PROF_KIND_*): PROF
  *          start, EXEC done (after its sync TILE), EXCH arrive (before sync ARRAY), EXCH
  *          resume, end of table. A mark that ends a phase (EXEC done, EXCH arrive, end)
@@ -45,7 +48,7 @@
 #include "tessera.h"
 #include "tsr_graph.h"
 
-/* Profile state (context 0 only): buffer (0: no PROF op), capacity, the PROF op's address.
+/* Profile state (context T - 1 only): buffer (0: no PROF op), capacity, the PROF op's address.
  * In .data, not .bss: the loader writes the zeros with the image, so crt0's .bss loop
  * (context 0, before every context's first TILE barrier) has nothing to clear. */
 __attribute__((used, section(".data"))) uint32_t tsr_rt_prof[3] = {0, 0, 0};
@@ -74,31 +77,35 @@ _Static_assert(TSR_PROF_KIND_START == 0 && TSR_PROF_KIND_EXEC == 1 && TSR_PROF_K
  *         switch (op[0]) {
  *         case EXEC: if (ctx == 0 && op[2]) mrun(op[2]);
  *                    if (op[1]) { run this context's entries, writing *cur; sync TILE; }
- *                    if (ctx == 0) mark(EXEC, early); break;
- *         case EXCH: if (ctx == 0) { mark(ARRIVE, early); tsr_set_xprog(op[1]); }
- *                    sync ARRAY; if (ctx == 0) mark(RESUME, late); break;
+ *                    if (ctx == T - 1) mark(EXEC, early); break;
+ *         case EXCH: if (ctx == T - 1) mark(ARRIVE, early); if (ctx == 0) tsr_set_xprog(op[1]);
+ *                    sync ARRAY; if (ctx == T - 1) mark(RESUME, late); break;
  *         case REPEAT: if (op[1] && op[2]) { push(op, op[1], stop); stop = op + 3 * (1 + op[2]); }
  *                      else op += 3 * op[2]; break;
- *         case PROF: if (ctx == 0) { buf = op[1]; cap = op[2]; ops = op; buf[0] = 0;
+ *         case PROF: if (ctx == T - 1) { buf = op[1]; cap = op[2]; ops = op; buf[0] = 0;
  *                                    mark(START, late); } break;
  *         default: halt(BAD_OP);
  *         }
  *         op += 3;
  *     }
- *     if (ctx == 0) mark(END, early);         // op == top here
+ *     if (ctx == T - 1) mark(END, early);     // op == top here
  *     halt(0);
  * The fast path puts the first compute set's first engine command before the set-up (about
  * 15 instructions, 90 cycles earlier); with no op, ctrl[2] is the first current-entry word,
  * 0. mark(kind, early/late): if (profiling && (n = buf[0]) < cap) { buf[1 + 2n] = (op - ops) / 3 <<
  * TSR_PROF_TAG_SHIFT | kind; buf[0] = n + 1; buf[2 + 2n] = the cycle CSR, read before the
  * record (early) or after it (late) }.
- * Registers: s1 ctx, s2 op, s3 stop, s4 cur, s5 the top-level sp (no REPEAT open when
- * sp == s5), s6 entry pointer, s7 end of the list, s8 &tsr_rt_prof, s9 TSR_OP_EXEC,
- * s10 0xaaaaaaab (x / 3 = mulhu(x, s10) >> 1 for the multiples of 3 here), set by the PROF op
- * on context 0 only and 0 otherwise (every register is 0 at start; crt0 and the codelets
- * keep s10), so `beqz s10` is the marks' one-instruction "profiling and context 0" test. */
+ * Registers: s0 12 (bytes per op and per worklist entry: x * 12 is one mul), s1 4 * ctx
+ * (from the set-up on; `bnez s1` still tests ctx != 0, and it offsets the worklist and the
+ * current-entry words without a shift), s2 op, s3 stop, s4 cur, s5 the top-level sp (no
+ * REPEAT open when sp == s5), s6 entry pointer, s7 end of the list, s8 &tsr_rt_prof, s9 TSR_OP_EXEC,
+ * s10 0xaaaaaab0 = 16 x 0xaaaaaaab mod 2^32, 0xaaaaaaab being the inverse of 3 mod 2^32 (so
+ * (3k x s10) mod 2^32 = 16k = k << TSR_PROF_TAG_SHIFT: one mul turns 3 x an op index into
+ * its tag), set by the PROF op on context T - 1 only and 0 otherwise (every register is 0 at
+ * start; crt0 and the codelets keep s10), so `beqz s10` is the marks' one-instruction
+ * "profiling and context T - 1" test. */
 #define TSR_RT_MARK(kind, late, skip)                                                        \
-    "beqz s10, " skip "\n"                     /* no PROF op (or not context 0) */           \
+    "beqz s10, " skip "\n"                     /* no PROF op (or not context T - 1) */       \
     TSR_RT_CYCLE_##late                                                                      \
     "lw t0, 0(s8)\n"                           /* buffer */                                  \
     "lw t1, 0(t0)\n"                           /* n */                                       \
@@ -106,10 +113,8 @@ _Static_assert(TSR_PROF_KIND_START == 0 && TSR_PROF_KIND_EXEC == 1 && TSR_PROF_K
     "bgeu t1, t2, 9f\n"                                                                      \
     "lw t2, 8(s8)\n"                           /* the PROF op */                             \
     "sub t2, s2, t2\n"                                                                       \
-    "srli t2, t2, 2\n"                                                                       \
-    "mulhu t2, t2, s10\n"                                                                    \
-    "srli t2, t2, 1\n"                         /* flat op index */                           \
-    "slli t2, t2, 4\n"                                                                       \
+    "srli t2, t2, 2\n"                         /* 3 x the flat op index */                   \
+    "mul t2, t2, s10\n"                        /* the index << 4 (s10 = 16 / 3 mod 2^32) */  \
     "ori t2, t2, " #kind "\n"                                                                \
     "slli t4, t1, 3\n"                                                                       \
     "add t4, t4, t0\n"                                                                       \
@@ -126,14 +131,13 @@ _Static_assert(TSR_PROF_KIND_START == 0 && TSR_PROF_KIND_EXEC == 1 && TSR_PROF_K
 /* main's set-up after the magic check (a0 = ctrl, s1 = ctx, s9 = TSR_OP_EXEC), emitted twice:
  * after the fast path's mrun and on the ordinary path. */
 #define TSR_RT_SETUP                                                                         \
+    "li s0, 12\n"                              /* bytes per op */                            \
+    "slli s1, s1, 2\n"                         /* s1 = 4 ctx from here on */                 \
     "lw a1, 4(a0)\n"                           /* number of top-level ops */                 \
     "addi s2, a0, 8\n"                         /* the first op */                            \
-    "slli a2, a1, 1\n"                                                                       \
-    "add a2, a2, a1\n"                                                                       \
-    "slli a2, a2, 2\n"                                                                       \
+    "mul a2, a1, s0\n"                                                                       \
     "add s3, s2, a2\n"                         /* stop = top */                              \
-    "slli a2, s1, 2\n"                                                                       \
-    "add s4, s3, a2\n"                         /* cur = top + ctx */                         \
+    "add s4, s3, s1\n"                         /* cur = top + ctx */                         \
     "mv s5, sp\n"                                                                            \
     "lui s8, %hi(tsr_rt_prof)\n"                                                             \
     "addi s8, s8, %lo(tsr_rt_prof)\n"
@@ -180,14 +184,11 @@ __asm__(
     ".Lrt_exec_started:\n"
     "lw a1, 4(s2)\n"                           /* worklist */
     "beqz a1, 3f\n"
-    "slli a2, s1, 2\n"
-    "add a1, a1, a2\n"
+    "add a1, a1, s1\n"
     "lw s6, 0(a1)\n"                           /* this context's list */
     "lw a2, 0(s6)\n"                           /* count */
     "addi s6, s6, 4\n"
-    "slli a3, a2, 1\n"
-    "add a3, a3, a2\n"
-    "slli a3, a3, 2\n"
+    "mul a3, a2, s0\n"                         /* 12 bytes per entry */
     "add s7, s6, a3\n"                         /* end of the entries */
     "beq s6, s7, 4f\n"
     "2:\n"
@@ -215,8 +216,8 @@ __asm__(
     "li t0, 2\n"
     "bne a0, t0, .Lrt_not_exch\n"
     /* EXCH */
-    "bnez s1, 1f\n"
     TSR_RT_MARK(2, 0, "9f")
+    "bnez s1, 1f\n"
     "lw a1, 4(s2)\n"
     TSR_RT_XNOTE
     "csrw " TSR_STR(TSR_CSR_XPROG) ", a1\n"
@@ -231,9 +232,7 @@ __asm__(
     /* REPEAT */
     "lw a1, 4(s2)\n"                           /* iterations */
     "lw a2, 8(s2)\n"                           /* body ops */
-    "slli a3, a2, 1\n"
-    "add a3, a3, a2\n"
-    "slli a3, a3, 2\n"                         /* body bytes */
+    "mul a3, a2, s0\n"                         /* body bytes */
     "beqz a1, 5f\n"
     "beqz a2, 5f\n"
     "addi sp, sp, -16\n"
@@ -249,16 +248,26 @@ __asm__(
     ".Lrt_not_repeat:\n"
     "li t0, 4\n"
     "bne a0, t0, .Lrt_bad_op\n"
-    /* PROF */
-    "bnez s1, .Lrt_next\n"
+    /* PROF: the last context profiles */
+    "csrr t0, " TSR_STR(TSR_CSR_CONTEXT_COUNT) "\n"
+    "addi t0, t0, -1\n"
+    "slli t0, t0, 2\n"
+    "bne s1, t0, .Lrt_next\n"
     "lw t0, 4(s2)\n"                           /* buffer */
     "lw t1, 8(s2)\n"                           /* capacity */
     "sw zero, 0(t0)\n"
     "sw t1, 4(s8)\n"
     "sw s2, 8(s8)\n"
     "sw t0, 0(s8)\n"
-    "li s10, 0xaaaaaaab\n"
-    TSR_RT_MARK(0, 1, "9f")
+    "li s10, 0xaaaaaab0\n"
+    /* mark(START, late), spelt out for its known state: record 0, tag 0 << 4 | 0 (the
+     * indices count from this op) */
+    "beqz t1, .Lrt_next\n"
+    "li t2, 1\n"
+    "sw t2, 0(t0)\n"
+    "sw zero, 4(t0)\n"
+    "csrr t3, " TSR_STR(TSR_CSR_CYCLE) "\n"
+    "sw t3, 8(t0)\n"
     "j .Lrt_next\n"
     ".Lrt_seq_end:\n"
     "beq sp, s5, .Lrt_end\n"

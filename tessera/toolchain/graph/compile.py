@@ -259,8 +259,9 @@ def compile_graph(graph: Graph, program: Program, *, stack_bytes: int = 1024,
         Compiler optimisation flag for the runtime and codelets.
     profile : Variable or None
         Optional superstep profile buffer: an int32 variable of shape ``[tiles, 1 + 2·R]``
-        with row ``t`` on tile ``t``. A ``PROF`` op is emitted first; context 0 of each tile
-        then writes ``count`` and up to ``R`` records ``(tag, cycle)`` into its row
+        with row ``t`` on tile ``t``. A ``PROF`` op is emitted first; the last context
+        (``T - 1``) of each tile then writes ``count`` and up to ``R`` records
+        ``(tag, cycle)`` into its row
         (``tessera/toolchain/codelets/runtime.c``; decoded by :mod:`tessera.toolchain.profile`).
 
     Returns

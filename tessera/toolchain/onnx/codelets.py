@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tessera.toolchain.graph.codelet import Codelet, Field
 
-__all__ = ["codelet", "matmul_codelet", "bsmm_codelet", "SOURCE_DIR"]
+__all__ = ["codelet", "matmul_codelet", "bsmm_codelet", "SOURCE_DIR", "SINGLE"]
 
 SOURCE_DIR = Path(__file__).resolve().parent / "codelets"
 
@@ -22,12 +22,12 @@ _FIELDS = {
     "tso_rqf": (SOURCE_DIR / "tso_rqf.c", [("acc", "in"), ("out", "out"), ("params", "in")] +
                 [(n, _S) for n in ("rows", "P", "M", "os_s", "os_p", "os_m", "zp", "ylo", "yhi")]),
     "tso_quant": (SOURCE_DIR / "tso_quant.c", [("x", "in"), ("y", "out"), ("tab", "in")] +
-                  [(n, _S) for n in ("n", "inner", "C", "qmin", "W", "H", "Cq", "ys", "yc", "yh",
-                                     "yw")]),
+                  [(n, _S) for n in ("i0", "i1", "inner", "C", "c0", "in0", "qmin", "y0", "yw",
+                                     "wl0", "hl0", "bl0", "W", "H", "Cq", "dh", "db", "da")]),
     "tso_dequant": (SOURCE_DIR / "tso_dequant.c", [("x", "in"), ("y", "out"), ("params", "in")] +
-                    [(n, _S) for n in ("n", "inner", "C", "kind")]),
+                    [(n, _S) for n in ("i0", "i1", "inner", "C", "c0", "in0", "kind")]),
     "tso_dequant_tab": (SOURCE_DIR / "tso_dequant.c", [("x", "in"), ("y", "out"), ("tab", "in")] +
-                        [(n, _S) for n in ("n", "inner", "C")]),
+                        [(n, _S) for n in ("i0", "i1", "inner", "C", "c0", "in0")]),
     "tso_im2col": (SOURCE_DIR / "tso_im2col.c", [("x", "in"), ("p", "out")] +
                    [(n, _S) for n in ("S", "x_stride", "c0", "cg", "xc", "xh", "xw", "H", "W",
                                       "kh", "kw", "sh", "sw", "dh", "dw", "pt", "pl", "OH", "OW",
@@ -62,12 +62,19 @@ _FIELDS = {
 }
 
 
+#: Codelets whose vertices cover an element range given in their fields (one vertex per
+#: context, pinned: ``lower.add_chunked_vertices``) instead of dividing their work by
+#: ``part`` / ``nparts``: their per-part set-up would be divisions, and the multi-cycle
+#: divider costs each context several issue slots (docs/compiler.md, "ONNX importer").
+SINGLE = frozenset({"tso_quant", "tso_dequant", "tso_dequant_tab"})
+
+
 def codelet(graph, name: str) -> Codelet:
     """Register importer codelet ``name`` in ``graph`` once and return it."""
     if name in graph.codelets:
         return graph.codelets[name]
     src, fields = _FIELDS[name]
-    c = Codelet(name, src, tuple(Field(*f) for f in fields))
+    c = Codelet(name, src, tuple(Field(*f) for f in fields), single=name in SINGLE)
     graph.codelets[name] = c
     return c
 

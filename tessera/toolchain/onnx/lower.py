@@ -46,6 +46,7 @@ from .errors import UnsupportedError
 from .ir import ELEM_BYTES, IRGraph, Op
 
 __all__ = ["lower", "Lowered", "Layer", "quant_table", "quant_params", "rqf_params",
+           "context_chunks", "quant_fields", "chunk_fields", "add_chunked_vertices",
            "PROFILE_SLACK", "QUANT_WORDS"]
 
 #: Extra profile records beyond two per compute set.
@@ -126,6 +127,96 @@ def quant_params(scale, zero_point: int, dtype: str) -> np.ndarray:
     tail = np.array([_INT32_MAX, R - (1 << 32) if R >= 1 << 31 else R, r + 126,
                      int(zero_point) - qmin], np.int64)
     return np.concatenate([quant_table(scale, zero_point, dtype), tail]).astype(np.int32)
+
+
+def context_chunks(n: int, contexts: int, handicap: int = 1) -> list:
+    """Split elements ``0 .. n-1`` into one contiguous chunk per context.
+
+    The last context also runs the runtime's profile marks (docs/compiler.md, "Execution
+    model"), about ``handicap`` elements' worth of issue slots per compute set: it gets
+    ``handicap`` elements fewer than the largest chunk (none if that leaves it nothing), and
+    the other contexts share the rest evenly (the first ones one element more). Empty chunks
+    are left out.
+
+    Returns
+    -------
+    list of (int, int, int)
+        ``(context, i0, i1)``: elements ``i0 .. i1-1`` on ``context``, in element order.
+
+    Examples
+    --------
+    64 pixels on 6 contexts: 11, 11, 11, 11, 10, 10; 10 logits with ``handicap=2``: 2, 2,
+    2, 2, 2, 0.
+    """
+    n, contexts = int(n), int(contexts)
+    if contexts == 1:
+        return [(0, 0, n)] if n else []
+    m = -(-(n + handicap) // contexts)
+    last = min(n, max(0, m - handicap))
+    base, extra = divmod(n - last, contexts - 1)
+    sizes = [base + (1 if k < extra else 0) for k in range(contexts - 1)] + [last]
+    out, i = [], 0
+    for c, k in enumerate(sizes):
+        if k:
+            out.append((c, i, i + k))
+        i += k
+    return out
+
+
+#: The last context's handicap (:func:`context_chunks`) in ``tso_dequant_tab`` elements
+#: (about 8 instructions each, against the 18 of a profile mark) and in ``tso_quant``
+#: elements (about 27 each, against the 30 of the PROF op before the first compute set).
+DEQUANT_HANDICAP = 2
+QUANT_HANDICAP = 1
+
+
+def quant_fields(i0: int, i1: int, *, inner: int, C: int, W: int, H: int, Cq: int, ys: int,
+                 yc: int, yh: int, yw: int) -> dict:
+    """The scalar fields of a ``tso_quant`` vertex for elements ``i0 .. i1-1`` (tso_quant.c):
+    the start of its channel block and of its output position, computed here so that the
+    codelet divides nothing.
+
+    Element ``i`` has channel ``(i // inner) % C`` and goes to byte ``a·ys + b·yc + h·yh +
+    w·yw`` of the output, ``i = ((a·Cq + b)·H + h)·W + w`` (all counts and strides in elements
+    and bytes of the vertex's views)."""
+    w, q = i0 % W, i0 // W
+    h, q = q % H, q // H
+    b, a = q % Cq, q // Cq
+    return dict(i0=i0, i1=i1, inner=inner, C=C, c0=(i0 // inner) % C, in0=i0 % inner,
+                y0=a * ys + b * yc + h * yh + w * yw, yw=yw, wl0=W - w, hl0=H - h, bl0=Cq - b,
+                W=W, H=H, Cq=Cq, dh=yh - W * yw, db=yc - H * yh, da=ys - Cq * yc)
+
+
+def chunk_fields(i0: int, i1: int, *, inner: int, C: int) -> dict:
+    """The range fields of a ``tso_dequant`` / ``tso_dequant_tab`` vertex for elements
+    ``i0 .. i1-1`` (channel of element ``i``: ``(i // inner) % C``)."""
+    return dict(i0=i0, i1=i1, inner=inner, C=C, c0=(i0 // inner) % C, in0=i0 % inner)
+
+
+def add_chunked_vertices(graph, compute_set, codelet_, tile: int, n: int, fields_of,
+                         handicap: int = 1, **tensors) -> list:
+    """One vertex of ``codelet_`` (a ``single`` codelet) per context on ``tile``, each
+    pinned to its context and given elements ``i0 .. i1-1`` of :func:`context_chunks`.
+
+    Parameters
+    ----------
+    fields_of : callable
+        ``fields_of(i0, i1)`` -> dict of the vertex's scalar fields.
+    handicap : int
+        Context 0's handicap in elements (:func:`context_chunks`).
+    **tensors
+        The tensor fields (the same views for every chunk).
+
+    Returns
+    -------
+    list of Vertex
+    """
+    out = []
+    for c, i0, i1 in context_chunks(n, graph.config.contexts, handicap):
+        v = graph.add_vertex(compute_set, codelet_, tile=tile, **tensors, **fields_of(i0, i1))
+        v.context = c
+        out.append(v)
+    return out
 
 
 def rqf_params(multiplier) -> np.ndarray:
@@ -706,9 +797,12 @@ class _Lowerer:
             yview = lambda i: self.view(i, y)
             m = dict(W=v.size, H=1, Cq=1, ys=v.size, yc=0, yh=0, yw=1)
         cset = self.cs(layer, "quant")
+        qmin = qrange(dt)[0]
         for i in range(self.nt):
-            self.vertex(cset, "tso_quant", i, x=self.view(i, x), y=yview(i), tab=tv[i],
-                        n=self.S * v.size, inner=a["inner"], C=C, qmin=qrange(dt)[0], **m)
+            add_chunked_vertices(
+                self.g, cset, codelet(self.g, "tso_quant"), self.tiles[i], self.S * v.size,
+                lambda i0, i1: dict(quant_fields(i0, i1, inner=a["inner"], C=C, **m), qmin=qmin),
+                handicap=QUANT_HANDICAP, x=self.view(i, x), y=yview(i), tab=tv[i])
 
     def emit_dequant(self, op, layer):
         a = op.attrs
@@ -725,15 +819,19 @@ class _Lowerer:
             tv = self.const(layer, "tab", tab.view(np.int32), "int32")
             cset = self.cs(layer, "dequant")
             for i in range(self.nt):
-                self.vertex(cset, "tso_dequant_tab", i, x=self.view(i, x), y=self.view(i, y),
-                            tab=tv[i], n=self.S * v.size, inner=a["inner"], C=C)
+                add_chunked_vertices(
+                    self.g, cset, codelet(self.g, "tso_dequant_tab"), self.tiles[i],
+                    self.S * v.size, lambda i0, i1: chunk_fields(i0, i1, inner=a["inner"], C=C),
+                    handicap=DEQUANT_HANDICAP, x=self.view(i, x), y=self.view(i, y), tab=tv[i])
             return
         params = np.stack([zps, scales.view(np.int32).astype(np.int64)], axis=1)
         pv = self.const(layer, "params", params, "int32")
         cset = self.cs(layer, "dequant")
         for i in range(self.nt):
-            self.vertex(cset, "tso_dequant", i, x=self.view(i, x), y=self.view(i, y),
-                        params=pv[i], n=self.S * v.size, inner=a["inner"], C=C, kind=kind)
+            add_chunked_vertices(
+                self.g, cset, codelet(self.g, "tso_dequant"), self.tiles[i], self.S * v.size,
+                lambda i0, i1: dict(chunk_fields(i0, i1, inner=a["inner"], C=C), kind=kind),
+                x=self.view(i, x), y=self.view(i, y), params=pv[i])
 
     # conv
     def _rq_vertices(self, layer, cset, i, acc, out_view, out, P, M, os_s, os_p, os_m, pv, *,

@@ -5,8 +5,8 @@ Sources:
 - per-tile **hardware counters** of the run (``RunResult.tiles[t].counters``: compute, sync,
   exchange, halted cycles, retired, macs; docs/architecture.md §8) — the authoritative totals;
 - the **superstep marks** written by the graph runtime when the program was compiled with
-  ``compile_graph(profile=var)``: context 0 of each tile records ``(tag, cycle)`` at every
-  boundary (``tessera/toolchain/codelets/runtime.c``; tag = ``op << 4 | kind``, kind 0 start,
+  ``compile_graph(profile=var)``: the last context of each tile records ``(tag, cycle)`` at
+  every boundary (``tessera/toolchain/codelets/runtime.c``; tag = ``op << 4 | kind``, kind 0 start,
   1 EXEC done, 2 EXCH arrive, 3 EXCH resume, 15 end of the control table);
 - the compiler's **memory report** (``CompiledGraph.memory``) and exchange schedule reports.
 
@@ -19,7 +19,7 @@ Segments of a tile's timeline, from consecutive marks ``m_i < m_{i+1}``:
   exactly what the ``exchange`` counter counts), preceded by ``sync`` = ``max_u(a_u) - a_t + S``
   cycles (``a_u`` = the arrive marks of this barrier on every tile: all tiles release at the
   same cycle, so a tile waits for the latest one plus the barrier latency S, §5) and the rest
-  as ``compute`` (context 0's runtime instructions around ``sync ARRAY``, during which the
+  as ``compute`` (the contexts' runtime instructions around ``sync ARRAY``, during which the
   hardware counts ``compute`` too);
 - before the first mark (crt0, ``.bss``) and after the last (return, ``ecall``) until the
   end of the run: ``compute``.
@@ -207,7 +207,12 @@ def build_profile(compiled, result, marks=None, *, title: str = "Tessera profile
         ["exchange share", f"{tot['exchange'] / tile_cycles:.2%}"],
         ["instructions retired", f"{tot['retired']}"],
         ["MACs (counter)", f"{tot['macs']}"],
-        ["MAC utilisation (run)", f"{tot['macs'] / (4 * tile_cycles):.1%} of 4 MAC/cycle/tile"],
+        # against the tile's peak, as the ONNX report and the demo: the matrix engine's MACs
+        # per cycle, or 4 (one dot4 per cycle) without one (ArrayConfig.peak_macs_per_cycle)
+        ["MAC utilisation (run)",
+         f"{tot['macs'] / (cfg.peak_macs_per_cycle * tile_cycles):.1%} of "
+         f"{cfg.peak_macs_per_cycle} MACs/cycle/tile "
+         f"({'matrix engine' if cfg.engine_macs else 'dot4'})"],
         ["exchange phases", ", ".join(f"{r['name']}: {r['cycles']} cycles "
                                       f"({'bound met' if r['bound_met'] else 'bound missed'})"
                                       for r in compiled.exchanges) or "none"],

@@ -5,12 +5,14 @@
 /* ---------------------------------------------------------------------------------------
  * tso_dequant: ONNX DequantizeLinear, y = fl32(fl32(x - zp) * scale) as float32 bits.
  * params per channel (2 words): zp, scale bits (a normal positive float32).
- * kind 0: int8 input, 1: uint8, 2: int32. */
+ * kind 0: int8 input, 1: uint8, 2: int32.
+ * Both codelets convert elements i0 .. i1-1 (lower.add_chunked_vertices: one vertex per
+ * context); element i has channel (i / inner) % C, c0 and in0 = i0 % inner are i0's. */
 typedef struct {
     TSR_FIELD(const uint8_t, x);
     TSR_FIELD(int32_t, y);
     TSR_FIELD(const int32_t, params);
-    uint32_t n, inner, C, kind;
+    uint32_t i0, i1, inner, C, c0, in0, kind;
 } tso_dequant_fields;
 
 /* tso_dequant_tab: 8-bit input, y = tab[c][byte] (tab = the 256 float32 results per channel,
@@ -19,32 +21,37 @@ typedef struct {
     TSR_FIELD(const uint8_t, x);
     TSR_FIELD(int32_t, y);
     TSR_FIELD(const int32_t, tab);
-    uint32_t n, inner, C;
+    uint32_t i0, i1, inner, C, c0, in0;
 } tso_dequant_tab_fields;
 
 void tso_dequant_tab(const tso_dequant_tab_fields *f, uint32_t part, uint32_t nparts)
 {
-    const uint32_t n = f->n, inner = f->inner, C = f->C;
-    uint32_t chunk = (n + nparts - 1) / nparts;
-    uint32_t i0 = part * chunk, i1 = i0 + chunk;
-    if (i1 > n)
-        i1 = n;
-    if (i0 >= i1)
+    (void)part;
+    (void)nparts;
+    const uint8_t *xp = f->x + f->i0;
+    const uint8_t *const xe = f->x + f->i1;
+    if (xp >= xe)
         return;
-    const uint8_t *const X = f->x;
-    int32_t *const Y = f->y;
-    const int32_t *const tab = f->tab;
-    uint32_t blk = i0 / inner, in = i0 - blk * inner, c = blk % C;
-    const int32_t *t = tab + 256 * c;
-    for (uint32_t i = i0; i < i1; i++) {
-        Y[i] = t[X[i]];
+    int32_t *yp = f->y + f->i0;
+    if (f->C == 1) {
+        const int32_t *const t = f->tab;
+        do
+            *yp++ = t[*xp++];
+        while (xp != xe);
+        return;
+    }
+    const uint32_t inner = f->inner, C = f->C;
+    uint32_t in = f->in0, c = f->c0;
+    const int32_t *t = f->tab + 256 * c;
+    do {
+        *yp++ = t[*xp++];
         if (++in == inner) {
             in = 0;
             if (++c == C)
                 c = 0;
-            t = tab + 256 * c;
+            t = f->tab + 256 * c;
         }
-    }
+    } while (xp != xe);
 }
 
 static uint32_t dq_one(int32_t k, uint32_t sbits)
@@ -69,17 +76,13 @@ static uint32_t dq_one(int32_t k, uint32_t sbits)
 
 void tso_dequant(const tso_dequant_fields *f, uint32_t part, uint32_t nparts)
 {
-    const uint32_t n = f->n, inner = f->inner, C = f->C, kind = f->kind;
-    uint32_t chunk = (n + nparts - 1) / nparts;
-    uint32_t i0 = part * chunk, i1 = i0 + chunk;
-    if (i1 > n)
-        i1 = n;
-    if (i0 >= i1)
-        return;
-    uint32_t blk = i0 / inner, in = i0 - blk * inner, c = blk % C;
+    (void)part;
+    (void)nparts;
+    const uint32_t i1 = f->i1, inner = f->inner, C = f->C, kind = f->kind;
+    uint32_t in = f->in0, c = f->c0;
     int32_t zp = f->params[2 * c];
     uint32_t sb = (uint32_t)f->params[2 * c + 1];
-    for (uint32_t i = i0; i < i1; i++) {
+    for (uint32_t i = f->i0; i < i1; i++) {
         int32_t v;
         if (kind == 0)
             v = (int8_t)f->x[i];
