@@ -10,7 +10,8 @@ test_hdl_engine_model only draw valid descriptors and J ≤ 256. The check-3 cas
 multiplier of exponent 255, a TFLITE shift outside −31..30, and each one's field ignored in the
 other mode) were written for M083a6c (the FLOAT32 multiplier fault dropped), which only the
 Verilator suite (tests/test_rtl_engine.py "f_fmult") saw, and the K_GATHER cases for M00c027
-(the gathered address a_base + g narrowed to 31 bits).
+(the gathered address a_base + g narrowed to 31 bits), and a fault followed by an in-range
+stream step for M086d6c (the engine not frozen after its fault).
 
 Check 2 (step 7): "a loop count J0, J1, K0 or K1 of 0, J > 256, …, or in TFLITE or FLOAT32
 mode qmin > qmax or zp, qmin or qmax outside the output type's range: addr = d". With the
@@ -57,6 +58,12 @@ CASES = {
     "gather_x_2g": (GATHER, {GT: (1 << 31).to_bytes(4, "little") + bytes(4)},
                     (12, A + (1 << 31))),
     "gather_ok": (GATHER, {GT: (8).to_bytes(4, "little") + bytes(4)}, None),
+    # check 1 on the first stream step, X(0) = a_base = 0x4000 = sram_bytes (steps 0..7, 8..9,
+    # 10 W(0, 0), 11 X(0)); X(1) = a_base + a_s0 (mod 2^32) = 0x800 is in range and would be
+    # step 12 <= t_s = t_f + D, but the engine makes no further step after a faulting one (§12
+    # "Faults"): macs stays 0 (M086d6c: the engine not frozen, X(1) accumulated, macs 8)
+    "x_fault_then_stream": (dict(J0=2, a_base=0x4000, a_s0=(0x800 - 0x4000) & 0xFFFFFFFF,
+                                 mode=Mode.RAW), None, (11, 0x4000)),
 }
 
 
@@ -80,5 +87,7 @@ def test_engine_data_check(name):
         assert got["cycles"] == t_f + 1 + CFG.decision_latency
         assert t0["fault"] == {"context": 0, "cause": FaultCause.ENGINE_FAULT.label,
                                "pc": PC_MRUN, "addr": addr}
+        # no stream step of these commands takes effect before or after its faulting step
+        assert t0["counters"]["macs"] == 0
     else:
         assert got["status"] == "halted" and t0["fault"] is None
