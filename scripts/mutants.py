@@ -73,6 +73,9 @@ _HDL_SIM = ["tests/test_hdl_exchange.py", "tests/test_hdl_host.py", "tests/test_
 # Amaranth-simulator array runs against the golden model (tests/helpers/hdl_parity.py): the
 # matrix engine, exchange STEP runs, the stack limit
 _ENGINE_SIM = ["tests/test_hdl_engine_model.py"]
+# the engine's unit tests (its requantization chains against the reference, construction) and
+# its data checks on the Amaranth array (tests/test_hdl_engine_checks.py)
+_ENGINE_UNIT = ["tests/test_hdl_engine.py", "tests/test_hdl_engine_checks.py"]
 _RUNS_SIM = ["tests/test_exchange_runs.py"]
 _STACK_SIM = ["tests/test_model_stack_limit.py"]
 # test_hdl_core_model: the v2 core against the golden model, one tile, random programs
@@ -119,9 +122,9 @@ TESTS = [
      + _formal("scheduler")),
     ("tessera/hdl/array/host_port.py", ["tests/test_hdl_host.py", "tests/test_hdl_host_lowbits.py",
                           "tests/test_hdl_exchange.py"] + _formal("host_port")),
-    ("tessera/hdl/tile/matrix_engine.py", ["tests/test_hdl_engine.py",
-                                           "tests/test_hdl_engine_checks.py"] + _ENGINE_SIM
-     + ["tests/test_hdl_core.py"]),
+    ("tessera/hdl/tile/matrix_engine.py", _ENGINE_UNIT + _ENGINE_SIM + ["tests/test_hdl_core.py"]),
+    # the engine's output stage (TFLITE / FLOAT32 chains): only the engine uses it
+    ("tessera/hdl/tile/requant.py", _ENGINE_UNIT + _ENGINE_SIM + ["tests/test_hdl_core.py"]),
     ("tessera/hdl/tile/exchange_engine.py", _RUNS_SIM + ["tests/test_hdl_exchange.py",
                                                          "tests/test_hdl_fabric_core.py",
                                                          "tests/test_hdl_fabric_model.py"]
