@@ -934,3 +934,49 @@ def test_array_barrier_cut_between_arrival_and_release_by_hand(first, then, cut)
     assert res.status == "halted" and res.cycles == 33
     for t in range(2):
         assert [int(arr.regs[t, c, 10]) for c in range(6)] == [18, 19, 14, 15, 16, 17]
+
+
+def test_switch_to_fast_with_loads_in_flight_beside_a_busy_engine():
+    """Written for golden-model mutant M025d7e (fast/run.py: the LOAD/STORE flags of the words
+    issued in the 4 cycles before a hand-over not copied into the compiled loop's M-stage
+    ring), which survived: the random cuts of the test above never fell where another
+    context's load was in M while the engine was streaming. §12 "Engine cycles": a cycle
+    whose M-stage word is a LOAD or STORE owns the SRAM's data ports and the engine does not
+    step in it; that holds across a cut, since a continued run is the same run.
+
+    Context 0 runs one RAW command of 66 steps (C = 1, J = 5, K0 = 8: 8 + 2 + 8 + 7·5 + 5 + 8,
+    accepted at x = 28, so the engine is busy until about cycle 100 plus the stalls);
+    contexts 1..5 each load a word 20 times in a 3-instruction loop, so some context's load
+    is in M in most cycles of the command. Every cut k in 24..140: the run to k on the
+    vectorized engine, continued on the fast one, equals the same cuts on the vectorized
+    engine alone (status, cycles, counters, every context, the output words)."""
+    from helpers.model_engine import SOUT, image, issuer, raw_small
+    from tessera.spec.engine import Descriptor, Mode
+    cfg = ArrayConfig(tiles=1, contexts=6, sram_bytes=SRAM)
+    mem = raw_small(5)
+    mem[0x400] = Descriptor(a_base=0x500, a_s0=8, w_base=0x540, w_sm=8, c_base=SOUT, c_s0=8,
+                            p_base=0x560, J0=5, K0=8, C=1, mode=Mode.RAW).pack()
+    # (x6, x7 hold the dispatch's context id and code offset: the loop counts in x9)
+    loads = [asm.addi(8, 0, 20), asm.lw(10, 0x100, 0), asm.addi(9, 9, 1), asm.bne(9, 8, -8),
+             asm.ecall()]
+    codes = {0: issuer(0x400), **{c: loads for c in range(1, 6)}}
+    img = image(codes, 6)
+
+    def fresh(engine):
+        a = Array(cfg, engine=engine)
+        a.write_mem(None, 0, img)
+        for addr, data in mem.items():
+            a.write_mem(0, addr, bytes(data))
+        return a
+
+    whole = fresh("vector").run(5000)
+    assert whole.status == "halted"
+    assert whole.tiles[0].counters["engine"] > 66         # stalls by the loads were counted
+    for k in range(24, 141):
+        ref, mixed = fresh("vector"), fresh("vector")
+        r1, m1 = ref.run(k), mixed.run(k)
+        assert m1.to_json() == r1.to_json(), f"cut {k}"
+        mixed.engine = "fast"
+        r2, m2 = ref.run(5000), mixed.run(5000)
+        assert m2.to_json() == r2.to_json(), f"cut {k}: continued on the fast engine"
+        assert mixed.read_mem(0, SOUT, 40) == ref.read_mem(0, SOUT, 40), f"cut {k}"
