@@ -154,3 +154,19 @@ def test_scalar_interpreter_directed_program():
     assert int(r[14]) == (0x7F80F802 * 0x7F80F802) & 0xFFFFFFFF
     assert int(r[9]) == 4 * prog.index(a.jal(9, 8)) + 4
     assert int(r[12]) == 0 and int(r[10]) == 3
+
+
+def test_ort_broadcast_kind_decides_on_the_outermost_dimension_too():
+    # Kills golden-model mutant M049f10 (kernels/qlinear.py: the scan over the output's
+    # dimensions stopped before dimension 0, so a decision that only dimension 0 can make fell
+    # through to "scalar_a"). By the function's definition (onnxruntime's BroadcastLooper):
+    # the innermost output dimension of size > 1 decides; A broadcast over it -> "scalar_a",
+    # else B broadcast -> "scalar_b", else "vector"; no such dimension -> "scalar_a".
+    from tessera.golden_model.kernels.qlinear import ort_broadcast_kind
+    assert ort_broadcast_kind((4,), (4,)) == "vector"
+    assert ort_broadcast_kind((4,), (1,)) == "scalar_b"
+    assert ort_broadcast_kind((1,), (4,)) == "scalar_a"
+    assert ort_broadcast_kind((3, 1, 1), (3, 1, 1)) == "vector"      # dims 1, 2 are size 1
+    assert ort_broadcast_kind((3, 1), (1, 1)) == "scalar_b"
+    assert ort_broadcast_kind((2, 5), (2, 1)) == "scalar_b"           # dimension 1 decides
+    assert ort_broadcast_kind((1, 1), (1, 1)) == "scalar_a"           # nothing to decide
