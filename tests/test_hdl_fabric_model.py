@@ -107,3 +107,33 @@ def test_run_ends_during_other_tiles_exchange(end):
     images = [[(0, code0)], [(0, code1), (0x400, encode_program(steps)), (0x600, data)]]
     got = compare(cfg, images, 300, [(0x680, 0x6E0)])
     assert got["status"] == ("fault" if end == "ebreak" else "halted")
+
+
+def test_fault_stops_an_array_without_matrix_engines():
+    # Written for hdl mutant M0537d8 (tessera/hdl/tile/tile.py: in a tile without a matrix
+    # engine, engine_macs = 0, the `faulted` output not driven, so a fault never reached the
+    # stop controller), which survived: every other Amaranth array test uses tiles with an
+    # engine. §7 "Stop": a fault stops the whole array D cycles after it becomes visible.
+    # Tile 1's context 0 loads a word from address 1 (misaligned_load, addr 1); every other
+    # context counts to 200 before its ecall, so without the stop the run would last about
+    # 200 · 3 turns · 6 cycles, not the few dozen cycles of the fault.
+    from tessera.spec.faults import FaultCause
+    a = asm
+    prog = [
+        a.csrr(5, Csr.TILE_ID), a.csrr(6, Csr.CONTEXT_ID),
+        a.addi(7, 0, 1),
+        a.bne(5, 7, 12), a.bne(6, 0, 8),       # tile 1, context 0:
+        a.lw(8, 1, 0),                          #   misaligned_load at address 1
+        a.addi(9, 0, 200),                      # everyone else: 200 turns of a loop
+        a.addi(10, 10, 1), a.bne(10, 9, -4),
+        a.ecall(),
+    ]
+    cfg = ArrayConfig(tiles=2, contexts=6, sram_bytes=16 * 1024, exchange_latency=2,
+                      engine_macs=0)
+    code = asm.program(prog)
+    got = compare(cfg, [[(0, code)], [(0, code)]], 5000, [])
+    assert got["status"] == "fault" and got["cycles"] < 100
+    f = got["tiles"][1]["fault"]
+    assert (f["context"], f["cause"], f["pc"], f["addr"]) == \
+        (0, FaultCause.MISALIGNED_LOAD.label, 4 * prog.index(a.lw(8, 1, 0)), 1)
+    assert got["tiles"][0]["fault"] is None
