@@ -112,6 +112,24 @@ static inline __attribute__((always_inline)) int32_t quant1(int32_t bits, const 
     return (int32_t)(tj - t);
 }
 
+/* The output position after the last element of a row: + dh, and + db / + da when the row
+ * also ends a plane / an image (hl, bl: the rows left in the plane, the planes left in the
+ * image; both reloaded when they reach 0). */
+static inline uint8_t *next_row(const tso_quant_fields *f, uint8_t *yp, uint32_t *hl,
+                                uint32_t *bl)
+{
+    yp += f->dh;
+    if (--*hl == 0) {
+        *hl = f->H;
+        yp += f->db;
+        if (--*bl == 0) {
+            *bl = f->Cq;
+            yp += f->da;
+        }
+    }
+    return yp;
+}
+
 /* Per-axis quantization (C > 1): the channel follows the elements. */
 static __attribute__((noinline)) void quant_channels(const tso_quant_fields *f)
 {
@@ -137,15 +155,7 @@ static __attribute__((noinline)) void quant_channels(const tso_quant_fields *f)
         }
         if (--wl == 0) {
             wl = f->W;
-            yp += f->dh;
-            if (--hl == 0) {
-                hl = f->H;
-                yp += f->db;
-                if (--bl == 0) {
-                    bl = f->Cq;
-                    yp += f->da;
-                }
-            }
+            yp = next_row(f, yp, &hl, &bl);
         }
     }
 }
@@ -179,14 +189,6 @@ void tso_quant(const tso_quant_fields *f, uint32_t part, uint32_t nparts)
         if (xp == xe)
             return;
         xr = xp + f->W;                                     /* the next row */
-        yp += f->dh;
-        if (--hl == 0) {
-            hl = f->H;
-            yp += f->db;
-            if (--bl == 0) {
-                bl = f->Cq;
-                yp += f->da;
-            }
-        }
+        yp = next_row(f, yp, &hl, &bl);
     }
 }
