@@ -25,7 +25,8 @@ from tessera.spec import instructions as I
 from tessera.spec.config import MIN_CONTEXTS, ArrayConfig, preset
 from tessera.spec.instructions import BY_NAME, INSTRUCTIONS, Kind
 from tessera.spec.timing import (COMMIT_DELAY, FETCH_STORE_DELAY, PIPELINE_STAGES,
-                                 STATE_VISIBLE_DELAY, STEP_FAULT_VISIBLE_DELAY, Stage)
+                                 STATE_VISIBLE_DELAY, STEP_FAULT_VISIBLE_DELAY, Stage,
+                                 ENGINE_DATA_FAULT_VISIBLE_DELAY)
 from tessera.spec.trace import RECORD_KEYS, trace_ports
 
 M32 = 0xFFFFFFFF
@@ -257,11 +258,13 @@ def test_randprog_covers_the_table():
 def test_timing_constants_match_the_contract():
     # architecture §4 (contract v2): F t, I t+1, R t+2, X t+3, M t+4, W t+5; state changes
     # visible from t+5; T >= 6 (§1); the fetch at t sees stores issued at <= t-5; an exchange
-    # or engine step's fault is visible one cycle after the step (§7 "Stop")
+    # or engine step's fault is visible one cycle after the step, a fault of §12 checks 2
+    # and 3 (the data of the word a step at s read) from s + 2 (§7 "Stop")
     assert [(s.name, int(s)) for s in Stage] == [("F", 0), ("I", 1), ("R", 2), ("X", 3),
                                                 ("M", 4), ("W", 5)]
     assert STATE_VISIBLE_DELAY == 5 and COMMIT_DELAY == 5
     assert FETCH_STORE_DELAY == 5 and STEP_FAULT_VISIBLE_DELAY == 1
+    assert ENGINE_DATA_FAULT_VISIBLE_DELAY == 2
     assert PIPELINE_STAGES == MIN_CONTEXTS == 6
 
 

@@ -17,7 +17,7 @@ import struct
 __all__ = [
     "DESC_BYTES", "DESC_WORDS", "PARAM_BYTES", "ACC_DEPTH", "VECTOR_BYTES", "Mode", "Flag",
     "DESC_FIELDS", "DESC_FORMAT", "Descriptor", "ChannelParams", "command_steps",
-    "output_words", "DESC_CHECK_STEP", "BYTE_MODES", "F32_EXP_SPECIAL", "WRITE_DELAY", "MIN_SHIFT", "MAX_SHIFT",
+    "output_words", "DESC_CHECK_STEP", "BYTE_MODES", "F32_EXP_SPECIAL", "WRITE_DELAY", "ENGINE_WRITE_WORDS", "MIN_SHIFT", "MAX_SHIFT",
 ]
 
 #: Bytes of a descriptor (8 SRAM words of 8 bytes, read in steps 0..7).
@@ -34,6 +34,10 @@ DESC_CHECK_STEP = DESC_WORDS - 1
 #: Output word w of element j is written in step s_j + WRITE_DELAY + w (s_j: its last stream step);
 #: §12 "Why WRITE_DELAY = 8": room for a pipelined requantization between the two.
 WRITE_DELAY = 8
+
+#: 8-byte words one engine write step may write (§12 "Engine cycles", "Why two write words"):
+#: bytes within one aligned word, or two consecutive aligned words at a and a + 8.
+ENGINE_WRITE_WORDS = 2
 #: Range of the TFLite ``shift`` field accepted in TFLITE mode (as the kernels' MIN/MAX_SHIFT).
 MIN_SHIFT, MAX_SHIFT = -31, 30
 
@@ -204,8 +208,14 @@ class ChannelParams:
 
 
 def output_words(mode: int, channels: int) -> int:
-    """OW: steps (and written words) per element in the last block: ceil(C/2) in RAW, else 1."""
-    return (channels + 1) // 2 if mode == Mode.RAW else 1
+    """OW: write steps per element in the last block (§12 "Step schedule").
+
+    ``ceil(4C / (8 · ENGINE_WRITE_WORDS))`` = ceil(C/4) in ``RAW`` mode (each write step writes
+    up to two consecutive 8-byte words of the element's 4C bytes), else 1 (C bytes).
+    """
+    if mode != Mode.RAW:
+        return 1
+    return -(-4 * channels // (8 * ENGINE_WRITE_WORDS))
 
 
 def command_steps(desc: Descriptor) -> int:

@@ -14,7 +14,8 @@ import enum
 import math
 
 __all__ = ["Stage", "PIPELINE_STAGES", "STATE_VISIBLE_DELAY", "COMMIT_DELAY",
-           "FETCH_STORE_DELAY", "STEP_FAULT_VISIBLE_DELAY", "decision_latency"]
+           "FETCH_STORE_DELAY", "STEP_FAULT_VISIBLE_DELAY", "ENGINE_DATA_FAULT_VISIBLE_DELAY",
+           "decision_latency"]
 
 
 class Stage(enum.IntEnum):
@@ -44,6 +45,11 @@ FETCH_STORE_DELAY = int(Stage.M) + 1
 #: A fault of an exchange step at cycle c or of a matrix-engine step at cycle s is visible from
 #: c + 1 or s + 1 (§7 "Stop").
 STEP_FAULT_VISIBLE_DELAY = 1
+
+#: A matrix-engine fault of checks 2 and 3 (the data of the word the step at cycle s read, on
+#: the SRAM's output in s + 1) is visible from s + ENGINE_DATA_FAULT_VISIBLE_DELAY (§7 "Stop",
+#: §12 "Engine faults"; 1 until 2026-12-02).
+ENGINE_DATA_FAULT_VISIBLE_DELAY = 2
 
 #: Cycles after cycle k until the RTL knows whether k belongs to the run (the run's last
 #: ``ecall`` or a fault is seen that late) and the instruction issued at k has left W: the
