@@ -166,7 +166,7 @@ def test_shortest_distance_j1_c1_raw_with_stalls():
 ])
 def test_short_distances_with_stalls(c, j0, k0, mode, flags):
     d, data, out = _case(20 + 3 * c + j0, c, j0, k0, mode, flags)
-    ow = (c + 1) // 2 if mode == Mode.RAW else 1
+    ow = -(-c // 4) if mode == Mode.RAW else 1     # §12: OW = ⌈C/4⌉ in RAW, else 1
     n = 8 + 2 * c + k0 * c + (k0 - 1) * j0 + j0 * ow + 8
     assert n == command_steps(d)
     last = _step_cycles(n)[-1]

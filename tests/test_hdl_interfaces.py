@@ -80,10 +80,12 @@ def test_signature_members_by_hand():
         "fault.valid": ("In", 1), "fault.xchg": ("In", 1), "fault.context": ("In", 3),
         "fault.cause": ("In", 5), "fault.pc": ("In", 32), "fault.addr": ("In", 32),
         "fault_now": ("In", 1)}
-    assert _members(itf.EngineSramSignature(SMALL)) == {   # 64 KiB: 13-bit word index
+    # 64 KiB: 13-bit word index; a write is up to two 8-byte words (§12 "Engine cycles":
+    # ENGINE_WRITE_WORDS = 2): 2 · 64 data bits, 2 · 8 byte-mask bits
+    assert _members(itf.EngineSramSignature(SMALL)) == {
         "rd_en": ("Out", 1), "rd_addr": ("Out", 13), "rd_data": ("In", 64),
-        "wr_en": ("Out", 1), "wr_addr": ("Out", 13), "wr_data": ("Out", 64),
-        "wr_mask": ("Out", 8)}
+        "wr_en": ("Out", 1), "wr_addr": ("Out", 13), "wr_data": ("Out", 128),
+        "wr_mask": ("Out", 16)}
 
 
 def test_enum_members_have_the_enum_as_shape():
@@ -155,5 +157,5 @@ def test_top_port_names_are_the_documented_ones():
     assert len(ports["s_axil_bresp"][0]) == 2 and len(ports["s_axil_wstrb"][0]) == 4
     dut._MustUse__silence = True
     for t in dut.tiles:
-        for part in (t, t.core, t.engine, t.sram, t.fault, t.sram.mem):
+        for part in (t, t.core, t.engine, t.sram, t.fault, *t.sram.banks):
             part._MustUse__silence = True

@@ -37,6 +37,7 @@ from amaranth.lib.wiring import In, Out
 
 from tessera.spec.config import ArrayConfig
 from tessera.spec.faults import FaultCause
+from tessera.spec.engine import ENGINE_WRITE_WORDS
 from tessera.spec.result import COUNTER_NAMES, ContextState
 from tessera.spec.trace import TRACE_FIELDS, VALID_PORT
 
@@ -497,12 +498,17 @@ class EngineSramSignature(wiring.Signature):
     rd_addr : Out(aw)
     rd_data : In(64)
     wr_en : Out(1)
-        This step writes ``wr_data`` under the byte mask ``wr_mask`` into word ``wr_addr``
-        (like a store whose M is this cycle: written at the end of this cycle; an engine
-        cycle has no store, receive or host write, architecture §12).
+        This step writes up to ``ENGINE_WRITE_WORDS`` = 2 consecutive 8-byte words (§12
+        "Engine cycles"): ``wr_data`` bits 0..63 under ``wr_mask`` bits 0..7 into word
+        ``wr_addr``, bits 64..127 under mask bits 8..15 into word ``wr_addr`` + 1 (like a store
+        whose M is this cycle: written at the end of this cycle; an engine cycle has no store,
+        receive or host write, architecture §12). The engine never sets a mask bit of a word
+        beyond the SRAM (check 4).
     wr_addr : Out(aw)
-    wr_data : Out(64)
-    wr_mask : Out(8)
+        The first word's index (byte address / 8).
+    wr_data : Out(64 · ENGINE_WRITE_WORDS)
+    wr_mask : Out(8 · ENGINE_WRITE_WORDS)
+        Byte b of the write is byte 8·wr_addr + b of the SRAM.
 
     Raises
     ------
@@ -515,7 +521,8 @@ class EngineSramSignature(wiring.Signature):
         aw = config.sram_addr_bits - 3
         super().__init__({
             "rd_en": Out(1), "rd_addr": Out(aw), "rd_data": In(64),
-            "wr_en": Out(1), "wr_addr": Out(aw), "wr_data": Out(64), "wr_mask": Out(8),
+            "wr_en": Out(1), "wr_addr": Out(aw), "wr_data": Out(64 * ENGINE_WRITE_WORDS),
+            "wr_mask": Out(8 * ENGINE_WRITE_WORDS),
         })
 
     def __eq__(self, other):

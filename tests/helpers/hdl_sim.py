@@ -104,15 +104,15 @@ class BarrierStubCore(StubCore):
 
 def sram_set(ctx, tile, byte_addr, word):
     """Write a 32-bit word into a tile's SRAM directly (simulation backdoor)."""
-    mem = tile.sram.mem.data
-    i, lane = byte_addr // 8, (byte_addr // 4) % 2
-    old = ctx.get(mem[i])
+    cell = tile.sram.word(byte_addr // 8)
+    lane = (byte_addr // 4) % 2
+    old = ctx.get(cell)
     mask = 0xFFFFFFFF << (32 * lane)
-    ctx.set(mem[i], (old & ~mask) | (word << (32 * lane)))
+    ctx.set(cell, (old & ~mask) | (word << (32 * lane)))
 
 
 def sram_get(ctx, tile, byte_addr):
-    return (ctx.get(tile.sram.mem.data[byte_addr // 8]) >> (32 * ((byte_addr // 4) % 2))) & 0xFFFFFFFF
+    return (ctx.get(tile.sram.word(byte_addr // 8)) >> (32 * ((byte_addr // 4) % 2))) & 0xFFFFFFFF
 
 
 def simulate(dut, bench, vcd=None):

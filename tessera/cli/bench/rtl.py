@@ -166,8 +166,8 @@ def measure_pysim(cfg: ArrayConfig, cycles: int) -> dict:
 
     async def bench(ctx):
         for tile in dut.tiles:            # backdoor: word 0 of every SRAM (64-bit rows, lane 0)
-            mem = tile.sram.mem.data
-            ctx.set(mem[0], (ctx.get(mem[0]) & ~0xFFFFFFFF) | word)
+            cell = tile.sram.word(0)
+            ctx.set(cell, (ctx.get(cell) & ~0xFFFFFFFF) | word)
         # AXI4-Lite write of 1 to CONTROL (ENTRY = 0 and MAX_CYCLES = 0 after reset)
         ctx.set(dut.s_axil.awaddr, int(Ctrl.CONTROL))
         ctx.set(dut.s_axil.wdata, 1)

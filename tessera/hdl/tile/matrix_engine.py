@@ -21,10 +21,11 @@ Internally a step goes through four parts, each advancing with ``adv``:
   (``adv``), never in the cycles the core's loads / stores or the exchange own, so element j
   reaches the last one in step s_j + WRITE_DELAY whatever cycles those take. The TFLITE and
   FLOAT32 bytes are requantized by the REQUANT_STAGES-stage chains of :mod:`.requant` (then
-  plain delay stages if WRITE_DELAY leaves more); the RAW int32 pairs and C(j) ride plain delay
+  plain delay stages if WRITE_DELAY leaves more); the RAW int32 lanes and C(j) ride plain delay
   stages, which hold an element until the next one arrives (OW steps later). In the write step
-  s_j + WRITE_DELAY + w the engine adds ``zp``, clamps and places the bytes (or picks RAW pair
-  w) and writes; write faults (check 4) are decided in that step.
+  s_j + WRITE_DELAY + w the engine adds ``zp``, clamps and places the bytes (or picks RAW lanes
+  4w .. 4w + 3: up to two consecutive 8-byte words, ``ENGINE_WRITE_WORDS``) and writes; write
+  faults (check 4) are decided in that step.
 
 The MAC is two stages (issue #13: in one clock, port B → multipliers → adder tree → acc was the
 tile's worst path). None of it is architectural (§12 puts only the reads, the writes in s_j +
@@ -74,7 +75,7 @@ from amaranth.lib.wiring import In, Out
 from tessera.spec.config import ArrayConfig
 from tessera.spec.engine import (ACC_DEPTH, BYTE_MODES, DESC_CHECK_STEP, DESC_FIELDS, DESC_WORDS,
                                  F32_EXP_SPECIAL, MAX_SHIFT, MIN_SHIFT, VECTOR_BYTES,
-                                 WRITE_DELAY, Flag, Mode)
+                                 ENGINE_WRITE_WORDS, WRITE_DELAY, Flag, Mode, output_words)
 from tessera.spec.faults import FaultCause
 
 from ..interfaces import EngineSramSignature, MatrixEngineSignature, check_config
@@ -205,8 +206,9 @@ class MatrixEngine(wiring.Component):
 
         n_c = f["C"]
         raw = f["mode"] == Mode.RAW
-        ow = Signal(3)                    # OW: output words per element
-        m.d.comb += ow.eq(Mux(raw, (n_c[:4] + 1) >> 1, 1))
+        ow = Signal(3)                    # OW: write steps per element (§12 "Step schedule")
+        ow_raw = Array(Const(output_words(Mode.RAW, c), 3) for c in range(16))
+        m.d.comb += ow.eq(Mux(raw, ow_raw[n_c[:4]], output_words(Mode.TFLITE, 1)))
 
         # per channel parameters and stationary vectors
         bias = Array(Signal(32, name=f"bias{i}") for i in range(M))
@@ -505,19 +507,28 @@ class MatrixEngine(wiring.Component):
                 y = hold(y, k, f"oy{lane}")
             ys.append(y)
 
-        # ---- the write step: output word w = OW − wcnt of the element in stage OUT_DELAY ----
+        # ---- the write step: output write w = OW − wcnt of the element in stage OUT_DELAY ----
+        # (§12 "Step schedule"): TFLITE / FLOAT32 the element's C bytes at C(j), within one
+        # word; RAW bytes 16w .. min(16w + 16, 4C) − 1 of the element's 4C bytes (lanes 4w ..
+        # min(4w + 4, C) − 1) at C(j) + 16w: the word there and, when 4C > 16w + 8, the next.
+        assert ENGINE_WRITE_WORDS == 2
         wi = Signal(3)                     # w = OW - wcnt
         m.d.comb += wi.eq(ow - wcnt)
-        wbyte = Signal(32)                 # C(j) + 8w
-        m.d.comb += wbyte.eq(o_caddr + (wi << 3))
+        wbyte = Signal(33)                 # C(j) + 16w (RAW)
+        m.d.comb += wbyte.eq(o_caddr + (wi << 4))
         writing = wcnt != 0
-        wdata = Signal(64)
-        wmask = Signal(8)
+        wdata = Signal(64 * ENGINE_WRITE_WORDS)
+        wmask = Signal(8 * ENGINE_WRITE_WORDS)
         wfault = Signal()
         wf_addr = Signal(32)
-        n_pairs = (M + 1) // 2
-        pair_data = Array(Cat(o_raw[2 * p], o_raw[2 * p + 1] if 2 * p + 1 < M else Const(0, 32))
-                          for p in range(n_pairs))
+        n_groups = (M + 3) // 4            # RAW: 4 lanes (16 bytes) per write
+        group_data = Array(Cat(*(o_raw[4 * g + i] if 4 * g + i < M else Const(0, 32)
+                                 for i in range(4)))
+                           for g in range(n_groups))
+        rem = Signal(5)                    # lanes left from 4w: C − 4w (≥ 1 while writing)
+        m.d.comb += rem.eq(n_c[:4] - (wi << 2))
+        second = Signal()                  # RAW: the write has a second word (4C > 16w + 8)
+        m.d.comb += second.eq(rem > 2)
         q = []
         for lane in range(M):              # + zp and the clamp (exact: no wrap)
             yz = Signal(signed(SAT_LOG2 + 3), name=f"yz{lane}")
@@ -531,11 +542,16 @@ class MatrixEngine(wiring.Component):
         m.d.comb += cmask.eq((Const(1, 9) << n_c[:4])[:9] - 1)
         with m.If(raw):
             m.d.comb += [
-                wdata.eq(pair_data[wi[:max(1, (n_pairs - 1).bit_length())]]),
-                wmask.eq(Mux((wi << 1) + 1 < n_c, 0xFF, 0x0F)),
-                wfault.eq((o_caddr[:3] != 0) | (wbyte >= sb)),
-                wf_addr.eq(wbyte),
+                wdata.eq(group_data[wi[:max(1, (n_groups - 1).bit_length())]]),
+                # 4 bytes per lane left, at most 16
+                wmask.eq(Mux(rem >= 4, 0xFFFF, Mux(rem == 3, 0x0FFF,
+                                                   Mux(rem == 2, 0x00FF, 0x000F)))),
             ]
+            # check 4 (RAW): the first word, then the second
+            with m.If((o_caddr[:3] != 0) | (wbyte >= sb)):
+                m.d.comb += [wfault.eq(1), wf_addr.eq(wbyte)]
+            with m.Elif(second & (wbyte + 8 >= sb)):
+                m.d.comb += [wfault.eq(1), wf_addr.eq(wbyte + 8)]
         with m.Else():
             m.d.comb += [
                 wdata.eq(Cat(*q) << (off << 3)),

@@ -1,15 +1,19 @@
 """A tile's SRAM and its three ports, shared by the core, the exchange engine and the host.
 
-The SRAM is one :class:`amaranth.lib.memory.Memory` of ``sram_bytes / 8`` 64-bit words with
-synchronous read ports only (block RAM: DP16KD on the ECP5) and one write port with byte
-granularity (docs/rtl.md "Tile SRAM"; users in priority order):
+The SRAM is ``sram_bytes / 8`` 64-bit words held in two banks, each an
+:class:`amaranth.lib.memory.Memory` of ``sram_bytes / 16`` 64-bit words with synchronous read
+ports only (block RAM: DP16KD on the ECP5): the **even** bank holds the words 2i (bytes 16i ..
+16i + 7) in its row i, the **odd** bank the words 2i + 1. Each bank has its own write port with
+byte granularity, so the matrix engine writes two consecutive words (at a and a + 8, always one
+in each bank, architecture §12 "Why two write words") in one cycle; every other user reads and
+writes one word, the bank of its address (docs/rtl.md "Tile SRAM"; users in priority order):
 
 * port A (**not** transparent): the exchange engine's step words (an exchange step is two
   words, so the 64-bit width gives a whole step per read), else the core's fetch;
 * port B (not transparent): exchange send, else core load, else matrix-engine read, else host
   read;
-* write port: exchange receive, else core store, else matrix-engine write, else host write.
-  Never two in the same cycle: a tile in its exchange phase has no instruction in M (its
+* write ports (one per bank): exchange receive, else core store, else matrix-engine write
+  (one or two words), else host write. Never two users in the same cycle: a tile in its exchange phase has no instruction in M (its
   contexts wait from k* and the phase starts at r = k* + D >= k* + 2), a matrix-engine cycle
   has no LOAD/STORE in M and is not in the exchange phase (architecture §12 "Engine cycles"),
   and the host only writes while stopped.
@@ -24,7 +28,8 @@ after the writes of cycles < its cycle:
 * the words of the exchange step that starts at c are read at c - 1 and must be the SRAM as
   after the writes of cycles < c (§6): the port-A read of c - 1 misses the write of c - 1 (a
   receive, or an engine write at r - 1), so a step read is patched with the bytes of the write
-  of its own cycle (a register of that write, compared in the next cycle).
+  of its own cycle to its word's bank (a register of each bank's write, compared in the next
+  cycle).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from tessera.spec.config import ArrayConfig
+from tessera.spec.engine import ENGINE_WRITE_WORDS
 
 from ..interfaces import (EngineSramSignature, ExchangeSramSignature, FetchSignature,
                           MemorySignature, check_config)
@@ -43,7 +49,7 @@ __all__ = ["TileSram"]
 
 
 class TileSram(wiring.Component):
-    """The tile SRAM with its port multiplexers.
+    """The tile SRAM (two banks of 64-bit words) with its port multiplexers.
 
     Parameters
     ----------
@@ -63,7 +69,8 @@ class TileSram(wiring.Component):
     xchg : In(ExchangeSramSignature(config))
         The exchange engine: step reads, send reads and receives.
     eng : In(EngineSramSignature(config))
-        The matrix engine's step reads and writes (only with ``engine_macs`` > 0).
+        The matrix engine's step reads and writes of one or two words (only with
+        ``engine_macs`` > 0).
     x_data : In(32)
         The fabric's word for a receive in this cycle.
     x_send : Out(32)
@@ -71,8 +78,9 @@ class TileSram(wiring.Component):
 
     Attributes
     ----------
-    mem : amaranth.lib.memory.Memory
-        The storage: byte address b is bits 8·(b mod 8) … of word b // 8.
+    banks : tuple of amaranth.lib.memory.Memory
+        The storage, (even, odd): byte address b is bits 8·(b mod 8) … of row b // 16 of bank
+        (b // 8) mod 2 (see :meth:`word`).
 
     Raises
     ------
@@ -82,7 +90,9 @@ class TileSram(wiring.Component):
 
     def __init__(self, config: ArrayConfig):
         self.config = check_config("TileSram", config)
-        self.mem = Memory(shape=64, depth=config.sram_bytes // 8, init=[])
+        assert ENGINE_WRITE_WORDS == 2, "the two banks hold the two words of an engine write"
+        self.banks = tuple(Memory(shape=64, depth=config.sram_bytes // 16, init=[])
+                           for _ in range(2))
         super().__init__({
             "clear": In(1),
             "fetch": In(FetchSignature()), "data": In(MemorySignature()),
@@ -92,76 +102,130 @@ class TileSram(wiring.Component):
             "x_data": In(32), "x_send": Out(32),
         })
 
+    def word(self, index: int):
+        """The simulation value of 8-byte word ``index`` (for backdoor reads and writes).
+
+        Parameters
+        ----------
+        index : int
+            Word index 0 .. ``sram_bytes`` / 8 − 1 (byte address / 8).
+
+        Returns
+        -------
+        amaranth.hdl.Value
+            Row ``index // 2`` of bank ``index % 2`` (64 bits; byte b of the word in bits
+            8b .. 8b + 7), for ``ctx.get`` / ``ctx.set`` in a simulator testbench.
+
+        Raises
+        ------
+        ValueError
+            ``index`` is not a word index of this SRAM.
+        """
+        n = self.config.sram_bytes // 8
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < n:
+            raise ValueError(f"TileSram.word: index must be an int in 0..{n - 1}, not {index!r}")
+        return self.banks[index % 2].data[index // 2]
+
     def elaborate(self, platform):
         m = Module()
         ab = self.config.sram_addr_bits
+        rb = ab - 4                       # row bits of a bank
         fetch, data, host, xchg, eng = self.fetch, self.data, self.host, self.xchg, self.eng
-        m.submodules.mem = mem = self.mem
-        wp = mem.write_port(granularity=8)
-        pa = mem.read_port(transparent_for=())
-        pb = mem.read_port(transparent_for=())
+        m.submodules.mem_even, m.submodules.mem_odd = self.banks
+        wps = [mem.write_port(granularity=8) for mem in self.banks]
+        pas = [mem.read_port(transparent_for=()) for mem in self.banks]
+        pbs = [mem.read_port(transparent_for=()) for mem in self.banks]
 
-        # -- write port: receive, else store, else engine, else host (written this cycle)
+        # -- write ports: receive, else store, else engine, else host (written this cycle).
+        # One word (dword index d): bank d mod 2, row d // 2. The engine's two words at a and
+        # a + 1: word a in bank a mod 2 at row a // 2, word a + 1 in the other bank at row
+        # (a + 1) // 2 (a mask of zeros for a word the engine does not write).
         def write(word_lane, addr_dword, wdata, mask4):
-            m.d.comb += [wp.addr.eq(addr_dword), wp.data.eq(Cat(wdata, wdata)),
-                         wp.en.eq(Mux(word_lane, mask4 << 4, mask4))]
+            for b, wp in enumerate(wps):
+                m.d.comb += [wp.addr.eq(addr_dword[1:]), wp.data.eq(Cat(wdata, wdata)),
+                             wp.en.eq(Mux(addr_dword[0] == b,
+                                          Mux(word_lane, mask4 << 4, mask4), 0))]
 
         with m.If(xchg.recv):
             write(xchg.recv_addr[0], xchg.recv_addr[1:], self.x_data, 0xF)
         with m.Elif(data.we != 0):
             write(data.addr[2], data.addr[3:ab], data.wdata, data.we)
         with m.Elif(eng.wr_en):
-            m.d.comb += [wp.addr.eq(eng.wr_addr), wp.data.eq(eng.wr_data),
-                         wp.en.eq(eng.wr_mask)]
+            a = eng.wr_addr
+            a1 = Signal(ab - 3)
+            m.d.comb += a1.eq(a + 1)          # wraps past the end only with a zero mask
+            first = [eng.wr_data[:64], eng.wr_mask[:8]]
+            second = [eng.wr_data[64:], eng.wr_mask[8:]]
+            for b, wp in enumerate(wps):
+                mine = a[0] == b              # the first word is in this bank
+                m.d.comb += [wp.addr.eq(Mux(mine, a[1:], a1[1:])),
+                             wp.data.eq(Mux(mine, first[0], second[0])),
+                             wp.en.eq(Mux(mine, first[1], second[1]))]
         with m.Elif(host.we != 0):
             write(host.addr[2], host.addr[3:ab], host.wdata, host.we)
 
-        # -- port A: exchange step words, else core fetch
+        # -- port A: exchange step words, else core fetch (both banks read the same row)
+        pa_addr = Signal(ab - 3)
         fa_lane = Signal()
         step_q = Signal()          # the read of the previous cycle was a step read
         pa_addr_q = Signal(ab - 3)
-        m.d.comb += pa.en.eq(1)
         with m.If(xchg.step_en):
-            m.d.comb += pa.addr.eq(xchg.step_addr)
+            m.d.comb += pa_addr.eq(xchg.step_addr)
         with m.Else():
-            m.d.comb += pa.addr.eq(fetch.addr[3:ab])
-        m.d.sync += [fa_lane.eq(fetch.addr[2]), pa_addr_q.eq(pa.addr), step_q.eq(xchg.step_en)]
+            m.d.comb += pa_addr.eq(fetch.addr[3:ab])
+        for pa in pas:
+            m.d.comb += [pa.en.eq(1), pa.addr.eq(pa_addr[1:])]
+        m.d.sync += [fa_lane.eq(fetch.addr[2]), pa_addr_q.eq(pa_addr), step_q.eq(xchg.step_en)]
+        pa_word = Signal(64)
+        m.d.comb += pa_word.eq(Mux(pa_addr_q[0], pas[1].data, pas[0].data))
         # a step read in cycle k must see the write of k (see the module docstring): patch it
-        wq_addr = Signal(ab - 3)
-        wq_data = Signal(64)
-        wq_mask = Signal(8)
-        m.d.sync += [wq_addr.eq(wp.addr), wq_data.eq(wp.data),
-                     wq_mask.eq(Mux(self.clear, 0, wp.en))]
+        # with the write of its word's bank in k
+        wq_addr = [Signal(rb, name=f"wq_addr{b}") for b in range(2)]
+        wq_data = [Signal(64, name=f"wq_data{b}") for b in range(2)]
+        wq_mask = [Signal(8, name=f"wq_mask{b}") for b in range(2)]
+        for b, wp in enumerate(wps):
+            m.d.sync += [wq_addr[b].eq(wp.addr), wq_data[b].eq(wp.data),
+                         wq_mask[b].eq(Mux(self.clear, 0, wp.en))]
+        sel = pa_addr_q[0]
+        q_addr = Mux(sel, wq_addr[1], wq_addr[0])
+        q_data = Mux(sel, wq_data[1], wq_data[0])
+        q_mask = Mux(sel, wq_mask[1], wq_mask[0])
         step_data = Signal(64)
-        hit = step_q & (wq_addr == pa_addr_q)
+        hit = step_q & (q_addr == pa_addr_q[1:])
         m.d.comb += step_data.eq(Cat(*(
-            Mux(hit & wq_mask[n], wq_data[8 * n:8 * n + 8], pa.data[8 * n:8 * n + 8])
+            Mux(hit & q_mask[n], q_data[8 * n:8 * n + 8], pa_word[8 * n:8 * n + 8])
             for n in range(8))))
-        m.d.comb += [fetch.data.eq(Mux(fa_lane, pa.data[32:], pa.data[:32])),
+        m.d.comb += [fetch.data.eq(Mux(fa_lane, pa_word[32:], pa_word[:32])),
                      xchg.step_data.eq(step_data)]
 
         # -- port B: send, else load, else engine read, else host read
+        pb_addr = Signal(ab - 3)
+        pb_bank = Signal()
         b_lane = Signal()
         send_q = Signal()
-        m.d.comb += pb.en.eq(1)
         with m.If(xchg.send):
-            m.d.comb += pb.addr.eq(xchg.send_addr[1:])
+            m.d.comb += pb_addr.eq(xchg.send_addr[1:])
             m.d.sync += b_lane.eq(xchg.send_addr[0])
         with m.Elif(data.re):
-            m.d.comb += pb.addr.eq(data.addr[3:ab])
+            m.d.comb += pb_addr.eq(data.addr[3:ab])
             m.d.sync += b_lane.eq(data.addr[2])
         with m.Elif(eng.rd_en):
-            m.d.comb += pb.addr.eq(eng.rd_addr)
+            m.d.comb += pb_addr.eq(eng.rd_addr)
         with m.Else():
-            m.d.comb += pb.addr.eq(host.addr[3:ab])
+            m.d.comb += pb_addr.eq(host.addr[3:ab])
             m.d.sync += b_lane.eq(host.addr[2])
+        for pb in pbs:
+            m.d.comb += [pb.en.eq(1), pb.addr.eq(pb_addr[1:])]
+        m.d.sync += pb_bank.eq(pb_addr[0])
         with m.If(self.clear):
             m.d.sync += send_q.eq(0)
         with m.Else():
             m.d.sync += send_q.eq(xchg.send)
-        m.d.comb += eng.rd_data.eq(pb.data)
+        pb_word = Signal(64)
+        m.d.comb += [pb_word.eq(Mux(pb_bank, pbs[1].data, pbs[0].data)),
+                     eng.rd_data.eq(pb_word)]
         b_word = Signal(32)
-        m.d.comb += b_word.eq(Mux(b_lane, pb.data[32:], pb.data[:32]))
+        m.d.comb += b_word.eq(Mux(b_lane, pb_word[32:], pb_word[:32]))
         m.d.comb += [data.rdata.eq(b_word), host.rdata.eq(b_word),
                      self.x_send.eq(Mux(send_q, b_word, 0))]
         return m

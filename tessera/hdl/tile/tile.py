@@ -92,7 +92,7 @@ class Tile(wiring.Component):
     Attributes
     ----------
     core, engine, sram, fault
-        The tile's parts (``sram.mem`` is the storage).
+        The tile's parts (``sram.banks`` is the storage, ``sram.word(i)`` its word i).
     matrix : MatrixEngine or None
         The matrix engine (None when ``engine_macs`` = 0).
 
