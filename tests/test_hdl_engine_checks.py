@@ -16,10 +16,12 @@ stream step for M086d6c (the engine not frozen after its fault).
 Check 2 (step 7): "a loop count J0, J1, K0 or K1 of 0, J > 256, …, or in TFLITE or FLOAT32
 mode qmin > qmax or zp, qmin or qmax outside the output type's range: addr = d". With the
 issuer of tests/helpers/model_engine.py (mrun accepted at x = 28, step s at 29 + s, no
-stalls) a fault decided in step s is at t_f = 29 + s, visible from t_f + 1, so cycles =
-t_f + 1 + D (§7 "Stop") and the record is (context 0, engine_fault, pc of the mrun, addr):
-check 2 in step 7 with addr = d; check 3 (C = 1: channel 0 only) in step 8 (FLOAT32
-multiplier, addr = p_base) or step 9 (TFLITE shift, addr = p_base + 8).
+stalls) step s is at t_f = 29 + s; a fault of checks 1 and 4 (addresses) of it is visible from
+t_f + 1, a fault of checks 2 and 3 (the data of the word it read) from t_f + 2 (§7 "Stop",
+§12 "Engine faults", since 2026-12-02), so cycles = t_f + 1 + D or t_f + 2 + D and the record
+is (context 0, engine_fault, pc of the mrun, addr): check 2 in step 7 with addr = d; check 3
+(C = 1: channel 0 only) in step 8 (FLOAT32 multiplier, addr = p_base) or step 9 (TFLITE shift,
+addr = p_base + 8).
 """
 
 import pytest
@@ -27,7 +29,7 @@ import pytest
 from tessera.spec.engine import Flag, Mode
 from tessera.spec.faults import FaultCause
 
-from helpers.hdl_parity import compare
+from helpers.hdl_parity import compare, rtl_run
 from helpers.model_engine import A, CFG, D0, P, PC_MRUN, STD_MEM, good, image, issuer, params
 
 INF_BITS = 0x7F800000          # binary32 +inf: exponent field 255
@@ -78,16 +80,21 @@ def test_engine_data_check(name):
     elif par is not None:
         mem[P] = par
     img = [(0, image({0: issuer(D0)}, CFG.contexts))] + sorted(mem.items())
-    got = compare(CFG, [img], 2000, [])
+    # by hand first (the RTL's run), then the golden model's run must be the same (parity)
+    got = rtl_run(CFG, [img], 2000, [])
     t0 = got["tiles"][0]
     if fault_at is not None:
         step, addr = fault_at
         t_f = 29 + step
+        # §7 "Stop": every case here in steps 7..9 is check 2 or 3 (visible from t_f + 2),
+        # the others (steps 11, 12) are check 1 (visible from t_f + 1)
+        visible = t_f + 2 if step in (7, 8, 9) else t_f + 1
         assert got["status"] == "fault"
-        assert got["cycles"] == t_f + 1 + CFG.decision_latency
+        assert got["cycles"] == visible + CFG.decision_latency
         assert t0["fault"] == {"context": 0, "cause": FaultCause.ENGINE_FAULT.label,
                                "pc": PC_MRUN, "addr": addr}
         # no stream step of these commands takes effect before or after its faulting step
         assert t0["counters"]["macs"] == 0
     else:
         assert got["status"] == "halted" and t0["fault"] is None
+    assert compare(CFG, [img], 2000, []) == got

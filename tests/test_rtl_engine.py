@@ -14,9 +14,12 @@ no exchange on the tile, step s is at cycle 29 + s. Contract v2 timing used belo
 a state change of an instruction issued at t is visible from t + 5; a stop condition (a fault
 visible, or every context HALTED) that first holds at v gives cycles = v + D, D = 2 for the one
 tile, with everything issued or stepped at <= t_s = v + D - 1 taking effect; an engine step
-fault at s is visible from s + 1. Output word w of element j is written in step
-s_j + WRITE_DELAY + w with WRITE_DELAY = 8 (§12 "Step schedule", since 2026-12-01; it was 2),
-so a command that does not fault has 8 + 2C + G·K1 + KB·C + (KB − 1)·J + J·OW + 8 steps.
+fault at s is visible from s + 1, except a fault of checks 2 and 3 (the data of the word the
+step read), visible from s + 2 (§7 "Stop", since 2026-12-02). Output write w of element j is
+made in step s_j + WRITE_DELAY + w with WRITE_DELAY = 8 (§12 "Step schedule", since
+2026-12-01; it was 2), so a command that does not fault has 8 + 2C + G·K1 + KB·C +
+(KB − 1)·J + J·OW + 8 steps, with OW = ⌈C/4⌉ in RAW mode (one write step of up to two 8-byte
+words, 16 bytes, since 2026-12-02; ⌈C/2⌉ until then) and OW = 1 in the byte modes.
 """
 
 from dataclasses import dataclass, field
@@ -312,7 +315,28 @@ def short_case():
     return d, data, bytes(out)
 
 
+def raw4_odd_case():
+    """RAW, C = 4, J = 2, KB = 1, C(j) = OUT + 8 + 16j ≡ 8 (mod 16): each element's 16 bytes
+    are one write step of two words (§12 "Step schedule": OW = ⌈4/4⌉ = 1), the odd word at
+    C(j) and the even word after it (the SRAM's two banks, "Why two write words")."""
+    rng = np.random.default_rng(17)         # its own: the other cases' operands stay as they were
+    x = rng.integers(-128, 128, size=(2, 8), dtype=np.int64)
+    wt = rng.integers(-128, 128, size=(4, 8), dtype=np.int64)
+    bias = [1, -2, 1 << 30, -(1 << 31)]
+    d = Descriptor(a_base=A, a_s0=8, w_base=W, w_sm=8, c_base=OUT + 8, c_s0=16, p_base=PAR,
+                   J0=2, C=4, mode=Mode.RAW)
+    acc = (x @ wt.T + np.array(bias)) & 0xFFFF_FFFF
+    out = bytearray(b"\xee" * 48)
+    for j in range(2):
+        out[8 + 16 * j:24 + 16 * j] = b"".join(int(v).to_bytes(4, "little") for v in acc[j])
+    data = [(DESC, d.pack()), (PAR, b"".join(ChannelParams(bias=b).pack() for b in bias)),
+            (A, bytes(int(v) & 0xFF for v in x.reshape(-1))),
+            (W, bytes(int(v) & 0xFF for v in wt.reshape(-1))), (OUT, b"\xee" * 48)]
+    return d, data, bytes(out)
+
+
 RAW_D, RAW_DATA, RAW_ACC = raw_case()
+R4_D, R4_DATA, R4_OUT = raw4_odd_case()
 PIPE_D, PIPE_DATA, PIPE_OUT = pipe_case()
 SHORT_D, SHORT_DATA, SHORT_OUT = short_case()
 G1_D, G1_DATA, G1_OUT = gather1_case()
@@ -326,9 +350,10 @@ TFLU_D, TFLU_DATA, TFLU_OUT = tflite_case(flags=Flag.A_UNSIGNED | Flag.OUT_UNSIG
 def steps_by_hand(d):
     """§12: 8 descriptor + 2C parameter steps, per block C W steps and J stream steps, OW − 1
     extra steps per element in the last block, + WRITE_DELAY = 8 (the last element's last
-    word is written in step s_{J−1} + 8 + OW − 1, OW − 1 steps after its last sub-step)."""
+    write is step s_{J−1} + 8 + OW − 1, OW − 1 steps after its last sub-step); OW = ⌈C/4⌉ in
+    RAW (16 bytes a write step), 1 in the byte modes."""
     c, j, kb = d.C, d.J0 * d.J1, d.K0 * d.K1
-    ow = (c + 1) // 2 if d.mode == Mode.RAW else 1
+    ow = -(-c // 4) if d.mode == Mode.RAW else 1
     g = d.K1 if d.flags & Flag.K_GATHER else 0             # one gather step per k1
     return 8 + 2 * c + g + kb * (c + j) + j * (ow - 1) + 8
 
@@ -392,13 +417,14 @@ def jobs():
                         (OUT + 160, b"\xee" * 160)], [(OUT, 320)]),
         # context 5's mrun is retried until it is accepted in the cycle right after the first
         # command's last step (back to back: busy without a gap; with T = 6 only context 5's
-        # M cycles, 5 + 4 mod 6, meet that cycle 93 = 3 mod 6)
+        # M cycles, 5 + 4 mod 6, meet that cycle 87 = 3 mod 6)
         Job("busy_b2b", {0: main_prog(),
                          5: [asm.lui(10, DESC2 >> 12), asm.addi(10, 10, DESC2 & 0xFFF),
                              asm.mrun(10), asm.mwait(), asm.csrrs(11, Csr.CYCLE, 0), asm.ecall()]},
             RAW_DATA + [(DESC2, Descriptor(**{**RAW_D.__dict__, "c_base": OUT + 160}).pack()),
                         (OUT + 160, b"\xee" * 160)], [(OUT, 320)]),
     ]
+    js.append(Job("raw4_odd", {0: main_prog()}, R4_DATA, [(OUT, 48)]))
     # the engine pauses in the tile's exchange phase: sync ARRAY with an IDLE 5 program
     js.append(Job("exchange", {0: [set_a0(DESC), asm.mrun(10), asm.addi(6, 0, XP),
                                    asm.csrrw(0, Csr.XPROG, 6), asm.sync_array(), asm.mwait(),
@@ -432,6 +458,16 @@ def jobs():
     js.append(Job("f_same_cycle", {0: main_prog(MIS), 1: [nop, asm.ebreak()]}))
     js.append(Job("f_engine_first", {0: main_prog(MIS), 1: [nop, nop, asm.ebreak()]}))
     js.append(Job("f_insn_first", {0: main_prog(MIS), 4: [asm.ebreak()]}))
+    # a data-check fault (checks 2, 3) of step s is visible from s + 2 (§7 "Stop"): FLOAT32,
+    # channel 2's multiplier +inf (check 3 in step 12); context 0 issues at s + 1 = 42
+    f2 = b"".join(ChannelParams(bias=0, multiplier=mu).pack()
+                  for mu in (0x3F000000, 0x3F000000, 0x7F800000))
+    df2 = Descriptor(a_base=A, w_base=W, c_base=OUT, p_base=PAR, C=3, mode=Mode.FLOAT32)
+    js.append(Job("f_data_s2", {0: [set_a0(DESC), asm.mrun(10), nop, nop, asm.addi(12, 0, 42),
+                                    asm.ecall()]}, [(DESC, df2.pack()), (PAR, f2)]))
+    # check 2 in step 7 (C = 0, visible 38) and context 3's ebreak issued at 33 (visible 38)
+    js.append(Job("f_data_tie", {0: main_prog(), 3: [nop, nop, asm.ebreak()]},
+                  [(DESC, d0.pack())] + RAW_DATA[1:]))
     # an engine write of cycle k is seen by fetches from k + 1 (§12 "Memory order", v2): a RAW
     # command (C = J = 1, KB = 3, zero operands) writes bias = `addi a2, x0, 77` over the
     # `addi a2, x0, 5` at 0x118 in step 23 (cycle 52); context 5 (jal, its word 4, at 47)
@@ -517,9 +553,11 @@ def check_halted_run(res, d, extra_busy=0):
 def test_raw_result_and_timing(results):
     res, (out,) = results["raw"]
     n, t_w = check_halted_run(res, RAW_D)
-    # by hand: 8 + 6 + 4·3 + 3·6 + 6·2 + 8 = 64 steps (step s at 29 + s), last at 28 + 64 = 92,
-    # idle from 93; mwait at 90 (M 94 ≥ 93; the slot before, 84, has M 88)
-    assert n == 64 and t_w == 90
+    # by hand (C = 3: OW = ⌈3/4⌉ = 1, each element's 12 bytes in one write step: its word at
+    # C(j) and 4 bytes of the next): 8 + 6 + 4·3 + 3·6 + 6·1 + 8 = 58 steps (step s at 29 + s),
+    # last at 28 + 58 = 86, idle from 87; mwait at 84 (M 88 ≥ 87; the slot before, 78, has
+    # M 82). (OW = 2 until 2026-12-02: 64 steps.)
+    assert n == 58 and t_w == 84
     assert out == raw_expected_out(RAW_ACC)
 
 
@@ -558,11 +596,11 @@ def test_float32_result_and_timing(results):
 def test_gather_result_and_timing(results, name):
     res, (out,) = results[name]
     d, want, steps = {"gather1": (G1_D, G1_OUT, 27),
-                      "gather3": (G3_D, G3_OUT, 61)}[name]
+                      "gather3": (G3_D, G3_OUT, 56)}[name]
     n, _ = check_halted_run(res, d)
     # by hand: gather1 8 + 2C + K1 + KB·(C + J) + J·(OW − 1) + 8 = 8 + 2 + 3 + 6 + 0 + 8 = 27
     # (J·OW = 1 < 8: the write, step 18 + 8 = 26, comes 8 steps after the last stream step);
-    # gather3 (OW = 2): 8 + 6 + 2 + 32 + 5 + 8 = 61
+    # gather3 (C = 3: OW = ⌈3/4⌉ = 1): 8 + 6 + 2 + 32 + 0 + 8 = 56
     assert n == steps
     assert out == want
 
@@ -575,11 +613,11 @@ def test_loads_and_stores_stall_the_engine(results):
     n = steps_by_hand(RAW_D)
     cyc = step_cycles(X0, n, blocked)
     last = cyc[-1]
-    assert last == X0 + n + 7 == 99    # 64 steps, 7 stalls in 29..99
+    assert last == X0 + n + 7 == 93    # 58 steps, 7 stalls (29, 35, .., 65) in 29..93
     t_w = mwait_retire(last)
     t0 = res.tiles[0]
     assert res.status == RunStatus.HALTED
-    assert t_w == 96                   # M 100 >= 100
+    assert t_w == 90                   # M 94 >= 94 (84: M 88)
     assert t0.contexts[0].regs[11] == t_w + 6
     assert t0.counters["engine"] == last - X0 + 1
     assert out == raw_expected_out(RAW_ACC)
@@ -672,27 +710,27 @@ def test_shortest_accumulate_again_distance_with_stalls(results):
 def test_mrun_while_busy_retries(results):
     res, (out,) = results["busy"]
     n1 = n2 = steps_by_hand(RAW_D)
-    # context 2: lui 20, addi 26, mrun 32, 38, ... retry until M ≥ 28 + n1 + 1 = 93 (n1 = 64):
-    # t = 92 (≡ 2 mod 6, M 96; 86 has M 90), accepted at x2 = 96; csrr at 98
+    # context 2: lui 20, addi 26, mrun 32, 38, ... retry until M ≥ 28 + n1 + 1 = 87 (n1 = 58):
+    # t = 86 (≡ 2 mod 6, M 90; 80 has M 84), accepted at x2 = 90; csrr at 92
     t_a = 32
     while t_a + 4 < X0 + n1 + 1:
         t_a += T
-    assert t_a == 92
+    assert n1 == 58 and t_a == 86
     t0 = res.tiles[0]
     assert t0.contexts[2].regs[11] == t_a + 6
     x2 = t_a + 4
-    # context 0's mwait retires at 90 (M 94: idle between the commands, 93..95); context 2
+    # context 0's mwait retires at 84 (M 88: idle between the commands, 87..89); context 2
     # waits for the second
-    assert t0.contexts[0].regs[11] == mwait_retire(X0 + n1) + 6 == 96
+    assert t0.contexts[0].regs[11] == mwait_retire(X0 + n1) + 6 == 90
     assert t0.counters["engine"] == (n1 + 1) + (n2 + 1)
     assert res.status == RunStatus.HALTED
-    # context 2's mwait: first at t_a + 12 = 104, retires at the first t ≡ 2 with
-    # t + 4 ≥ x2 + n2 + 1 = 161: 158; its ecall at t_w2 + 6 = 164 is the last one:
-    # cycles = t_w2 + 6 + 5 + D = 171
+    # context 2's mwait: first at t_a + 12 = 98, retires at the first t ≡ 2 with
+    # t + 4 ≥ x2 + n2 + 1 = 149: 146; its ecall at t_w2 + 6 = 152 is the last one:
+    # cycles = t_w2 + 6 + 5 + D = 159
     t_w2 = t_a + 12
     while t_w2 + 4 < x2 + n2 + 1:
         t_w2 += T
-    assert t_w2 == 158 and res.cycles == 171
+    assert t_w2 == 146 and res.cycles == 159
     assert res.cycles == t_w2 + 6 + 5 + D
     assert out == raw_expected_out(RAW_ACC) * 2
 
@@ -700,24 +738,24 @@ def test_mrun_while_busy_retries(results):
 def test_back_to_back_commands(results):
     res, (out,) = results["busy_b2b"]
     n = steps_by_hand(RAW_D)
-    # first command: busy 28 .. 28 + n = 92 (n = 64). Context 5: lui 23, addi 29, mrun 35,
-    # 41, ...; the issue at 89 has M = 93, the first idle cycle: accepted at x2 = 93 (no gap),
-    # busy 93 .. 93 + n = 157; its mwait (95, 101, ...) retires at the first t ≡ 5 with
-    # t + 4 ≥ 158: 155
-    assert n == 64
-    x2 = 93
-    t_w = 95
+    # first command: busy 28 .. 28 + n = 86 (n = 58). Context 5: lui 23, addi 29, mrun 35,
+    # 41, ...; the issue at 83 has M = 87, the first idle cycle: accepted at x2 = 87 (no gap),
+    # busy 87 .. 87 + n = 145; its mwait (89, 95, ...) retires at the first t ≡ 5 with
+    # t + 4 ≥ 146: 143
+    assert n == 58
+    x2 = 87
+    t_w = 89
     while t_w + 4 < x2 + n + 1:
         t_w += T
-    assert t_w == 155
+    assert t_w == 143
     t0 = res.tiles[0]
     assert res.status == RunStatus.HALTED
     assert t0.contexts[5].regs[11] == t_w + 6
-    # context 0's mwait (30, 36, ...): at 84 its M (88) finds the first command busy, at 90
-    # its M (94) the second, so it also waits for it: t = 156 (M 160 ≥ 158), csrr at 162,
-    # ecall at 168, the last one (context 5's at 167): visible 173, cycles = 173 + D
-    assert t0.contexts[0].regs[11] == 162 and res.cycles == 175
-    assert t0.counters["engine"] == 2 * (n + 1)          # cycles 28 .. 157, every one busy
+    # context 0's mwait (30, 36, ...): at 78 its M (82) finds the first command busy, at 84
+    # its M (88) the second, so it also waits for it: t = 144 (M 148 ≥ 146), csrr at 150,
+    # ecall at 156, the last one (context 5's at 155): visible 161, cycles = 161 + D
+    assert t0.contexts[0].regs[11] == 150 and res.cycles == 163
+    assert t0.counters["engine"] == 2 * (n + 1)          # cycles 28 .. 145, every one busy
     assert t0.counters["macs"] == 2 * 8 * 3 * 6 * 4
     assert out == raw_expected_out(RAW_ACC) * 2
 
@@ -727,53 +765,57 @@ def test_engine_pauses_in_the_exchange_phase(results):
     n = steps_by_hand(RAW_D)
     # context 0: a0 (18), mrun (24, x = 28), addi (30), csrrw xprog (36), sync ARRAY (42,
     # visible 47 = k*); D = 2 (N = 1): r = 49; IDLE 5 at 49..53, END at e = 54. The steps
-    # skip 49..54: the last one is at 28 + 64 + 6 = 98. RUNNING from 55: mwait 60, 66, ...
-    # retires at 96 (M 100 ≥ 99), csrr at 102, ecall at 108 (visible 113): cycles = 115
+    # skip 49..54: the last one (n = 58) is at 28 + 58 + 6 = 92. RUNNING from 55: mwait 60,
+    # 66, ... retires at 90 (M 94 ≥ 93), csrr at 96, ecall at 102 (visible 107): cycles = 109
     last = step_cycles(X0, n, set(range(49, 55)))[-1]
-    assert last == 98
+    assert last == 92
     t0 = res.tiles[0]
-    assert res.status == RunStatus.HALTED and res.cycles == 115
-    assert t0.contexts[0].regs[11] == 102
+    assert res.status == RunStatus.HALTED and res.cycles == 109
+    assert t0.contexts[0].regs[11] == 96
     assert t0.counters["engine"] == last - X0 + 1
     assert t0.counters["exchange"] == 6 and t0.counters["sync"] == 2
     assert out == raw_expected_out(RAW_ACC)
 
 
+#: §7 "Stop": a fault of checks 1 and 4 (addresses) of the step at t_f is visible from t_f + 1,
+#: one of checks 2 and 3 (the data of the word the step read) from t_f + 2 (since 2026-12-02)
+ADDRESS, DATA = 1, 2
+
 FAULTS = {
-    # name: (fault step, addr) — the step is at cycle t_f = 29 + step, its fault visible from
-    # t_f + 1 (data checks too: decided from the word read in the step, §7 "Stop"), so
-    # cycles = t_f + 1 + D
-    "f_misaligned": (0, MIS),                  # check 1 on descriptor word 0
-    "f_c0": (7, DESC),                               # check 2 in step 7
-    "f_qmax": (7, DESC),                             # qmax (word 7) out of the int8 range
-    "f_shift": (9 + 2 * 1, PAR + 16 + 8),            # check 3: channel 1's shift = 31
-    "f_fmult": (8 + 2 * 1, PAR + 16),                # check 3: FLOAT32, channel 1's M = +inf
+    # name: (fault step, addr, ADDRESS or DATA) — the step is at cycle t_f = 29 + step, its
+    # fault visible from v = t_f + 1 (checks 1, 4) or t_f + 2 (checks 2, 3), so cycles = v + D
+    "f_misaligned": (0, MIS, ADDRESS),               # check 1 on descriptor word 0
+    "f_c0": (7, DESC, DATA),                         # check 2 in step 7
+    "f_qmax": (7, DESC, DATA),                       # qmax (word 7) out of the int8 range
+    "f_shift": (9 + 2 * 1, PAR + 16 + 8, DATA),      # check 3: channel 1's shift = 31
+    "f_fmult": (8 + 2 * 1, PAR + 16, DATA),          # check 3: FLOAT32, channel 1's M = +inf
     # check 1 on k1 = 1's gather word at 0x4000 = sram_bytes: steps 0..9 desc/params, 10
     # gather (k1 = 0, at 0x3FF8), 11 W(0, 0), 12 X(0, 0), 13 the gather word of k1 = 1
-    "f_gather": (13, 0x4000),
+    "f_gather": (13, 0x4000, ADDRESS),
     # check 4: C(0) = OUT + 6, 6 + 4 > 8; KB = 3: steps 0..7, 8..15, then 3 blocks of
     # 4 W + 5 X steps; the last block's X(0) is step 16 + 2·9 + 4 = 38, its write step
     # 38 + 8 = 46 (the stream steps 39..42 of elements 1..4 and three tail steps come first)
-    "f_write": (46, OUT + 6),
+    "f_write": (46, OUT + 6, ADDRESS),
     # check 1 on X(j = 2, b = 0) (j1 = 1): steps 0..13 desc/params, W 14..16, X(0) 17,
     # X(1) 18, X(2) 19 at A + 0x4000 = 0x5400 >= 16 KiB
-    "f_xrange": (19, A + 0x4000),
+    "f_xrange": (19, A + 0x4000, ADDRESS),
 }
 
 
 @pytest.mark.parametrize("name", sorted(FAULTS))
 def test_engine_faults(results, name):
     res, _ = results[name]
-    step, addr = FAULTS[name]
+    step, addr, delay = FAULTS[name]
     t_f = X0 + 1 + step
+    v = t_f + delay
     t0 = res.tiles[0]
     assert res.status == RunStatus.FAULT
-    assert res.cycles == t_f + 1 + D
+    assert res.cycles == v + D
     f = t0.fault
     assert (f.context, f.cause, f.pc, f.addr) == (0, FaultCause.ENGINE_FAULT, MRUN_PC, addr)
     assert t0.contexts[0].state == CS.FAULT and t0.contexts[0].pc == MRUN_PC
-    # frozen after the faulting step, still busy until the stop (§12): 28 .. t_s = t_f + D
-    assert t0.counters["engine"] == t_f + D - X0 + 1
+    # frozen after the faulting step, still busy until the stop (§12): 28 .. t_s = v + D − 1
+    assert t0.counters["engine"] == v + D - 1 - X0 + 1
     assert all(t0.contexts[c].state == CS.HALTED for c in range(1, T))
 
 
@@ -814,6 +856,43 @@ def test_instruction_fault_before_engine_fault(results):
     assert (f.context, f.cause, f.pc) == (4, FaultCause.BREAKPOINT, pc_of(4, 0))
     assert t0.contexts[0].state == CS.RUNNING and t0.contexts[0].pc == pc_of(0, 2)
     assert t0.counters["engine"] == 1                     # the accept cycle 28
+
+
+def test_raw_two_word_writes_at_8_mod_16(results):
+    res, (out,) = results["raw4_odd"]
+    n, t_w = check_halted_run(res, R4_D)
+    # by hand: 8 + 8 + 4 + 0 + 2·1 + 8 = 30 steps, last at 28 + 30 = 58, idle from 59; mwait
+    # at 60 (M 64; 54 has M 58)
+    assert n == 30 and t_w == 60
+    assert out == R4_OUT
+
+
+def test_data_fault_visible_at_s_plus_2(results):
+    res, _ = results["f_data_s2"]
+    # step 12 (channel 2's multiplier word, check 3) at t_f = 41, visible from 43: t_s = 44,
+    # cycles = 43 + D = 45. Context 0 (c_e, slot t ≡ 0 mod 6) is RUNNING in 42 and issues its
+    # addi there (≤ t_s: it completes); FAULT from 43 with pc = pc_e. Record addr = p_base + 32
+    t0 = res.tiles[0]
+    assert res.status == RunStatus.FAULT and res.cycles == 45
+    f = t0.fault
+    assert (f.context, f.cause, f.pc, f.addr) == (0, FaultCause.ENGINE_FAULT, MRUN_PC, PAR + 32)
+    c0 = t0.contexts[0]
+    assert c0.state == CS.FAULT and c0.pc == MRUN_PC and c0.regs[12] == 42
+    assert c0.retired == 3 + 5                              # prologue, a0, mrun, nop, nop, addi
+    assert t0.counters["engine"] == 44 - X0 + 1 and t0.counters["macs"] == 0
+
+
+def test_instruction_fault_wins_the_tie_at_s_plus_2(results):
+    res, _ = results["f_data_tie"]
+    # check 2 in step 7 (cycle 36) is visible from 38; context 3's ebreak (issued 33, M 37)
+    # too: the record is the instruction's, the engine fault is dropped (§12), context 0 is
+    # not faulted (still at its mwait); cycles = 38 + D = 40
+    t0 = res.tiles[0]
+    assert res.status == RunStatus.FAULT and res.cycles == 40
+    f = t0.fault
+    assert (f.context, f.cause, f.pc) == (3, FaultCause.BREAKPOINT, pc_of(3, 2))
+    assert t0.contexts[3].state == CS.FAULT
+    assert t0.contexts[0].state == CS.RUNNING and t0.contexts[0].pc == pc_of(0, 2)
 
 
 def test_engine_write_seen_by_the_fetch_of_its_cycle(results):

@@ -453,16 +453,12 @@ class MatrixEngineSignature(wiring.Signature):
     macs : In(8)
         MACs of this cycle's stream step (8·C, or 0).
     fault : In(FaultSignature(config))
-        An engine fault of this cycle's step s (context c_e, cause ENGINE_FAULT, pc pc_e),
-        visible from s + 1 like a fault of the instruction in M (contract v2, §7 "Stop"): the
-        core reports it unless its own instruction in M faults (that one wins, §12).
-    fault_now : In(1)
-        ``fault`` of this cycle is a data check (§12 checks 2, 3) of the previous cycle's step
-        s, decided in s + 1 from the word read in s: it is already visible in this cycle (§7
-        "Stop": s + 1). So c_e counts as FAULT in this cycle (issue, visible states, cycle
-        class), the fault beats the instruction fault decided in M in this cycle (visible only
-        from the next), and it is dropped if an instruction fault was decided in the previous
-        cycle (visible in this one too: the instruction's wins, §12).
+        An engine fault decided in this cycle (context c_e, cause ENGINE_FAULT, pc pc_e),
+        visible from the next cycle like a fault of the instruction in M (§7 "Stop"): an
+        address fault (§12 checks 1, 4) of this cycle's step s (visible from s + 1), or a data
+        fault (checks 2, 3) of the previous cycle's step s, decided from the word read in s
+        (visible from s + 2). The core reports it unless its own instruction in M faults in this
+        cycle (visible from the same cycle: that one wins, §12).
 
     Raises
     ------
@@ -476,7 +472,7 @@ class MatrixEngineSignature(wiring.Signature):
             "m_mem": Out(1), "accept": Out(1), "desc": Out(32),
             "ctx": Out(config.context_bits), "pc": Out(32),
             "busy": In(1), "active": In(1), "macs": In(8),
-            "fault": In(FaultSignature(config)), "fault_now": In(1),
+            "fault": In(FaultSignature(config)),
         })
 
     def __eq__(self, other):

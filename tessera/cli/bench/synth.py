@@ -318,8 +318,8 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
 #: Units of one tile for :func:`breakdown`: (hierarchical module suffix, label).
 UNITS = [
     ("dut", "tile glue (barrier outputs)"),
-    ("dut.sram", "SRAM (64-bit words, 2 read + 1 write port) and its port muxes, deferred "
-                 "receive write"),
+    ("dut.sram", "SRAM (two banks of 64-bit words, 2 read + 1 write port each) and its port "
+                 "muxes, deferred receive write"),
     ("dut.fault", "fault record"),
     ("dut.engine", "exchange engine"),
     ("dut.matrix", "matrix engine: lanes, MACs, descriptor and stream control"),

@@ -48,16 +48,18 @@ WRITE_DELAY + w, the counters and the faults on steps), so the cut needs two arg
   written at the end of step s_{0,b}, before X(0, b) multiplies in s_{0,b} + 1. Only the
   products are registered, so MAC stage 2 needs no lane state but ``bias``.
 
-Faults (contract v2, §7 "Stop": an engine fault of step s is visible from s + 1). A read-address
-or write fault (checks 1, 4) is known in its step s and presented on ``core.fault`` in s, like an
-instruction fault decided in M at s (the core lets its own instruction fault of that cycle win,
-§12; the tile's record holds it from s + 1). The data checks (check 2 in step 7, check 3 in
-steps 8 + 2m / 9 + 2m) need the word read in that step, so they are decided in s + 1, presented
-on ``core.fault`` in s + 1 with ``core.fault_now`` (that is already the cycle the fault is visible
-in: the core counts c_e as FAULT in it, the tile's ``faulted`` is high in it). After a faulting step
-the engine is **frozen** (§12): no further step, still busy, until the start of the next run; a
-step in the cycle that detects a data fault (the next step, a descriptor, parameter or lane-load
-read with no architectural effect) is not reported.
+Faults (§7 "Stop", §12 "Engine faults"). A read-address or write fault (checks 1, 4) of step s
+is known in s, presented on ``core.fault`` in s and visible from s + 1, like an instruction fault
+decided in M at s (the core lets its own instruction fault of that cycle win, §12; the tile's
+record holds it from s + 1). The data checks (check 2 in step 7, check 3 in steps 8 + 2m /
+9 + 2m) need the word read in s, on port B in s + 1: they are decided in s + 1 and presented on
+``core.fault`` in s + 1 the same way, so they are visible from s + 2
+(``ENGINE_DATA_FAULT_VISIBLE_DELAY``; until 2026-12-02 they were visible from s + 1, through a
+combinational path from the port-B word into the core's issue, the tile's worst path). After a
+faulting step the engine is **frozen** (§12): no further step, still busy, until the start of
+the next run; the step made in the cycle that decides a data fault (s + 1: a descriptor,
+parameter, lane-load or gather read, with no architectural effect) has no fault of its own (its
+read-address check is masked by the data fault), and the engine makes no step after it.
 
 SRAM writes are handed to the tile SRAM (:mod:`.sram`), which writes them at the end of the step's
 cycle, like a store whose M is that cycle (§12 "Memory order").
@@ -576,7 +578,8 @@ class MatrixEngine(wiring.Component):
             with m.Elif(writing):
                 m.d.sync += wcnt.eq(wcnt - 1)
 
-        # ---- faults: address faults of step k presented in k, data faults in k + 1 ----------
+        # ---- faults: address faults of step k presented in k, data faults in k + 1 (both
+        # visible from the cycle after they are presented, §7 "Stop") --------------------
         afault = Signal()
         dq = Signal()                     # a data fault of the previous cycle's step
         m.d.comb += [dq.eq(dfault & ~frozen), afault.eq(adv & (rfault | wfault_now) & ~dq)]
@@ -589,6 +592,5 @@ class MatrixEngine(wiring.Component):
             core.fault.context.eq(c_e), core.fault.cause.eq(FaultCause.ENGINE_FAULT),
             core.fault.pc.eq(pc_e),
             core.fault.addr.eq(Mux(dq, dfault_addr, Mux(rfault, raddr, wf_addr))),
-            core.fault_now.eq(dq),
         ]
         return m

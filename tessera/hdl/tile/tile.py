@@ -20,7 +20,7 @@ Contract v2 (architecture §4, §7): every output the array reduces over the til
 of this tile's **visible** states, held in registers: ``arrive``, ``waiting``, ``all_halted``
 from the context states (a state change of an instruction issued at t is visible from
 t + ``STATE_VISIBLE_DELAY`` = t+5), ``faulted`` from the fault record (visible from t+5 for an
-instruction, c+1 / s+1 for an exchange / engine step). The array registers them once more on
+instruction, c+1 / s+1 for an exchange / engine step, s+2 for an engine data-check fault). The array registers them once more on
 the way out (the first register of D). ``run`` is high exactly in the run's cycles 0..C-1
 (C - 1 = t_s): the tile stops issuing, releasing and counting from the first cycle it is low,
 and completes the instructions issued up to t_s.
@@ -79,9 +79,10 @@ class Tile(wiring.Component):
         context HALTED (visible).
     faulted : Out(1)
         A fault is visible on this tile (its fault record is set): from t+5 for an
-        instruction issued at t, from c+1 / s+1 for an exchange / matrix-engine step; a matrix
-        engine's data-check fault of step s is decided in s + 1 (the word read in s) and is
-        visible then through the engine's ``eng.fault_now`` (the record holds it from s + 2).
+        instruction issued at t, from c+1 / s+1 for an exchange / matrix-engine step, from
+        s + 2 for a matrix-engine data-check fault of step s (decided in s + 1 from the word
+        read in s, §7 "Stop"). Every fault is written into the record at the end of the cycle
+        it is decided in, so ``faulted`` is the record's ``valid``.
     exchange : Out(ExchangeLinkSignature(config))
         Send bus of the previous cycle, receive mux select, the fabric's word.
     host : In(HostTileSignature(config))
@@ -166,18 +167,14 @@ class Tile(wiring.Component):
         connect(m, eng.fault, rec.xchg)
         connect(m, rec.record, flipped(self.host.fault))
         m.d.comb += [rec.clear.eq(self.start), self.host.xprog.eq(core.xprog)]
+        m.d.comb += self.faulted.eq(rec.record.valid)
         # -- matrix engine
-        if self.matrix is None:
-            m.d.comb += self.faulted.eq(rec.record.valid)
-        else:
+        if self.matrix is not None:
             m.submodules.matrix = mx = self.matrix
             connect(m, core.eng, mx.core)
             connect(m, mx.sram, sram.eng)
             # v2: every step of a cycle <= t_s takes effect (no commit condition)
             m.d.comb += [mx.clear.eq(self.start), mx.run.eq(self.xen & ~eng.in_exchange)]
-            # a data-check fault of the previous cycle's step is visible in this cycle,
-            # before the record holds it (architecture §7 "Stop": s + 1)
-            m.d.comb += self.faulted.eq(rec.record.valid | mx.core.fault_now)
 
         connect(m, flipped(self.host.dbg), core.dbg)
         connect(m, core.trace, flipped(self.trace))

@@ -498,26 +498,20 @@ class Core(wiring.Component):
         m_fault = Signal()
         m_retire = Signal()
         e_fault = Signal()     # the engine's fault is taken (not dropped, §12)
-        e_now = Signal()       # ... and it is a data check visible already in this cycle
-        m_fault_q = Signal()   # an instruction fault decided in the previous cycle
-        with m.If(start):
-            m.d.sync += m_fault_q.eq(0)
-        with m.Else():
-            m.d.sync += m_fault_q.eq(m_fault)
-        # an engine fault is dropped when an instruction fault of the tile is visible from the
-        # same cycle (§12): for a fault visible from the next cycle, the one decided in M now;
-        # for a data check visible now (eng.fault_now), the one decided in the previous cycle
+        # every engine fault on eng.fault is visible from the next cycle, like the instruction
+        # fault decided in M now (an address check of this cycle's step: s + 1; a data check
+        # of the previous cycle's step: s + 2, §7 "Stop"): the engine fault is dropped when
+        # the instruction in M faults in the same cycle (§12)
         m.d.comb += [
             m_fault.eq(m_valid & fault & ~start),
             m_retire.eq(m_valid & ~fault & ~div_wait & ~eng_wait & ~start),
-            e_now.eq(eng.fault.valid & eng.fault_now & ~m_fault_q & ~start),
-            e_fault.eq(e_now | (eng.fault.valid & ~eng.fault_now & ~m_fault & ~start)),
+            e_fault.eq(eng.fault.valid & ~m_fault & ~start),
             self.fault.valid.eq(m_fault | e_fault),
             self.fault.xchg.eq(0),
-            self.fault.context.eq(Mux(m_fault & ~e_now, mm.ctx, eng.fault.context)),
-            self.fault.cause.eq(Mux(m_fault & ~e_now, cause, eng.fault.cause)),
-            self.fault.pc.eq(Mux(m_fault & ~e_now, mm.pc, eng.fault.pc)),
-            self.fault.addr.eq(Mux(m_fault & ~e_now, faddr, eng.fault.addr)),
+            self.fault.context.eq(Mux(m_fault, mm.ctx, eng.fault.context)),
+            self.fault.cause.eq(Mux(m_fault, cause, eng.fault.cause)),
+            self.fault.pc.eq(Mux(m_fault, mm.pc, eng.fault.pc)),
+            self.fault.addr.eq(Mux(m_fault, faddr, eng.fault.addr)),
             # the word in M (any turn, faulting or not; a failed fetch has no word) owns the
             # SRAM's data ports if it is a LOAD or STORE (§12 "Engine cycles")
             eng.m_mem.eq(m_valid & ~mm.misaligned & ~mm.range
@@ -558,7 +552,7 @@ class Core(wiring.Component):
             sched.m_set.eq(m_valid & ~start & (fault | md.ecall | md.sync)),
             sched.m_ctx.eq(mm.ctx),
             sched.m_state.eq(new_state),
-            sched.e_set.eq(e_fault), sched.e_ctx.eq(eng.fault.context), sched.e_now.eq(e_now),
+            sched.e_set.eq(e_fault), sched.e_ctx.eq(eng.fault.context),
         ]
 
         # pc, CSR, per-context and tile retire counters. A context that is FAULT (an engine

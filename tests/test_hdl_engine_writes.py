@@ -1,0 +1,201 @@
+"""The matrix engine's write steps of up to two 8-byte words and its data-check faults visible
+from s + 2 (docs/architecture.md §12 "Step schedule", "Why two write words", "Engine faults"
+check 4; §7 "Stop"; contract change of 2026-12-02) on the Amaranth-simulated array (1 tile,
+T = 6, 16 KiB; P = 32: M = 4 lanes, or P = 64: M = 8). No Verilator build.
+
+Every expected value is derived by hand from the contract text (comments); the int32
+accumulators of §12 "Semantics" (acc(j, m) = bias[m] + Σ_i X(j)[i]·W(m)[i] mod 2^32) in numpy.
+
+Program layout (tests/helpers/model_engine.py): context c's word j issues at (3 + j)·6 + c.
+Context 0 issues ``li x5, D0`` at 18 and ``mrun x5`` at 24, accepted in its M cycle x = 28, so
+step s is at cycle 29 + s (no load, store or exchange); ``mwait`` at 30 + 6r retries until its
+M (34 + 6r) is after the last step, ``csrr x10, cycle`` 6 cycles later, ``ecall`` 6 after that,
+the last one of the run (the other contexts' ``ecall`` at 18 + c): HALTED visible 5 cycles
+later and cycles = that + D, D = 2 (one tile, §7).
+
+RAW write steps (§12 "Step schedule"): OW = ⌈C/4⌉ write steps per element; write w of element
+j is bytes 16w .. min(16w + 16, 4C) − 1 of its 4C bytes (acc(j, 4w) .. acc(j, min(4w + 4, C)
+− 1), little-endian int32) at C(j) + 16w: the word at C(j) + 16w and, when 4C > 16w + 8, the
+next one. A command with KB = 1 (K0 = K1 = 1) has 8 + 2C + C + J·OW + 8 steps.
+"""
+
+import numpy as np
+import pytest
+
+from tessera.spec.config import ArrayConfig
+from tessera.spec.engine import Descriptor, Mode
+from tessera.spec.faults import FaultCause
+from tessera.toolchain import asm
+
+from helpers.hdl_parity import rtl_run
+from helpers.model_engine import A, CODE, D0, OUT, P, PC_MRUN, SRAM, W, image, issuer, params
+
+CFG32 = ArrayConfig(tiles=1, contexts=6, sram_bytes=SRAM, engine_macs=32)    # M = 4
+CFG64 = ArrayConfig(tiles=1, contexts=6, sram_bytes=SRAM, engine_macs=64)    # M = 8
+X0 = 28                     # accept cycle of context 0's mrun
+D = 2                       # decision latency of one tile (§7)
+FILL = 0xEE                 # the output area's bytes before the command
+REGION = 0x100              # bytes read back from OUT
+
+
+def _raw(seed, c, j, c_base, c_s0):
+    """RAW, C = c, J = J0 = j, KB = 1: X(j) at A + 8j, W(m) at W + 8m, C(j) = c_base + c_s0·j.
+    Returns the descriptor, the memory image and acc (J × C, int64 in 0 .. 2^32 − 1)."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-128, 128, size=(j, 8))
+    wt = rng.integers(-128, 128, size=(c, 8))
+    bias = rng.integers(-2 ** 31, 2 ** 31, size=c)
+    d = Descriptor(a_base=A, a_s0=8, w_base=W, w_sm=8, c_base=c_base, c_s0=c_s0, p_base=P,
+                   J0=j, C=c, mode=Mode.RAW)
+    acc = (x @ wt.T + bias[None, :]) % 2 ** 32
+    mem = {D0: d.pack(), A: bytes(int(v) & 0xFF for v in x.reshape(-1)),
+           W: bytes(int(v) & 0xFF for v in wt.reshape(-1)), P: params(bias)}
+    return d, mem, acc
+
+
+def _img(codes, mem, extra=()):
+    return [(0, image(codes))] + sorted(mem.items()) + list(extra)
+
+
+def _words(b):
+    return [int.from_bytes(b[i:i + 4], "little") for i in range(0, len(b), 4)]
+
+
+def _halted_timing(n):
+    """(csrr value, cycles) of the issuer's run of one command of n steps (module docstring):
+    the last step at 28 + n, the engine idle from 29 + n; mwait retires at the first
+    t = 30 + 6r with t + 4 ≥ 29 + n."""
+    t_w = 30
+    while t_w + 4 < X0 + n + 1:
+        t_w += 6
+    return t_w + 6, t_w + 12 + 5 + D
+
+
+RAW_CASES = {
+    # name: (config, C, J, C(0), c_s0, steps by hand, OW by hand)
+    # C = 3: OW = ⌈3/4⌉ = 1; 12 bytes: the word at C(j) and 4 bytes of the next;
+    # 8 + 6 + 3 + 2·1 + 8 = 27 steps (⌈3/2⌉ = 2 until 2026-12-02: 29)
+    "c3": (CFG32, 3, 2, OUT, 16, 27, 1),
+    # C = 4: OW = 1; 16 bytes: two whole words; 8 + 8 + 4 + 2 + 8 = 30 steps
+    "c4": (CFG32, 4, 2, OUT, 16, 30, 1),
+    # C(j) = OUT + 8 + 16j ≡ 8 (mod 16): the first word of each write is an odd word (bank
+    # "odd"), the second the next even word, in the next row of the other bank
+    "c4_odd": (CFG32, 4, 2, OUT + 8, 16, 30, 1),
+    "c3_odd": (CFG32, 3, 2, OUT + 8, 24, 27, 1),
+    # P = 64, C = 5: OW = ⌈5/4⌉ = 2; write 0 = bytes 0..15 (two words), write 1 = bytes
+    # 16..19 at C(j) + 16 (4C = 20 is not > 16 + 8: one word, 4 bytes of it);
+    # 8 + 10 + 5 + 2·2 + 8 = 35 steps
+    "c5_p64": (CFG64, 5, 2, OUT, 32, 35, 2),
+    # P = 64, C = 8: OW = 2, both writes two words (4C = 32 > 16 + 8); 8 + 16 + 8 + 4 + 8 = 44
+    "c8_p64": (CFG64, 8, 2, OUT + 8, 40, 44, 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RAW_CASES))
+def test_raw_write_steps(name):
+    cfg, c, j, c0, cs0, steps, ow = RAW_CASES[name]
+    assert -(-c // 4) == ow                                   # OW = ⌈C/4⌉ (§12)
+    assert 8 + 2 * c + c + j * ow + 8 == steps
+    d, mem, acc = _raw(10 + c + 7 * j + c0 % 16, c, j, c0, cs0)
+    img = _img({0: issuer()}, mem, [(OUT, bytes([FILL]) * REGION)])
+    got = rtl_run(cfg, [img], 2000, [(OUT, OUT + REGION)])
+    t0 = got["tiles"][0]
+    assert got["status"] == "halted" and t0["fault"] is None
+    csrr, cycles = _halted_timing(steps)
+    assert t0["contexts"][0]["regs"][10] == csrr and got["cycles"] == cycles
+    assert t0["counters"]["engine"] == steps + 1            # cycles 28 .. 28 + steps
+    assert t0["counters"]["macs"] == 8 * c * j
+    want = bytearray([FILL]) * REGION
+    for e in range(j):
+        a = c0 - OUT + cs0 * e
+        want[a:a + 4 * c] = b"".join(int(v).to_bytes(4, "little") for v in acc[e])
+    assert got["mem"][0] == _words(want)
+
+
+def test_raw_write_fault_on_the_second_word_writes_neither():
+    """Check 4 (RAW): C(0) = sram_bytes − 8 is a multiple of 8 and C(0) + 16·0 < sram_bytes, but
+    the write's second word (4C = 16 > 8) is at C(0) + 8 = sram_bytes: addr = sram_bytes, and
+    neither word is written."""
+    c0 = SRAM - 8
+    d, mem, _acc = _raw(5, 4, 1, c0, 16)
+    # steps 0..7 descriptor, 8..15 parameters, 16..19 W, 20 = X(0) = s_0, its write in step
+    # s_0 + WRITE_DELAY = 28 at t_f = 29 + 28 = 57; check 4 is an address check: visible from
+    # 58 (§7 "Stop"), t_s = 58 + D − 1 = 59, cycles = 58 + D = 60
+    img = _img({0: issuer()}, mem, [(c0, bytes([FILL]) * 8)])
+    got = rtl_run(CFG32, [img], 2000, [(c0, SRAM)])
+    t0 = got["tiles"][0]
+    assert got["status"] == "fault" and got["cycles"] == 60
+    assert t0["fault"] == {"context": 0, "cause": FaultCause.ENGINE_FAULT.label,
+                           "pc": PC_MRUN, "addr": SRAM}
+    assert t0["contexts"][0]["state"] == "fault" and t0["contexts"][0]["pc"] == PC_MRUN
+    assert got["mem"][0] == [0xEEEEEEEE] * 2                # the first word is not written
+    # the stream step 20 counted its 8·C MACs; busy 28 .. t_s = 59
+    assert t0["counters"]["macs"] == 32 and t0["counters"]["engine"] == 59 - X0 + 1
+
+
+INF = 0x7F800000            # binary32 +inf: exponent 255 (check 3 in FLOAT32 mode)
+
+
+def test_data_fault_visible_at_s_plus_2_and_c_e_issues_at_s_plus_1():
+    """FLOAT32, C = 3, channel 2's multiplier +inf: check 3 in step 8 + 2·2 = 12, at
+    t_f = 29 + 12 = 41, visible from t_f + 2 = 43 (§7 "Stop", §12 "Engine faults").
+    Context 0 (c_e) issues at 30, 36, 42 = t_f + 1 (its slot, t ≡ 0 mod 6): it is still
+    RUNNING in 42 (FAULT from 43), so ``addi x12, x0, 42`` issued at 42 ≤ t_s = 43 + D − 1 = 44
+    takes effect and retires; cycles = 43 + D = 45. (Until 2026-12-02 the fault was visible
+    from 42: context 0 would not have issued at 42.) The record: (0, engine_fault, pc_e,
+    p_base + 16·2); c_e's final pc is pc_e."""
+    d = Descriptor(a_base=A, w_base=W, c_base=OUT, p_base=P, C=3, mode=Mode.FLOAT32)
+    par = params([0, 0, 0], [0x3F000000, 0x3F000000, INF], [0, 0, 0])
+    nop = asm.addi(0, 0, 0)
+    code = [*asm.li(5, D0), asm.mrun(5), nop, nop, asm.addi(12, 0, 42), asm.ecall()]
+    assert len(asm.li(5, D0)) == 1                          # li at 18, mrun at 24
+    img = _img({0: code}, {D0: d.pack(), P: par})
+    got = rtl_run(CFG32, [img], 2000, [])
+    t0 = got["tiles"][0]
+    c0 = t0["contexts"][0]
+    assert got["status"] == "fault" and got["cycles"] == 45
+    assert t0["fault"] == {"context": 0, "cause": FaultCause.ENGINE_FAULT.label,
+                           "pc": PC_MRUN, "addr": P + 32}
+    assert c0["state"] == "fault" and c0["pc"] == PC_MRUN
+    assert c0["regs"][12] == 42
+    # the dispatch (3), li, mrun, nop, nop, addi: the addi issued at 42 retired
+    assert c0["retired"] == 3 + 5
+    assert t0["counters"]["engine"] == 44 - X0 + 1            # busy 28 .. t_s = 44
+    assert t0["counters"]["macs"] == 0
+
+
+def _tie_case(insn_ctx):
+    """Check 2 in step 7 (C = 0) at t_f = 36, visible from 38 (§12: checks 2, 3 from s + 2);
+    context ``insn_ctx`` runs nop, nop, ebreak (its word 2 issues at 30 + insn_ctx)."""
+    d = Descriptor(a_base=A, w_base=W, c_base=OUT, p_base=P, C=0, mode=Mode.RAW)
+    nop = asm.addi(0, 0, 0)
+    img = _img({0: issuer(), insn_ctx: [nop, nop, asm.ebreak()]}, {D0: d.pack()})
+    return rtl_run(CFG32, [img], 2000, [])
+
+
+def test_instruction_fault_visible_with_the_data_fault_at_s_plus_2_wins():
+    # context 3's ebreak issued at 33 (M 37) is visible from 38 = t_f + 2, the cycle the data
+    # fault is visible: the record is the instruction's, the engine fault is dropped and
+    # context 0 is not faulted (§12 "Engine faults", §7 "Stop"); cycles = 38 + D = 40
+    got = _tie_case(3)
+    t0 = got["tiles"][0]
+    assert got["status"] == "fault" and got["cycles"] == 40
+    f = t0["fault"]
+    assert (f["context"], f["cause"], f["pc"]) == (3, FaultCause.BREAKPOINT.label, CODE * 4 + 8)
+    assert t0["contexts"][3]["state"] == "fault"
+    # context 0 retries mwait (its word 2, pc 0x88) at 30, 36 (t_s = 39)
+    assert t0["contexts"][0]["state"] == "running" and t0["contexts"][0]["pc"] == CODE + 8
+
+
+def test_instruction_fault_visible_at_s_plus_1_is_first():
+    # context 2's ebreak issued at 32 is visible from 37 = t_f + 1, before the data fault
+    # (38): the record is the ebreak's (the fault visible first), t_s = 37 + D − 1 = 38 and
+    # cycles = 39; the engine fault, visible from 38 <= t_s, still puts c_e into FAULT with
+    # pc = pc_e (as an instruction fault visible after the first, §7 "Stop")
+    got = _tie_case(2)
+    t0 = got["tiles"][0]
+    assert got["status"] == "fault" and got["cycles"] == 39
+    f = t0["fault"]
+    assert (f["context"], f["cause"], f["pc"]) == (2, FaultCause.BREAKPOINT.label, CODE * 3 + 8)
+    assert t0["contexts"][2]["state"] == "fault"
+    assert t0["contexts"][0]["state"] == "fault" and t0["contexts"][0]["pc"] == PC_MRUN
