@@ -199,3 +199,55 @@ def test_instruction_fault_visible_at_s_plus_1_is_first():
     assert (f["context"], f["cause"], f["pc"]) == (2, FaultCause.BREAKPOINT.label, CODE * 3 + 8)
     assert t0["contexts"][2]["state"] == "fault"
     assert t0["contexts"][0]["state"] == "fault" and t0["contexts"][0]["pc"] == PC_MRUN
+
+
+def test_c_e_instruction_of_s_plus_1_faulting_keeps_the_engine_record():
+    # as the s + 2 case above (check 3 in step 12 at t_f = 41, visible from 43, t_s = 44),
+    # with context 0's ebreak issued at 42 = t_f + 1: it is issued (c_e is RUNNING in 42) and
+    # completes (42 ≤ t_s), faulting in its M (46), visible from 47; the tile keeps the fault
+    # visible first, the engine's (§7 "Stop"); c_e stays FAULT with pc = pc_e (the ebreak
+    # does not retire); cycles = 43 + D = 45
+    d = Descriptor(a_base=A, w_base=W, c_base=OUT, p_base=P, C=3, mode=Mode.FLOAT32)
+    par = params([0, 0, 0], [0x3F000000, 0x3F000000, INF], [0, 0, 0])
+    nop = asm.addi(0, 0, 0)
+    code = [*asm.li(5, D0), asm.mrun(5), nop, nop, asm.ebreak(), asm.ecall()]
+    got = rtl_run(CFG32, [_img({0: code}, {D0: d.pack(), P: par})], 2000, [])
+    t0 = got["tiles"][0]
+    c0 = t0["contexts"][0]
+    assert got["status"] == "fault" and got["cycles"] == 45
+    assert t0["fault"] == {"context": 0, "cause": FaultCause.ENGINE_FAULT.label,
+                           "pc": PC_MRUN, "addr": P + 32}
+    assert c0["state"] == "fault" and c0["pc"] == PC_MRUN
+    assert c0["retired"] == 3 + 4                            # dispatch, li, mrun, nop, nop
+
+
+def test_data_fault_and_exchange_fault_visible_together_keep_the_engine_record():
+    """§7 "Stop" (contract of 2026-12-02): an engine fault and an exchange fault of one tile
+    visible from the same cycle (a data-check fault of the step just before the exchange
+    phase and the fault of the phase's first step): the engine's.
+
+    Context 0: li x5, D0 (18); li x6, XPM (24); csrrw xprog, x6 (30; M 34); mrun x5 (36,
+    accepted at x = 40: step s at 41 + s); sync ARRAY (42, visible 47 = k*). D = 2: the
+    exchange phase starts at r = k* + D = 49, its first step (at XPM = 0x784, not 8-byte
+    aligned: an exchange fault, §6) is at 49 and visible from 50. Step 7 (cycle 48 = r − 1)
+    reads descriptor word 7 of a descriptor with C = 0 (check 2): visible from 48 + 2 = 50.
+    The record is the engine's (context 0, pc of the mrun, addr d); cycles = 50 + D = 52."""
+    xpm = 0x784
+    d = Descriptor(a_base=A, w_base=W, c_base=OUT, p_base=P, C=0, mode=Mode.RAW)
+    from tessera.spec.csr import Csr
+    code = [*asm.li(5, D0), *asm.li(6, xpm), asm.csrrw(0, Csr.XPROG, 6), asm.mrun(5),
+            asm.sync_array(), asm.mwait(), asm.ecall()]
+    assert len(asm.li(5, D0)) == len(asm.li(6, xpm)) == 1
+    got = rtl_run(CFG32, [_img({0: code}, {D0: d.pack()})], 2000, [])
+    t0 = got["tiles"][0]
+    assert got["status"] == "fault" and got["cycles"] == 52
+    assert t0["fault"] == {"context": 0, "cause": FaultCause.ENGINE_FAULT.label,
+                           "pc": CODE + 12, "addr": D0}
+    assert t0["contexts"][0]["state"] == "fault" and t0["contexts"][0]["pc"] == CODE + 12
+    # the same program with a valid descriptor (C = 1): the exchange fault alone, visible from
+    # 50 too (context null, pc = addr = the step address, §6)
+    ok = Descriptor(a_base=A, w_base=W, c_base=OUT, p_base=P, C=1, mode=Mode.RAW)
+    got = rtl_run(CFG32, [_img({0: code}, {D0: ok.pack()})], 2000, [])
+    assert got["status"] == "fault" and got["cycles"] == 52
+    assert got["tiles"][0]["fault"] == {"context": None, "cause": FaultCause.EXCHANGE_FAULT.label,
+                                        "pc": xpm, "addr": xpm}

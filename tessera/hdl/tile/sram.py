@@ -13,10 +13,10 @@ writes one word, the bank of its address (docs/rtl.md "Tile SRAM"; users in prio
 * port B (not transparent): exchange send, else core load, else matrix-engine read, else host
   read;
 * write ports (one per bank): exchange receive, else core store, else matrix-engine write
-  (one or two words), else host write. Never two users in the same cycle: a tile in its exchange phase has no instruction in M (its
-  contexts wait from k* and the phase starts at r = k* + D >= k* + 2), a matrix-engine cycle
-  has no LOAD/STORE in M and is not in the exchange phase (architecture §12 "Engine cycles"),
-  and the host only writes while stopped.
+  (one or two words), else host write. Never two users in the same cycle: a tile in its
+  exchange phase has no instruction in M (its contexts wait from k* and the phase starts at
+  r = k* + D >= k* + 2), a matrix-engine cycle has no LOAD/STORE in M and is not in the
+  exchange phase (architecture §12 "Engine cycles"), and the host only writes while stopped.
 
 Every write of cycle k is written at the end of k (contract v2: nothing is deferred, since
 every write of a cycle <= t_s takes effect, architecture §7 "Stop"). Every read is the SRAM as

@@ -20,8 +20,8 @@ Contract v2 (architecture §4, §7): every output the array reduces over the til
 of this tile's **visible** states, held in registers: ``arrive``, ``waiting``, ``all_halted``
 from the context states (a state change of an instruction issued at t is visible from
 t + ``STATE_VISIBLE_DELAY`` = t+5), ``faulted`` from the fault record (visible from t+5 for an
-instruction, c+1 / s+1 for an exchange / engine step, s+2 for an engine data-check fault). The array registers them once more on
-the way out (the first register of D). ``run`` is high exactly in the run's cycles 0..C-1
+instruction, c+1 / s+1 for an exchange / engine step, s+2 for an engine data-check fault). The
+array registers them once more on the way out (the first register of D). ``run`` is high exactly in the run's cycles 0..C-1
 (C - 1 = t_s): the tile stops issuing, releasing and counting from the first cycle it is low,
 and completes the instructions issued up to t_s.
 
