@@ -265,8 +265,7 @@ def matmul_step_ceiling() -> dict:
     Returns
     -------
     dict
-        ``raw`` / ``fused``: steps of one ``RAW`` (int32, OW = ⌈4/4⌉ = 1 since 2026-12-02) /
-        ``TFLITE`` (int8, OW = 1)
+        ``raw`` / ``fused``: steps of one ``RAW`` (int32, OW = 2) / ``TFLITE`` (int8, OW = 1)
         command; ``stream``: the tile's stream steps (2·J·KB = 4,096); ``raw_share`` /
         ``fused_share``: stream steps / the tile's 2 commands' steps; ``raw_slack``: the
         cycles left after the 2 RAW commands' steps in the longest compute set that is still
