@@ -448,8 +448,9 @@ def test_conv2d_3x3_zero_point_padding_against_kernels():
 
 
 def test_raw_output_odd_channel_count():
-    # RAW, C = 3: OW = 2 words per element; word 1 holds only acc(j, 2) (4 bytes): the bytes
-    # after 12 stay as they were (0xEE).
+    # RAW, C = 3: OW = ⌈3/4⌉ = 1 write step per element (§12 "Step schedule"): write 0 is
+    # bytes 0 .. min(16, 12) − 1 = 0..11 at C(j): the word at C(j) and, since 4C = 12 > 8, 4
+    # bytes of the next one; the bytes after 12 stay as they were (0xEE).
     rng = np.random.default_rng(2)
     J, C = 4, 3
     a = rng.integers(-128, 128, (J, 8)).astype(np.int8)
@@ -461,9 +462,85 @@ def test_raw_output_odd_channel_count():
     got = i32(arr, OUT, 4 * J).reshape(J, 4)
     assert (got[:, :3] == matmul(a, w.T.copy()).astype(np.int64) + [1, 2, 3]).all()
     assert arr.read_mem(0, OUT + 12, 4) == b"\xee" * 4
-    # steps 8 + 6 + 3 + 0 + 4 * 2 + 8 = 33 (J·OW = 8 = WRITE_DELAY: the last write, word 1 of
-    # element 3 in step s_3 + 8 + 1 = (17 + 3·2) + 9 = 32, is the command's last step)
-    assert res.tiles[0].counters["engine"] == 34
+    # steps 8 + 2C + KB·C + (KB − 1)·J + J·OW + 8 = 8 + 6 + 3 + 0 + 4·1 + 8 = 29 (steps
+    # 0..28): s_j = 17 + j, the write of element 3 in step s_3 + 8 = 28 is the last step, at
+    # cycle x + 1 + 28 (x = 28, no stalls): busy x .. x + 29 = 30 cycles
+    assert command_steps(desc) == 29
+    assert res.tiles[0].counters["engine"] == 30
+
+
+@pytest.mark.parametrize("macs,C,c_base,c_s0,steps", [
+    # §12 "Step schedule" (ENGINE_WRITE_WORDS = 2 since 2026-12-02): OW = ⌈C/4⌉ write steps
+    # per element in RAW; write w is bytes 16w .. min(16w + 16, 4C) − 1 of the element's 4C
+    # bytes at C(j) + 16w (the word at C(j) + 16w and, when 4C > 16w + 8, the next one).
+    # J = 3, KB = 1: steps = 8 + 2C + KB·C + (KB − 1)·J + J·OW + 8.
+    # C = 4 (P = 32): OW = 1, write 0 = bytes 0..15 (two words); 8 + 8 + 4 + 0 + 3 + 8 = 31
+    (32, 4, OUT, 16, 31),
+    # C = 4 at C(j) = OUT + 8 + 24j: OUT + 8 and OUT + 56 are 8 mod 16: still one step of two
+    # words (any 8-byte-aligned address, not an aligned 16-byte block); 31 steps
+    (32, 4, OUT + 8, 24, 31),
+    # C = 5 (P = 64): OW = 2, write 0 = bytes 0..15, write 1 = bytes 16..19 (4C = 20 is not
+    # > 24: one word, 4 bytes of it); 8 + 10 + 5 + 0 + 3·2 + 8 = 37
+    (64, 5, OUT, 24, 37),
+    # C = 8 (P = 64): OW = 2, writes 0 and 1 = bytes 0..15 and 16..31 (two words each);
+    # 8 + 16 + 8 + 0 + 3·2 + 8 = 46
+    (64, 8, OUT, 32, 46),
+])
+def test_raw_write_steps_of_two_words(macs, C, c_base, c_s0, steps):
+    cfg = CFG.replace(engine_macs=macs)
+    rng = np.random.default_rng(100 + C)
+    J = 3
+    a = rng.integers(-128, 128, (J, 8)).astype(np.int8)
+    w = rng.integers(-128, 128, (C, 8)).astype(np.int8)
+    bias = rng.integers(-5000, 5000, C)
+    desc = Descriptor(a_base=A, a_s0=8, J0=J, w_base=W, w_sm=8, c_base=c_base, c_s0=c_s0,
+                      p_base=P, C=C, mode=Mode.RAW)
+    assert command_steps(desc) == steps
+    arr, res = run_cmd(desc, {A: a.tobytes(), W: w.tobytes(), P: params(bias),
+                              OUT: b"\xee" * 160}, cfg=cfg)
+    want = matmul(a, w.T.copy()).astype(np.int64) + bias                 # [J, C]
+    for j in range(J):
+        cj = c_base + j * c_s0
+        assert list(i32(arr, cj, C)) == list(want[j]), f"element {j} at {cj:#x}"
+        # the bytes between 4C and the next element (or the end of the filled region) stay
+        gap = c_s0 - 4 * C
+        assert arr.read_mem(0, cj + 4 * C, gap) == b"\xee" * gap
+    assert arr.read_mem(0, OUT, c_base - OUT) == b"\xee" * (c_base - OUT)
+    # no stalls (the other contexts ecall by 28, mwait is no LOAD/STORE): steps at x + 1 ..
+    # x + steps, busy x .. x + steps (x = 28): steps + 1 cycles; macs = 8·C per stream step
+    c = res.tiles[0].counters
+    assert (c["engine"], c["macs"]) == (steps + 1, 8 * C * J)
+
+
+def test_raw_last_write_of_one_word_at_the_end_of_the_sram():
+    # P = 64, C = 5, J = 1 at C(0) = SRAM − 24: write 0 = bytes 0..15 at SRAM − 24 (words SRAM −
+    # 24, SRAM − 16), write 1 = bytes 16..19 at SRAM − 8: 4C = 20 is not > 16·1 + 8, so write 1
+    # has no second word and SRAM − 8 + 8 = SRAM is not checked (§12 check 4): no fault.
+    cfg = CFG.replace(engine_macs=64)
+    desc = Descriptor(a_base=A, a_s0=8, J0=1, w_base=W, w_sm=8, c_base=SRAM - 24, c_s0=0,
+                      p_base=P, C=5, mode=Mode.RAW)
+    arr, res = run_cmd(desc, {A: X_ROWS.tobytes(), W: np.tile(W_ROW, 8).tobytes(),
+                              P: params([0, 1, 2, 3, 4]), SRAM - 24: b"\xee" * 24}, cfg=cfg)
+    # acc(0, m) = m + X(0)·W = m + 204 (sum i^2, i = 1..8)
+    assert list(i32(arr, SRAM - 24, 5)) == [204, 205, 206, 207, 208]
+    assert arr.read_mem(0, SRAM - 4, 4) == b"\xee" * 4
+
+
+def test_raw_fault_on_the_second_word_of_write_one():
+    # P = 64, C = 8, J = 1 at C(0) = SRAM − 24. Steps: 0..7 descriptor, 8..23 parameters,
+    # lanes 24..31, stream 32 (s_0), 33 without a read (OW = 2), write 0 in step s_0 + 8 = 40
+    # (bytes 0..15 at SRAM − 24: inside), write 1 in step 41 at SRAM − 8: its first word is
+    # inside, its second C(0) + 16 + 8 = SRAM is not: engine fault, addr = SRAM (§12 check 4,
+    # an address check: visible from the step's cycle + 1), and write 1 writes neither word.
+    cfg = CFG.replace(engine_macs=64)
+    desc = Descriptor(a_base=A, a_s0=8, J0=1, w_base=W, w_sm=8, c_base=SRAM - 24, c_s0=0,
+                      p_base=P, C=8, mode=Mode.RAW)
+    mem = dict(STD_MEM)
+    mem[SRAM - 24] = b"\xee" * 24
+    arr, res = fault_case(desc, mem, cfg=cfg)
+    check_fault(res, arr, 41, SRAM)
+    assert list(i32(arr, SRAM - 24, 4)) == [204] * 4          # write 0: acc(0, 0..3), bias 0
+    assert arr.read_mem(0, SRAM - 8, 8) == b"\xee" * 8
 
 
 @pytest.mark.parametrize("macs,C", [(16, 2), (64, 8)])
@@ -602,18 +679,21 @@ def test_read_check_precedes_write_check_in_one_step():
 
 
 @pytest.mark.parametrize("desc,step,addr", [
-    # J = 1, C = 4: steps 0..7, 8..15 parameters, lanes 16..19, stream 20 (RAW: 21 without a
-    # read), write(s) 20 + WRITE_DELAY = 28 (, 29): after the last stream step (J·OW < 8)
+    # J = 1, C = 4: steps 0..7, 8..15 parameters, lanes 16..19, stream 20, the write
+    # 20 + WRITE_DELAY = 28: after the last stream step (J·OW < 8; RAW OW = ⌈4/4⌉ = 1)
     (good(C=4, J0=1, c_base=OUT + 5), 28, OUT + 5),           # TFLITE: 5 + 4 > 8
     (good(C=4, J0=1, c_base=SRAM), 28, SRAM),                 # TFLITE: C(j) outside
     (good(C=4, J0=1, c_base=OUT + 4, mode=Mode.RAW), 28, OUT + 4),   # RAW: not a multiple of 8
-    (good(C=4, J0=1, c_base=SRAM - 8, mode=Mode.RAW), 29, SRAM),     # RAW: word 1 outside
+    # RAW write 0 (16 bytes: 4C = 16 > 8, two words): C(j) = SRAM − 8 is inside, its second
+    # word C(j) + 16·0 + 8 = SRAM is not: addr = SRAM (§12 check 4), neither word written
+    (good(C=4, J0=1, c_base=SRAM - 8, mode=Mode.RAW), 28, SRAM),
 ])
 def test_fault_writes(desc, step, addr):
-    arr, res = fault_case(desc, STD_MEM)
+    mem = dict(STD_MEM)
+    mem[SRAM - 8] = b"\xee" * 8
+    arr, res = fault_case(desc, mem)
     check_fault(res, arr, step, addr)
-    if desc.mode == Mode.RAW and step == 29:    # word 0 was written in step 28: acc = 204
-        assert list(i32(arr, SRAM - 8, 2)) == [204] * 2
+    assert arr.read_mem(0, SRAM - 8, 8) == b"\xee" * 8     # no write reached the last word
 
 
 def test_tflite_write_that_ends_the_word_does_not_fault():

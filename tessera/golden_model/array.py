@@ -725,5 +725,6 @@ class _EnginePort:
         return self.sram.w8[t, addr:addr + 8].copy()
 
     def write(self, t: int, addr: int, data: bytes) -> None:
-        """Write ``data`` at ``addr`` (inside one aligned 8-byte word) in cycle k."""
+        """Write ``data`` at ``addr`` (inside one aligned 8-byte word, or two consecutive aligned
+        words from ``addr``, §12 "Engine cycles") in cycle k."""
         self.sram.w8[t, addr:addr + len(data)] = np.frombuffer(data, dtype=np.uint8)

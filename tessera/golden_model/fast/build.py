@@ -118,6 +118,11 @@ def spec_header() -> str:
     for name in ("DESC_BYTES", "DESC_WORDS", "PARAM_BYTES", "ACC_DEPTH", "VECTOR_BYTES",
                  "DESC_CHECK_STEP", "WRITE_DELAY", "MIN_SHIFT", "MAX_SHIFT", "F32_EXP_SPECIAL"):
         d(f"#define E_{name} ({getattr(espec, name)})")
+    d(f"#define E_ENGINE_WRITE_WORDS ({espec.ENGINE_WRITE_WORDS})")
+    d(f"#define E_RAW_WRITE_BYTES ({8 * espec.ENGINE_WRITE_WORDS})")
+    if espec.ENGINE_WRITE_WORDS not in (1, 2):
+        raise FastEngineUnavailable("fast engine: the undo log assumes engine writes of at most "
+                                    "two 8-byte words (ENGINE_WRITE_WORDS)")
     if espec.VECTOR_BYTES != 8 or espec.DESC_WORDS != 8 or espec.PARAM_BYTES != 16:
         raise FastEngineUnavailable("fast engine: the matrix engine assumes 8-byte vectors, "
                                     "8 descriptor words and 16-byte channel records")

@@ -779,16 +779,19 @@ static inline void eng_read(const Model *M, i64 i, u32 a, u8 out[8]) {
     for (int q = 0; q < 8; q++) out[q] = m8[a + q];
 }
 
-/* Write n bytes at a (within one aligned 8-byte word); undo log inside a window. */
+/* Write n bytes at a (within one aligned 8-byte word, or, n > 8, two consecutive aligned
+ * words at a and a + 8: ENGINE_WRITE_WORDS, §12 "Engine cycles"); undo log inside a window
+ * (2 or 4 u32 words). */
 static void eng_write(Model *M, i64 i, u32 a, const u8 *data, int n) {
     u32 *mem = M->sram + i * M->words;
     i64 wi = (a >> 2) & ~(i64)1;
     if (M->window) {
-        M->ulog[2 * M->ulog_n] = (u32)(i * M->words + wi);
-        M->ulog[2 * M->ulog_n + 1] = mem[wi];
-        M->ulog[2 * M->ulog_n + 2] = (u32)(i * M->words + wi + 1);
-        M->ulog[2 * M->ulog_n + 3] = mem[wi + 1];
-        M->ulog_n += 2;
+        i64 nw = n > 8 ? 4 : 2;
+        for (i64 q = 0; q < nw; q++) {
+            M->ulog[2 * (M->ulog_n + q)] = (u32)(i * M->words + wi + q);
+            M->ulog[2 * (M->ulog_n + q) + 1] = mem[wi + q];
+        }
+        M->ulog_n += nw;
     }
     u8 *m8 = (u8 *)mem;
     for (int q = 0; q < n; q++) m8[a + q] = data[q];
@@ -826,7 +829,8 @@ static int eng_parse(Model *M, Eng *E) {
     E->J0 = J0; E->J1 = J1; E->K0 = K0; E->K1 = K1; E->C = C; E->mode = mode; E->flags = flags;
     E->zp = zp; E->qmin = qmin; E->qmax = qmax;
     E->J = J0 * J1; E->KB = (i64)K0 * K1;
-    E->OW = mode == MODE_RAW ? (C + 1) / 2 : 1;
+    /* OW (tessera.spec.engine.output_words): RAW writes 8 * ENGINE_WRITE_WORDS bytes a step */
+    E->OW = mode == MODE_RAW ? (4 * C + E_RAW_WRITE_BYTES - 1) / E_RAW_WRITE_BYTES : 1;
     E->G = (flags & FLAG_K_GATHER) ? 1 : 0;
     i64 last = E_DESC_WORDS + 2 * (i64)C + (E->KB - 1) * (C + E->J)    /* first step of block KB-1 */
                + E->G * (i64)K1;
@@ -892,7 +896,7 @@ __attribute__((noinline)) static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
     /* the write of this step (§12 "Engine faults" 4 after the read check) */
     int wn = 0;
     u32 wa = 0;
-    u8 wd[8];
+    u8 wd[E_RAW_WRITE_BYTES];
     if (E->step >= E->ws) {
         u32 cj = E->c_base + (u32)E->wj1 * E->c_s1 + (u32)E->wj0 * E->c_s0;
         const i32 *acc = (*EACC(M, i))[E->wj];
@@ -907,10 +911,14 @@ __attribute__((noinline)) static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
                 wd[m] = (u8)y;
             }
         } else {
-            wa = cj + 8 * (u32)E->ww;
+            /* write ww: bytes 16 ww .. min(16 ww + 16, 4C) - 1 at C(j) + 16 ww (§12 check 4:
+             * the first word's address, then the second word's) */
+            wa = cj + E_RAW_WRITE_BYTES * (u32)E->ww;
             if ((cj & 7) || (i64)wa >= M->nbytes) return efault(M, E, u, wa);
-            u32 m0 = 2 * (u32)E->ww;
-            wn = m0 + 1 < C ? 8 : 4;
+            u32 b0 = E_RAW_WRITE_BYTES * (u32)E->ww;
+            wn = 4 * C - b0 < E_RAW_WRITE_BYTES ? (int)(4 * C - b0) : E_RAW_WRITE_BYTES;
+            if (wn > 8 && (i64)wa + 8 >= M->nbytes) return efault(M, E, u, wa + 8);
+            u32 m0 = b0 / 4;
             for (int q = 0; q < wn; q++) wd[q] = (u8)((u32)acc[m0 + (q >> 2)] >> (8 * (q & 3)));
         }
     }
@@ -1450,8 +1458,9 @@ i64 tsr_run(void **p, i64 *g) {
         M->e_last[i] = -1;
         M->arr_cycle[i] = M->arrived[i] ? 0 : -1;
     }
-    /* window length: the undo log holds at most 2 words per tile and cycle (a store, or an
-     * engine write), for the W cycles of a window plus the catch-up behind it (up to the
+    /* window length: the undo log holds at most 4 words per tile and cycle (a store, or an
+     * engine write of up to two 8-byte words; run.py allocates ULOG_FACTOR = 5 times the
+     * capacity), for the W cycles of a window plus the catch-up behind it (up to the
      * stop after the last ecall, e + 5 + D, or a release ks + D) */
     i64 W = M->ulog_cap / N - (STATE_VISIBLE_DELAY + M->dlat + 1);
     if (W > (1 << 20)) W = 1 << 20;
