@@ -557,8 +557,9 @@ def test_lane_counts_of_other_configurations(macs, C):
                      p_base=P, C=C + 1, mode=Mode.RAW)       # C > M: step-7 fault
     arr = make({0: issuer()}, {D0: bad.pack()}, cfg=cfg)
     res = arr.run(1000)
-    # step 7 at 29 + 7 = 36 faults, visible 37: cycles = 37 + D = 39
-    assert fault(res) == (0, FaultCause.ENGINE_FAULT, PC_MRUN, D0) and res.cycles == 39
+    # step 7 at 29 + 7 = 36 faults (check 2, the fields: a data check), visible from
+    # 36 + 2 = 38 (§7 "Stop"): cycles = 38 + D = 40
+    assert fault(res) == (0, FaultCause.ENGINE_FAULT, PC_MRUN, D0) and res.cycles == 40
 
 
 def test_several_tiles_run_their_own_commands():
@@ -610,9 +611,11 @@ def test_fault_descriptor_read(d, step, addr):
     dict(flags=Flag.OUT_UNSIGNED, zp=-1, qmin=0, qmax=255),
 ])
 def test_fault_descriptor_fields(change):
-    # all checked in step 7 (cycle 36): addr = d
+    # all checked in step 7 (cycle 36): addr = d; check 2 (the data of the word read): visible
+    # from 36 + 2 = 38 (§7 "Stop"), cycles = 38 + D = 40
     arr, res = fault_case(good(**change), STD_MEM)
-    check_fault(res, arr, 7, D0)
+    check_fault(res, arr, 7, D0, data=True)
+    assert res.cycles == 40
 
 
 @pytest.mark.parametrize("change", [
@@ -628,21 +631,22 @@ def test_valid_descriptor_fields_do_not_fault(change):
     assert res.status == "halted", fault(res)
 
 
-@pytest.mark.parametrize("desc,step,addr", [
-    (good(p_base=P + 4), 8, P + 4),                           # parameter word misaligned
-    (good(C=2, p_base=SRAM - 16), 10, SRAM),                  # channel 1's first word outside
-    (good(C=2, p_base=P + 0x40), 11, P + 0x40 + 16 + 8),      # shift 31 of channel 1
-    (good(C=2, p_base=P + 0x80), 9, P + 0x80 + 8),            # shift -32 of channel 0
-    (good(w_base=W + 4), 10, W + 4),                          # W(0, 0) misaligned (C = 1)
-    (good(C=2, w_sm=SRAM - W), 13, SRAM),                     # W(1, 0) outside: step 8+4+1
-    (good(a_base=A + 4), 11, A + 4),                          # X(0, 0) misaligned
+@pytest.mark.parametrize("desc,step,addr,data", [
+    (good(p_base=P + 4), 8, P + 4, False),                    # parameter word misaligned
+    (good(C=2, p_base=SRAM - 16), 10, SRAM, False),           # channel 1's first word outside
+    # check 3 (the data of the word read): visible from the step's cycle + 2
+    (good(C=2, p_base=P + 0x40), 11, P + 0x40 + 16 + 8, True),    # shift 31 of channel 1
+    (good(C=2, p_base=P + 0x80), 9, P + 0x80 + 8, True),          # shift -32 of channel 0
+    (good(w_base=W + 4), 10, W + 4, False),                   # W(0, 0) misaligned (C = 1)
+    (good(C=2, w_sm=SRAM - W), 13, SRAM, False),              # W(1, 0) outside: step 8+4+1
+    (good(a_base=A + 4), 11, A + 4, False),                   # X(0, 0) misaligned
 ])
-def test_fault_parameter_and_operand_reads(desc, step, addr):
+def test_fault_parameter_and_operand_reads(desc, step, addr, data):
     mem = dict(STD_MEM)
     mem[P + 0x40] = params([0, 0], [1 << 30] * 2, [0, 31])
     mem[P + 0x80] = params([0, 0], [1 << 30] * 2, [-32, 0])
     arr, res = fault_case(desc, mem)
-    check_fault(res, arr, step, addr)
+    check_fault(res, arr, step, addr, data=data)
 
 
 def test_shift_is_not_checked_in_raw_mode():
@@ -1128,3 +1132,93 @@ def test_mbqm_functions_saturating_case_by_hand_and_against_the_reference():
     ref = multiply_by_quantized_multiplier(x, m, s)
     assert (mbqm_array(x, m, s) == ref).all()
     assert [mbqm(int(a), int(b), int(c)) for a, b, c in zip(x, m, s)] == ref.tolist()
+
+
+# ------------------------------------------------------------------ data faults: s + 2
+# §7 "Stop", §12 "Engine faults" (since 2026-12-02): a fault of checks 2 and 3 (the data of the
+# word the step at cycle s read) is visible from s + 2 (checks 1 and 4 from s + 1); c_e enters
+# FAULT from s + 2, so it may still issue in its slot at s + 1 (that instruction takes effect);
+# its final pc is pc_e; the step of s + 1 has no effect and no fault of its own; the tie rule
+# applies at s + 2.
+#
+# Set-up: contexts 1..n run [nop (18 + c), lw (24 + c), ecall]: the lw's M = 28 + c steals
+# engine cycles 29 .. 28 + n, so step 0 is at 29 + n and step s at 29 + n + s. With n + s = 12
+# the faulting step is at cycle 41 and cycle 42 = 7·6 is context 0's slot (j4: the issuer's
+# code below: li 18, mrun 24 (x = 28), addi x11 30, addi x12 36, sw x11 42, addi x13 48, ...).
+# Visible from 43: t_s = 43 + D − 1 = 44, cycles = 45. The sw of 42 <= t_s is issued; its M
+# (46) is after t_s and part of the final state (§7); the addi of 48 > t_s is not.
+def _slot_issuer():
+    return [*asm.li(5, D0), asm.mrun(5), asm.addi(11, 0, 0x55), asm.addi(12, 0, 0x66),
+            asm.sw(11, 0x7F8, 0), asm.addi(13, 0, 1), asm.mwait(), asm.ecall()]
+
+
+def _stall_codes(n, extra=None):
+    codes = {c: [asm.nop(), asm.lw(7, 0x7F0, 0), asm.ecall()] for c in range(1, n + 1)}
+    codes[0] = _slot_issuer()
+    codes.update(extra or {})
+    return codes
+
+
+@pytest.mark.parametrize("desc,mem,n,addr", [
+    # check 2 (fields, step 7): n = 5, step 7 at 29 + 5 + 7 = 41
+    (good(qmin=10, qmax=5), {}, 5, D0),
+    # check 3, TFLITE shift 31 of channel 0 (step 9 + 2·0): n = 3, step 9 at 29 + 3 + 9 = 41
+    (good(C=1, p_base=P + 0x80), {P + 0x80: params([0], [1 << 30], [31])}, 3, P + 0x80 + 8),
+    # check 3, FLOAT32 multiplier +inf of channel 0 (step 8 + 2·0): n = 4, step 8 at 41
+    (good(C=1, mode=Mode.FLOAT32, p_base=P + 0xC0), {P + 0xC0: params([0], [0x7F800000], [0])},
+     4, P + 0xC0),
+])
+def test_data_fault_visible_two_cycles_later_lets_c_e_issue_once(desc, mem, n, addr):
+    m = dict(STD_MEM)
+    m.update(mem)
+    arr, res = fault_case(desc, m, codes=_stall_codes(n))
+    assert res.status == "fault" and res.cycles == 45
+    assert fault(res) == (0, FaultCause.ENGINE_FAULT, PC_MRUN, addr)
+    ctx = res.tiles[0].contexts[0]
+    assert ctx.state == ContextState.FAULT and ctx.pc == PC_MRUN          # pc = pc_e
+    # the sw issued at 42 took effect (x11 = 0x55 from 30), so did the addis of 30 and 36;
+    # the addi of 48 was not issued. Retired: 3 dispatch + li, mrun, addi, addi, sw = 8.
+    assert (ctx.regs[11], ctx.regs[12], ctx.regs[13]) == (0x55, 0x66, 0)
+    assert arr.read_mem(0, 0x7F8, 4) == bytes([0x55, 0, 0, 0])
+    assert ctx.retired == 8
+    # busy from x = 28 through the last cycle 44 of the run: 17 cycles
+    assert res.tiles[0].counters["engine"] == 17
+
+
+def test_data_fault_tie_with_an_instruction_fault_visible_at_s_plus_2():
+    # The check-2 case above (step 7 at 41, visible from 43) and context 2 runs [nop (20),
+    # lw (26), nop (32), ebreak (38)]: the ebreak is visible from 38 + 5 = 43 too: the record
+    # is the instruction's and the engine fault is dropped (§7 "Stop", §12): context 0 does
+    # not enter FAULT through the engine and keeps its pc (its sw of 42 retired: pc = j5 =
+    # CODE + 20). v = 43: cycles = 45.
+    codes = _stall_codes(5, {2: [asm.nop(), asm.lw(7, 0x7F0, 0), asm.nop(), asm.ebreak()]})
+    arr, res = fault_case(good(qmin=10, qmax=5), STD_MEM, codes=codes)
+    ebreak_pc = 3 * CODE + 12
+    assert res.status == "fault" and res.cycles == 45
+    assert fault(res) == (2, FaultCause.BREAKPOINT, ebreak_pc, ebreak_pc)
+    ctx = res.tiles[0].contexts
+    assert ctx[0].state == ContextState.RUNNING and ctx[0].pc == CODE + 20
+    assert ctx[0].retired == 8
+    assert ctx[2].state == ContextState.FAULT and ctx[2].pc == ebreak_pc
+    assert arr.read_mem(0, 0x7F8, 4) == bytes([0x55, 0, 0, 0])
+
+
+@pytest.mark.parametrize("desc,mem,step,addr", [
+    # check 3 in step 9 (TFLITE shift 31, C = 1, cycle 38); step 10 (cycle 39) would load
+    # W(0, 0) from the misaligned W + 4: no effect, no fault of its own
+    (good(C=1, p_base=P + 0x80, w_base=W + 4), {P + 0x80: params([0], [1 << 30], [31])},
+     9, P + 0x80 + 8),
+    # check 2 in step 7 (qmin > qmax); step 8 would read the parameters at p_base = SRAM
+    (good(qmin=10, qmax=5, p_base=SRAM), {}, 7, D0),
+    # check 3 in step 9 (TFLITE, K_GATHER); step 10 would read the gather word at ak_s1 = SRAM
+    (good(C=1, p_base=P + 0x80, flags=Flag.K_GATHER, ak_s1=SRAM, K1=2),
+     {P + 0x80: params([0], [1 << 30], [31])}, 9, P + 0x80 + 8),
+])
+def test_step_after_a_data_fault_has_no_fault_of_its_own(desc, mem, step, addr):
+    # the step of cycle s + 1 after a data fault of step s (a lane-load, parameter or gather
+    # read) has no effect and no fault of its own: the record is the data fault's, visible
+    # from s + 2 (check_fault with data: cycles = 28 + 1 + step + 2 + D)
+    m = dict(STD_MEM)
+    m.update(mem)
+    arr, res = fault_case(desc, m)
+    check_fault(res, arr, step, addr, data=True)

@@ -45,6 +45,7 @@ from tessera.spec.engine import (ACC_DEPTH, BYTE_MODES, DESC_CHECK_STEP, DESC_FI
                                  DESC_FORMAT, DESC_WORDS, ENGINE_WRITE_WORDS, F32_EXP_SPECIAL,
                                  MAX_SHIFT, MIN_SHIFT, PARAM_BYTES, VECTOR_BYTES, WRITE_DELAY,
                                  Flag, Mode, output_words)
+from tessera.spec.timing import ENGINE_DATA_FAULT_VISIBLE_DELAY, STEP_FAULT_VISIBLE_DELAY
 
 __all__ = ["MatrixEngines", "Command", "mbqm", "mbqm_array", "f32_round_array", "NOT_YET"]
 
@@ -56,6 +57,10 @@ _I32_MIN = -(1 << 31)
 #: Bytes (and int32 lanes) of one RAW write step (§12 "Step schedule": two 8-byte words).
 _RAW_WRITE_BYTES = 8 * ENGINE_WRITE_WORDS
 _RAW_WRITE_LANES = _RAW_WRITE_BYTES // 4
+#: Visibility delays of engine faults (§7 "Stop", §12 "Engine faults"): checks 1 and 4 (an
+#: address), checks 2 and 3 (the data of the word the step read).
+_ADDR_DELAY = STEP_FAULT_VISIBLE_DELAY
+_DATA_DELAY = ENGINE_DATA_FAULT_VISIBLE_DELAY
 
 
 def _s32(v: int) -> int:
@@ -352,8 +357,12 @@ class MatrixEngines:
 
         Returns
         -------
-        int or None
-            None, or the engine-fault address (the step then had no effect, §12).
+        (int, int) or None
+            None, or (the engine-fault address, its visibility delay): the step then had no
+            effect (§12 "Engine faults"); the fault is visible from k + delay, delay =
+            ``STEP_FAULT_VISIBLE_DELAY`` (1) for checks 1 and 4 (addresses) and
+            ``ENGINE_DATA_FAULT_VISIBLE_DELAY`` (2) for checks 2 and 3 (the data of the word
+            read, §7 "Stop").
 
         Raises
         ------
@@ -367,15 +376,15 @@ class MatrixEngines:
         if s < DESC_WORDS:                                    # descriptor word s
             a = (d + 8 * s) & _M32
             if self._bad_read(a):
-                return a
+                return a, _ADDR_DELAY
             data = port.read8(t, a)
             if s == DESC_CHECK_STEP:
                 raw = self.desc[t].copy()
                 raw[8 * s:8 * s + 8] = data
                 vals = struct.unpack(DESC_FORMAT, raw.tobytes())
                 cmd = Command(**{name: v for (name, _, _), v in zip(DESC_FIELDS, vals)})
-                if not cmd.check(self.lanes):
-                    return d
+                if not cmd.check(self.lanes):                  # check 2: the fields
+                    return d, _DATA_DELAY
                 self.cmd[t] = cmd
                 self.cmd_id[t] = self._intern(bytes(raw))
                 self.total[t] = cmd.total
@@ -386,21 +395,21 @@ class MatrixEngines:
             m, half = divmod(s - DESC_WORDS, 2)
             a = (cmd.p_base + PARAM_BYTES * m + 8 * half) & _M32
             if self._bad_read(a):
-                return a
+                return a, _ADDR_DELAY
             lo, hi = struct.unpack("<ii", port.read8(t, a).tobytes())
             if half == 0:
                 if cmd.mode == Mode.FLOAT32 and (hi >> 23) & 0xFF == F32_EXP_SPECIAL:
-                    return a                                  # check 3: infinity or NaN
+                    return a, _DATA_DELAY                     # check 3: infinity or NaN
                 self.bias[t, m], self.multiplier[t, m] = lo, hi
             else:
                 if cmd.mode == Mode.TFLITE and not MIN_SHIFT <= lo <= MAX_SHIFT:
-                    return a
+                    return a, _DATA_DELAY                     # check 3: shift
                 self.shift[t, m] = lo
             return self._advance(t, k, s)
         # streaming part: at most one read (lane load or stream step), then at most one write
         bad, read, a, write, wa = self._streaming_access(cmd, s, int(self.gather[t]))
         if bad is not None:
-            return bad
+            return bad, _ADDR_DELAY
         if read is not None:
             kind, i, b = read                                  # the read sees cycles < k
             data = port.read8(t, a)
@@ -420,14 +429,17 @@ class MatrixEngines:
 
     def step_tiles(self, tiles: np.ndarray, k: int, port) -> list:
         """Step every tile of ``tiles`` (busy, not frozen) in engine cycle ``k``; returns
-        [(tile, fault addr)]. A tile whose step faults is frozen (§12 "Engine faults").
+        [(tile, fault addr, visibility delay)] (see :meth:`step`). A tile whose step faults is
+        frozen (§12 "Engine faults"; after a fault of checks 2 and 3, visible from k + 2, the
+        step of cycle k + 1 has no effect and no fault of its own, so freezing at k is the
+        same).
 
         Tiles at the same streaming step of the same command (the SPMD case) are stepped in
         one vectorized group; the others one by one with :meth:`step`. Both give the same
         result (tested; ``group = False`` steps every tile alone).
         """
         faults = self._step_tiles(tiles, k, port)
-        for t, _ in faults:
+        for t, _, _ in faults:
             self.frozen[t] = True
         return faults
 
@@ -443,13 +455,13 @@ class MatrixEngines:
                     and s0 >= DESC_WORDS + 2 * cmd.C \
                     and (not cmd.G or (self.gather[grp] == self.gather[grp[0]]).all()):
                 addr = self._step_group(grp, k, s0, cmd, port.sram)
-                if addr is not None:
-                    faults += [(t, addr) for t in grp.tolist()]
+                if addr is not None:                   # streaming steps: address checks
+                    faults += [(t, addr, _ADDR_DELAY) for t in grp.tolist()]
                 rest = tiles[:0]
         for t in rest.tolist():
-            addr = self.step(t, k, port)
-            if addr is not None:
-                faults.append((t, addr))
+            f = self.step(t, k, port)
+            if f is not None:
+                faults.append((t, *f))
         return faults
 
     def _step_group(self, g: np.ndarray, k: int, s: int, cmd: Command, sram) -> int | None:

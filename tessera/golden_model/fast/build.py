@@ -27,7 +27,8 @@ from tessera.spec.instructions import BY_NAME
 from tessera.spec.isa import (DIV_TURNS, INSN_EBREAK, INSN_ECALL, MACS_PER_DOT4, Funct3, Opcode,
                               SyncZone, encode_sync)
 from tessera.spec.timing import (FETCH_STORE_DELAY, STATE_VISIBLE_DELAY,
-                                  STEP_FAULT_VISIBLE_DELAY, Stage)
+                                  STEP_FAULT_VISIBLE_DELAY, ENGINE_DATA_FAULT_VISIBLE_DELAY,
+                                  Stage)
 from tessera.spec.result import ContextState
 
 from .. import sync
@@ -97,6 +98,7 @@ def spec_header() -> str:
     d(f"#define STATE_VISIBLE_DELAY {STATE_VISIBLE_DELAY}")
     d(f"#define M_DELAY {int(Stage.M)}")
     d(f"#define STEP_FAULT_VISIBLE_DELAY {STEP_FAULT_VISIBLE_DELAY}")
+    d(f"#define ENGINE_DATA_FAULT_VISIBLE_DELAY {ENGINE_DATA_FAULT_VISIBLE_DELAY}")
     d(f"#define STEP_BYTES {xspec.STEP_BYTES}")
     d(f"#define X_ADDR_MASK {(1 << xspec.ADDR_BITS) - 1}")
     d(f"#define X_SRC_MASK {(1 << xspec.SRC_BITS) - 1}")
