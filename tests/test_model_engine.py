@@ -1222,3 +1222,23 @@ def test_step_after_a_data_fault_has_no_fault_of_its_own(desc, mem, step, addr):
     m.update(mem)
     arr, res = fault_case(desc, m)
     check_fault(res, arr, step, addr, data=True)
+
+
+def test_data_fault_then_c_e_instruction_fault_at_s_plus_1():
+    # The check-2 case above (n = 5: step 7 at 41, visible from 43, cycles 45) with context
+    # 0's instruction of 42 an ebreak: it faults (visible from 47) and has no effect. The tile
+    # keeps the record visible first, the engine's (43 < 47); c_e is FAULT from 43, the
+    # earlier of the two (§12: "enters FAULT from the cycle the fault is visible"), with pc =
+    # pc_e. Counters (§8): contexts 1..5 HALTED from 35 + c <= 40, so the tile is "compute"
+    # while context 0 is RUNNING (cycles 0..42) and "halted" (every context HALTED or FAULT)
+    # in 43 and 44: compute 43, halted 2. Context 0 retired 3 + li, mrun, addi, addi = 7.
+    codes = _stall_codes(5)
+    codes[0] = [*asm.li(5, D0), asm.mrun(5), asm.addi(11, 0, 0x55), asm.addi(12, 0, 0x66),
+                asm.ebreak(), asm.mwait(), asm.ecall()]
+    arr, res = fault_case(good(qmin=10, qmax=5), STD_MEM, codes=codes)
+    assert res.status == "fault" and res.cycles == 45
+    assert fault(res) == (0, FaultCause.ENGINE_FAULT, PC_MRUN, D0)
+    ctx = res.tiles[0].contexts[0]
+    assert ctx.state == ContextState.FAULT and ctx.pc == PC_MRUN and ctx.retired == 7
+    c = res.tiles[0].counters
+    assert (c["compute"], c["halted"]) == (43, 2)
