@@ -229,13 +229,14 @@ def test_engine_matmul_step_ceiling_by_hand():
     # §12: a command has 8 + 2C + G·K1 + KB·C + (KB − 1)·J + J·OW + WRITE_DELAY steps
     # (WRITE_DELAY = 8). One tile of the 128×128×128 matmul: 2 commands, C = 4, J = 128,
     # KB = 16, G = 0.
-    #   RAW (OW = ⌈4/2⌉ = 2): 8 + 8 + 64 + 15·128 + 128·2 + 8 = 8 + 8 + 64 + 1920 + 256 + 8
-    #     = 2,264 steps; 2 commands = 4,528 for 2·128·16 = 4,096 stream steps (90.46 %)
-    #   TFLITE (OW = 1): 8 + 8 + 64 + 1920 + 128 + 8 = 2,136 (§12's worked example);
-    #     4,096 / 4,272 = 95.88 %
-    #   90 % of peak: a compute set of at most ⌊4,096 / 0.9⌋ = 4,551 cycles: 4,551 − 4,528 = 23
+    #   RAW (OW = ⌈4/4⌉ = 1 since the two-word writes of 2026-12-02, 16 bytes a step):
+    #     8 + 8 + 64 + 15·128 + 128·1 + 8 = 8 + 8 + 64 + 1920 + 128 + 8 = 2,136 steps (§12's
+    #     worked example: RAW and TFLITE alike at C = 4); 2 commands = 4,272 for 2·128·16 =
+    #     4,096 stream steps (95.88 %)
+    #   TFLITE (OW = 1): 8 + 8 + 64 + 1920 + 128 + 8 = 2,136; 4,096 / 4,272 = 95.88 %
+    #   90 % of peak: a compute set of at most ⌊4,096 / 0.9⌋ = 4,551 cycles: 4,551 − 4,272 = 279
     from tessera.cli.bench.engine import matmul_step_ceiling
     c = matmul_step_ceiling()
-    assert (c["raw"], c["fused"], c["stream"], c["raw_slack"]) == (2264, 2136, 4096, 23)
-    assert c["raw_share"] == pytest.approx(4096 / 4528)
+    assert (c["raw"], c["fused"], c["stream"], c["raw_slack"]) == (2136, 2136, 4096, 279)
+    assert c["raw_share"] == pytest.approx(4096 / 4272)
     assert c["fused_share"] == pytest.approx(4096 / 4272)

@@ -334,24 +334,26 @@ def test_block_sparse_commands_longest_first_two_contexts():
     """The block-sparse commands are independent, so the kernel orders a tile's table
     longest first (the first one is the runtime's engine start and covers the vertex
     dispatch) and issues them from the contexts issue_plan picks. By hand (§12: 8 + 2C +
-    G·K1 + KB·C + (KB − 1)·J + J·OW + WRITE_DELAY steps, RAW: OW = ⌈C/2⌉ = 2 at C = 4; one
-    tile, J = 16 rows, K = 32, N = 16, blocks of 8): block column 0 stores block row 0 only
-    (KB = 1, G = 0): 8 + 8 + 0 + 4 + 0 + 32 + 8 = 60 steps; block column 1 stores block rows
-    0, 1 and 3 (no progression: K_GATHER, K1 = 3, G = 1): 8 + 8 + 3 + 12 + 2·16 + 32 + 8 = 103
-    steps. Each column is 8 channels = 2 commands of C = 4; longest first: column 1's
-    (channels 8, 12), then column 0's (channels 0, 4): steps 103, 103, 60, 60.
-    issue_plan (T = 6; see test_issue_plan_by_hand for the rule): from context 0 alone the
-    accepts are at 4, 112, 220, 286 (each next one at the first cycle ≡ 4 mod 6 from x + s + 1:
-    108 → 112, 216 → 220, 281 → 286), the end at 286 + 60 − 4 = 342; from {0, 3} (cycles ≡ 4 or
-    1 mod 6) at 4, 109 (context 3), 214 (0), 277 (3), end 333, + 7 for context 3 = 340 < 342;
-    {0, 2, 4}: 4, 108, 212, 274, end 330 + 14 = 344; all six: 4, 108, 212, 273, 329 + 35 = 364.
-    So contexts 0, 3, 0, 3: the table is context 0's (103-step channel 8, 60-step channel 0)
-    then context 3's (channels 12, 4); context 0's vertex runs its second descriptor (count
-    1), context 3's vertex its two (count 2)."""
+    G·K1 + KB·C + (KB − 1)·J + J·OW + WRITE_DELAY steps, RAW: OW = ⌈C/4⌉ = 1 at C = 4 since
+    the two-word writes of 2026-12-02; one tile, J = 16 rows, K = 32, N = 32, blocks of 8):
+    block columns 0, 2 and 3 store block row 0 only (KB = 1, G = 0): 8 + 8 + 0 + 4 + 0 + 16
+    + 8 = 44 steps; block column 1 stores block rows 0, 1 and 3 (no progression: K_GATHER,
+    K1 = 3, G = 1): 8 + 8 + 3 + 12 + 2·16 + 16 + 8 = 87 steps. Each column is 8 channels = 2
+    commands of C = 4; longest first (stable): channels 8, 12 (87 steps), then 0, 4, 16, 20,
+    24, 28 (44 steps).
+    issue_plan (T = 6; see test_issue_plan_by_hand for the rule): from context 0 alone (accepts
+    ≡ 4 mod 6) at 4, 94, 184 (x + 88 ≡ 2: + 2), then every 48 (x + 45 ≡ 1: + 3): 232, 280,
+    328, 376, 424, end 424 + 44 − 4 = 464; from {0, 3} (≡ 4 or 1): 4, 94 (0), 184 (0), then
+    x + 45 alternating 3, 0: 229 (3), 274 (0), 319 (3), 364 (0), 409 (3), end 449 + 7 = 456;
+    {0, 2, 4} (even cycles): 4, 92, 180, 226, 272, 318, 364, 410, end 450 + 14 = 464; all six:
+    4, 92, 180, 225, 270, 315, 360, 405 (contexts 0, 4, 2, 5, 2, 5, 2, 5), end 445 + 21 = 466.
+    So {0, 3}: contexts 0, 0, 0, 3, 0, 3, 0, 3 for channels 8, 12, 0, 4, 16, 20, 24, 28: the
+    table is context 0's (channels 8, 12, 0, 16, 24) then context 3's (4, 20, 28); context 0's
+    vertex runs its second to fifth descriptors (count 4), context 3's vertex its three."""
     from tessera.spec.engine import DESC_BYTES
-    m, k, n, bs = 16, 32, 16, 8
+    m, k, n, bs = 16, 32, 32, 8
     mask = np.zeros((k // bs, n // bs), bool)
-    mask[0, 0] = True
+    mask[0, [0, 2, 3]] = True
     mask[[0, 1, 3], 1] = True
     rng = np.random.default_rng(41)
     A = rng.integers(-128, 128, (m, k), dtype=np.int8)
@@ -364,14 +366,14 @@ def test_block_sparse_commands_longest_first_two_contexts():
     np.testing.assert_array_equal(got, ref.block_sparse_matmul(A, w))
     (table,) = _engine_tables(cg)
     cmds = table.engine_commands
-    assert [cm.steps() for cm in cmds] == [103, 60, 103, 60]
+    assert [cm.steps() for cm in cmds] == [87, 87, 44, 44, 44, 44, 44, 44]
     assert [(cm.fields["K1"], bool(cm.fields["flags"] & Flag.K_GATHER)) for cm in cmds] == \
-        [(3, True), (1, False), (3, True), (1, False)]
+        [(3, True)] * 2 + [(1, False)] * 6
     # output channel of each command: c_base offset / 4 bytes (RAW, row 0)
-    assert [cm.fields["c_base"][1] // 4 for cm in cmds] == [8, 0, 12, 4]
+    assert [cm.fields["c_base"][1] // 4 for cm in cmds] == [8, 12, 0, 16, 24, 4, 20, 28]
     (cs,) = [x for x in g.compute_sets if x.engine_start]
     verts = sorted(cs.vertices, key=lambda v: v.context)
-    assert [(v.context, v.fields["count"]) for v in verts] == [(0, 1), (3, 2)]
+    assert [(v.context, v.fields["count"]) for v in verts] == [(0, 4), (3, 3)]
     # the control table's worklist: one entry on contexts 0 and 3, none elsewhere; EXEC
     # word 2 (the engine start) is the table's first descriptor
     ctx = sorted((e.context, e.codelet, e.part, e.nparts) for e in cg.entries.values())
@@ -379,10 +381,10 @@ def test_block_sparse_commands_longest_first_two_contexts():
     taddr = int(cg.tensors[table.name][1][0])
     words = np.frombuffer(bytes(cg.regions[0][:20]), "<u4")
     assert words[2] == 1 and words[4] == taddr       # op 0: EXEC, its engine start
-    # the vertices' desc fields: context 0 from the second descriptor, context 3 the last two
+    # the vertices' desc fields: context 0 from the second descriptor (4), context 3 the last 3
     assert [(int(v.fields["desc"].index.reshape(-1)[0]), v.fields["desc"].size)
             for v in verts] == \
-        [(DESC_BYTES, DESC_BYTES), (2 * DESC_BYTES, 2 * DESC_BYTES)]
+        [(DESC_BYTES, 4 * DESC_BYTES), (5 * DESC_BYTES, 3 * DESC_BYTES)]
     run_engine_vertices(ev)                              # the descriptors, independently
     np.testing.assert_array_equal(ev.read_tensor(c.name), ref.block_sparse_matmul(A, w))
 

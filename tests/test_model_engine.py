@@ -448,8 +448,9 @@ def test_conv2d_3x3_zero_point_padding_against_kernels():
 
 
 def test_raw_output_odd_channel_count():
-    # RAW, C = 3: OW = 2 words per element; word 1 holds only acc(j, 2) (4 bytes): the bytes
-    # after 12 stay as they were (0xEE).
+    # RAW, C = 3: OW = ⌈3/4⌉ = 1 write step per element (§12 "Step schedule"): write 0 is
+    # bytes 0 .. min(16, 12) − 1 = 0..11 at C(j): the word at C(j) and, since 4C = 12 > 8, 4
+    # bytes of the next one; the bytes after 12 stay as they were (0xEE).
     rng = np.random.default_rng(2)
     J, C = 4, 3
     a = rng.integers(-128, 128, (J, 8)).astype(np.int8)
@@ -461,9 +462,85 @@ def test_raw_output_odd_channel_count():
     got = i32(arr, OUT, 4 * J).reshape(J, 4)
     assert (got[:, :3] == matmul(a, w.T.copy()).astype(np.int64) + [1, 2, 3]).all()
     assert arr.read_mem(0, OUT + 12, 4) == b"\xee" * 4
-    # steps 8 + 6 + 3 + 0 + 4 * 2 + 8 = 33 (J·OW = 8 = WRITE_DELAY: the last write, word 1 of
-    # element 3 in step s_3 + 8 + 1 = (17 + 3·2) + 9 = 32, is the command's last step)
-    assert res.tiles[0].counters["engine"] == 34
+    # steps 8 + 2C + KB·C + (KB − 1)·J + J·OW + 8 = 8 + 6 + 3 + 0 + 4·1 + 8 = 29 (steps
+    # 0..28): s_j = 17 + j, the write of element 3 in step s_3 + 8 = 28 is the last step, at
+    # cycle x + 1 + 28 (x = 28, no stalls): busy x .. x + 29 = 30 cycles
+    assert command_steps(desc) == 29
+    assert res.tiles[0].counters["engine"] == 30
+
+
+@pytest.mark.parametrize("macs,C,c_base,c_s0,steps", [
+    # §12 "Step schedule" (ENGINE_WRITE_WORDS = 2 since 2026-12-02): OW = ⌈C/4⌉ write steps
+    # per element in RAW; write w is bytes 16w .. min(16w + 16, 4C) − 1 of the element's 4C
+    # bytes at C(j) + 16w (the word at C(j) + 16w and, when 4C > 16w + 8, the next one).
+    # J = 3, KB = 1: steps = 8 + 2C + KB·C + (KB − 1)·J + J·OW + 8.
+    # C = 4 (P = 32): OW = 1, write 0 = bytes 0..15 (two words); 8 + 8 + 4 + 0 + 3 + 8 = 31
+    (32, 4, OUT, 16, 31),
+    # C = 4 at C(j) = OUT + 8 + 24j: OUT + 8 and OUT + 56 are 8 mod 16: still one step of two
+    # words (any 8-byte-aligned address, not an aligned 16-byte block); 31 steps
+    (32, 4, OUT + 8, 24, 31),
+    # C = 5 (P = 64): OW = 2, write 0 = bytes 0..15, write 1 = bytes 16..19 (4C = 20 is not
+    # > 24: one word, 4 bytes of it); 8 + 10 + 5 + 0 + 3·2 + 8 = 37
+    (64, 5, OUT, 24, 37),
+    # C = 8 (P = 64): OW = 2, writes 0 and 1 = bytes 0..15 and 16..31 (two words each);
+    # 8 + 16 + 8 + 0 + 3·2 + 8 = 46
+    (64, 8, OUT, 32, 46),
+])
+def test_raw_write_steps_of_two_words(macs, C, c_base, c_s0, steps):
+    cfg = CFG.replace(engine_macs=macs)
+    rng = np.random.default_rng(100 + C)
+    J = 3
+    a = rng.integers(-128, 128, (J, 8)).astype(np.int8)
+    w = rng.integers(-128, 128, (C, 8)).astype(np.int8)
+    bias = rng.integers(-5000, 5000, C)
+    desc = Descriptor(a_base=A, a_s0=8, J0=J, w_base=W, w_sm=8, c_base=c_base, c_s0=c_s0,
+                      p_base=P, C=C, mode=Mode.RAW)
+    assert command_steps(desc) == steps
+    arr, res = run_cmd(desc, {A: a.tobytes(), W: w.tobytes(), P: params(bias),
+                              OUT: b"\xee" * 160}, cfg=cfg)
+    want = matmul(a, w.T.copy()).astype(np.int64) + bias                 # [J, C]
+    for j in range(J):
+        cj = c_base + j * c_s0
+        assert list(i32(arr, cj, C)) == list(want[j]), f"element {j} at {cj:#x}"
+        # the bytes between 4C and the next element (or the end of the filled region) stay
+        gap = c_s0 - 4 * C
+        assert arr.read_mem(0, cj + 4 * C, gap) == b"\xee" * gap
+    assert arr.read_mem(0, OUT, c_base - OUT) == b"\xee" * (c_base - OUT)
+    # no stalls (the other contexts ecall by 28, mwait is no LOAD/STORE): steps at x + 1 ..
+    # x + steps, busy x .. x + steps (x = 28): steps + 1 cycles; macs = 8·C per stream step
+    c = res.tiles[0].counters
+    assert (c["engine"], c["macs"]) == (steps + 1, 8 * C * J)
+
+
+def test_raw_last_write_of_one_word_at_the_end_of_the_sram():
+    # P = 64, C = 5, J = 1 at C(0) = SRAM − 24: write 0 = bytes 0..15 at SRAM − 24 (words SRAM −
+    # 24, SRAM − 16), write 1 = bytes 16..19 at SRAM − 8: 4C = 20 is not > 16·1 + 8, so write 1
+    # has no second word and SRAM − 8 + 8 = SRAM is not checked (§12 check 4): no fault.
+    cfg = CFG.replace(engine_macs=64)
+    desc = Descriptor(a_base=A, a_s0=8, J0=1, w_base=W, w_sm=8, c_base=SRAM - 24, c_s0=0,
+                      p_base=P, C=5, mode=Mode.RAW)
+    arr, res = run_cmd(desc, {A: X_ROWS.tobytes(), W: np.tile(W_ROW, 8).tobytes(),
+                              P: params([0, 1, 2, 3, 4]), SRAM - 24: b"\xee" * 24}, cfg=cfg)
+    # acc(0, m) = m + X(0)·W = m + 204 (sum i^2, i = 1..8)
+    assert list(i32(arr, SRAM - 24, 5)) == [204, 205, 206, 207, 208]
+    assert arr.read_mem(0, SRAM - 4, 4) == b"\xee" * 4
+
+
+def test_raw_fault_on_the_second_word_of_write_one():
+    # P = 64, C = 8, J = 1 at C(0) = SRAM − 24. Steps: 0..7 descriptor, 8..23 parameters,
+    # lanes 24..31, stream 32 (s_0), 33 without a read (OW = 2), write 0 in step s_0 + 8 = 40
+    # (bytes 0..15 at SRAM − 24: inside), write 1 in step 41 at SRAM − 8: its first word is
+    # inside, its second C(0) + 16 + 8 = SRAM is not: engine fault, addr = SRAM (§12 check 4,
+    # an address check: visible from the step's cycle + 1), and write 1 writes neither word.
+    cfg = CFG.replace(engine_macs=64)
+    desc = Descriptor(a_base=A, a_s0=8, J0=1, w_base=W, w_sm=8, c_base=SRAM - 24, c_s0=0,
+                      p_base=P, C=8, mode=Mode.RAW)
+    mem = dict(STD_MEM)
+    mem[SRAM - 24] = b"\xee" * 24
+    arr, res = fault_case(desc, mem, cfg=cfg)
+    check_fault(res, arr, 41, SRAM)
+    assert list(i32(arr, SRAM - 24, 4)) == [204] * 4          # write 0: acc(0, 0..3), bias 0
+    assert arr.read_mem(0, SRAM - 8, 8) == b"\xee" * 8
 
 
 @pytest.mark.parametrize("macs,C", [(16, 2), (64, 8)])
@@ -480,8 +557,9 @@ def test_lane_counts_of_other_configurations(macs, C):
                      p_base=P, C=C + 1, mode=Mode.RAW)       # C > M: step-7 fault
     arr = make({0: issuer()}, {D0: bad.pack()}, cfg=cfg)
     res = arr.run(1000)
-    # step 7 at 29 + 7 = 36 faults, visible 37: cycles = 37 + D = 39
-    assert fault(res) == (0, FaultCause.ENGINE_FAULT, PC_MRUN, D0) and res.cycles == 39
+    # step 7 at 29 + 7 = 36 faults (check 2, the fields: a data check), visible from
+    # 36 + 2 = 38 (§7 "Stop"): cycles = 38 + D = 40
+    assert fault(res) == (0, FaultCause.ENGINE_FAULT, PC_MRUN, D0) and res.cycles == 40
 
 
 def test_several_tiles_run_their_own_commands():
@@ -533,9 +611,11 @@ def test_fault_descriptor_read(d, step, addr):
     dict(flags=Flag.OUT_UNSIGNED, zp=-1, qmin=0, qmax=255),
 ])
 def test_fault_descriptor_fields(change):
-    # all checked in step 7 (cycle 36): addr = d
+    # all checked in step 7 (cycle 36): addr = d; check 2 (the data of the word read): visible
+    # from 36 + 2 = 38 (§7 "Stop"), cycles = 38 + D = 40
     arr, res = fault_case(good(**change), STD_MEM)
-    check_fault(res, arr, 7, D0)
+    check_fault(res, arr, 7, D0, data=True)
+    assert res.cycles == 40
 
 
 @pytest.mark.parametrize("change", [
@@ -551,21 +631,22 @@ def test_valid_descriptor_fields_do_not_fault(change):
     assert res.status == "halted", fault(res)
 
 
-@pytest.mark.parametrize("desc,step,addr", [
-    (good(p_base=P + 4), 8, P + 4),                           # parameter word misaligned
-    (good(C=2, p_base=SRAM - 16), 10, SRAM),                  # channel 1's first word outside
-    (good(C=2, p_base=P + 0x40), 11, P + 0x40 + 16 + 8),      # shift 31 of channel 1
-    (good(C=2, p_base=P + 0x80), 9, P + 0x80 + 8),            # shift -32 of channel 0
-    (good(w_base=W + 4), 10, W + 4),                          # W(0, 0) misaligned (C = 1)
-    (good(C=2, w_sm=SRAM - W), 13, SRAM),                     # W(1, 0) outside: step 8+4+1
-    (good(a_base=A + 4), 11, A + 4),                          # X(0, 0) misaligned
+@pytest.mark.parametrize("desc,step,addr,data", [
+    (good(p_base=P + 4), 8, P + 4, False),                    # parameter word misaligned
+    (good(C=2, p_base=SRAM - 16), 10, SRAM, False),           # channel 1's first word outside
+    # check 3 (the data of the word read): visible from the step's cycle + 2
+    (good(C=2, p_base=P + 0x40), 11, P + 0x40 + 16 + 8, True),    # shift 31 of channel 1
+    (good(C=2, p_base=P + 0x80), 9, P + 0x80 + 8, True),          # shift -32 of channel 0
+    (good(w_base=W + 4), 10, W + 4, False),                   # W(0, 0) misaligned (C = 1)
+    (good(C=2, w_sm=SRAM - W), 13, SRAM, False),              # W(1, 0) outside: step 8+4+1
+    (good(a_base=A + 4), 11, A + 4, False),                   # X(0, 0) misaligned
 ])
-def test_fault_parameter_and_operand_reads(desc, step, addr):
+def test_fault_parameter_and_operand_reads(desc, step, addr, data):
     mem = dict(STD_MEM)
     mem[P + 0x40] = params([0, 0], [1 << 30] * 2, [0, 31])
     mem[P + 0x80] = params([0, 0], [1 << 30] * 2, [-32, 0])
     arr, res = fault_case(desc, mem)
-    check_fault(res, arr, step, addr)
+    check_fault(res, arr, step, addr, data=data)
 
 
 def test_shift_is_not_checked_in_raw_mode():
@@ -602,18 +683,21 @@ def test_read_check_precedes_write_check_in_one_step():
 
 
 @pytest.mark.parametrize("desc,step,addr", [
-    # J = 1, C = 4: steps 0..7, 8..15 parameters, lanes 16..19, stream 20 (RAW: 21 without a
-    # read), write(s) 20 + WRITE_DELAY = 28 (, 29): after the last stream step (J·OW < 8)
+    # J = 1, C = 4: steps 0..7, 8..15 parameters, lanes 16..19, stream 20, the write
+    # 20 + WRITE_DELAY = 28: after the last stream step (J·OW < 8; RAW OW = ⌈4/4⌉ = 1)
     (good(C=4, J0=1, c_base=OUT + 5), 28, OUT + 5),           # TFLITE: 5 + 4 > 8
     (good(C=4, J0=1, c_base=SRAM), 28, SRAM),                 # TFLITE: C(j) outside
     (good(C=4, J0=1, c_base=OUT + 4, mode=Mode.RAW), 28, OUT + 4),   # RAW: not a multiple of 8
-    (good(C=4, J0=1, c_base=SRAM - 8, mode=Mode.RAW), 29, SRAM),     # RAW: word 1 outside
+    # RAW write 0 (16 bytes: 4C = 16 > 8, two words): C(j) = SRAM − 8 is inside, its second
+    # word C(j) + 16·0 + 8 = SRAM is not: addr = SRAM (§12 check 4), neither word written
+    (good(C=4, J0=1, c_base=SRAM - 8, mode=Mode.RAW), 28, SRAM),
 ])
 def test_fault_writes(desc, step, addr):
-    arr, res = fault_case(desc, STD_MEM)
+    mem = dict(STD_MEM)
+    mem[SRAM - 8] = b"\xee" * 8
+    arr, res = fault_case(desc, mem)
     check_fault(res, arr, step, addr)
-    if desc.mode == Mode.RAW and step == 29:    # word 0 was written in step 28: acc = 204
-        assert list(i32(arr, SRAM - 8, 2)) == [204] * 2
+    assert arr.read_mem(0, SRAM - 8, 8) == b"\xee" * 8     # no write reached the last word
 
 
 def test_tflite_write_that_ends_the_word_does_not_fault():
@@ -1048,3 +1132,113 @@ def test_mbqm_functions_saturating_case_by_hand_and_against_the_reference():
     ref = multiply_by_quantized_multiplier(x, m, s)
     assert (mbqm_array(x, m, s) == ref).all()
     assert [mbqm(int(a), int(b), int(c)) for a, b, c in zip(x, m, s)] == ref.tolist()
+
+
+# ------------------------------------------------------------------ data faults: s + 2
+# §7 "Stop", §12 "Engine faults" (since 2026-12-02): a fault of checks 2 and 3 (the data of the
+# word the step at cycle s read) is visible from s + 2 (checks 1 and 4 from s + 1); c_e enters
+# FAULT from s + 2, so it may still issue in its slot at s + 1 (that instruction takes effect);
+# its final pc is pc_e; the step of s + 1 has no effect and no fault of its own; the tie rule
+# applies at s + 2.
+#
+# Set-up: contexts 1..n run [nop (18 + c), lw (24 + c), ecall]: the lw's M = 28 + c steals
+# engine cycles 29 .. 28 + n, so step 0 is at 29 + n and step s at 29 + n + s. With n + s = 12
+# the faulting step is at cycle 41 and cycle 42 = 7·6 is context 0's slot (j4: the issuer's
+# code below: li 18, mrun 24 (x = 28), addi x11 30, addi x12 36, sw x11 42, addi x13 48, ...).
+# Visible from 43: t_s = 43 + D − 1 = 44, cycles = 45. The sw of 42 <= t_s is issued; its M
+# (46) is after t_s and part of the final state (§7); the addi of 48 > t_s is not.
+def _slot_issuer():
+    return [*asm.li(5, D0), asm.mrun(5), asm.addi(11, 0, 0x55), asm.addi(12, 0, 0x66),
+            asm.sw(11, 0x7F8, 0), asm.addi(13, 0, 1), asm.mwait(), asm.ecall()]
+
+
+def _stall_codes(n, extra=None):
+    codes = {c: [asm.nop(), asm.lw(7, 0x7F0, 0), asm.ecall()] for c in range(1, n + 1)}
+    codes[0] = _slot_issuer()
+    codes.update(extra or {})
+    return codes
+
+
+@pytest.mark.parametrize("desc,mem,n,addr", [
+    # check 2 (fields, step 7): n = 5, step 7 at 29 + 5 + 7 = 41
+    (good(qmin=10, qmax=5), {}, 5, D0),
+    # check 3, TFLITE shift 31 of channel 0 (step 9 + 2·0): n = 3, step 9 at 29 + 3 + 9 = 41
+    (good(C=1, p_base=P + 0x80), {P + 0x80: params([0], [1 << 30], [31])}, 3, P + 0x80 + 8),
+    # check 3, FLOAT32 multiplier +inf of channel 0 (step 8 + 2·0): n = 4, step 8 at 41
+    (good(C=1, mode=Mode.FLOAT32, p_base=P + 0xC0), {P + 0xC0: params([0], [0x7F800000], [0])},
+     4, P + 0xC0),
+])
+def test_data_fault_visible_two_cycles_later_lets_c_e_issue_once(desc, mem, n, addr):
+    m = dict(STD_MEM)
+    m.update(mem)
+    arr, res = fault_case(desc, m, codes=_stall_codes(n))
+    assert res.status == "fault" and res.cycles == 45
+    assert fault(res) == (0, FaultCause.ENGINE_FAULT, PC_MRUN, addr)
+    ctx = res.tiles[0].contexts[0]
+    assert ctx.state == ContextState.FAULT and ctx.pc == PC_MRUN          # pc = pc_e
+    # the sw issued at 42 took effect (x11 = 0x55 from 30), so did the addis of 30 and 36;
+    # the addi of 48 was not issued. Retired: 3 dispatch + li, mrun, addi, addi, sw = 8.
+    assert (ctx.regs[11], ctx.regs[12], ctx.regs[13]) == (0x55, 0x66, 0)
+    assert arr.read_mem(0, 0x7F8, 4) == bytes([0x55, 0, 0, 0])
+    assert ctx.retired == 8
+    # busy from x = 28 through the last cycle 44 of the run: 17 cycles
+    assert res.tiles[0].counters["engine"] == 17
+
+
+def test_data_fault_tie_with_an_instruction_fault_visible_at_s_plus_2():
+    # The check-2 case above (step 7 at 41, visible from 43) and context 2 runs [nop (20),
+    # lw (26), nop (32), ebreak (38)]: the ebreak is visible from 38 + 5 = 43 too: the record
+    # is the instruction's and the engine fault is dropped (§7 "Stop", §12): context 0 does
+    # not enter FAULT through the engine and keeps its pc (its sw of 42 retired: pc = j5 =
+    # CODE + 20). v = 43: cycles = 45.
+    codes = _stall_codes(5, {2: [asm.nop(), asm.lw(7, 0x7F0, 0), asm.nop(), asm.ebreak()]})
+    arr, res = fault_case(good(qmin=10, qmax=5), STD_MEM, codes=codes)
+    ebreak_pc = 3 * CODE + 12
+    assert res.status == "fault" and res.cycles == 45
+    assert fault(res) == (2, FaultCause.BREAKPOINT, ebreak_pc, ebreak_pc)
+    ctx = res.tiles[0].contexts
+    assert ctx[0].state == ContextState.RUNNING and ctx[0].pc == CODE + 20
+    assert ctx[0].retired == 8
+    assert ctx[2].state == ContextState.FAULT and ctx[2].pc == ebreak_pc
+    assert arr.read_mem(0, 0x7F8, 4) == bytes([0x55, 0, 0, 0])
+
+
+@pytest.mark.parametrize("desc,mem,step,addr", [
+    # check 3 in step 9 (TFLITE shift 31, C = 1, cycle 38); step 10 (cycle 39) would load
+    # W(0, 0) from the misaligned W + 4: no effect, no fault of its own
+    (good(C=1, p_base=P + 0x80, w_base=W + 4), {P + 0x80: params([0], [1 << 30], [31])},
+     9, P + 0x80 + 8),
+    # check 2 in step 7 (qmin > qmax); step 8 would read the parameters at p_base = SRAM
+    (good(qmin=10, qmax=5, p_base=SRAM), {}, 7, D0),
+    # check 3 in step 9 (TFLITE, K_GATHER); step 10 would read the gather word at ak_s1 = SRAM
+    (good(C=1, p_base=P + 0x80, flags=Flag.K_GATHER, ak_s1=SRAM, K1=2),
+     {P + 0x80: params([0], [1 << 30], [31])}, 9, P + 0x80 + 8),
+])
+def test_step_after_a_data_fault_has_no_fault_of_its_own(desc, mem, step, addr):
+    # the step of cycle s + 1 after a data fault of step s (a lane-load, parameter or gather
+    # read) has no effect and no fault of its own: the record is the data fault's, visible
+    # from s + 2 (check_fault with data: cycles = 28 + 1 + step + 2 + D)
+    m = dict(STD_MEM)
+    m.update(mem)
+    arr, res = fault_case(desc, m)
+    check_fault(res, arr, step, addr, data=True)
+
+
+def test_data_fault_then_c_e_instruction_fault_at_s_plus_1():
+    # The check-2 case above (n = 5: step 7 at 41, visible from 43, cycles 45) with context
+    # 0's instruction of 42 an ebreak: it faults (visible from 47) and has no effect. The tile
+    # keeps the record visible first, the engine's (43 < 47); c_e is FAULT from 43, the
+    # earlier of the two (§12: "enters FAULT from the cycle the fault is visible"), with pc =
+    # pc_e. Counters (§8): contexts 1..5 HALTED from 35 + c <= 40, so the tile is "compute"
+    # while context 0 is RUNNING (cycles 0..42) and "halted" (every context HALTED or FAULT)
+    # in 43 and 44: compute 43, halted 2. Context 0 retired 3 + li, mrun, addi, addi = 7.
+    codes = _stall_codes(5)
+    codes[0] = [*asm.li(5, D0), asm.mrun(5), asm.addi(11, 0, 0x55), asm.addi(12, 0, 0x66),
+                asm.ebreak(), asm.mwait(), asm.ecall()]
+    arr, res = fault_case(good(qmin=10, qmax=5), STD_MEM, codes=codes)
+    assert res.status == "fault" and res.cycles == 45
+    assert fault(res) == (0, FaultCause.ENGINE_FAULT, PC_MRUN, D0)
+    ctx = res.tiles[0].contexts[0]
+    assert ctx.state == ContextState.FAULT and ctx.pc == PC_MRUN and ctx.retired == 7
+    c = res.tiles[0].counters
+    assert (c["compute"], c["halted"]) == (43, 2)

@@ -206,14 +206,15 @@ def test_against_onnxruntime_qlinearmatmul():
 # ------------------------------------------------------------------------------ faults
 def test_fault_multiplier_infinity_or_nan_in_step_8_plus_2m():
     # C = 2, channel 1's multiplier is +inf (0x7F800000): step 8 + 2 = 10, addr p_base + 16;
-    # a NaN (0x7FC00000) in channel 0: step 8, addr p_base; -inf (0xFF800000) in channel 0 too
+    # a NaN (0x7FC00000) in channel 0: step 8, addr p_base; -inf (0xFF800000) in channel 0 too.
+    # Check 3 (the data of the word read): visible from the step's cycle + 2 (§7 "Stop")
     for mults, step, addr in (([M_HALF, 0x7F800000], 10, P + 16),
                               ([0x7FC00000, M_HALF], 8, P),
                               ([0xFF800000 - (1 << 32), M_HALF], 8, P)):
         mem = dict(STD_MEM)
         mem[P] = fparams([0, 0], mults)
         arr, res = fault_case(good(C=2, mode=Mode.FLOAT32), mem)
-        check_fault(res, arr, step, addr)
+        check_fault(res, arr, step, addr, data=True)
 
 
 def test_multiplier_is_not_checked_in_other_modes_and_shift_not_in_float32():
@@ -234,7 +235,7 @@ def test_multiplier_is_not_checked_in_other_modes_and_shift_not_in_float32():
 def test_fault_float32_descriptor_fields(change):
     from helpers.model_engine import D0
     arr, res = fault_case(good(**{"mode": Mode.FLOAT32, "zp": 0, **change}), dict(STD_MEM))
-    check_fault(res, arr, 7, D0)
+    check_fault(res, arr, 7, D0, data=True)     # check 2: visible from step 7's cycle + 2
 
 
 def test_fault_float32_write_crossing_a_word():

@@ -108,7 +108,7 @@ def test_block_sparse_column_against_kernels(mode):
         assert (got == want).all()
     # only the 3 stored blocks are streamed: 3 · 2 · J stream steps of 8·C MACs
     assert res.tiles[0].counters["macs"] == 3 * 2 * J * 8 * C
-    ow = 2 if mode == Mode.RAW else 1
+    ow = 1          # RAW: ⌈C/4⌉ = 1 at C = 4 (one write of 16 bytes, two words); TFLITE: 1
     # 8 + 2C + G·K1 + KB·C + (KB − 1)·J + J·OW + WRITE_DELAY (§12), WRITE_DELAY = 8
     assert command_steps(desc) == 8 + 8 + 3 + 6 * 4 + 5 * J + J * ow + 8
 

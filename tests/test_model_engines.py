@@ -339,7 +339,9 @@ def _rand_desc(rng, lanes, bad: bool):
         K0, K1 = rng.randrange(1, 3), rng.randrange(1, 3)
         C = rng.randrange(1, lanes + 1)
         mode = rng.choice([Mode.RAW, Mode.TFLITE, Mode.FLOAT32])
-        ow = (C + 1) // 2 if mode == Mode.RAW else 1
+        # 8-byte words of one element's output (a layout, not the step count OW): RAW 4C
+        # bytes, else C bytes in one word
+        words = (C + 1) // 2 if mode == Mode.RAW else 1
         a_s0 = 8 * rng.choice([K0, K0 * K1, K0 * K1 + 1, 0])
         gather = rng.random() < 0.3       # k1 offsets from E_GATHER (entries from 0..2)
         ak_s1 = E_GATHER + 8 * rng.randrange(3) if gather else 8 * rng.choice([K0, K0 * J0, 1])
@@ -348,9 +350,9 @@ def _rand_desc(rng, lanes, bad: bool):
                                                        (K1 - 1) * ak_s1) + 8 * (K0 - 1) + 8)
         w_sm = 8 * K0 * K1 * rng.choice([1, 2])
         span_w = (C - 1) * w_sm + 8 * K0 * K1
-        c_s0 = 8 * ow * rng.choice([1, 2])
+        c_s0 = 8 * words * rng.choice([1, 2])
         c_s1 = c_s0 * J0 + 8 * rng.choice([0, 1])
-        span_c = (J1 - 1) * c_s1 + (J0 - 1) * c_s0 + 8 * ow
+        span_c = (J1 - 1) * c_s1 + (J0 - 1) * c_s0 + 8 * words
         if span_a <= E_W - E_A and span_w <= E_OUT - E_W and span_c <= E_END - E_OUT:
             break
     a_base = E_A + 8 * rng.randrange((E_W - E_A - span_a) // 8 + 1)
@@ -369,7 +371,7 @@ def _rand_desc(rng, lanes, bad: bool):
              C=C, mode=int(mode), flags=flags, zp=zp, qmin=qmin, qmax=qmax)
     if bad:
         kind = rng.choice(["C0", "Cbig", "J0", "K1", "mode", "flags", "qrange", "qorder", "fmode", "g_bad",
-                           "a_mis", "a_oor", "w_oor", "c_oor", "c_mis", "p_oor", "J"])
+                           "a_mis", "a_oor", "w_oor", "c_oor", "c_mis", "c_end", "p_oor", "J"])
         if kind == "C0":
             f["C"] = 0
         elif kind == "Cbig":
@@ -404,6 +406,9 @@ def _rand_desc(rng, lanes, bad: bool):
         elif kind == "c_oor":
             f["c_s1"] = 0x20000
             f["J1"] = max(J1, 2)
+        elif kind == "c_end":        # outputs up to the end of the SRAM: in RAW the first or
+            f["c_base"] = SRAM - 8 * rng.randrange(1, 4)     # the second word of a write outside
+            f["c_s0"], f["c_s1"] = 0, 0
         elif kind == "c_mis":
             f["c_base"] += 4 if f["mode"] == int(Mode.RAW) else 8 - (C - 1) + 0 if C > 1 else 0
             if C == 1 and f["mode"] != int(Mode.RAW):
@@ -551,16 +556,24 @@ def test_fast_equals_vector_matrix_engine_fuzz(undo_log):
     assert engine_cycles > 10_000, engine_cycles
 
 
+def _spmd_elements(P):
+    """J0 of :func:`_spmd_store_race`: 120 / OW (RAW, C = P / 8; 120 or 60 elements)."""
+    from tessera.spec.engine import Mode, output_words
+    return 120 // output_words(Mode.RAW, P // 8)
+
+
 def _spmd_store_race(tiles, contexts, P):
     """Every tile runs the same program (SPMD, as the graph runtime runs a codelet): context 0
-    starts one RAW command whose J0 = 60 stream steps all read the same 8-byte vector
-    (``a_s0`` = 0) and waits; every other context stores a new value into that vector in each
+    starts one RAW command whose J0 = 120 / OW stream steps all read the same 8-byte vector
+    (``a_s0`` = 0) and waits (OW = ⌈C/4⌉, §12 "Step schedule": the last block's stream then
+    lasts 120 steps at every P, as at P = 32 before the two-word writes of 2026-12-02); every other context stores a new value into that vector in each
     of its slots. So many stream reads at k come right after a store whose M is k − 1 (issued at
     k − 5, contract v2) or right before one whose M is k + 1 (issued at k − 3)."""
     from tessera.spec.engine import ChannelParams, Descriptor, Mode
     C = P // 8
     desc = Descriptor(a_base=E_A, a_s0=0, a_s1=0, ak_s1=8, w_base=E_W, w_sm=8, c_base=E_OUT,
-                      c_s0=8 * ((C + 1) // 2), c_s1=0, p_base=E_PARAM, J0=60, J1=1, K0=1,
+                      c_s0=8 * ((C + 1) // 2), c_s1=0, p_base=E_PARAM,
+                      J0=_spmd_elements(P), J1=1, K0=1,
                       K1=1, C=C, mode=int(Mode.RAW), flags=0, zp=0, qmin=0, qmax=0).pack()
     params = b"".join(ChannelParams(m, 1 << 30, 0).pack() for m in range(C))
     loop = [asm.sw(8, 0, 24), asm.sw(9, 4, 24), asm.addi(8, 8, 0x101), asm.addi(9, 9, -7),
@@ -596,12 +609,13 @@ def test_fast_equals_vector_spmd_engine_reads_after_stores(tiles, contexts, P):
     _assert_same(cfg, fj, vj, arrs, f"SPMD store race N={tiles} T={contexts} P={P}")
     one_cfg, one_segs = _spmd_store_race(1, contexts, P)
     oj, _, one = _run_both(one_cfg, one_segs, 20_000)
-    n_out = 60 * 8 * ((P // 8 + 1) // 2)
+    J0 = _spmd_elements(P)
+    n_out = J0 * 8 * ((P // 8 + 1) // 2)
     ref = one[1].sram.read(0, E_OUT, n_out)
     for t in range(tiles):
         assert arrs[1].sram.read(t, E_OUT, n_out) == ref, f"tile {t} differs from the 1-tile run"
     # the race is real: the stream saw more than one version of the vector
-    outs = np.frombuffer(ref, dtype="<i4").reshape(60, -1)
+    outs = np.frombuffer(ref, dtype="<i4").reshape(J0, -1)
     assert len({tuple(r) for r in outs}) > 5
 
 

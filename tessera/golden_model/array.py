@@ -281,7 +281,11 @@ class Array:
         self.trace = [] if self._trace_on else None
         self.xtrace = [] if self._trace_on else None
         self._mx = MatrixEngines(n, self.config.engine_lanes, self.nbytes, self._tl.macs)
-        self._mx_faults: list[tuple[int, int]] = []     # the engine faults of the current cycle
+        self._mx_faults: list[tuple[int, int, int]] = []  # engine faults of the cycle (tile,
+        #                                                   addr, visibility delay)
+        # c_e's pc = pc_e of data faults (checks 2, 3) of cycle k, set after the issue of k + 1
+        # (c_e may issue then: FAULT only from k + 2): [(k + 1, tile, c_e, pc_e)]
+        self._pc_fix: list[tuple[int, int, int, int]] = []
         self._port = _EnginePort(self.sram)
         self._isa = IsaSemantics(self._ctx, self._tl, self.sram, self._mx, self._state_change,
                                  self._mq_add, self._trace_on)
@@ -388,6 +392,8 @@ class Array:
             c = k % T
             if sch.running_ctx[c]:
                 self._issue(k, c)
+            if self._pc_fix:
+                self._apply_pc_fix(k)
             if mx.nbusy:
                 self._engine_cycle(k)
             if work is not None:
@@ -401,6 +407,7 @@ class Array:
                     k = int(nxt)
         sch.cycle = k
         self._flush_m()
+        self._apply_pc_fix(None)
         return self._finish()
 
     def _engine_decisions(self, m: int, work: list) -> None:
@@ -513,9 +520,12 @@ class Array:
 
     def _schedule(self, cycle: int, mask: np.ndarray, state: int) -> None:
         ctx = self._ctx
+        pend_fault = (ctx.pend_state == FAULT) & (ctx.pend_cycle != _NEVER)
         if state != FAULT:                  # a context that is (or becomes) FAULT stays so
-            mask = mask & (ctx.state != FAULT) & ~((ctx.pend_state == FAULT)
-                                                  & (ctx.pend_cycle != _NEVER))
+            mask = mask & (ctx.state != FAULT) & ~pend_fault
+        else:                               # FAULT from the earliest cycle scheduled (an
+            mask = mask & ~(pend_fault & (ctx.pend_cycle <= cycle))  # engine data fault at
+            #                                 k + 2, then c_e's instruction of k + 1 faulting)
         self._ctx.pend_cycle[mask] = cycle
         self._ctx.pend_state[mask] = state
         if cycle < self._sch.next_pend:
@@ -557,23 +567,42 @@ class Array:
             self._mx_faults += mx.step_tiles(tiles, k, self._port)
 
     def _engine_faults(self, k: int) -> None:
-        """Record the engine faults of cycle k, visible from k + 1 (§7, §12 "Engine faults"):
-        context c_e enters FAULT from k + 1 with pc = pc_e, unless an instruction fault of the
-        same tile is visible from k + 1 too (the engine fault is then dropped). Either way the
-        engine is frozen (:meth:`MatrixEngines.step_tiles`)."""
+        """Record the engine faults of cycle k, visible from v = k + 1 (checks 1 and 4) or
+        k + 2 (checks 2 and 3, ``ENGINE_DATA_FAULT_VISIBLE_DELAY``; §7 "Stop", §12 "Engine
+        faults"): context c_e enters FAULT from v with final pc = pc_e, unless an instruction
+        fault of the same tile is visible from v too (the engine fault is then dropped; the
+        instruction that can be visible from k + 2 was issued at k − 3, so it is recorded
+        already). Either way the engine is frozen (:meth:`MatrixEngines.step_tiles`). After a
+        data fault c_e may still issue at k + 1 (its slot; that instruction takes effect), so
+        its pc becomes pc_e only after that issue (:meth:`_apply_pc_fix`)."""
         mx = self._mx
         tl = self._tl
-        vis = k + STEP_FAULT_VISIBLE_DELAY
-        for t, addr in self._mx_faults:
+        for t, addr, delay in self._mx_faults:
+            vis = k + delay
             if tl.insn_fault_vis[t, vis % FAULT_RING] == vis:
                 continue
             ce, pce = int(mx.issuer[t]), int(mx.issuer_pc[t])
             self._record_fault(t, Fault(ce, FaultCause.ENGINE_FAULT, pce, addr & _M32), vis)
-            self._ctx.pc[t, ce] = pce       # "its final pc is pc_e" (§12), also if c_e was FAULT
+            if vis == k + 1:
+                self._ctx.pc[t, ce] = pce   # "its final pc is pc_e" (§12), also if c_e was FAULT
+            else:
+                self._pc_fix.append((vis - 1, t, ce, pce))
             m = np.zeros((self.n, self.t), dtype=bool)
             m[t, ce] = True
             self._schedule(vis, m, FAULT)
         self._mx_faults = []
+
+    def _apply_pc_fix(self, k: int | None) -> None:
+        """Set c_e's pc to pc_e for the data faults whose cycle k + 1 has issued (``k`` None:
+        all, at the end of a run)."""
+        keep = []
+        for fix in self._pc_fix:
+            if k is None or fix[0] <= k:
+                _, t, ce, pce = fix
+                self._ctx.pc[t, ce] = pce
+            else:
+                keep.append(fix)
+        self._pc_fix = keep
 
     # ------------------------------------------------------------------ issue
     def _issue(self, k: int, c: int) -> None:
@@ -725,5 +754,6 @@ class _EnginePort:
         return self.sram.w8[t, addr:addr + 8].copy()
 
     def write(self, t: int, addr: int, data: bytes) -> None:
-        """Write ``data`` at ``addr`` (inside one aligned 8-byte word) in cycle k."""
+        """Write ``data`` at ``addr`` (inside one aligned 8-byte word, or two consecutive aligned
+        words from ``addr``, §12 "Engine cycles") in cycle k."""
         self.sram.w8[t, addr:addr + len(data)] = np.frombuffer(data, dtype=np.uint8)

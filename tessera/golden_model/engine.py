@@ -14,19 +14,24 @@ and ``write``; the cycle loop applies every SRAM effect in its own cycle, so the
 SRAM as it is when the step runs).
 
 The step schedule of a command with C channels, J = J0·J1 elements, KB = K0·K1 blocks and OW
-output words per element (⌈C/2⌉ in ``RAW``, else 1)::
+write steps per element (``output_words``: ⌈C/4⌉ in ``RAW``, else 1)::
 
     0..7                     descriptor word i (fields checked in step 7)
     8 + 2m, 9 + 2m           (bias, multiplier), (shift, -) of channel m (shift checked in 9+2m)
     K_GATHER, k0 = 0         one gather step: g = the u32 at ak_s1 + 8 k1
     block b < KB-1           C lane loads W(0..C-1, b), then J stream steps X(0..J-1, b)
     block KB-1               C lane loads, then per element one stream step + OW-1 silent steps
-    writes                   word w of element j in step s_j + WRITE_DELAY + w (s_j: its last
-                             stream step; WRITE_DELAY = 8: after the last stream step when J·OW < 8)
+    writes                   write w of element j in step s_j + WRITE_DELAY + w (s_j: its last
+                             stream step; WRITE_DELAY = 8: after the last stream step when J·OW < 8);
+                             RAW write w: bytes 16w .. min(16w+16, 4C)-1 of the element at
+                             C(j) + 16w (one or two 8-byte words, ENGINE_WRITE_WORDS)
 
 Per tile the engine is busy from the accept cycle through the cycle of the last step. After a
 faulting step it is **frozen** (§12 "Engine faults"): no further steps, busy until the array
-stops (or a host start).
+stops (or a host start). A fault of checks 2 and 3 (the data of the word read) is visible a
+cycle later than the address checks (``ENGINE_DATA_FAULT_VISIBLE_DELAY``); the step the engine
+would make in that cycle has no effect by the contract, so freezing right after the faulting
+step gives the same state.
 """
 
 from __future__ import annotations
@@ -37,9 +42,10 @@ import struct
 import numpy as np
 
 from tessera.spec.engine import (ACC_DEPTH, BYTE_MODES, DESC_CHECK_STEP, DESC_FIELDS,
-                                 DESC_FORMAT, DESC_WORDS, F32_EXP_SPECIAL, MAX_SHIFT, MIN_SHIFT,
-                                 PARAM_BYTES, VECTOR_BYTES, WRITE_DELAY, Flag, Mode,
-                                 output_words)
+                                 DESC_FORMAT, DESC_WORDS, ENGINE_WRITE_WORDS, F32_EXP_SPECIAL,
+                                 MAX_SHIFT, MIN_SHIFT, PARAM_BYTES, VECTOR_BYTES, WRITE_DELAY,
+                                 Flag, Mode, output_words)
+from tessera.spec.timing import ENGINE_DATA_FAULT_VISIBLE_DELAY, STEP_FAULT_VISIBLE_DELAY
 
 __all__ = ["MatrixEngines", "Command", "mbqm", "mbqm_array", "f32_round_array", "NOT_YET"]
 
@@ -48,6 +54,13 @@ _M32 = 0xFFFFFFFF
 NOT_YET = 1 << 40
 _RESERVED_FLAGS = 0xFF & ~int(Flag.A_UNSIGNED | Flag.OUT_UNSIGNED | Flag.K_GATHER)
 _I32_MIN = -(1 << 31)
+#: Bytes (and int32 lanes) of one RAW write step (§12 "Step schedule": two 8-byte words).
+_RAW_WRITE_BYTES = 8 * ENGINE_WRITE_WORDS
+_RAW_WRITE_LANES = _RAW_WRITE_BYTES // 4
+#: Visibility delays of engine faults (§7 "Stop", §12 "Engine faults"): checks 1 and 4 (an
+#: address), checks 2 and 3 (the data of the word the step read).
+_ADDR_DELAY = STEP_FAULT_VISIBLE_DELAY
+_DATA_DELAY = ENGINE_DATA_FAULT_VISIBLE_DELAY
 
 
 def _s32(v: int) -> int:
@@ -340,12 +353,16 @@ class MatrixEngines:
         port : object
             ``read8(t, addr) -> numpy.ndarray uint8 [8]`` (addr 8-byte aligned, in the SRAM;
             the SRAM as after all writes of cycles < k) and ``write(t, addr, data: bytes)``
-            (within one aligned 8-byte word).
+            (bytes within one aligned 8-byte word, or two consecutive aligned words).
 
         Returns
         -------
-        int or None
-            None, or the engine-fault address (the step then had no effect, §12).
+        (int, int) or None
+            None, or (the engine-fault address, its visibility delay): the step then had no
+            effect (§12 "Engine faults"); the fault is visible from k + delay, delay =
+            ``STEP_FAULT_VISIBLE_DELAY`` (1) for checks 1 and 4 (addresses) and
+            ``ENGINE_DATA_FAULT_VISIBLE_DELAY`` (2) for checks 2 and 3 (the data of the word
+            read, §7 "Stop").
 
         Raises
         ------
@@ -359,15 +376,15 @@ class MatrixEngines:
         if s < DESC_WORDS:                                    # descriptor word s
             a = (d + 8 * s) & _M32
             if self._bad_read(a):
-                return a
+                return a, _ADDR_DELAY
             data = port.read8(t, a)
             if s == DESC_CHECK_STEP:
                 raw = self.desc[t].copy()
                 raw[8 * s:8 * s + 8] = data
                 vals = struct.unpack(DESC_FORMAT, raw.tobytes())
                 cmd = Command(**{name: v for (name, _, _), v in zip(DESC_FIELDS, vals)})
-                if not cmd.check(self.lanes):
-                    return d
+                if not cmd.check(self.lanes):                  # check 2: the fields
+                    return d, _DATA_DELAY
                 self.cmd[t] = cmd
                 self.cmd_id[t] = self._intern(bytes(raw))
                 self.total[t] = cmd.total
@@ -378,21 +395,21 @@ class MatrixEngines:
             m, half = divmod(s - DESC_WORDS, 2)
             a = (cmd.p_base + PARAM_BYTES * m + 8 * half) & _M32
             if self._bad_read(a):
-                return a
+                return a, _ADDR_DELAY
             lo, hi = struct.unpack("<ii", port.read8(t, a).tobytes())
             if half == 0:
                 if cmd.mode == Mode.FLOAT32 and (hi >> 23) & 0xFF == F32_EXP_SPECIAL:
-                    return a                                  # check 3: infinity or NaN
+                    return a, _DATA_DELAY                     # check 3: infinity or NaN
                 self.bias[t, m], self.multiplier[t, m] = lo, hi
             else:
                 if cmd.mode == Mode.TFLITE and not MIN_SHIFT <= lo <= MAX_SHIFT:
-                    return a
+                    return a, _DATA_DELAY                     # check 3: shift
                 self.shift[t, m] = lo
             return self._advance(t, k, s)
         # streaming part: at most one read (lane load or stream step), then at most one write
         bad, read, a, write, wa = self._streaming_access(cmd, s, int(self.gather[t]))
         if bad is not None:
-            return bad
+            return bad, _ADDR_DELAY
         if read is not None:
             kind, i, b = read                                  # the read sees cycles < k
             data = port.read8(t, a)
@@ -412,14 +429,17 @@ class MatrixEngines:
 
     def step_tiles(self, tiles: np.ndarray, k: int, port) -> list:
         """Step every tile of ``tiles`` (busy, not frozen) in engine cycle ``k``; returns
-        [(tile, fault addr)]. A tile whose step faults is frozen (§12 "Engine faults").
+        [(tile, fault addr, visibility delay)] (see :meth:`step`). A tile whose step faults is
+        frozen (§12 "Engine faults"; after a fault of checks 2 and 3, visible from k + 2, the
+        step of cycle k + 1 has no effect and no fault of its own, so freezing at k is the
+        same).
 
         Tiles at the same streaming step of the same command (the SPMD case) are stepped in
         one vectorized group; the others one by one with :meth:`step`. Both give the same
         result (tested; ``group = False`` steps every tile alone).
         """
         faults = self._step_tiles(tiles, k, port)
-        for t, _ in faults:
+        for t, _, _ in faults:
             self.frozen[t] = True
         return faults
 
@@ -435,13 +455,13 @@ class MatrixEngines:
                     and s0 >= DESC_WORDS + 2 * cmd.C \
                     and (not cmd.G or (self.gather[grp] == self.gather[grp[0]]).all()):
                 addr = self._step_group(grp, k, s0, cmd, port.sram)
-                if addr is not None:
-                    faults += [(t, addr) for t in grp.tolist()]
+                if addr is not None:                   # streaming steps: address checks
+                    faults += [(t, addr, _ADDR_DELAY) for t in grp.tolist()]
                 rest = tiles[:0]
         for t in rest.tolist():
-            addr = self.step(t, k, port)
-            if addr is not None:
-                faults.append((t, addr))
+            f = self.step(t, k, port)
+            if f is not None:
+                faults.append((t, *f))
         return faults
 
     def _step_group(self, g: np.ndarray, k: int, s: int, cmd: Command, sram) -> int | None:
@@ -470,7 +490,7 @@ class MatrixEngines:
             j, w = write
             acc = self.acc[g, j, :C].view(np.int32).astype(np.int64)          # [G, C]
             if cmd.mode == Mode.RAW:
-                vals = acc[:, 2 * w:2 * w + 2].astype("<i4")
+                vals = acc[:, _RAW_WRITE_LANES * w:_RAW_WRITE_LANES * (w + 1)].astype("<i4")
                 w8[g, wa:wa + 4 * vals.shape[1]] = vals.view(np.uint8).reshape(len(g), -1)
             else:
                 if cmd.mode == Mode.TFLITE:
@@ -504,7 +524,7 @@ class MatrixEngines:
         (fault, read, read_addr, write, write_addr)
             ``fault``: None or the engine-fault address (check 1 for the read first, then check
             4 for the write, §12); ``read``: None, ("g", k1, b), ("w", m, b) or ("x", j, b);
-            ``write``: None or (j, w), the output word w of element j.
+            ``write``: None or (j, w), the output write w of element j.
         """
         read = self._read_of(cmd, s)
         a = None
@@ -523,10 +543,12 @@ class MatrixEngines:
                 if cj % 8 + cmd.C > 8 or cj >= self.nbytes:
                     return cj, None, None, None, None
                 wa = cj
-            else:
-                wa = (cj + 8 * w) & _M32
+            else:                                       # RAW write w: 1 or 2 words
+                wa = (cj + _RAW_WRITE_BYTES * w) & _M32
                 if cj % 8 or wa >= self.nbytes:
                     return wa, None, None, None, None
+                if 4 * cmd.C > _RAW_WRITE_BYTES * w + 8 and wa + 8 >= self.nbytes:
+                    return wa + 8, None, None, None, None
         return None, read, a, write, wa
 
     def _macs_add(self, t: int, n: int) -> None:
@@ -562,17 +584,18 @@ class MatrixEngines:
 
     @staticmethod
     def _write_of(cmd: Command, s: int):
-        """(j, w) of the output word written in step s, or None."""
+        """(j, w) of the output write made in step s, or None."""
         q = s - (cmd.last + cmd.C + WRITE_DELAY)
         if 0 <= q < cmd.J * cmd.OW:
             return divmod(q, cmd.OW)
         return None
 
     def _output(self, t: int, cmd: Command, j: int, w: int) -> bytes:
-        """Bytes of output word w of element j (RAW: int32 pairs; TFLITE, FLOAT32: C bytes)."""
+        """Bytes of output write w of element j (RAW: lanes 4w .. min(4w + 4, C) − 1 as int32,
+        §12 "Step schedule"; TFLITE, FLOAT32: C bytes)."""
         acc = self.acc[t, j, :cmd.C].view(np.int32)
         if cmd.mode == Mode.RAW:
-            return acc[2 * w:2 * w + 2].astype("<i4").tobytes()
+            return acc[_RAW_WRITE_LANES * w:_RAW_WRITE_LANES * (w + 1)].astype("<i4").tobytes()
         if cmd.mode == Mode.FLOAT32:
             y = f32_round_array(acc, self.multiplier[t, :cmd.C]) + cmd.zp
             return (np.clip(y, cmd.qmin, cmd.qmax) & 0xFF).astype(np.uint8).tobytes()

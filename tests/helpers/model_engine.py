@@ -136,13 +136,15 @@ STD_MEM = {A: X_ROWS.tobytes(), W: np.tile(W_ROW, 8).tobytes(),
            P: params([0] * 8, [1 << 30] * 8, [0] * 8)}
 
 
-def check_fault(res, arr, step, addr, mrun_pc=PC_MRUN, x=28):
+def check_fault(res, arr, step, addr, mrun_pc=PC_MRUN, x=28, data=False):
     """Engine fault in step ``step``: cycle t_f = x + 1 + step (no stalls), visible from
-    t_f + 1, cycles = t_f + 1 + D (D = 2). The engine makes no further step and stays busy
-    (§12 "Engine faults": frozen until the stop) through the last cycle of the run."""
+    v = t_f + 1 (checks 1 and 4, addresses) or, ``data``, v = t_f + 2 (checks 2 and 3, the data
+    of the word read; §7 "Stop", §12 "Engine faults" since 2026-12-02), cycles = v + D (D = 2).
+    The engine makes no further step and stays busy (§12 "Engine faults": frozen until the
+    stop) through the last cycle of the run; context 0 (c_e) is FAULT with pc = pc_e."""
     assert res.status == "fault"
     assert fault(res) == (0, FaultCause.ENGINE_FAULT, mrun_pc, addr)
-    assert res.cycles == x + 1 + step + 1 + 2
+    assert res.cycles == x + 1 + step + (2 if data else 1) + 2
     assert res.tiles[0].contexts[0].state == ContextState.FAULT
     assert res.tiles[0].contexts[0].pc == mrun_pc
     assert res.tiles[0].counters["engine"] == res.cycles - x     # busy x .. cycles - 1

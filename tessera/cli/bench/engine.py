@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from tessera.spec.config import ArrayConfig
-from tessera.spec.engine import WRITE_DELAY, Descriptor, Mode, command_steps
+from tessera.spec.engine import ENGINE_WRITE_WORDS, WRITE_DELAY, Descriptor, Mode, command_steps
 
 from .common import BenchError, Goal, Section, Timer
 
@@ -265,8 +265,9 @@ def matmul_step_ceiling() -> dict:
     Returns
     -------
     dict
-        ``raw`` / ``fused``: steps of one ``RAW`` (int32, OW = 2) / ``TFLITE`` (int8, OW = 1)
-        command; ``stream``: the tile's stream steps (2·J·KB = 4,096); ``raw_share`` /
+        ``raw`` / ``fused``: steps of one ``RAW`` (int32) / ``TFLITE`` (int8) command (OW = 1
+        in both at C = 4: ``RAW`` writes an element's 16 bytes in one step of two 8-byte
+        words, ``ENGINE_WRITE_WORDS``, since 2026-12-02; ⌈C/2⌉ = 2 steps before); ``stream``: the tile's stream steps (2·J·KB = 4,096); ``raw_share`` /
         ``fused_share``: stream steps / the tile's 2 commands' steps; ``raw_slack``: the
         cycles left after the 2 RAW commands' steps in the longest compute set that is still
         at ≥ 90 % of peak (⌊4,096 / 0.9⌋ = 4,551 cycles).
@@ -306,16 +307,17 @@ def run(quick: bool = True) -> Section:
                           "phase", f"{e['util_compute']:.1%} (engine busy: {e['util_engine']:.1%}; "
                           f"fused requantize: {mm[1]['util_compute']:.1%})",
                           e["util_compute"] >= 0.9,
-                          "The int32 (RAW) case is at the engine's ceiling, not the runtime's: "
-                          f"a tile's 2 commands are 2 × {ceil['raw']:,} = {2 * ceil['raw']:,} "
-                          f"§12 steps (WRITE_DELAY = {WRITE_DELAY}) for {ceil['stream']:,} "
-                          f"stream steps ({ceil['raw_share']:.1%}), of which 256 are RAW output "
-                          "steps (16 bytes per element through the 8-byte write port), so 90 % "
-                          f"of the compute set leaves {ceil['raw_slack']} cycles for the "
-                          "dispatch before the first mrun, the mwait and the TILE barrier (about "
-                          "110 when last traced). Reaching it needs a §12 change (more write "
-                          "bandwidth, or RAW writes overlapping the next command); the fused "
-                          "int8 output (OW = 1) meets the bar."))
+                          "The int32 (RAW) case: a tile's 2 commands are "
+                          f"2 × {ceil['raw']:,} = {2 * ceil['raw']:,} §12 steps (WRITE_DELAY = "
+                          f"{WRITE_DELAY}) for {ceil['stream']:,} stream steps "
+                          f"({ceil['raw_share']:.1%}), as many as the fused int8 output's "
+                          f"({ceil['fused']:,} each): since §12's two-word engine writes "
+                          f"(ENGINE_WRITE_WORDS = {ENGINE_WRITE_WORDS}, 2026-12-02) an element's "
+                          "16 int32 bytes take one write step (OW = ⌈C/4⌉ = 1; with the 8-byte "
+                          "write port they took 2, 2 × 2,264 steps, and the case could not reach "
+                          "90 %), so 90 % of the compute set leaves "
+                          f"{ceil['raw_slack']} cycles for the dispatch before the first mrun, "
+                          "the mwait and the TILE barrier (about 110 when last traced)."))
     sec.goals.append(Goal("engine matmul 128×128×128 (16 tiles) ≥ 75 % of peak end to end",
                           f"{e['util_e2e']:.1%}", e["util_e2e"] >= 0.75))
     sec.goals.append(Goal("engine matmul cycles ≤ 1/8 of dot4 (same placement)",
@@ -336,8 +338,9 @@ def run(quick: bool = True) -> Section:
                           "Read end to end for the best case (the fused 16×16 blocks). Each "
                           "command keeps the fixed steps (8 + 2C + WRITE_DELAY = "
                           f"{8 + 2 * 4 + WRITE_DELAY} at C = 4), an accept cycle and up "
-                          "to T − 1 cycles of mrun retry, and with int32 output the RAW output "
-                          "stage (J·(OW − 1) = 48 steps at J = 48), none of which shrinks with "
+                          "to T − 1 cycles of mrun retry (int32 output has no extra output "
+                          "steps at C = 4 since §12's two-word writes: OW = 1), none of which "
+                          "shrinks with "
                           "sparsity; the run's start and end (crt0 and the runtime's fast "
                           "path up to the first mrun, accepted at cycle 178, and about 87 "
                           "cycles from the last command's end to the halt, when last traced) "

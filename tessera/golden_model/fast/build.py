@@ -27,7 +27,8 @@ from tessera.spec.instructions import BY_NAME
 from tessera.spec.isa import (DIV_TURNS, INSN_EBREAK, INSN_ECALL, MACS_PER_DOT4, Funct3, Opcode,
                               SyncZone, encode_sync)
 from tessera.spec.timing import (FETCH_STORE_DELAY, STATE_VISIBLE_DELAY,
-                                  STEP_FAULT_VISIBLE_DELAY, Stage)
+                                  STEP_FAULT_VISIBLE_DELAY, ENGINE_DATA_FAULT_VISIBLE_DELAY,
+                                  Stage)
 from tessera.spec.result import ContextState
 
 from .. import sync
@@ -97,6 +98,7 @@ def spec_header() -> str:
     d(f"#define STATE_VISIBLE_DELAY {STATE_VISIBLE_DELAY}")
     d(f"#define M_DELAY {int(Stage.M)}")
     d(f"#define STEP_FAULT_VISIBLE_DELAY {STEP_FAULT_VISIBLE_DELAY}")
+    d(f"#define ENGINE_DATA_FAULT_VISIBLE_DELAY {ENGINE_DATA_FAULT_VISIBLE_DELAY}")
     d(f"#define STEP_BYTES {xspec.STEP_BYTES}")
     d(f"#define X_ADDR_MASK {(1 << xspec.ADDR_BITS) - 1}")
     d(f"#define X_SRC_MASK {(1 << xspec.SRC_BITS) - 1}")
@@ -118,6 +120,11 @@ def spec_header() -> str:
     for name in ("DESC_BYTES", "DESC_WORDS", "PARAM_BYTES", "ACC_DEPTH", "VECTOR_BYTES",
                  "DESC_CHECK_STEP", "WRITE_DELAY", "MIN_SHIFT", "MAX_SHIFT", "F32_EXP_SPECIAL"):
         d(f"#define E_{name} ({getattr(espec, name)})")
+    d(f"#define E_ENGINE_WRITE_WORDS ({espec.ENGINE_WRITE_WORDS})")
+    d(f"#define E_RAW_WRITE_BYTES ({8 * espec.ENGINE_WRITE_WORDS})")
+    if espec.ENGINE_WRITE_WORDS not in (1, 2):
+        raise FastEngineUnavailable("fast engine: the undo log assumes engine writes of at most "
+                                    "two 8-byte words (ENGINE_WRITE_WORDS)")
     if espec.VECTOR_BYTES != 8 or espec.DESC_WORDS != 8 or espec.PARAM_BYTES != 16:
         raise FastEngineUnavailable("fast engine: the matrix engine assumes 8-byte vectors, "
                                     "8 descriptor words and 16-byte channel records")

@@ -460,9 +460,12 @@ static inline void set_vis(Model *M, i64 i, i64 c, u8 s) {
  * FAULT pending, stays FAULT: only FAULT replaces a pending change. */
 static inline void schedule(Model *M, i64 i, i64 c, i64 cycle, u8 s) {
     i64 ic = i * M->t + c;
-    if (s != ST_FAULT && (M->vis[ic] == ST_FAULT
-                          || (M->pend_cycle[ic] != NEVER && M->pend_state[ic] == ST_FAULT)))
+    int pend_fault = M->pend_cycle[ic] != NEVER && M->pend_state[ic] == ST_FAULT;
+    if (s != ST_FAULT && (M->vis[ic] == ST_FAULT || pend_fault))
         return;
+    /* FAULT from the earliest cycle scheduled (an engine data fault visible at u + 2, then an
+     * instruction of c_e issued at u + 1 that faults, visible at u + 6) */
+    if (s == ST_FAULT && pend_fault && M->pend_cycle[ic] <= cycle) return;
     M->pend_cycle[ic] = cycle;
     M->pend_state[ic] = s;
     if (cycle < M->tev[i]) M->tev[i] = cycle;
@@ -667,10 +670,14 @@ static void exchange_step(Model *M, i64 k) {
  * at u - 4 (the MQ entry of cycle u) is a LOAD/STORE (§12 "Engine cycles").
  *
  * Faults. A faulting step has no effect; the engine is frozen (fpend: no further steps, busy
- * until the stop). The fault is visible from u + 1: c_e enters FAULT with pc = pc_e and the
- * record is kept if visible first, unless the instruction issued on the tile at u - 4 faulted
- * (visible from u + 1 too): then the engine fault is dropped (§12). In a window any fault rolls
- * the window back.
+ * until the stop). The fault is visible from v = u + 1 (checks 1 and 4, addresses) or u + 2
+ * (checks 2 and 3, the data of the word read: ENGINE_DATA_FAULT_VISIBLE_DELAY; the step of
+ * u + 1 would have no effect and no fault of its own, so freezing at u is the same): c_e
+ * enters FAULT from v with final pc = pc_e and the record is kept if visible first, unless the
+ * instruction issued on the tile at v - 5 faulted (visible from v too): then the engine fault
+ * is dropped (§12). After a data fault c_e may still issue at u + 1, so its pc is set to pc_e
+ * only once that issue is done (pcfix: at the next catch-up past u + 1, or at the end of the
+ * run). In a window any fault rolls the window back.
  */
 enum { PH_DESC, PH_PARAM, PH_LOAD, PH_STREAM, PH_DRAIN, PH_GATHER };
 #define ELANES 8
@@ -690,6 +697,8 @@ typedef struct {
     u8 desc[E_DESC_BYTES];
     i32 bias[ELANES], mult[ELANES], shift[ELANES];
     i32 S[ELANES][8];
+    i64 fdata;                 /* the fault of fpend is a data fault (checks 2, 3): visible u + 2 */
+    i64 pcfix;                 /* set c_e's pc to pc_e after the issue of this cycle (NEVER: none) */
 } Eng;
 /* The accumulators acc[j][m] of tile i live apart (M->eacc, [N][ACC_DEPTH][ELANES]): only
  * busy engines touch them. */
@@ -765,11 +774,19 @@ static inline i64 f32_round(i32 acc, u32 mb) {
 
 static inline int bad_read(const Model *M, u32 a) { return (a & 7) || (i64)a >= M->nbytes; }
 
-/* The faulting step of cycle u (no effect; the caller freezes the engine). */
+/* The faulting step of cycle u (no effect; the caller freezes the engine): checks 1 and 4. */
 static int efault(Model *M, Eng *E, i64 u, u32 addr) {
     (void)M;
     E->fpend = u;
     E->faddr = addr;
+    E->fdata = 0;
+    return 1;
+}
+
+/* The same for checks 2 and 3 (the data of the word read in cycle u: visible from u + 2). */
+static int edfault(Model *M, Eng *E, i64 u, u32 addr) {
+    efault(M, E, u, addr);
+    E->fdata = 1;
     return 1;
 }
 
@@ -779,16 +796,19 @@ static inline void eng_read(const Model *M, i64 i, u32 a, u8 out[8]) {
     for (int q = 0; q < 8; q++) out[q] = m8[a + q];
 }
 
-/* Write n bytes at a (within one aligned 8-byte word); undo log inside a window. */
+/* Write n bytes at a (within one aligned 8-byte word, or, n > 8, two consecutive aligned
+ * words at a and a + 8: ENGINE_WRITE_WORDS, §12 "Engine cycles"); undo log inside a window
+ * (2 or 4 u32 words). */
 static void eng_write(Model *M, i64 i, u32 a, const u8 *data, int n) {
     u32 *mem = M->sram + i * M->words;
     i64 wi = (a >> 2) & ~(i64)1;
     if (M->window) {
-        M->ulog[2 * M->ulog_n] = (u32)(i * M->words + wi);
-        M->ulog[2 * M->ulog_n + 1] = mem[wi];
-        M->ulog[2 * M->ulog_n + 2] = (u32)(i * M->words + wi + 1);
-        M->ulog[2 * M->ulog_n + 3] = mem[wi + 1];
-        M->ulog_n += 2;
+        i64 nw = n > 8 ? 4 : 2;
+        for (i64 q = 0; q < nw; q++) {
+            M->ulog[2 * (M->ulog_n + q)] = (u32)(i * M->words + wi + q);
+            M->ulog[2 * (M->ulog_n + q) + 1] = mem[wi + q];
+        }
+        M->ulog_n += nw;
     }
     u8 *m8 = (u8 *)mem;
     for (int q = 0; q < n; q++) m8[a + q] = data[q];
@@ -796,7 +816,7 @@ static void eng_write(Model *M, i64 i, u32 a, const u8 *data, int n) {
 
 static void eng_start(Model *M, i64 i, Eng *E, i64 x, u32 d, i64 c, u32 pc) {
     E->busy = 1; E->x = x; E->step = 0; E->nsteps = NEVER; E->ws = NEVER;
-    E->c_e = c; E->d = d; E->pc_e = pc; E->fpend = NEVER;
+    E->c_e = c; E->d = d; E->pc_e = pc; E->fpend = NEVER; E->fdata = 0; E->pcfix = NEVER;
     E->ph = PH_DESC; E->r = 0; E->wj = E->wj0 = E->wj1 = E->ww = 0; E->g = 0;
     M->ebusy[i] = 1;
     M->n_ebusy++;
@@ -826,7 +846,8 @@ static int eng_parse(Model *M, Eng *E) {
     E->J0 = J0; E->J1 = J1; E->K0 = K0; E->K1 = K1; E->C = C; E->mode = mode; E->flags = flags;
     E->zp = zp; E->qmin = qmin; E->qmax = qmax;
     E->J = J0 * J1; E->KB = (i64)K0 * K1;
-    E->OW = mode == MODE_RAW ? (C + 1) / 2 : 1;
+    /* OW (tessera.spec.engine.output_words): RAW writes 8 * ENGINE_WRITE_WORDS bytes a step */
+    E->OW = mode == MODE_RAW ? (4 * C + E_RAW_WRITE_BYTES - 1) / E_RAW_WRITE_BYTES : 1;
     E->G = (flags & FLAG_K_GATHER) ? 1 : 0;
     i64 last = E_DESC_WORDS + 2 * (i64)C + (E->KB - 1) * (C + E->J)    /* first step of block KB-1 */
                + E->G * (i64)K1;
@@ -849,7 +870,7 @@ __attribute__((noinline)) static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
         ra = (u32)E->d + 8 * (u32)E->r;
         if (bad_read(M, ra)) return efault(M, E, u, ra);
         eng_read(M, i, ra, E->desc + 8 * E->r);
-        if (E->r == E_DESC_CHECK_STEP && !eng_parse(M, E)) return efault(M, E, u, (u32)E->d);
+        if (E->r == E_DESC_CHECK_STEP && !eng_parse(M, E)) return edfault(M, E, u, (u32)E->d);
         break;
     case PH_PARAM: {
         i64 m = E->r >> 1;
@@ -859,13 +880,13 @@ __attribute__((noinline)) static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
         if ((E->r & 1) == 0) {
             u32 mb = ld32(v + 4);          /* FLOAT32: a binary32 infinity or NaN faults */
             if (E->mode == MODE_FLOAT32 && ((mb >> 23) & 0xFF) == E_F32_EXP_SPECIAL)
-                return efault(M, E, u, ra);
+                return edfault(M, E, u, ra);
             E->bias[m] = (i32)ld32(v); E->mult[m] = (i32)mb;
         }
         else {
             i32 sh = (i32)ld32(v);
             if (E->mode == MODE_TFLITE && (sh < E_MIN_SHIFT || sh > E_MAX_SHIFT))
-                return efault(M, E, u, ra);
+                return edfault(M, E, u, ra);
             E->shift[m] = sh;
         }
         break;
@@ -892,7 +913,7 @@ __attribute__((noinline)) static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
     /* the write of this step (§12 "Engine faults" 4 after the read check) */
     int wn = 0;
     u32 wa = 0;
-    u8 wd[8];
+    u8 wd[E_RAW_WRITE_BYTES];
     if (E->step >= E->ws) {
         u32 cj = E->c_base + (u32)E->wj1 * E->c_s1 + (u32)E->wj0 * E->c_s0;
         const i32 *acc = (*EACC(M, i))[E->wj];
@@ -907,10 +928,14 @@ __attribute__((noinline)) static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
                 wd[m] = (u8)y;
             }
         } else {
-            wa = cj + 8 * (u32)E->ww;
+            /* write ww: bytes 16 ww .. min(16 ww + 16, 4C) - 1 at C(j) + 16 ww (§12 check 4:
+             * the first word's address, then the second word's) */
+            wa = cj + E_RAW_WRITE_BYTES * (u32)E->ww;
             if ((cj & 7) || (i64)wa >= M->nbytes) return efault(M, E, u, wa);
-            u32 m0 = 2 * (u32)E->ww;
-            wn = m0 + 1 < C ? 8 : 4;
+            u32 b0 = E_RAW_WRITE_BYTES * (u32)E->ww;
+            wn = 4 * C - b0 < E_RAW_WRITE_BYTES ? (int)(4 * C - b0) : E_RAW_WRITE_BYTES;
+            if (wn > 8 && (i64)wa + 8 >= M->nbytes) return efault(M, E, u, wa + 8);
+            u32 m0 = b0 / 4;
             for (int q = 0; q < wn; q++) wd[q] = (u8)((u32)acc[m0 + (q >> 2)] >> (8 * (q & 3)));
         }
     }
@@ -982,14 +1007,25 @@ __attribute__((noinline)) static int eng_step(Model *M, i64 i, Eng *E, i64 u) {
     return 0;
 }
 
-/* The engine fault of tile i's step at cycle u (the engine is frozen: fpend = u). */
-__attribute__((noinline, cold)) static void eng_fault(Model *M, i64 i, Eng *E, i64 u) {
-    const MQ *q = MQE(M, i, u);
-    if (q->cyc == u && q->ifault) return;  /* dropped: the instruction issued at u - 4 faulted */
-    i64 vis = u + STEP_FAULT_VISIBLE_DELAY;
+/* The engine fault of tile i's step at cycle u (the engine is frozen: fpend = u), caught up
+ * by catch_up(i, k), k > u: every issue of cycles < k is done. */
+__attribute__((noinline, cold)) static void eng_fault(Model *M, i64 i, Eng *E, i64 u, i64 k) {
+    i64 vis = u + (E->fdata ? ENGINE_DATA_FAULT_VISIBLE_DELAY : STEP_FAULT_VISIBLE_DELAY);
+    /* the MQ entry of cycle vis - 1 is the issue at vis - 5, whose fault is visible from vis */
+    const MQ *q = MQE(M, i, vis - 1);
+    if (q->cyc == vis - 1 && q->ifault) return;  /* dropped: that instruction's record wins */
     record_fault(M, i, vis, E->c_e, FAULT_ENGINE_FAULT, (u32)E->pc_e, (u32)E->faddr);
     schedule(M, i, E->c_e, vis, ST_FAULT);
-    M->pc[i * M->t + E->c_e] = (u32)E->pc_e;
+    if (vis - 1 < k) M->pc[i * M->t + E->c_e] = (u32)E->pc_e;  /* the issue of vis - 1 is done */
+    else E->pcfix = vis - 1;
+}
+
+/* c_e's final pc after a data fault, once the issue of cycle pcfix is done (k > pcfix). */
+static inline void eng_pcfix(Model *M, i64 i, Eng *E, i64 k) {
+    if (E->pcfix != NEVER && k > E->pcfix) {
+        M->pc[i * M->t + E->c_e] = (u32)E->pc_e;
+        E->pcfix = NEVER;
+    }
 }
 
 /* mrun / mwait of entry q decided in its M cycle u (§12 "Instructions"), with the engine as
@@ -1033,6 +1069,7 @@ __attribute__((always_inline)) static inline void mq_memory(Model *M, i64 i, con
  * mrun/mwait decided in M = u, the engine step of u, the store/load whose M is u. */
 __attribute__((noinline)) static void catch_slow(Model *M, i64 i, i64 k) {
     Eng *E = M->lanes ? ENG(M, i) : 0;
+    if (E && E->pcfix != NEVER) { etouch(M, i); eng_pcfix(M, i, E, k); }
     for (i64 u = M->cur[i]; u < k; u++) {
         MQ *q = MQE(M, i, u);
         int here = q->cyc == u;
@@ -1040,7 +1077,7 @@ __attribute__((noinline)) static void catch_slow(Model *M, i64 i, i64 k) {
         int active = M->ebusy[i] && E->fpend == NEVER;
         if (active && u > E->x && !M->xphase[i] && !(here && q->ls)) {
             etouch(M, i);
-            if (eng_step(M, i, E, u)) eng_fault(M, i, E, u);
+            if (eng_step(M, i, E, u)) eng_fault(M, i, E, u, k);
         }
         if (here && q->kind != MQ_NONE) {
             if (q->kind <= MQ_LOAD) mq_memory(M, i, q);
@@ -1450,8 +1487,9 @@ i64 tsr_run(void **p, i64 *g) {
         M->e_last[i] = -1;
         M->arr_cycle[i] = M->arrived[i] ? 0 : -1;
     }
-    /* window length: the undo log holds at most 2 words per tile and cycle (a store, or an
-     * engine write), for the W cycles of a window plus the catch-up behind it (up to the
+    /* window length: the undo log holds at most 4 words per tile and cycle (a store, or an
+     * engine write of up to two 8-byte words; run.py allocates ULOG_FACTOR = 5 times the
+     * capacity), for the W cycles of a window plus the catch-up behind it (up to the
      * stop after the last ecall, e + 5 + D, or a release ks + D) */
     i64 W = M->ulog_cap / N - (STATE_VISIBLE_DELAY + M->dlat + 1);
     if (W > (1 << 20)) W = 1 << 20;
@@ -1476,6 +1514,8 @@ i64 tsr_run(void **p, i64 *g) {
         }
         M->mq_n[i] = 0;
     }
+    if (M->lanes)                          /* c_e's final pc = pc_e (data faults, §12) */
+        for (i64 i = 0; i < N; i++) eng_pcfix(M, i, ENG(M, i), NEVER);
     g[G_CYCLE] = k;
     g[G_LIVE] = M->live; g[G_RELEASE] = M->release; g[G_ARMED] = M->armed;
     g[G_XNEXT] = M->xnext; g[G_STOP] = k >= M->stop_at; g[G_STOP_AT] = M->stop_at;
@@ -1546,6 +1586,7 @@ i64 tsr_eng_reset(u8 *blob, i64 n) {
     for (i64 i = 0; i < n; i++) {
         Eng *E = (Eng *)(blob + i * (i64)sizeof(Eng));
         E->fpend = NEVER;
+        E->pcfix = NEVER;
         E->nsteps = E->ws = NEVER;
     }
     return 0;

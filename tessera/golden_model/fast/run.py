@@ -40,9 +40,10 @@ _G_FIELDS = ("n", "t", "nbytes", "lat", "sync_lat", "cycle", "max", "live", "rel
 #: Entries of the SRAM undo log of a window (8 bytes each). A window is at most
 #: ULOG_ENTRIES / N cycles long, less the catch-up behind it (5 + D cycles).
 ULOG_ENTRIES = 1 << 20
-#: The undo log is allocated 3 times that (plus slack): per tile and cycle a window logs a
-#: store (1 word) or a matrix-engine write (2 words).
-ULOG_FACTOR = 3
+#: The undo log is allocated 5 times that (plus slack): per tile and cycle a window logs a
+#: store (1 word) or a matrix-engine write (2 u32 words, or 4 for a write of two 8-byte words,
+#: ``ENGINE_WRITE_WORDS``).
+ULOG_FACTOR = 5
 
 #: The compiled loop's M-stage ring entry (``MQ`` in engine.c), in its C layout.
 _MQ_DTYPE = np.dtype({"names": ["cyc", "addr", "val", "pc", "kind", "ls", "ifault", "size",
