@@ -5,6 +5,8 @@ T = 6, 16 KiB; P = 32: M = 4 lanes, or P = 64: M = 8). No Verilator build.
 
 Every expected value is derived by hand from the contract text (comments); the int32
 accumulators of §12 "Semantics" (acc(j, m) = bias[m] + Σ_i X(j)[i]·W(m)[i] mod 2^32) in numpy.
+Each run is also compared with the golden model's run of the same image
+(``helpers.hdl_parity.compare``: status, cycles, counters, record, contexts, SRAM words).
 
 Program layout (tests/helpers/model_engine.py): context c's word j issues at (3 + j)·6 + c.
 Context 0 issues ``li x5, D0`` at 18 and ``mrun x5`` at 24, accepted in its M cycle x = 28, so
@@ -27,7 +29,7 @@ from tessera.spec.engine import Descriptor, Mode
 from tessera.spec.faults import FaultCause
 from tessera.toolchain import asm
 
-from helpers.hdl_parity import rtl_run
+from helpers.hdl_parity import compare
 from helpers.model_engine import A, CODE, D0, OUT, P, PC_MRUN, SRAM, W, image, issuer, params
 
 CFG32 = ArrayConfig(tiles=1, contexts=6, sram_bytes=SRAM, engine_macs=32)    # M = 4
@@ -98,7 +100,7 @@ def test_raw_write_steps(name):
     assert 8 + 2 * c + c + j * ow + 8 == steps
     d, mem, acc = _raw(10 + c + 7 * j + c0 % 16, c, j, c0, cs0)
     img = _img({0: issuer()}, mem, [(OUT, bytes([FILL]) * REGION)])
-    got = rtl_run(cfg, [img], 2000, [(OUT, OUT + REGION)])
+    got = compare(cfg, [img], 2000, [(OUT, OUT + REGION)])
     t0 = got["tiles"][0]
     assert got["status"] == "halted" and t0["fault"] is None
     csrr, cycles = _halted_timing(steps)
@@ -122,7 +124,7 @@ def test_raw_write_fault_on_the_second_word_writes_neither():
     # s_0 + WRITE_DELAY = 28 at t_f = 29 + 28 = 57; check 4 is an address check: visible from
     # 58 (§7 "Stop"), t_s = 58 + D − 1 = 59, cycles = 58 + D = 60
     img = _img({0: issuer()}, mem, [(c0, bytes([FILL]) * 8)])
-    got = rtl_run(CFG32, [img], 2000, [(c0, SRAM)])
+    got = compare(CFG32, [img], 2000, [(c0, SRAM)])
     t0 = got["tiles"][0]
     assert got["status"] == "fault" and got["cycles"] == 60
     assert t0["fault"] == {"context": 0, "cause": FaultCause.ENGINE_FAULT.label,
@@ -150,7 +152,7 @@ def test_data_fault_visible_at_s_plus_2_and_c_e_issues_at_s_plus_1():
     code = [*asm.li(5, D0), asm.mrun(5), nop, nop, asm.addi(12, 0, 42), asm.ecall()]
     assert len(asm.li(5, D0)) == 1                          # li at 18, mrun at 24
     img = _img({0: code}, {D0: d.pack(), P: par})
-    got = rtl_run(CFG32, [img], 2000, [])
+    got = compare(CFG32, [img], 2000, [])
     t0 = got["tiles"][0]
     c0 = t0["contexts"][0]
     assert got["status"] == "fault" and got["cycles"] == 45
@@ -170,7 +172,7 @@ def _tie_case(insn_ctx):
     d = Descriptor(a_base=A, w_base=W, c_base=OUT, p_base=P, C=0, mode=Mode.RAW)
     nop = asm.addi(0, 0, 0)
     img = _img({0: issuer(), insn_ctx: [nop, nop, asm.ebreak()]}, {D0: d.pack()})
-    return rtl_run(CFG32, [img], 2000, [])
+    return compare(CFG32, [img], 2000, [])
 
 
 def test_instruction_fault_visible_with_the_data_fault_at_s_plus_2_wins():
@@ -211,7 +213,7 @@ def test_c_e_instruction_of_s_plus_1_faulting_keeps_the_engine_record():
     par = params([0, 0, 0], [0x3F000000, 0x3F000000, INF], [0, 0, 0])
     nop = asm.addi(0, 0, 0)
     code = [*asm.li(5, D0), asm.mrun(5), nop, nop, asm.ebreak(), asm.ecall()]
-    got = rtl_run(CFG32, [_img({0: code}, {D0: d.pack(), P: par})], 2000, [])
+    got = compare(CFG32, [_img({0: code}, {D0: d.pack(), P: par})], 2000, [])
     t0 = got["tiles"][0]
     c0 = t0["contexts"][0]
     assert got["status"] == "fault" and got["cycles"] == 45
@@ -238,7 +240,7 @@ def test_data_fault_and_exchange_fault_visible_together_keep_the_engine_record()
     code = [*asm.li(5, D0), *asm.li(6, xpm), asm.csrrw(0, Csr.XPROG, 6), asm.mrun(5),
             asm.sync_array(), asm.mwait(), asm.ecall()]
     assert len(asm.li(5, D0)) == len(asm.li(6, xpm)) == 1
-    got = rtl_run(CFG32, [_img({0: code}, {D0: d.pack()})], 2000, [])
+    got = compare(CFG32, [_img({0: code}, {D0: d.pack()})], 2000, [])
     t0 = got["tiles"][0]
     assert got["status"] == "fault" and got["cycles"] == 52
     assert t0["fault"] == {"context": 0, "cause": FaultCause.ENGINE_FAULT.label,
@@ -247,7 +249,7 @@ def test_data_fault_and_exchange_fault_visible_together_keep_the_engine_record()
     # the same program with a valid descriptor (C = 1): the exchange fault alone, visible from
     # 50 too (context null, pc = addr = the step address, §6)
     ok = Descriptor(a_base=A, w_base=W, c_base=OUT, p_base=P, C=1, mode=Mode.RAW)
-    got = rtl_run(CFG32, [_img({0: code}, {D0: ok.pack()})], 2000, [])
+    got = compare(CFG32, [_img({0: code}, {D0: ok.pack()})], 2000, [])
     assert got["status"] == "fault" and got["cycles"] == 52
     assert got["tiles"][0]["fault"] == {"context": None, "cause": FaultCause.EXCHANGE_FAULT.label,
                                         "pc": xpm, "addr": xpm}
