@@ -175,16 +175,23 @@ def _tie_case(insn_ctx):
     return compare(CFG32, [img], 2000, [])
 
 
+def _ebreak_recorded(got, ctx, cycles):
+    """The run faulted at ``cycles`` with the record of context ``ctx``'s ebreak (its word 2,
+    at pc CODE·(ctx + 1) + 8) and ``ctx`` in FAULT; returns tile 0's result."""
+    t0 = got["tiles"][0]
+    assert got["status"] == "fault" and got["cycles"] == cycles
+    f = t0["fault"]
+    assert (f["context"], f["cause"], f["pc"]) == (ctx, FaultCause.BREAKPOINT.label,
+                                                   CODE * (ctx + 1) + 8)
+    assert t0["contexts"][ctx]["state"] == "fault"
+    return t0
+
+
 def test_instruction_fault_visible_with_the_data_fault_at_s_plus_2_wins():
     # context 3's ebreak issued at 33 (M 37) is visible from 38 = t_f + 2, the cycle the data
     # fault is visible: the record is the instruction's, the engine fault is dropped and
     # context 0 is not faulted (§12 "Engine faults", §7 "Stop"); cycles = 38 + D = 40
-    got = _tie_case(3)
-    t0 = got["tiles"][0]
-    assert got["status"] == "fault" and got["cycles"] == 40
-    f = t0["fault"]
-    assert (f["context"], f["cause"], f["pc"]) == (3, FaultCause.BREAKPOINT.label, CODE * 4 + 8)
-    assert t0["contexts"][3]["state"] == "fault"
+    t0 = _ebreak_recorded(_tie_case(3), 3, 40)
     # context 0 retries mwait (its word 2, pc 0x88) at 30, 36 (t_s = 39)
     assert t0["contexts"][0]["state"] == "running" and t0["contexts"][0]["pc"] == CODE + 8
 
@@ -194,12 +201,7 @@ def test_instruction_fault_visible_at_s_plus_1_is_first():
     # (38): the record is the ebreak's (the fault visible first), t_s = 37 + D − 1 = 38 and
     # cycles = 39; the engine fault, visible from 38 <= t_s, still puts c_e into FAULT with
     # pc = pc_e (as an instruction fault visible after the first, §7 "Stop")
-    got = _tie_case(2)
-    t0 = got["tiles"][0]
-    assert got["status"] == "fault" and got["cycles"] == 39
-    f = t0["fault"]
-    assert (f["context"], f["cause"], f["pc"]) == (2, FaultCause.BREAKPOINT.label, CODE * 3 + 8)
-    assert t0["contexts"][2]["state"] == "fault"
+    t0 = _ebreak_recorded(_tie_case(2), 2, 39)
     assert t0["contexts"][0]["state"] == "fault" and t0["contexts"][0]["pc"] == PC_MRUN
 
 
