@@ -362,6 +362,7 @@ def _build_key(design, config, sources, waves, extra_args, public_ports_only):
     from cocotb_tools import config as cocotb_config
     key_doc = {"design": design, "config": hw, "waves": waves, "args": args,
                "public": "ports" if public_ports_only else "all", "zero_init": "stripped", "dedupe": True,
+               "reset": "registered",
                "verilator": inst.version, "src": source_digest(sources),
                "paths": {"verilator_root": str(inst.root),
                          "cocotb_share": str(cocotb_config.share_dir),
@@ -439,7 +440,7 @@ def build_model(design: str, config: ArrayConfig, elaborate: Callable[[], object
             build_dir.mkdir(parents=True, exist_ok=True)
             try:
                 text = convert(elaborate(), name=TOPLEVEL, zero_memory_init=False, dedupe=True,
-                               emit_src=coverage_dir() is not None)
+                               emit_src=coverage_dir() is not None, registered_reset=True)
             except Exception as e:  # elaboration errors of the design under test
                 raise RtlRunError(f"Verilog generation for {design} {config} failed: {e!r}") from e
             vfile.write_text(text)
