@@ -472,7 +472,7 @@ class MatrixEngineSignature(wiring.Signature):
             "m_mem": Out(1), "accept": Out(1), "desc": Out(32),
             "ctx": Out(config.context_bits), "pc": Out(32),
             "busy": In(1), "active": In(1), "macs": In(8),
-            "fault": In(FaultSignature(config)),
+            "fault": In(FaultSignature(config)), "fault_now": In(1),
         })
 
     def __eq__(self, other):

@@ -17,7 +17,7 @@ its matrix engine does not step); should they, the core's is taken.
 
 from __future__ import annotations
 
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -57,7 +57,7 @@ class FaultRecord(wiring.Component):
     def __init__(self, config: ArrayConfig):
         self.config = check_config("FaultRecord", config)
         super().__init__({
-            "clear": In(1), "core": In(FaultSignature(config)),
+            "clear": In(1), "core": In(FaultSignature(config)), "core_now": In(1),
             "xchg": In(FaultSignature(config)),
             "record": Out(FaultSignature(config)),
         })
@@ -66,15 +66,23 @@ class FaultRecord(wiring.Component):
         m = Module()
         core, xchg, rec = self.core, self.xchg, self.record
         fields = [rec.valid, rec.xchg, rec.context, rec.cause, rec.pc, rec.addr]
+        x_new = Signal()      # the record is the exchange fault taken at the end of the last cycle
+
+        def take(src):
+            return [rec.valid.eq(1), rec.xchg.eq(src.xchg), rec.context.eq(src.context),
+                    rec.cause.eq(src.cause), rec.pc.eq(src.pc), rec.addr.eq(src.addr)]
+
+        m.d.sync += x_new.eq(0)
         with m.If(self.clear):
             m.d.sync += [s.eq(0) for s in fields]
         with m.Elif(~rec.valid):
             with m.If(core.valid):
-                m.d.sync += [rec.valid.eq(1), rec.xchg.eq(core.xchg),
-                             rec.context.eq(core.context), rec.cause.eq(core.cause),
-                             rec.pc.eq(core.pc), rec.addr.eq(core.addr)]
+                m.d.sync += take(core)
             with m.Elif(xchg.valid):
-                m.d.sync += [rec.valid.eq(1), rec.xchg.eq(xchg.xchg),
-                             rec.context.eq(xchg.context), rec.cause.eq(xchg.cause),
-                             rec.pc.eq(xchg.pc), rec.addr.eq(xchg.addr)]
+                m.d.sync += take(xchg)
+                m.d.sync += x_new.eq(1)
+        with m.Elif(core.valid & self.core_now & x_new):
+            # the engine's registered fault and the exchange fault written in the previous
+            # cycle are visible from the same cycle: the engine's is kept (§7 "Stop")
+            m.d.sync += take(core)
         return m

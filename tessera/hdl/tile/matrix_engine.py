@@ -384,11 +384,18 @@ class MatrixEngine(wiring.Component):
         dfault_addr = Signal(32)
         d_addr = Signal(32)               # d = the address of word 7 − 56
         m.d.comb += d_addr.eq(s1_raddr - 8 * DESC_CHECK_STEP)
-        with m.If(fresh & (s1_kind == Kind.DESC) & (s1_idx == DESC_CHECK_STEP) & desc_bad):
+        # the word read in the previous cycle's step is one the data checks look at (from
+        # registers only: the tag and the mode, never the word itself)
+        chk_desc = fresh & (s1_kind == Kind.DESC) & (s1_idx == DESC_CHECK_STEP)
+        chk_shift = fresh & (s1_kind == Kind.PARAM) & s1_idx[0] & (f["mode"] == Mode.TFLITE)
+        chk_mult = fresh & (s1_kind == Kind.PARAM) & ~s1_idx[0] & (f["mode"] == Mode.FLOAT32)
+        chk = Signal()
+        m.d.comb += chk.eq(chk_desc | chk_shift | chk_mult)
+        with m.If(chk_desc & desc_bad):
             m.d.comb += [dfault.eq(1), dfault_addr.eq(d_addr)]
-        with m.Elif(fresh & (s1_kind == Kind.PARAM) & s1_idx[0] & shift_bad):
+        with m.Elif(chk_shift & shift_bad):
             m.d.comb += [dfault.eq(1), dfault_addr.eq(s1_raddr)]
-        with m.Elif(fresh & (s1_kind == Kind.PARAM) & ~s1_idx[0] & mult_bad):
+        with m.Elif(chk_mult & mult_bad):
             m.d.comb += [dfault.eq(1), dfault_addr.eq(s1_raddr)]
 
         # ---- stage 1 ------------------------------------------------------------------
@@ -578,19 +585,40 @@ class MatrixEngine(wiring.Component):
             with m.Elif(writing):
                 m.d.sync += wcnt.eq(wcnt - 1)
 
-        # ---- faults: address faults of step k presented in k, data faults in k + 1 (both
-        # visible from the cycle after they are presented, §7 "Stop") --------------------
-        afault = Signal()
+        # ---- faults (§7 "Stop", §12 "Engine faults") --------------------------------------
+        # An address fault (checks 1, 4) of the step of cycle k is presented on core.fault in
+        # k (visible from k + 1), unless the step of cycle k - 1 read a word the data checks
+        # look at (``chk``): then whether the step of k has any effect depends on that word,
+        # so its address fault goes, like the data fault of the step of k - 1, into the
+        # register ``now_q`` at the end of k. ``now_q`` is presented in k + 1 on core.fault
+        # with ``fault_now`` (visible in k + 1 itself: s + 2 for the data fault of step
+        # s = k - 1, s + 1 for the address fault of step s = k). Nothing of the SRAM word
+        # reaches core.fault combinationally.
+        afault_any = Signal()             # this step's address / write fault (checks 1, 4)
+        afault = Signal()                 # ... presented now (visible from the next cycle)
         dq = Signal()                     # a data fault of the previous cycle's step
-        m.d.comb += [dq.eq(dfault & ~frozen), afault.eq(adv & (rfault | wfault_now) & ~dq)]
-        with m.If(clear | core.accept):
-            m.d.sync += frozen.eq(0)
-        with m.Elif(afault | dq):
-            m.d.sync += frozen.eq(1)
+        now_d = Signal()                  # a fault visible from the next cycle via now_q
+        now_q = Signal()                  # a registered fault, visible in this cycle
+        now_addr = Signal(32)
         m.d.comb += [
-            core.fault.valid.eq(afault | dq), core.fault.xchg.eq(0),
+            dq.eq(dfault & ~frozen),
+            afault_any.eq(adv & (rfault | wfault_now)),
+            afault.eq(afault_any & ~chk),
+            now_d.eq(dq | (afault_any & chk)),
+        ]
+        with m.If(clear | core.accept):
+            m.d.sync += [frozen.eq(0), now_q.eq(0)]
+        with m.Else():
+            m.d.sync += now_q.eq(now_d)
+            with m.If(afault | now_d):
+                m.d.sync += frozen.eq(1)
+        with m.If(now_d):    # the earlier step's data fault first (step order, §12)
+            m.d.sync += now_addr.eq(Mux(dq, dfault_addr, Mux(rfault, raddr, wf_addr)))
+        m.d.comb += [
+            core.fault.valid.eq(afault | now_q), core.fault.xchg.eq(0),
+            core.fault_now.eq(now_q),
             core.fault.context.eq(c_e), core.fault.cause.eq(FaultCause.ENGINE_FAULT),
             core.fault.pc.eq(pc_e),
-            core.fault.addr.eq(Mux(dq, dfault_addr, Mux(rfault, raddr, wf_addr))),
+            core.fault.addr.eq(Mux(now_q, now_addr, Mux(rfault, raddr, wf_addr))),
         ]
         return m

@@ -167,7 +167,10 @@ class Tile(wiring.Component):
         connect(m, eng.fault, rec.xchg)
         connect(m, rec.record, flipped(self.host.fault))
         m.d.comb += [rec.clear.eq(self.start), self.host.xprog.eq(core.xprog)]
-        m.d.comb += self.faulted.eq(rec.record.valid)
+        # the core's registered engine fault is visible in the cycle it is presented (the
+        # record holds it from the next one)
+        m.d.comb += [rec.core_now.eq(core.fault_now),
+                     self.faulted.eq(rec.record.valid | core.fault_now)]
         # -- matrix engine
         if self.matrix is not None:
             m.submodules.matrix = mx = self.matrix

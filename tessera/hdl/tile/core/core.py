@@ -121,7 +121,7 @@ class CoreSignature(wiring.Signature):
             "arrive": Out(1), "resume": In(1), "in_exchange": In(1), "xprog": Out(32),
             "all_halted": Out(1),
             # fault decided in M this cycle; host read-back; retire trace (W stage)
-            "fault": Out(FaultSignature(config)),
+            "fault": Out(FaultSignature(config)), "fault_now": Out(1),
             "eng": Out(MatrixEngineSignature(config)),
             "dbg": In(DebugSignature(config)),
             "trace": Out(TraceSignature(config)),
@@ -497,21 +497,32 @@ class Core(wiring.Component):
 
         m_fault = Signal()
         m_retire = Signal()
-        e_fault = Signal()     # the engine's fault is taken (not dropped, §12)
-        # every engine fault on eng.fault is visible from the next cycle, like the instruction
-        # fault decided in M now (an address check of this cycle's step: s + 1; a data check
-        # of the previous cycle's step: s + 2, §7 "Stop"): the engine fault is dropped when
-        # the instruction in M faults in the same cycle (§12)
+        e_fault = Signal()     # the engine's fault of this cycle is taken (not dropped, §12)
+        e_now = Signal()       # the engine's registered fault, visible in this cycle, is taken
+        m_fault_q = Signal()   # the instruction in M faulted in the previous cycle
+        # Two kinds of engine fault (:class:`~tessera.hdl.tile.matrix_engine.MatrixEngine`):
+        # * ``eng.fault`` without ``eng.fault_now``: an address fault of this cycle's step s,
+        #   visible from s + 1 like the instruction fault decided in M now, which wins (§12);
+        # * ``eng.fault_now``: the engine's registered fault (a data check of step s, decided
+        #   in s + 1 and registered: in s + 2; or the address fault of a step s + 1 made after
+        #   a data-checked step s, in s + 2), visible in this cycle. The instruction fault
+        #   visible in the same cycle is the one decided in M in the previous cycle
+        #   (``m_fault_q``): that one wins and the engine fault is dropped (§12). An
+        #   instruction fault decided now is visible only from the next cycle: the engine's
+        #   is reported (the instruction's context still enters FAULT).
+        m.d.sync += m_fault_q.eq(m_fault)
         m.d.comb += [
             m_fault.eq(m_valid & fault & ~start),
             m_retire.eq(m_valid & ~fault & ~div_wait & ~eng_wait & ~start),
-            e_fault.eq(eng.fault.valid & ~m_fault & ~start),
-            self.fault.valid.eq(m_fault | e_fault),
+            e_fault.eq(eng.fault.valid & ~eng.fault_now & ~m_fault & ~start),
+            e_now.eq(eng.fault.valid & eng.fault_now & ~m_fault_q & ~start),
+            self.fault.valid.eq(m_fault | e_fault | e_now),
+            self.fault_now.eq(e_now),
             self.fault.xchg.eq(0),
-            self.fault.context.eq(Mux(m_fault, mm.ctx, eng.fault.context)),
-            self.fault.cause.eq(Mux(m_fault, cause, eng.fault.cause)),
-            self.fault.pc.eq(Mux(m_fault, mm.pc, eng.fault.pc)),
-            self.fault.addr.eq(Mux(m_fault, faddr, eng.fault.addr)),
+            self.fault.context.eq(Mux(m_fault & ~e_now, mm.ctx, eng.fault.context)),
+            self.fault.cause.eq(Mux(m_fault & ~e_now, cause, eng.fault.cause)),
+            self.fault.pc.eq(Mux(m_fault & ~e_now, mm.pc, eng.fault.pc)),
+            self.fault.addr.eq(Mux(m_fault & ~e_now, faddr, eng.fault.addr)),
             # the word in M (any turn, faulting or not; a failed fetch has no word) owns the
             # SRAM's data ports if it is a LOAD or STORE (§12 "Engine cycles")
             eng.m_mem.eq(m_valid & ~mm.misaligned & ~mm.range
@@ -552,7 +563,7 @@ class Core(wiring.Component):
             sched.m_set.eq(m_valid & ~start & (fault | md.ecall | md.sync)),
             sched.m_ctx.eq(mm.ctx),
             sched.m_state.eq(new_state),
-            sched.e_set.eq(e_fault), sched.e_ctx.eq(eng.fault.context),
+            sched.e_set.eq(e_fault), sched.e_now.eq(e_now), sched.e_ctx.eq(eng.fault.context),
         ]
 
         # pc, CSR, per-context and tile retire counters. A context that is FAULT (an engine
@@ -571,7 +582,7 @@ class Core(wiring.Component):
                     m.d.sync += xprog.eq(csr_m.wdata)
                 with m.If(md.csr & m_slimit_we):
                     m.d.sync += slimits[mm.ctx].eq(m_csr_wdata)
-            with m.If(e_fault):          # the engine's context c_e ends at the mrun's pc
+            with m.If(e_fault | e_now):  # the engine's context c_e ends at the mrun's pc
                 m.d.sync += pcs[eng.fault.context].eq(eng.fault.pc)
 
         # Engine counter (§8, §12): the busy cycles k of the run (k < C: ``run``). The tile
