@@ -9,7 +9,12 @@ tile (contract v2, §7 "Stop": "a tile keeps the fault that became visible first
 * the exchange engine's ``fault`` of the step of cycle c (visible from c + 1).
 
 Each is written at the end of its cycle, so ``record.valid`` is high exactly from the cycle the
-first fault is visible: the tile's "fault visible" output for the array's stop decision. Every
+first fault is visible. The exception is the core's fault with ``core_now`` (the matrix
+engine's registered data-check fault of step s, presented in s + 2 and visible from s + 2):
+it is written at the end of s + 2 if the record is empty, or if the record is the exchange
+engine's fault written at the end of s + 1 (visible from s + 2 too: §7 "Stop" keeps the
+engine's of the two; an instruction fault written then wins, and the core already drops the
+engine fault in that case). The tile's "fault visible" output is ``record.valid | core_now``. Every
 fault of a cycle <= t_s takes effect (no commit condition in v2). The core and the exchange
 engine never fault in the same cycle (a tile in its exchange phase has no instruction in M and
 its matrix engine does not step); should they, the core's is taken.
@@ -43,6 +48,8 @@ class FaultRecord(wiring.Component):
         The start pulse: no record from the next cycle on.
     core : In(FaultSignature(config))
         The core's fault decided this cycle (instruction in M or matrix-engine step).
+    core_now : In(1)
+        The core's fault is visible in this cycle (the matrix engine's registered fault).
     xchg : In(FaultSignature(config))
         The exchange engine's fault in this cycle's step.
     record : Out(FaultSignature(config))

@@ -38,7 +38,8 @@ cycles 0..C-1: in v2 the run's end is known in its last cycle t_s = C - 1, so no
 ``retired``/``macs`` count in W of each retired instruction (also after t_s, for the
 instructions issued up to t_s).
 
-The core reports a fault in M on ``fault`` (merged with the matrix engine's) and keeps no
+The core reports a fault in M on ``fault`` (merged with the matrix engine's; the engine's
+registered data-check fault, visible in the cycle it arrives, with ``fault_now``) and keeps no
 record of it: the tile's one fault record (:class:`tessera.hdl.tile.fault_record.FaultRecord`)
 holds the first one.
 """
@@ -96,7 +97,10 @@ class CoreSignature(wiring.Signature):
         Barriers and exchange.
     fault : Out(FaultSignature(config))
         The fault of the instruction in M (``xchg`` = 0), else the matrix engine's fault of
-        this cycle; visible from the next cycle.
+        this cycle; visible from the next cycle, except with ``fault_now``.
+    fault_now : Out(1)
+        ``fault`` is the matrix engine's registered data-check fault, visible in this cycle
+        (it wins over the instruction in M; see :class:`Core`).
     eng : Out(MatrixEngineSignature(config))
         The matrix engine (``mrun`` accept, busy, counters, engine fault).
     dbg : In(DebugSignature(config))
@@ -207,16 +211,24 @@ class Core(wiring.Component):
     all_halted
         Every context HALTED (visible states: the ``ecall`` issued at t counts from t+5).
         High out of reset (every context is HALTED before the first ``start``).
-    fault.valid, fault.context[cb], fault.cause, fault.pc[32], fault.addr[32]
-        A fault decided in this cycle, visible from the next: the instruction in M (issue cycle
-        t = this cycle - 4, ``xchg`` = 0; its context is FAULT from t+5), else the matrix
-        engine's ``eng.fault`` of this cycle (§12: an instruction fault of the same cycle
-        wins; the engine fault is dropped).
+    fault.valid, fault.context[cb], fault.cause, fault.pc[32], fault.addr[32], fault_now
+        With ``fault_now`` = 0 a fault decided in this cycle, visible from the next: the
+        instruction in M (issue cycle t = this cycle - 4, ``xchg`` = 0; its context is FAULT
+        from t+5), else the matrix engine's address fault of this cycle (§12: an instruction
+        fault of the same cycle wins; the engine fault is dropped). With ``fault_now`` = 1
+        the matrix engine's registered fault (``eng.fault_now``: a data check of step s,
+        decided in s + 1, registered, presented in s + 2), visible in **this** cycle: it goes
+        ahead of the instruction fault decided in M now (visible only from the next cycle;
+        that context still enters FAULT) and is dropped when the instruction in M of the
+        previous cycle faulted (visible from this cycle too: the instruction's wins, §12).
+        c_e reads FAULT in this cycle (the scheduler's ``e_now`` Mux); the tile's fault
+        record takes it at the end of this cycle and the tile's ``faulted`` ORs it in.
     eng.*
         Matrix engine (§12, :class:`~tessera.hdl.interfaces.MatrixEngineSignature`): ``m_mem``
         (a LOAD/STORE word in M this cycle), ``accept`` (an ``mrun`` retires in M), ``desc``,
         ``ctx``, ``pc``; ``busy`` is sampled in M (``mrun``/``mwait`` retry while busy);
-        ``eng.fault`` in cycle k puts c_e into FAULT from k+1 with pc = pc_e.
+        ``eng.fault`` in cycle k puts c_e into FAULT from k+1 (with ``eng.fault_now``: from
+        k) with pc = pc_e (written at the end of k).
     dbg.ctx[cb] -> dbg.state, dbg.pc[32], dbg.retired[64]
         Combinational per-context read (state is a ContextState).
     dbg.ctx[cb], dbg.reg[5] -> dbg.x[32]
