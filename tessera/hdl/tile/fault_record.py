@@ -14,10 +14,12 @@ engine's registered data-check fault of step s, presented in s + 2 and visible f
 it is written at the end of s + 2 if the record is empty, or if the record is the exchange
 engine's fault written at the end of s + 1 (visible from s + 2 too: §7 "Stop" keeps the
 engine's of the two; an instruction fault written then wins, and the core already drops the
-engine fault in that case). The tile's "fault visible" output is ``record.valid | core_now``. Every
-fault of a cycle <= t_s takes effect (no commit condition in v2). The core and the exchange
-engine never fault in the same cycle (a tile in its exchange phase has no instruction in M and
-its matrix engine does not step); should they, the core's is taken.
+engine fault in that case). The tile's "fault visible" output is ``record.valid | core_now``.
+Every fault of a cycle <= t_s takes effect (no commit condition in v2). The core's own faults
+and the exchange engine's never come in the same cycle (a tile in its exchange phase has no
+instruction in M and its matrix engine does not step), but the engine's registered fault of
+the step just before the phase comes in the phase's second cycle, visible one cycle before an
+exchange fault of that cycle: the core's is taken.
 """
 
 from __future__ import annotations
