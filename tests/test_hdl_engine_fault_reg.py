@@ -169,6 +169,24 @@ def test_instruction_fault_visible_at_s_plus_2_wins(monkeypatch):
     assert t0["contexts"][0]["state"] == "running" and t0["contexts"][0]["pc"] == CODE + 8
 
 
+def test_instruction_fault_decided_at_s_plus_2_comes_after(monkeypatch):
+    # check 2 in step 7 (C = 0) at s = 36, visible from 38; context 4's ebreak issued at
+    # (3 + 2)·6 + 4 = 34 (M in 38 = s + 2) is visible from 39: the engine fault is visible
+    # first and the tile keeps it (§7 "Stop"); t_s = 39 ≥ 34, so the ebreak still faults and
+    # context 4 is FAULT from 39 (with no effect, not retired); cycles = 38 + D = 40
+    nop = asm.addi(0, 0, 0)
+    samples, got, exp = _run(monkeypatch, good(mode=Mode.RAW, C=0),
+                             codes={4: [nop, nop, asm.ebreak()]})
+    t0 = _check_visible_from(samples, got, exp, 38, _engine_record(D0))
+    for k in samples:
+        if isinstance(k, int) and k >= 30:
+            want = ContextState.FAULT if k >= 39 else ContextState.RUNNING
+            assert samples[k]["states"][4] == want, k
+    c4 = t0["contexts"][4]
+    assert c4["state"] == "fault" and c4["pc"] == CODE * 5 + 8
+    assert c4["retired"] == 3 + 2                # the dispatch and the two nops
+
+
 # The address fault (check 1) of the step right after a data-checked step whose word is good:
 # visible from (its cycle) + 1, as any address fault. (name: descriptor, parameters, extra
 # memory, faulting step, addr)
