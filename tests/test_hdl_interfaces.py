@@ -78,7 +78,8 @@ def test_signature_members_by_hand():
         "m_mem": ("Out", 1), "accept": ("Out", 1), "desc": ("Out", 32), "ctx": ("Out", 3),
         "pc": ("Out", 32), "busy": ("In", 1), "active": ("In", 1), "macs": ("In", 8),
         "fault.valid": ("In", 1), "fault.xchg": ("In", 1), "fault.context": ("In", 3),
-        "fault.cause": ("In", 5), "fault.pc": ("In", 32), "fault.addr": ("In", 32)}
+        "fault.cause": ("In", 5), "fault.pc": ("In", 32), "fault.addr": ("In", 32),
+        "fault_now": ("In", 1)}
     # 64 KiB: 13-bit word index; a write is up to two 8-byte words (§12 "Engine cycles":
     # ENGINE_WRITE_WORDS = 2): 2 · 64 data bits, 2 · 8 byte-mask bits
     assert _members(itf.EngineSramSignature(SMALL)) == {

@@ -453,12 +453,19 @@ class MatrixEngineSignature(wiring.Signature):
     macs : In(8)
         MACs of this cycle's stream step (8·C, or 0).
     fault : In(FaultSignature(config))
-        An engine fault decided in this cycle (context c_e, cause ENGINE_FAULT, pc pc_e),
-        visible from the next cycle like a fault of the instruction in M (§7 "Stop"): an
-        address fault (§12 checks 1, 4) of this cycle's step s (visible from s + 1), or a data
-        fault (checks 2, 3) of the previous cycle's step s, decided from the word read in s
-        (visible from s + 2). The core reports it unless its own instruction in M faults in this
-        cycle (visible from the same cycle: that one wins, §12).
+        An engine fault (context c_e, cause ENGINE_FAULT, pc pc_e). Without ``fault_now``:
+        an address fault (§12 checks 1, 4) of this cycle's step s, visible from s + 1 like a
+        fault of the instruction in M (§7 "Stop"); the core reports it unless its own
+        instruction in M faults in this cycle (visible from the same cycle: that one wins,
+        §12). With ``fault_now``: the engine's registered fault, visible in this cycle.
+    fault_now : In(1)
+        ``fault`` is the registered fault (``now_q``): a data fault (checks 2, 3) of step s,
+        decided in s + 1 from the word read in s and registered, presented in s + 2 and
+        visible from s + 2; or the address fault of the step made in s + 1 right after a
+        data-checked step s, registered with it (visible from s + 2 = its step + 1). It is
+        visible in this cycle: the core shows c_e FAULT now and reports it ahead of its own M
+        fault of this cycle (visible only from the next), but drops it if the instruction in
+        M of the previous cycle faulted (visible from this cycle too: that one wins, §12).
 
     Raises
     ------
@@ -472,7 +479,7 @@ class MatrixEngineSignature(wiring.Signature):
             "m_mem": Out(1), "accept": Out(1), "desc": Out(32),
             "ctx": Out(config.context_bits), "pc": Out(32),
             "busy": In(1), "active": In(1), "macs": In(8),
-            "fault": In(FaultSignature(config)),
+            "fault": In(FaultSignature(config)), "fault_now": In(1),
         })
 
     def __eq__(self, other):

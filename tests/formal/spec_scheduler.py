@@ -8,7 +8,8 @@ Environment (docs/rtl.md "Core port details"): ``start`` is a pulse in the cycle
 (``run`` is low during it); ``run`` is high in every cycle 0..C−1 of a run and low afterwards
 until the next start. Everything else — which instruction in M changes which context's state to
 what (``m_set``/``m_ctx``/``m_state``), which context a matrix-engine fault puts into FAULT
-(``e_set``/``e_ctx``, visible from the next cycle), ``resume``,
+(``e_set``/``e_ctx``, visible from the next cycle; ``e_now``, a registered engine fault
+visible in the same cycle), ``resume``,
 ``in_exchange`` — is left free, so the property holds whatever the core and the engines do. The
 states compared are the scheduler's visible ones (``states``, contract v2 §4).
 
@@ -44,19 +45,20 @@ class SchedulerSpec(Elaboratable):
         self.m_ctx = Signal(cb)
         self.m_state = Signal(3)
         self.e_set = Signal()
+        self.e_now = Signal()
         self.e_ctx = Signal(cb)
 
     @property
     def ports(self):
         return [self.start, self.run, self.resume, self.in_exchange, self.m_set, self.m_ctx,
-                self.m_state, self.e_set, self.e_ctx]
+                self.m_state, self.e_set, self.e_now, self.e_ctx]
 
     def elaborate(self, platform):
         m = Module()
         T = self.config.contexts
         m.submodules.dut = dut = Scheduler(self.config)
         for name in ("start", "run", "resume", "in_exchange", "m_set", "m_ctx", "m_state",
-                     "e_set", "e_ctx"):
+                     "e_set", "e_now", "e_ctx"):
             m.d.comb += getattr(dut, name).eq(getattr(self, name))
         no_reset(m)
 

@@ -52,14 +52,23 @@ Faults (§7 "Stop", §12 "Engine faults"). A read-address or write fault (checks
 is known in s, presented on ``core.fault`` in s and visible from s + 1, like an instruction fault
 decided in M at s (the core lets its own instruction fault of that cycle win, §12; the tile's
 record holds it from s + 1). The data checks (check 2 in step 7, check 3 in steps 8 + 2m /
-9 + 2m) need the word read in s, on port B in s + 1: they are decided in s + 1 and presented on
-``core.fault`` in s + 1 the same way, so they are visible from s + 2
-(``ENGINE_DATA_FAULT_VISIBLE_DELAY``; until 2026-12-02 they were visible from s + 1, through a
-combinational path from the port-B word into the core's issue, the tile's worst path). After a
+9 + 2m) need the word read in s, on port B in s + 1: they are decided in s + 1 and the result
+is **registered** at the end of s + 1 (``now_q``, with its address ``now_addr``), then
+presented in s + 2 on ``core.fault`` with ``core.fault_now`` = 1: visible in s + 2 itself
+(``ENGINE_DATA_FAULT_VISIBLE_DELAY``). So nothing of the port-B word reaches the core's fault,
+the context states or the tile's fault record combinationally (the path port B → check 3 →
+``core.fault`` → the record's cause mux and the scheduler's state enables was the tile's worst
+path, 25.7 ns on the ECP5). The core shows c_e FAULT in s + 2 (a Mux on the registered bit in
+the scheduler), the tile's ``faulted`` is ``record.valid | fault_now`` and the record is
+written at the end of s + 2 (tessera/hdl/tile/core/core.py, fault_record.py).
+
+Step order (§12): a step made in s + 1 after a data-checked step s (``chk``: the stage-1 tag,
+from registers only) has no effect and no fault of its own if step s's data check fails.
+Whether its address fault (check 1) counts is therefore known only from the word, so it is not
+presented in s + 1 but goes through the same register: ``now_q`` in s + 2, visible from s + 2
+= its step + 1, as any address fault (a data fault of step s masks it and wins). After a
 faulting step the engine is **frozen** (§12): no further step, still busy, until the start of
-the next run; the step made in the cycle that decides a data fault (s + 1: a descriptor,
-parameter, lane-load or gather read, with no architectural effect) has no fault of its own (its
-read-address check is masked by the data fault), and the engine makes no step after it.
+the next run; the engine makes no step after s + 1.
 
 SRAM writes are handed to the tile SRAM (:mod:`.sram`), which writes them at the end of the step's
 cycle, like a store whose M is that cycle (§12 "Memory order").
@@ -79,6 +88,7 @@ from tessera.spec.engine import (ACC_DEPTH, BYTE_MODES, DESC_CHECK_STEP, DESC_FI
                                  F32_EXP_SPECIAL, MAX_SHIFT, MIN_SHIFT, VECTOR_BYTES,
                                  ENGINE_WRITE_WORDS, WRITE_DELAY, Flag, Mode, output_words)
 from tessera.spec.faults import FaultCause
+from tessera.spec.timing import ENGINE_DATA_FAULT_VISIBLE_DELAY
 
 from ..interfaces import EngineSramSignature, MatrixEngineSignature, check_config
 from .requant import REQUANT_STAGES, SAT_LOG2, Stages, f32_stages, tflite_stages
@@ -99,6 +109,8 @@ if OUT_DELAY < REQUANT_STAGES:
                      f"s_j + 1 .. s_j + {MAC_STAGES}, {REQUANT_STAGES} requantization stages, "
                      f"the write in step s_j + WRITE_DELAY)")
 assert VECTOR_BYTES == 8 and DESC_CHECK_STEP == DESC_WORDS - 1
+# a data check of step s: the word on port B in s + 1, registered (``now_q``), visible in s + 2
+assert ENGINE_DATA_FAULT_VISIBLE_DELAY == 2
 
 
 class Phase(enum.IntEnum):
@@ -153,7 +165,8 @@ class MatrixEngine(wiring.Component):
         This cycle may be an engine cycle: the tile's ``run`` (cycle ≤ t_s) and the tile is not
         in its exchange phase. The engine adds the core's ``m_mem`` (a LOAD/STORE word in M).
     core : In(MatrixEngineSignature(config))
-        ``mrun`` accept from the core's M stage; busy, counters and the engine fault back.
+        ``mrun`` accept from the core's M stage; busy, counters and the engine fault back
+        (``core.fault_now``: the registered fault ``now_q``, visible in this cycle).
     sram : Out(EngineSramSignature(config))
         Port B reads and the writes (committed by the SRAM).
 
@@ -384,11 +397,18 @@ class MatrixEngine(wiring.Component):
         dfault_addr = Signal(32)
         d_addr = Signal(32)               # d = the address of word 7 − 56
         m.d.comb += d_addr.eq(s1_raddr - 8 * DESC_CHECK_STEP)
-        with m.If(fresh & (s1_kind == Kind.DESC) & (s1_idx == DESC_CHECK_STEP) & desc_bad):
+        # the word read in the previous cycle's step is one the data checks look at (from
+        # registers only: the tag and the mode, never the word itself)
+        chk_desc = fresh & (s1_kind == Kind.DESC) & (s1_idx == DESC_CHECK_STEP)
+        chk_shift = fresh & (s1_kind == Kind.PARAM) & s1_idx[0] & (f["mode"] == Mode.TFLITE)
+        chk_mult = fresh & (s1_kind == Kind.PARAM) & ~s1_idx[0] & (f["mode"] == Mode.FLOAT32)
+        chk = Signal()
+        m.d.comb += chk.eq(chk_desc | chk_shift | chk_mult)
+        with m.If(chk_desc & desc_bad):
             m.d.comb += [dfault.eq(1), dfault_addr.eq(d_addr)]
-        with m.Elif(fresh & (s1_kind == Kind.PARAM) & s1_idx[0] & shift_bad):
+        with m.Elif(chk_shift & shift_bad):
             m.d.comb += [dfault.eq(1), dfault_addr.eq(s1_raddr)]
-        with m.Elif(fresh & (s1_kind == Kind.PARAM) & ~s1_idx[0] & mult_bad):
+        with m.Elif(chk_mult & mult_bad):
             m.d.comb += [dfault.eq(1), dfault_addr.eq(s1_raddr)]
 
         # ---- stage 1 ------------------------------------------------------------------
@@ -578,19 +598,40 @@ class MatrixEngine(wiring.Component):
             with m.Elif(writing):
                 m.d.sync += wcnt.eq(wcnt - 1)
 
-        # ---- faults: address faults of step k presented in k, data faults in k + 1 (both
-        # visible from the cycle after they are presented, §7 "Stop") --------------------
-        afault = Signal()
+        # ---- faults (§7 "Stop", §12 "Engine faults") --------------------------------------
+        # An address fault (checks 1, 4) of the step of cycle k is presented on core.fault in
+        # k (visible from k + 1), unless the step of cycle k - 1 read a word the data checks
+        # look at (``chk``): then whether the step of k has any effect depends on that word,
+        # so its address fault goes, like the data fault of the step of k - 1, into the
+        # register ``now_q`` at the end of k. ``now_q`` is presented in k + 1 on core.fault
+        # with ``fault_now`` (visible in k + 1 itself: s + 2 for the data fault of step
+        # s = k - 1, s + 1 for the address fault of step s = k). Nothing of the SRAM word
+        # reaches core.fault combinationally.
+        afault_any = Signal()             # this step's address / write fault (checks 1, 4)
+        afault = Signal()                 # ... presented now (visible from the next cycle)
         dq = Signal()                     # a data fault of the previous cycle's step
-        m.d.comb += [dq.eq(dfault & ~frozen), afault.eq(adv & (rfault | wfault_now) & ~dq)]
-        with m.If(clear | core.accept):
-            m.d.sync += frozen.eq(0)
-        with m.Elif(afault | dq):
-            m.d.sync += frozen.eq(1)
+        now_d = Signal()                  # a fault visible from the next cycle via now_q
+        now_q = Signal()                  # a registered fault, visible in this cycle
+        now_addr = Signal(32)
         m.d.comb += [
-            core.fault.valid.eq(afault | dq), core.fault.xchg.eq(0),
+            dq.eq(dfault & ~frozen),
+            afault_any.eq(adv & (rfault | wfault_now)),
+            afault.eq(afault_any & ~chk),
+            now_d.eq(dq | (afault_any & chk)),
+        ]
+        with m.If(clear | core.accept):
+            m.d.sync += [frozen.eq(0), now_q.eq(0)]
+        with m.Else():
+            m.d.sync += now_q.eq(now_d)
+            with m.If(afault | now_d):
+                m.d.sync += frozen.eq(1)
+        with m.If(now_d):    # the earlier step's data fault first (step order, §12)
+            m.d.sync += now_addr.eq(Mux(dq, dfault_addr, Mux(rfault, raddr, wf_addr)))
+        m.d.comb += [
+            core.fault.valid.eq(afault | now_q), core.fault.xchg.eq(0),
+            core.fault_now.eq(now_q),
             core.fault.context.eq(c_e), core.fault.cause.eq(FaultCause.ENGINE_FAULT),
             core.fault.pc.eq(pc_e),
-            core.fault.addr.eq(Mux(dq, dfault_addr, Mux(rfault, raddr, wf_addr))),
+            core.fault.addr.eq(Mux(now_q, now_addr, Mux(rfault, raddr, wf_addr))),
         ]
         return m

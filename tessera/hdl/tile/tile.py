@@ -20,7 +20,8 @@ Contract v2 (architecture §4, §7): every output the array reduces over the til
 of this tile's **visible** states, held in registers: ``arrive``, ``waiting``, ``all_halted``
 from the context states (a state change of an instruction issued at t is visible from
 t + ``STATE_VISIBLE_DELAY`` = t+5), ``faulted`` from the fault record (visible from t+5 for an
-instruction, c+1 / s+1 for an exchange / engine step, s+2 for an engine data-check fault). The
+instruction, c+1 / s+1 for an exchange / engine step, s+2 for an engine data-check fault, which
+the core presents with ``fault_now`` from the engine's register in s+2). The
 array registers them once more on the way out (the first register of D). ``run`` is high exactly in the run's cycles 0..C-1
 (C - 1 = t_s): the tile stops issuing, releasing and counting from the first cycle it is low,
 and completes the instructions issued up to t_s.
@@ -80,9 +81,12 @@ class Tile(wiring.Component):
     faulted : Out(1)
         A fault is visible on this tile (its fault record is set): from t+5 for an
         instruction issued at t, from c+1 / s+1 for an exchange / matrix-engine step, from
-        s + 2 for a matrix-engine data-check fault of step s (decided in s + 1 from the word
-        read in s, §7 "Stop"). Every fault is written into the record at the end of the cycle
-        it is decided in, so ``faulted`` is the record's ``valid``.
+        s + 2 for a matrix-engine data-check fault of step s (§7 "Stop"): ``record.valid |
+        core.fault_now``. Every fault but that one is written into the record at the end of
+        the cycle it is decided in (visible from the next); the data check is decided in
+        s + 1 from the word read in s, registered in the engine, presented by the core with
+        ``fault_now`` in s + 2 and written into the record at the end of s + 2, so nothing of
+        the SRAM word reaches ``faulted`` combinationally.
     exchange : Out(ExchangeLinkSignature(config))
         Send bus of the previous cycle, receive mux select, the fabric's word.
     host : In(HostTileSignature(config))
@@ -167,7 +171,10 @@ class Tile(wiring.Component):
         connect(m, eng.fault, rec.xchg)
         connect(m, rec.record, flipped(self.host.fault))
         m.d.comb += [rec.clear.eq(self.start), self.host.xprog.eq(core.xprog)]
-        m.d.comb += self.faulted.eq(rec.record.valid)
+        # the core's registered engine fault is visible in the cycle it is presented (the
+        # record holds it from the next one)
+        m.d.comb += [rec.core_now.eq(core.fault_now),
+                     self.faulted.eq(rec.record.valid | core.fault_now)]
         # -- matrix engine
         if self.matrix is not None:
             m.submodules.matrix = mx = self.matrix

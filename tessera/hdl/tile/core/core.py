@@ -38,7 +38,8 @@ cycles 0..C-1: in v2 the run's end is known in its last cycle t_s = C - 1, so no
 ``retired``/``macs`` count in W of each retired instruction (also after t_s, for the
 instructions issued up to t_s).
 
-The core reports a fault in M on ``fault`` (merged with the matrix engine's) and keeps no
+The core reports a fault in M on ``fault`` (merged with the matrix engine's; the engine's
+registered data-check fault, visible in the cycle it arrives, with ``fault_now``) and keeps no
 record of it: the tile's one fault record (:class:`tessera.hdl.tile.fault_record.FaultRecord`)
 holds the first one.
 """
@@ -96,7 +97,10 @@ class CoreSignature(wiring.Signature):
         Barriers and exchange.
     fault : Out(FaultSignature(config))
         The fault of the instruction in M (``xchg`` = 0), else the matrix engine's fault of
-        this cycle; visible from the next cycle.
+        this cycle; visible from the next cycle, except with ``fault_now``.
+    fault_now : Out(1)
+        ``fault`` is the matrix engine's registered data-check fault, visible in this cycle
+        (it wins over the instruction in M; see :class:`Core`).
     eng : Out(MatrixEngineSignature(config))
         The matrix engine (``mrun`` accept, busy, counters, engine fault).
     dbg : In(DebugSignature(config))
@@ -121,7 +125,7 @@ class CoreSignature(wiring.Signature):
             "arrive": Out(1), "resume": In(1), "in_exchange": In(1), "xprog": Out(32),
             "all_halted": Out(1),
             # fault decided in M this cycle; host read-back; retire trace (W stage)
-            "fault": Out(FaultSignature(config)),
+            "fault": Out(FaultSignature(config)), "fault_now": Out(1),
             "eng": Out(MatrixEngineSignature(config)),
             "dbg": In(DebugSignature(config)),
             "trace": Out(TraceSignature(config)),
@@ -207,16 +211,24 @@ class Core(wiring.Component):
     all_halted
         Every context HALTED (visible states: the ``ecall`` issued at t counts from t+5).
         High out of reset (every context is HALTED before the first ``start``).
-    fault.valid, fault.context[cb], fault.cause, fault.pc[32], fault.addr[32]
-        A fault decided in this cycle, visible from the next: the instruction in M (issue cycle
-        t = this cycle - 4, ``xchg`` = 0; its context is FAULT from t+5), else the matrix
-        engine's ``eng.fault`` of this cycle (§12: an instruction fault of the same cycle
-        wins; the engine fault is dropped).
+    fault.valid, fault.context[cb], fault.cause, fault.pc[32], fault.addr[32], fault_now
+        With ``fault_now`` = 0 a fault decided in this cycle, visible from the next: the
+        instruction in M (issue cycle t = this cycle - 4, ``xchg`` = 0; its context is FAULT
+        from t+5), else the matrix engine's address fault of this cycle (§12: an instruction
+        fault of the same cycle wins; the engine fault is dropped). With ``fault_now`` = 1
+        the matrix engine's registered fault (``eng.fault_now``: a data check of step s,
+        decided in s + 1, registered, presented in s + 2), visible in **this** cycle: it goes
+        ahead of the instruction fault decided in M now (visible only from the next cycle;
+        that context still enters FAULT) and is dropped when the instruction in M of the
+        previous cycle faulted (visible from this cycle too: the instruction's wins, §12).
+        c_e reads FAULT in this cycle (the scheduler's ``e_now`` Mux); the tile's fault
+        record takes it at the end of this cycle and the tile's ``faulted`` ORs it in.
     eng.*
         Matrix engine (§12, :class:`~tessera.hdl.interfaces.MatrixEngineSignature`): ``m_mem``
         (a LOAD/STORE word in M this cycle), ``accept`` (an ``mrun`` retires in M), ``desc``,
         ``ctx``, ``pc``; ``busy`` is sampled in M (``mrun``/``mwait`` retry while busy);
-        ``eng.fault`` in cycle k puts c_e into FAULT from k+1 with pc = pc_e.
+        ``eng.fault`` in cycle k puts c_e into FAULT from k+1 (with ``eng.fault_now``: from
+        k) with pc = pc_e (written at the end of k).
     dbg.ctx[cb] -> dbg.state, dbg.pc[32], dbg.retired[64]
         Combinational per-context read (state is a ContextState).
     dbg.ctx[cb], dbg.reg[5] -> dbg.x[32]
@@ -497,21 +509,32 @@ class Core(wiring.Component):
 
         m_fault = Signal()
         m_retire = Signal()
-        e_fault = Signal()     # the engine's fault is taken (not dropped, §12)
-        # every engine fault on eng.fault is visible from the next cycle, like the instruction
-        # fault decided in M now (an address check of this cycle's step: s + 1; a data check
-        # of the previous cycle's step: s + 2, §7 "Stop"): the engine fault is dropped when
-        # the instruction in M faults in the same cycle (§12)
+        e_fault = Signal()     # the engine's fault of this cycle is taken (not dropped, §12)
+        e_now = Signal()       # the engine's registered fault, visible in this cycle, is taken
+        m_fault_q = Signal()   # the instruction in M faulted in the previous cycle
+        # Two kinds of engine fault (:class:`~tessera.hdl.tile.matrix_engine.MatrixEngine`):
+        # * ``eng.fault`` without ``eng.fault_now``: an address fault of this cycle's step s,
+        #   visible from s + 1 like the instruction fault decided in M now, which wins (§12);
+        # * ``eng.fault_now``: the engine's registered fault (a data check of step s, decided
+        #   in s + 1 and registered: in s + 2; or the address fault of a step s + 1 made after
+        #   a data-checked step s, in s + 2), visible in this cycle. The instruction fault
+        #   visible in the same cycle is the one decided in M in the previous cycle
+        #   (``m_fault_q``): that one wins and the engine fault is dropped (§12). An
+        #   instruction fault decided now is visible only from the next cycle: the engine's
+        #   is reported (the instruction's context still enters FAULT).
+        m.d.sync += m_fault_q.eq(m_fault)
         m.d.comb += [
             m_fault.eq(m_valid & fault & ~start),
             m_retire.eq(m_valid & ~fault & ~div_wait & ~eng_wait & ~start),
-            e_fault.eq(eng.fault.valid & ~m_fault & ~start),
-            self.fault.valid.eq(m_fault | e_fault),
+            e_fault.eq(eng.fault.valid & ~eng.fault_now & ~m_fault & ~start),
+            e_now.eq(eng.fault.valid & eng.fault_now & ~m_fault_q & ~start),
+            self.fault.valid.eq(m_fault | e_fault | e_now),
+            self.fault_now.eq(e_now),
             self.fault.xchg.eq(0),
-            self.fault.context.eq(Mux(m_fault, mm.ctx, eng.fault.context)),
-            self.fault.cause.eq(Mux(m_fault, cause, eng.fault.cause)),
-            self.fault.pc.eq(Mux(m_fault, mm.pc, eng.fault.pc)),
-            self.fault.addr.eq(Mux(m_fault, faddr, eng.fault.addr)),
+            self.fault.context.eq(Mux(m_fault & ~e_now, mm.ctx, eng.fault.context)),
+            self.fault.cause.eq(Mux(m_fault & ~e_now, cause, eng.fault.cause)),
+            self.fault.pc.eq(Mux(m_fault & ~e_now, mm.pc, eng.fault.pc)),
+            self.fault.addr.eq(Mux(m_fault & ~e_now, faddr, eng.fault.addr)),
             # the word in M (any turn, faulting or not; a failed fetch has no word) owns the
             # SRAM's data ports if it is a LOAD or STORE (§12 "Engine cycles")
             eng.m_mem.eq(m_valid & ~mm.misaligned & ~mm.range
@@ -552,7 +575,7 @@ class Core(wiring.Component):
             sched.m_set.eq(m_valid & ~start & (fault | md.ecall | md.sync)),
             sched.m_ctx.eq(mm.ctx),
             sched.m_state.eq(new_state),
-            sched.e_set.eq(e_fault), sched.e_ctx.eq(eng.fault.context),
+            sched.e_set.eq(e_fault), sched.e_now.eq(e_now), sched.e_ctx.eq(eng.fault.context),
         ]
 
         # pc, CSR, per-context and tile retire counters. A context that is FAULT (an engine
@@ -571,7 +594,7 @@ class Core(wiring.Component):
                     m.d.sync += xprog.eq(csr_m.wdata)
                 with m.If(md.csr & m_slimit_we):
                     m.d.sync += slimits[mm.ctx].eq(m_csr_wdata)
-            with m.If(e_fault):          # the engine's context c_e ends at the mrun's pc
+            with m.If(e_fault | e_now):  # the engine's context c_e ends at the mrun's pc
                 m.d.sync += pcs[eng.fault.context].eq(eng.fault.pc)
 
         # Engine counter (§8, §12): the busy cycles k of the run (k < C: ``run``). The tile

@@ -16,7 +16,7 @@ override it, docs/design/contract-v2.md §6 point 6).
 
 import enum
 
-from amaranth import Module, Signal
+from amaranth import Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -62,6 +62,11 @@ class Scheduler(wiring.Component):
     e_ctx : In(context_bits)
         A matrix-engine fault puts context ``e_ctx`` into FAULT (visible next cycle; wins over
         ``m_set`` for the same context).
+    e_now : In(1)
+        A registered matrix-engine fault (data check of step s, in s + 2) puts context
+        ``e_ctx`` into FAULT visible in **this** cycle: ``states[e_ctx]`` reads FAULT now
+        (a Mux on this input, so issue, barriers and the cycle class see it) and the state
+        register is FAULT from the next cycle (wins over ``m_set``). Never with ``e_set``.
     slot : Out(context_bits)
         Context owning the issue slot this cycle.
     next_slot : Out(context_bits)
@@ -89,7 +94,7 @@ class Scheduler(wiring.Component):
             "start": In(1), "run": In(1), "resume": In(1),
             "in_exchange": In(1),
             "m_set": In(1), "m_ctx": In(cb), "m_state": In(ContextState),
-            "e_set": In(1), "e_ctx": In(cb),
+            "e_set": In(1), "e_now": In(1), "e_ctx": In(cb),
             "slot": Out(cb), "next_slot": Out(cb), "issue": Out(1),
             "states": Out(data.ArrayLayout(ContextState, config.contexts)),
             "arrive": Out(1), "all_halted": Out(1), "cls": Out(CycleClass),
@@ -99,10 +104,14 @@ class Scheduler(wiring.Component):
         m = Module()
         T = self.config.contexts
         S = ContextState
-        # the visible states are the registers (every change is visible from the next cycle)
-        st = [Signal(ContextState, name=f"state{i}", init=S.HALTED) for i in range(T)]
+        # the visible states: the registers (every change is visible from the next cycle),
+        # except that ``e_now`` (a registered engine fault, visible in this cycle) shows
+        # context ``e_ctx`` FAULT already in this cycle (its register follows at the end)
+        reg = [Signal(ContextState, name=f"state{i}", init=S.HALTED) for i in range(T)]
+        st = [Signal(ContextState, name=f"vis{i}") for i in range(T)]
         for i in range(T):
-            m.d.comb += self.states[i].eq(st[i])
+            m.d.comb += [st[i].eq(Mux(self.e_now & (self.e_ctx == i), int(S.FAULT), reg[i])),
+                         self.states[i].eq(st[i])]
 
         # Issue slot.
         slot = Signal(self.config.context_bits)
@@ -163,16 +172,16 @@ class Scheduler(wiring.Component):
 
         with m.If(self.start):
             for i in range(T):
-                m.d.sync += st[i].eq(int(S.RUNNING))
+                m.d.sync += reg[i].eq(int(S.RUNNING))
         with m.Else():
             for i in range(T):
-                with m.If(self.e_set & (self.e_ctx == i)):
-                    m.d.sync += st[i].eq(int(S.FAULT))
+                with m.If((self.e_set | self.e_now) & (self.e_ctx == i)):
+                    m.d.sync += reg[i].eq(int(S.FAULT))
                 with m.Elif(self.m_set & (self.m_ctx == i) & (st[i] != int(S.FAULT))):
-                    m.d.sync += st[i].eq(self.m_state)
+                    m.d.sync += reg[i].eq(self.m_state)
                 with m.Elif((tile_release & (st[i] == int(S.WAIT_TILE)))
                             | (array_release & (st[i] == int(S.WAIT_ARRAY)))):
-                    m.d.sync += st[i].eq(int(S.RUNNING))
+                    m.d.sync += reg[i].eq(int(S.RUNNING))
         return m
 
 
