@@ -303,6 +303,26 @@ def test_step_words_read_after_earlier_receives():
     assert got["resume"] == [[r + 3], [r + 1]]
 
 
+@pytest.mark.parametrize("ahead", [2, 3])
+def test_step_words_two_and_three_steps_ahead_see_earlier_receives(ahead):
+    # Architecture §6 as above, for a receive into a step further ahead: the word of the step
+    # executed 2 steps after the receiving step (r+4; the RTL reads it in the receive's own
+    # cycle r+2) and 3 steps after (r+5; read at r+3). L = 2, N = 2, D = 3, r = 3. Tile 0:
+    # IDLE 2 at 0x100 (r, r+1), the receive at 0x108 (r+2) into word 0 of the step at
+    # 0x108 + 8·ahead, then STEPs that send: that step is executed at r + 2 + ahead and is
+    # END (tile 1's bus of r), so tile 0 resumes there, not one step later.
+    cfg = ArrayConfig(tiles=2, contexts=6, sram_bytes=16 * 1024, exchange_latency=2)
+    end_word = XOp.END << 30
+    target = 0x108 + 8 * ahead
+    p0 = ([Step.idle(2), Step.send_recv(None, 1, target)]
+          + [Step.send_recv(0x800)] * ahead + [Step.end()])
+    p1 = [Step.send_recv(0x808), Step.end()]
+    mems = [{0x800: 1}, {0x808: end_word}]
+    got = run_exchange(cfg, [p0, p1], [0x100, 0x100], mems, 30)
+    r = 3
+    assert got["resume"] == [[r + 2 + ahead], [r + 1]]
+
+
 @pytest.mark.parametrize("first", ["fault", "timeout_in_idle", "timeout_in_run"])
 def test_start_abandons_the_previous_runs_exchange(first):
     # Architecture §9: a start resets the contexts and fault records and abandons whatever the

@@ -390,10 +390,18 @@ class ExchangeSramSignature(wiring.Signature):
     Members
     -------
     step_en : Out(1)
-        Read the 64-bit word at dword index ``step_addr`` (one whole step) on port A.
-    step_addr : Out(ab - 3)
+        Read the 64-bit words at dword indices ``step_addr`` and ``step_addr1`` (its successor)
+        on port A in this cycle.
+    step_addr, step_addr1 : Out(ab - 3)
+    step_load : Out(1)
+        The step window takes the two words read in the previous cycle (the program's first
+        two steps, read while the tile waits at the barrier).
+    step_adv : Out(1)
+        The current step ends in this cycle: the window moves on by one word (the next word
+        is the one read in the previous cycle after the window's second word).
     step_data : In(64)
-        That word, the next cycle (the step's word 0 in bits 0..31).
+        The current step's word, a register: the SRAM as after the writes of the cycles
+        before this one (word 0 in bits 0..31).
     send : Out(1)
         A STEP sends the word at word index ``send_addr``: read on port B in this cycle, on
         the tile's exchange link (``send``) in the next.
@@ -412,7 +420,9 @@ class ExchangeSramSignature(wiring.Signature):
     def __init__(self, config: ArrayConfig):
         self.config = check_config("ExchangeSramSignature", config)
         ab = config.sram_addr_bits
-        super().__init__({"step_en": Out(1), "step_addr": Out(ab - 3), "step_data": In(64),
+        super().__init__({"step_en": Out(1), "step_addr": Out(ab - 3),
+                          "step_addr1": Out(ab - 3), "step_load": Out(1), "step_adv": Out(1),
+                          "step_data": In(64),
                           "send": Out(1), "send_addr": Out(ab - 2),
                           "recv": Out(1), "recv_addr": Out(ab - 2)})
 

@@ -6,14 +6,17 @@ Timing (architecture §6): on an ARRAY release at cycle r the engine runs the pr
 after the previous one; ``in_exchange`` is high for r..e and ``resume`` pulses at the END cycle e
 (e = r and no program when xprog = 0).
 
-Implementation with a synchronous-read SRAM: the two words of the step executed at cycle c are
-read (one 64-bit word, port A) in cycle c − 1 — for step 0 in cycle r − 1, signalled by
-``prerelease``. A STEP that sends reads its word on port B in cycle c; the tile SRAM puts it
-on the exchange link in cycle c + 1. A receive at k is handed to the SRAM (``sram.recv`` /
-``sram.recv_addr``, source ``src``), which writes it in k + 1 once the step is known to belong
-to the run and forwards it to the reads of k + 1 (tessera/hdl/tile/sram.py), so step words and
-sends see the SRAM as after all writes of cycles < c. This sustains one word sent and one word
-received per cycle.
+Implementation with a synchronous-read SRAM: the step executed at cycle c comes from a
+register, the SRAM's step window (tessera/hdl/tile/sram.py), so no SRAM output reaches the
+send address. Step words are read two cycles ahead on port A: while the tile waits at the
+barrier (``arrived``, from k* <= r - 2) the program's first two words, taken by the window at
+the end of every cycle up to r - 1; from r - 1 (``prerelease``) to e the two words after the
+next step's, taken when a step ends (``step_adv``). The window holds the SRAM as after all
+writes of cycles < c (it is patched with every write), so step words and sends see the SRAM as
+after all writes of cycles < c. A STEP that sends reads its word on port B in cycle c; the tile
+SRAM puts it on the exchange link in cycle c + 1. A receive at k is handed to the SRAM
+(``sram.recv`` / ``sram.recv_addr``, source ``src``), which writes it at the end of k. This
+sustains one word sent and one word received per cycle.
 
 Faults (``exchange_fault``, checked in this order, the faulting step has no effect): step address
 outside the SRAM or not 8-byte aligned (pc = addr = step address); op = 3 (pc = addr = step
@@ -102,8 +105,12 @@ class ExchangeEngine(wiring.Component):
         The tile's ``run``: the step of this cycle happens (cycle ≤ t_s, architecture §7).
     clear : In(1)
         Start pulse: abandon any program.
+    arrived : In(1)
+        The tile's core is arrived at the ARRAY barrier (its visible context states, a
+        register): no context issues, so port A is free for the program's first two words
+        (from k* up to r - 1, and k* <= r - 2).
     sram : Out(ExchangeSramSignature(config))
-        Step reads (port A, one cycle ahead), send reads (port B) and receive writes.
+        Step-window reads (port A) and moves, send reads (port B) and receive writes.
     src : Out(tile_bits)
         Receive mux select of this cycle (the source of ``sram.recv``).
     resume : Out(1)
@@ -130,7 +137,7 @@ class ExchangeEngine(wiring.Component):
         self.tile_id = tile_id
         super().__init__({
             "prerelease": In(1), "release": In(1), "xprog": In(32), "enable": In(1),
-            "clear": In(1),
+            "clear": In(1), "arrived": In(1),
             "sram": Out(ExchangeSramSignature(config)), "src": Out(config.tile_bits),
             "resume": Out(1), "in_exchange": Out(1),
             "fault": Out(FaultSignature(config)),
@@ -211,18 +218,34 @@ class ExchangeEngine(wiring.Component):
         next_pc = Signal(32)
         m.d.comb += next_pc.eq(cur + STEP_BYTES)
 
-        def prefetch(addr):
-            m.d.comb += [self.sram.step_en.eq(1), self.sram.step_addr.eq(addr[3:ab])]
+        # Port A and the SRAM's step window (tessera/hdl/tile/sram.py): the step of cycle c
+        # comes from a register loaded at the end of c - 1. Active (r .. e, and r - 1): read
+        # the two words after the next step's (cur + 16, cur + 24), which the window takes
+        # when a step ends; waiting at the barrier: read the program's first two words, which
+        # the window takes every cycle until r - 1 (the read of r - 2 is the last one).
+        x16 = Signal(ab - 3)
+        x24 = Signal(ab - 3)
+        x8 = Signal(ab - 3)
+        m.d.comb += [x16.eq((cur + 2 * STEP_BYTES)[3:ab]), x24.eq((cur + 3 * STEP_BYTES)[3:ab]),
+                     x8.eq((self.xprog + STEP_BYTES)[3:ab])]
+        with m.If(active | self.prerelease):
+            m.d.comb += [self.sram.step_en.eq(1), self.sram.step_addr.eq(x16),
+                         self.sram.step_addr1.eq(x24)]
+        with m.Elif(self.arrived & has_prog):
+            m.d.comb += [self.sram.step_en.eq(1), self.sram.step_addr.eq(self.xprog[3:ab]),
+                         self.sram.step_addr1.eq(x8)]
+        m.d.comb += self.sram.step_load.eq(~active)
+
+        def advance():
+            m.d.comb += self.sram.step_adv.eq(1)
 
         with m.If(self.clear):
             m.d.sync += [busy.eq(0), in_idle.eq(0), in_run.eq(0), dead.eq(0)]
         with m.Elif(self.enable & ~dead):
-            with m.If(self.prerelease & has_prog & ~active):
-                prefetch(self.xprog)
             with m.If(active & in_idle):
                 with m.If(idle_rem == 0):
                     m.d.sync += [in_idle.eq(0), pc.eq(next_pc)]
-                    prefetch(next_pc)
+                    advance()
                 with m.Else():
                     m.d.sync += idle_rem.eq(idle_rem - 1)
             with m.Elif(in_run_now & fault):
@@ -235,7 +258,7 @@ class ExchangeEngine(wiring.Component):
                 ]
                 with m.If(run_rem == 0):
                     m.d.sync += [in_run.eq(0), pc.eq(next_pc)]
-                    prefetch(next_pc)
+                    advance()
                 with m.Else():
                     m.d.sync += [run_rem.eq(run_rem - 1), run_send.eq(run_send + 1),
                                  run_recv.eq(run_recv + 1)]
@@ -247,7 +270,7 @@ class ExchangeEngine(wiring.Component):
                     with m.Case(XOp.STEP):
                         with m.If(run_len_m1 == 0):
                             m.d.sync += pc.eq(next_pc)
-                            prefetch(next_pc)
+                            advance()
                         with m.Else():      # a run: stay on this step for n - 1 more cycles
                             m.d.sync += [
                                 pc.eq(cur), in_run.eq(1), run_rem.eq(run_len_m1 - 1),
@@ -263,7 +286,7 @@ class ExchangeEngine(wiring.Component):
                     with m.Case(XOp.IDLE):
                         with m.If(addr0 == 0):
                             m.d.sync += pc.eq(next_pc)
-                            prefetch(next_pc)
+                            advance()
                         with m.Else():
                             m.d.sync += [pc.eq(cur), in_idle.eq(1),
                                          idle_rem.eq(addr0 - 1)]

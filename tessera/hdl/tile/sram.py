@@ -8,8 +8,9 @@ byte granularity, so the matrix engine writes two consecutive words (at a and a 
 in each bank, architecture §12 "Why two write words") in one cycle; every other user reads and
 writes one word, the bank of its address (docs/rtl.md "Tile SRAM"; users in priority order):
 
-* port A (**not** transparent): the exchange engine's step words (an exchange step is two
-  words, so the 64-bit width gives a whole step per read), else the core's fetch;
+* port A (**not** transparent): two consecutive words for the exchange engine's step window
+  (an exchange step is one 64-bit word; word d from bank d mod 2 and word d + 1 from the other
+  bank, each at its own row), else the core's fetch;
 * port B (not transparent): exchange send, else core load, else matrix-engine read, else host
   read;
 * write ports (one per bank): exchange receive, else core store, else matrix-engine write
@@ -25,11 +26,20 @@ after the writes of cycles < its cycle:
 * a fetch at t sees the stores whose M is <= t - 1 (issued <= t - ``FETCH_STORE_DELAY``), the
   receives and engine writes of cycles <= t - 1 (architecture §4, §6, §12);
 * a load (M at k), an engine read, a send at k see the writes of cycles < k (§4, §6, §12);
-* the words of the exchange step that starts at c are read at c - 1 and must be the SRAM as
-  after the writes of cycles < c (§6): the port-A read of c - 1 misses the write of c - 1 (a
-  receive, or an engine write at r - 1), so a step read is patched with the bytes of the write
-  of its own cycle to its word's bank (a register of each bank's write, compared in the next
-  cycle).
+* the word of the exchange step that starts at c must be the SRAM as after the writes of
+  cycles < c (§6), and it must come from a register (no SRAM output may reach the send
+  address: that was the tile's worst path, docs/synthesis.md). The SRAM keeps the engine's
+  **step window**: the word of the current step and the next one, which are always in
+  different banks, so it is one register per bank, patched in every cycle with the bytes that
+  cycle's write to that bank puts into its word. While the tile is waiting, the engine reads
+  its program's first two words each cycle and ``step_load`` takes them (the read of r - 2,
+  loaded at the end of r - 1); while it runs, it reads the two words after the current step's
+  next one in every cycle (the words at pc + 16 and pc + 24 of the step of that cycle), and on
+  ``step_adv`` (the current step ends) the current step's bank takes its word of that read:
+  the word after the next one (pc + 16 of the new current step, whether or not the step
+  advanced in the cycle before, is in the same bank as the leaving word). A word read on port
+  A in k - 1 misses the writes of k - 1 (a register of each bank's write patches it) and of k
+  (patched like the window).
 """
 
 from __future__ import annotations
@@ -164,39 +174,69 @@ class TileSram(wiring.Component):
         with m.Elif(host.we != 0):
             write(host.addr[2], host.addr[3:ab], host.wdata, host.we)
 
-        # -- port A: exchange step words, else core fetch (both banks read the same row)
-        pa_addr = Signal(ab - 3)
+        # -- port A: two consecutive words d, d + 1 for the exchange engine, else the core's
+        # fetch (d = d + 1 = the fetched word: both banks read its row). Word d is in bank
+        # d mod 2 at row d // 2, word d + 1 in the other bank at row (d + 1) // 2: so each
+        # bank delivers one of the two words.
+        pa_d = Signal(ab - 3)
+        pa_d1 = Signal(ab - 3)
         fa_lane = Signal()
-        step_q = Signal()          # the read of the previous cycle was a step read
-        pa_addr_q = Signal(ab - 3)
+        pa_bank_q = Signal()        # bank of word d (of the fetched word)
         with m.If(xchg.step_en):
-            m.d.comb += pa_addr.eq(xchg.step_addr)
+            m.d.comb += [pa_d.eq(xchg.step_addr), pa_d1.eq(xchg.step_addr1)]
         with m.Else():
-            m.d.comb += pa_addr.eq(fetch.addr[3:ab])
-        for pa in pas:
-            m.d.comb += [pa.en.eq(1), pa.addr.eq(pa_addr[1:])]
-        m.d.sync += [fa_lane.eq(fetch.addr[2]), pa_addr_q.eq(pa_addr), step_q.eq(xchg.step_en)]
-        pa_word = Signal(64)
-        m.d.comb += pa_word.eq(Mux(pa_addr_q[0], pas[1].data, pas[0].data))
-        # a step read in cycle k must see the write of k (see the module docstring): patch it
-        # with the write of its word's bank in k
+            m.d.comb += [pa_d.eq(fetch.addr[3:ab]), pa_d1.eq(fetch.addr[3:ab])]
+        pa_rows = [Mux(pa_d[0], pa_d1[1:], pa_d[1:]), Mux(pa_d[0], pa_d[1:], pa_d1[1:])]
+        pa_rows_q = [Signal(rb, name=f"pa_row_q{b}") for b in range(2)]
+        for b, pa in enumerate(pas):
+            m.d.comb += [pa.en.eq(1), pa.addr.eq(pa_rows[b])]
+            m.d.sync += pa_rows_q[b].eq(pa_rows[b])
+        m.d.sync += [fa_lane.eq(fetch.addr[2]), pa_bank_q.eq(pa_d[0])]
+        pa_word = Signal(64)           # the fetched word (word d of the previous cycle's read)
+        m.d.comb += pa_word.eq(Mux(pa_bank_q, pas[1].data, pas[0].data))
+
+        # The exchange engine's step window (see the module docstring): the current step's
+        # word and the next one, always one in each bank, so it is held as one register per
+        # bank (``win[b]`` at row ``win_row[b]``) patched only by that bank's write port, and
+        # ``win_cur`` says which bank holds the current step. A word read on port A in k - 1
+        # misses the write of k - 1 (``wq_*``, a register of each bank's write) and the write
+        # of k; the window registers take the write of every cycle.
         wq_addr = [Signal(rb, name=f"wq_addr{b}") for b in range(2)]
         wq_data = [Signal(64, name=f"wq_data{b}") for b in range(2)]
         wq_mask = [Signal(8, name=f"wq_mask{b}") for b in range(2)]
         for b, wp in enumerate(wps):
             m.d.sync += [wq_addr[b].eq(wp.addr), wq_data[b].eq(wp.data),
                          wq_mask[b].eq(Mux(self.clear, 0, wp.en))]
-        sel = pa_addr_q[0]
-        q_addr = Mux(sel, wq_addr[1], wq_addr[0])
-        q_data = Mux(sel, wq_data[1], wq_data[0])
-        q_mask = Mux(sel, wq_mask[1], wq_mask[0])
-        step_data = Signal(64)
-        hit = step_q & (q_addr == pa_addr_q[1:])
-        m.d.comb += step_data.eq(Cat(*(
-            Mux(hit & q_mask[n], q_data[8 * n:8 * n + 8], pa_word[8 * n:8 * n + 8])
-            for n in range(8))))
+
+        def patch(word, row, w_row, w_data, w_mask, name):
+            """``word`` (row ``row`` of a bank) with the bytes of that bank's write (row
+            ``w_row``, ``w_data`` under ``w_mask``)."""
+            hit = Signal(name=f"{name}_hit")
+            out = Signal(64, name=name)
+            m.d.comb += [hit.eq(w_row == row), out.eq(Cat(*(
+                Mux(hit & w_mask[n], w_data[8 * n:8 * n + 8], word[8 * n:8 * n + 8])
+                for n in range(8))))]
+            return out
+
+        win = [Signal(64, name=f"win{b}") for b in range(2)]
+        win_row = [Signal(rb, name=f"win_row{b}") for b in range(2)]
+        win_cur = Signal()          # the bank of the current step's word
+        for b, wp in enumerate(wps):
+            rd = patch(patch(pas[b].data, pa_rows_q[b], wq_addr[b], wq_data[b], wq_mask[b],
+                             f"rd{b}_prev"), pa_rows_q[b], wp.addr, wp.data, wp.en, f"rd{b}")
+            held = patch(win[b], win_row[b], wp.addr, wp.data, wp.en, f"win{b}_cur")
+            # a step ends: the current word leaves and the word after the next one, in the
+            # same bank, arrives (it is this bank's word of the previous cycle's read)
+            with m.If(xchg.step_load | (xchg.step_adv & (win_cur == b))):
+                m.d.sync += [win[b].eq(rd), win_row[b].eq(pa_rows_q[b])]
+            with m.Else():
+                m.d.sync += win[b].eq(held)
+        with m.If(xchg.step_load):
+            m.d.sync += win_cur.eq(pa_bank_q)
+        with m.Elif(xchg.step_adv):
+            m.d.sync += win_cur.eq(~win_cur)
         m.d.comb += [fetch.data.eq(Mux(fa_lane, pa_word[32:], pa_word[:32])),
-                     xchg.step_data.eq(step_data)]
+                     xchg.step_data.eq(Mux(win_cur, win[1], win[0]))]
 
         # -- port B: send, else load, else engine read, else host read
         pb_addr = Signal(ab - 3)

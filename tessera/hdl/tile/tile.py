@@ -160,6 +160,7 @@ class Tile(wiring.Component):
         m.d.comb += [
             eng.prerelease.eq(self.prerelease), eng.release.eq(self.release),
             eng.xprog.eq(core.xprog), eng.enable.eq(self.xen), eng.clear.eq(self.start),
+            eng.arrived.eq(core.arrive),
             self.in_exchange.eq(eng.in_exchange),
             self.arrive.eq(core.arrive & ~eng.in_exchange),
             self.waiting.eq(core.arrive & ~eng.in_exchange & ~core.all_halted),
