@@ -15,15 +15,16 @@ interlock):
 * R (t+2): decode of the registered word; the register values arrive; operand select
   (immediate or rs2); the divider's state row is addressed. Everything is registered for X
   (the multiplier's input registers).
-* X (t+3): ALU, branch compare, jump target, next pc, load/store address and store lanes, dot4,
-  the multiplier's partial products, the first half of a division turn's steps, the CSR read
+* X (t+3): ALU, branch compare, jump target, next pc, load/store address and store lanes, dot4's
+  products and pairwise sums, the multiplier's partial products, the first half of a division turn's steps, the CSR read
   (every CSR but ``xprog`` already has its M-time value: cycle and the ids are constants of
   the instruction, instret and stack_limit change only by the context's own earlier
   instructions, which completed >= T - 5 cycles ago), the stack-limit qualifiers.
 * M (t+4): every data-memory effect (store write, load read), the range check, the stack-limit
   compare, the ``xprog`` CSR read and every CSR write, the second half of the division steps,
   the multiplier's sum, the fault and the state change (visible from t +
-  ``STATE_VISIBLE_DELAY``), pc write, the matrix-engine command (``mrun``/``mwait``).
+  ``STATE_VISIBLE_DELAY``), pc write, the matrix-engine command (``mrun``/``mwait``), dot4's
+  sum with the old rd.
 * W (t+5): load data (``mem.rdata``) aligned and extended; register write; retire counters;
   ``trace``.
 
@@ -369,7 +370,7 @@ class Core(wiring.Component):
             bcmp.a.eq(x_a), bcmp.b.eq(x_rs2), bcmp.funct3.eq(xd.funct3),
             mul.a.eq(x_a), mul.b.eq(x_rs2), mul.funct3.eq(xd.funct3[0:FUNCT3_DIV_BIT]),
             div.a.eq(x_a), div.b.eq(x_rs2), div.x_insn.eq(x_insn), div.x_ctx.eq(x.ctx),
-            dot4.a.eq(x_a), dot4.b.eq(x_rs2), dot4.acc.eq(x_acc), dot4.su.eq(xd.dot4_su),
+            dot4.a.eq(x_a), dot4.b.eq(x_rs2), dot4.su.eq(xd.dot4_su),
             lsu.base.eq(x_a), lsu.offset.eq(imm), lsu.funct3.eq(xd.funct3),
             lsu.wdata_in.eq(x_rs2),
         ]
@@ -399,7 +400,7 @@ class Core(wiring.Component):
             m.d.comb += target.eq(x.pc + imm)
         m.d.comb += jump.eq(xd.jal | xd.jalr | (xd.branch & bcmp.taken))
 
-        # the results known in X (multiplication, division and CSR results join in M)
+        # the results known in X (multiplication, dot4, division and CSR results join in M)
         x_result = Signal(32)
         with m.If(xd.lui):
             m.d.comb += x_result.eq(imm)
@@ -408,7 +409,7 @@ class Core(wiring.Component):
         with m.Elif(xd.jal | xd.jalr):
             m.d.comb += x_result.eq(pc_plus4)
         with m.Elif(xd.dot4):
-            m.d.comb += x_result.eq(dot4.result)
+            m.d.comb += x_result.eq(x_acc)           # the accumulator; dot4's sum in M
         with m.Elif(xd.muldiv):
             m.d.comb += x_result.eq(div.result)      # a division's last turn; MUL in M
         with m.Elif(xd.csr):
@@ -464,8 +465,11 @@ class Core(wiring.Component):
         m_is_div = Signal()
         m.d.comb += m_is_div.eq(md.muldiv & md.funct3[FUNCT3_DIV_BIT])
         result = Signal(32)
+        m.d.comb += dot4.acc.eq(m_xres)
         with m.If(md.muldiv & ~m_is_div):
             m.d.comb += result.eq(mul.result)
+        with m.Elif(md.dot4):
+            m.d.comb += result.eq(dot4.result)
         with m.Elif(md.csr & m_csr_xprog):
             m.d.comb += result.eq(csr_m.rdata)
         with m.Else():

@@ -1,7 +1,11 @@
-"""The ``dot4`` / ``dot4su`` custom instructions (docs/architecture.md §3.3).
+"""The ``dot4`` / ``dot4su`` custom instructions (docs/architecture.md §3.3) over the X and M
+stages.
 
 rd ← rd + Σ_{i<4} s8(rs1 byte i) · x8(rs2 byte i) mod 2^32, where x8 is s8 for ``dot4``
-and u8 for ``dot4su``. Four 8×9-bit MACs, combinational.
+and u8 for ``dot4su``. Like the multiplier (:mod:`.mul`): X forms the four 8×9-bit products
+(the DSP multipliers) and the two pairwise sums, registered at the end of X; M adds them to
+the old rd (one three-input adder) and the core writes the result in W. The split is inside
+the pipeline (the result is needed only in W), so it is invisible to programs.
 """
 
 from amaranth import Cat, Module, Signal, signed
@@ -12,26 +16,28 @@ __all__ = ["Dot4"]
 
 
 class Dot4(wiring.Component):
-    """Combinational 4-way int8 dot product with accumulate.
+    """Two-stage 4-way int8 dot product with accumulate: operands in one cycle (X), result in
+    the next (M).
 
     Members
     -------
     a : In(32)
-        rs1: four signed bytes (byte i = bits [8i+7:8i]).
+        rs1 in X: four signed bytes (byte i = bits [8i+7:8i]).
     b : In(32)
-        rs2: four bytes, signed (``su`` = 0) or unsigned (``su`` = 1).
-    acc : In(32)
-        The old rd value (accumulator).
+        rs2 in X: four bytes, signed (``su`` = 0) or unsigned (``su`` = 1).
     su : In(1)
-        0 for ``dot4``, 1 for ``dot4su``.
+        In X: 0 for ``dot4``, 1 for ``dot4su``.
+    acc : In(32)
+        In M (the cycle after ``a``/``b``): the old rd value (the accumulator).
     result : Out(32)
-        ``acc`` plus the dot product, modulo 2^32.
+        In M: ``acc`` plus the dot product of the previous cycle's ``a``, ``b``, ``su``,
+        modulo 2^32.
     """
 
     a: In(32)
     b: In(32)
-    acc: In(32)
     su: In(1)
+    acc: In(32)
     result: Out(32)
 
     def elaborate(self, platform):
@@ -49,7 +55,8 @@ class Dot4(wiring.Component):
                 pi.eq(ai * bi),
             ]
             terms.append(pi)
-        total = Signal(signed(20))
-        m.d.comb += total.eq(terms[0] + terms[1] + terms[2] + terms[3])
-        m.d.comb += self.result.eq(self.acc + total)
+        s01 = Signal(signed(19))       # registered at the end of X
+        s23 = Signal(signed(19))
+        m.d.sync += [s01.eq(terms[0] + terms[1]), s23.eq(terms[2] + terms[3])]
+        m.d.comb += self.result.eq(self.acc + s01 + s23)
         return m
