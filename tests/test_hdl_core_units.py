@@ -9,6 +9,7 @@ import random
 import pytest
 from amaranth.sim import Simulator
 
+from helpers.hdl_sim import simulate
 from isa_contract import legal as contract_legal
 
 from tessera.toolchain import asm
@@ -245,10 +246,7 @@ def run_mul(vectors):
             await ctx.tick()
             results.append({"result": ctx.get(dut.result)})
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(dut, bench)
     return results
 
 
@@ -446,10 +444,7 @@ def run_dot4(vectors):
             prev = vec
             await ctx.tick()
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(dut, bench)
     return results
 
 
