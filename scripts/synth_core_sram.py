@@ -46,7 +46,7 @@ def _design(kind, tiles, sram_bytes=64 * 1024, variant="contract", engine_macs=0
     return CoreSram(cfg), cfg
 S._design = _design
 tag = sys.argv[1]
-S.FLOW_VERSION = f"1-coresram-{tag}"
+S.FLOW_VERSION = f"2-coresram-{tag}"
 t = time.time()
 r = S.synthesize("tile", 1, sram_bytes=int(sys.argv[2]), engine_macs=0, timeout=3 * 3600)
 r["wall_s"] = time.time() - t

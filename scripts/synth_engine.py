@@ -23,7 +23,7 @@ def _design(kind, tiles, sram_bytes=64 * 1024, variant="contract", engine_macs=3
 
 S._design = _design
 tag = sys.argv[1]
-S.FLOW_VERSION = f"1-engine-{tag}"
+S.FLOW_VERSION = f"2-engine-{tag}"
 t = time.time()
 r = S.synthesize("tile", 1, engine_macs=32, timeout=3 * 3600)
 r["wall_s"] = time.time() - t

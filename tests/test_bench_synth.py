@@ -116,19 +116,19 @@ def test_run_quick_from_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
     monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
     put = lambda key, d: (tmp_path / f"{key}-0123456789abcdef.json").write_text(json.dumps(d))  # noqa: E731
-    put("tile1-pnr-v1", _fake("tile", 1, 8333, 6.0, 68, ["dut.core.regs", "dut.core.div"]))
-    put("tile1-nodiv-pnr-v1", _fake("tile", 1, 5000, 40.0, 68, ["dut.core.dec", "dut.core.w"]))
+    put("tile1-pnr-v2", _fake("tile", 1, 8333, 6.0, 68, ["dut.core.regs", "dut.core.div"]))
+    put("tile1-nodiv-pnr-v2", _fake("tile", 1, 5000, 40.0, 68, ["dut.core.dec", "dut.core.w"]))
     # a result of an older RTL digest written later (newer file): the current digest wins
-    (tmp_path / "tile1-nodiv-pnr-v1-aaaaaaaaaaaaaaaa.json").write_text(
+    (tmp_path / "tile1-nodiv-pnr-v2-aaaaaaaaaaaaaaaa.json").write_text(
         json.dumps(_fake("tile", 1, 9999, 1.0, 68, ["dut.core.dec"])))
     # an older RTL digest for the array (no matrix engine: key suffix -e0): used, and flagged
-    (tmp_path / "array4-16k-e0-pnr-v1-fedcba9876543210.json").write_text(
+    (tmp_path / "array4-16k-e0-pnr-v2-fedcba9876543210.json").write_text(
         json.dumps(_fake("array", 4, 30000, 5.0, 80, ["dut.tile0.core"])))
-    put("tile1-16k-e0-pnr-v1", _fake("tile", 1, 7000, 6.5, 20, ["dut.core.regs"]))
+    put("tile1-16k-e0-pnr-v2", _fake("tile", 1, 7000, 6.5, 20, ["dut.core.regs"]))
     units, total = sy._parse_hier({"modules": {
         "\\top.dut.core.div": {"num_cells_by_type": {"LUT4": 3000}},
         "\\top.dut.core.alu": {"num_cells_by_type": {"LUT4": 300}}}})
-    put("tile1-hier-v1", dict(units=units, total=total, synth_s=50.0))
+    put("tile1-hier-v2", dict(units=units, total=total, synth_s=50.0))
     sec = sy.run(quick=True)
     assert sec.command == "tessera bench --only synth --quick"
     assert [(r["kind"], r["variant"], r["lut4"]) for r in sec.rows] == [
@@ -223,7 +223,7 @@ def test_cached_place_and_route_timeout_is_run_again(tmp_path, monkeypatch):
     without one is still reused)."""
     monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
     monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
-    key = "tile1-nodiv-pnr-v1-0123456789abcdef"
+    key = "tile1-nodiv-pnr-v2-0123456789abcdef"
     old = dict(_fake("tile", 1, 5000, None, 68, []), pnr_error="timed out after 900 s")
     (tmp_path / f"{key}.json").write_text(json.dumps(old))
     work = tmp_path / "work"
@@ -346,8 +346,8 @@ def test_run_quick_engine_cost_from_the_two_tile_rows(tmp_path, monkeypatch):
     put = lambda key, d: (tmp_path / f"{key}-0123456789abcdef.json").write_text(json.dumps(d))  # noqa: E731
     with_eng = dict(_fake("tile", 1, 17820, 22.2, 72, ["dut.matrix"]), ff=5010, mult18=57)
     without = dict(_fake("tile", 1, 8274, 22.8, 68, ["dut.core.regs"]), ff=2569, mult18=8)
-    put("tile1-pnr-v1", with_eng)
-    put("tile1-e0-pnr-v1", without)
+    put("tile1-pnr-v2", with_eng)
+    put("tile1-e0-pnr-v2", without)
     sec = sy.run(quick=True)
     assert [(r["engine_macs"], r["lut4"]) for r in sec.rows] == [(32, 17820), (0, 8274)]
     # the goals are the engine tile's (the presets' design), not the engine-less row's
