@@ -228,7 +228,8 @@ def test_cached_place_and_route_timeout_is_run_again(tmp_path, monkeypatch):
     (tmp_path / f"{key}.json").write_text(json.dumps(old))
     work = tmp_path / "work"
     work.mkdir()
-    monkeypatch.setattr(sy, "_write_rtlil", lambda *a: (work, {"in_bits": 197, "out_bits": 9}))
+    monkeypatch.setattr(sy, "_write_rtlil", lambda *a: (work, {"in_bits": 197, "out_bits": 9,
+                                                             "wrapper_ff": 198 + 13}))
     tools = []
 
     def fake_run(cmd, cwd, log, timeout):
@@ -257,7 +258,8 @@ def test_abc9_failure_falls_back_to_classic_abc_and_says_so(tmp_path, monkeypatc
     monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
     work = tmp_path / "work"
     work.mkdir()
-    monkeypatch.setattr(sy, "_write_rtlil", lambda *a: (work, {"in_bits": 197, "out_bits": 9}))
+    monkeypatch.setattr(sy, "_write_rtlil", lambda *a: (work, {"in_bits": 197, "out_bits": 9,
+                                                             "wrapper_ff": 198 + 13}))
     scripts = []
 
     def fake_run(cmd, cwd, log, timeout):
@@ -373,7 +375,8 @@ def test_seeds_median_min_max_and_only_missing_seeds_run_again(tmp_path, monkeyp
     monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
     work = tmp_path / "work"
     work.mkdir()
-    monkeypatch.setattr(sy, "_write_rtlil", lambda *a: (work, {"in_bits": 197, "out_bits": 9}))
+    monkeypatch.setattr(sy, "_write_rtlil", lambda *a: (work, {"in_bits": 197, "out_bits": 9,
+                                                             "wrapper_ff": 198 + 13}))
     fmax = {1: 45.4, 2: 40.35, 3: 47.0, 4: 39.0}
     calls = []
 
@@ -416,3 +419,42 @@ def test_seeds_median_min_max_and_only_missing_seeds_run_again(tmp_path, monkeyp
 def test_bad_seeds(seeds):
     with pytest.raises(BenchError, match="seeds must be distinct integers >= 1"):
         sy.synthesize("tile", 1, seeds=seeds)
+
+
+def test_pin_wrapper_registers_every_output_and_reduces_them_through_a_registered_tree():
+    """Flow version 2: a design's output ends in a register of the wrapper (as a tile's
+    ``exchange.send`` ends in the fabric's delay line), and the XOR tree has a register after
+    each level, so no wrapper logic lies on a design path. A 3-input, 5-output design whose
+    outputs are (a0, a1, a2, a0, a1): their XOR is a2. By hand: din -> chain[0] -> chain[1]
+    -> chain[2] = a2 (3 registers), out_q (5 bits), the tree's levels of ceil(5/4) = 2 and
+    1 bits, then dout: dout follows din by 3 + 1 + 2 + 1 = 7 cycles. FF: 3 + 5 + 2 + 1 + 1
+    (dout) = 12."""
+    from amaranth.hdl import Cat, Module
+    from amaranth.lib import wiring
+    from amaranth.lib.wiring import In, Out
+
+    from helpers.hdl_sim import simulate
+
+    class Five(wiring.Component):
+        a: In(3)
+        y: Out(5)
+
+        def elaborate(self, platform):
+            m = Module()
+            m.d.comb += self.y.eq(Cat(self.a, self.a[:2]))
+            return m
+
+    top, bits = sy.PinWrapper(Five())
+    assert bits == {"in_bits": 3, "out_bits": 5, "wrapper_ff": 12}
+    din = [1, 0, 1, 1, 0, 0, 1, 0, 1, 1, 1, 0, 0, 0, 1, 0]
+    got = []
+
+    async def bench(ctx):
+        for d in din:
+            ctx.set(top.din, d)
+            await ctx.tick()
+            got.append(ctx.get(top.dout))
+
+    simulate(top, bench)
+    # got[k] is dout after edge k + 1; din[j] enters the chain at edge j + 1
+    assert got[6:] == din[:len(din) - 6]
