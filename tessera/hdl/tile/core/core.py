@@ -326,7 +326,7 @@ class Core(wiring.Component):
         # ---- I (t+1): register reads addressed by the arriving instruction word -----------
         i_insn = self.fetch.data
         m.d.comb += [
-            regs.r_ctx.eq(i.ctx),
+            regs.r_ctx.eq(i.ctx), regs.r_ctx_next.eq(f.ctx),
             regs.r_addr1.eq(i_insn[RS1.slice]),
             regs.r_addr2.eq(i_insn[RS2.slice]),
             regs.r_addr3.eq(i_insn[RD.slice]),

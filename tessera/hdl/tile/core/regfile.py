@@ -5,6 +5,12 @@ rs1/rs2/rd fields of the instruction word arriving in D and receives the values 
 A valid bit per (context, register) implements the reset of x1..x31 on ``start``
 without spending cycles: a register never written since ``start`` reads as 0. x0 is
 never written, so it always reads 0.
+
+The valid bits are one 32-bit row per context. The pipeline's row is selected a cycle ahead
+(``r_ctx_next``, the issue slot's context, which the core knows before the instruction word
+arrives) and registered, patched with that cycle's write and clear, so that the register
+numbers, which come out of the SRAM with the instruction word, only select a bit of a
+register (docs/synthesis.md: the fetch word → valid-row select was the tile's worst path).
 """
 
 from amaranth import Array, C, Cat, Module, Mux, Signal
@@ -32,6 +38,10 @@ class RegFile(wiring.Component):
         Invalidate every register (all read as 0 from the next cycle on).
     r_ctx : In(context_bits)
         Context of the pipeline reads.
+    r_ctx_next : In(context_bits)
+        ``r_ctx`` of the next cycle (the valid-bit row is selected a cycle ahead; a read
+        whose ``r_ctx`` differs from the previous cycle's ``r_ctx_next`` gets that context's
+        valid bits, which is wrong).
     r_addr1, r_addr2, r_addr3 : In(5)
         Register numbers (rs1, rs2, rd); data the next cycle on ``r_data1..3``.
     r_data1, r_data2, r_data3 : Out(32)
@@ -54,7 +64,7 @@ class RegFile(wiring.Component):
         cb = config.context_bits
         super().__init__({
             "clear": In(1),
-            "r_ctx": In(cb), "r_addr1": In(5), "r_addr2": In(5), "r_addr3": In(5),
+            "r_ctx": In(cb), "r_ctx_next": In(cb), "r_addr1": In(5), "r_addr2": In(5), "r_addr3": In(5),
             "r_data1": Out(32), "r_data2": Out(32), "r_data3": Out(32),
             "dbg_ctx": In(cb), "dbg_addr": In(5), "dbg_data": Out(32),
             "w_en": In(1), "w_ctx": In(cb), "w_addr": In(5), "w_data": In(32),
@@ -84,9 +94,16 @@ class RegFile(wiring.Component):
                 with m.If(self.w_ctx == c):
                     m.d.sync += row.bit_select(self.w_addr, 1).eq(1)
 
+        # The pipeline's row, registered: the row of r_ctx_next as it is after this cycle's
+        # clear and write, i.e. as the next cycle's row_of[r_ctx] (rows only gain bits
+        # between clears).
         r_row = Signal(32)
+        w_hit = Signal(32)
+        m.d.comb += w_hit.eq(Mux(do_write & (self.w_ctx == self.r_ctx_next),
+                                 C(1, 32) << self.w_addr, 0))
+        m.d.sync += r_row.eq(Mux(self.clear, 0, row_of[self.r_ctx_next] | w_hit))
         d_row = Signal(32)
-        m.d.comb += [r_row.eq(row_of[self.r_ctx]), d_row.eq(row_of[self.dbg_ctx])]
+        m.d.comb += d_row.eq(row_of[self.dbg_ctx])
         reads = [
             (self.r_ctx, self.r_addr1, self.r_data1, r_row),
             (self.r_ctx, self.r_addr2, self.r_data2, r_row),
