@@ -59,9 +59,10 @@ def test_spmd_ecall_cycles(config):
     # Context T-1 is RUNNING (visible) in cycles 0..3T+3; cycles v..v+D-1 are halted cycles.
     assert r.counters == dict(compute=3 * T + 4, sync=0, exchange=0, halted=D,
                               retired_tile=3 * T, macs=0)
-    # Trace: one entry per retired instruction, in W = issue cycle + 5, in issue order.
+    # Trace: one entry per retired instruction, in the cycle after W, with the register write
+    # (issue cycle + TRACE_DELAY = 6, docs/rtl.md), in issue order.
     assert [(e["cycle"], e["ctx"], e["pc"]) for e in r.trace] == \
-        [(t + 5, t % T, 4 * (t // T)) for t in range(3 * T)]
+        [(t + 6, t % T, 4 * (t // T)) for t in range(3 * T)]
     assert [e["rd"] for e in r.trace] == [11] * T + [10] * T + [0] * T
     assert [e["value"] for e in r.trace] == list(range(T)) + [c + 10 for c in range(T)] + [0] * T
 
@@ -153,9 +154,10 @@ def test_fault_in_m_stops_d_cycles_after_it_is_visible(name, bad, cause, addr):
     assert [r.regs[c][10] for c in range(6)] == [1, 1, 0, 1, 1, 1]
     assert r.regs[2][1] == 0              # jumps that fault do not write rd
     assert r.counters == dict(compute=27, sync=0, exchange=0, halted=0, retired_tile=25, macs=0)
-    # the instructions issued at 21..26 complete after the fault: W up to 26 + 5 = 31
-    assert len(r.trace) == 25 and max(e["cycle"] for e in r.trace) == 30
-    assert [e["cycle"] - 5 for e in r.trace if e["cycle"] > 25] == [21, 22, 23, 24, 25]
+    # the instructions issued at 21..26 complete after the fault (26 is ctx2's, FAULT: no
+    # issue); the trace is at issue + 6 (the register write after W), so up to 25 + 6 = 31
+    assert len(r.trace) == 25 and max(e["cycle"] for e in r.trace) == 31
+    assert [e["cycle"] - 6 for e in r.trace if e["cycle"] > 26] == [21, 22, 23, 24, 25]
 
 
 @pytest.mark.parametrize("name", ["mrun", "mwait"])
@@ -241,7 +243,8 @@ def test_stop_from_another_tile_completes_the_instructions_in_flight():
     assert r.retired == [4, 4, 4, 4, 3, 3]
     assert r.pcs == [0, 0, 0, 0, 4, 4]
     assert [r.regs[c][10] for c in range(6)] == [2] * 6
-    assert [e["cycle"] for e in r.trace][-5:] == [22, 23, 24, 25, 26]
+    # their trace records: issue + 6 (the register write after W)
+    assert [e["cycle"] for e in r.trace][-5:] == [23, 24, 25, 26, 27]
     assert r.counters == dict(compute=22, sync=0, exchange=0, halted=0, retired_tile=22, macs=0)
 
 
@@ -576,7 +579,8 @@ def test_division_retires_nine_slots_later():
         assert (r.regs[c][13], r.regs[c][14]) == (12 * T + c, 4)
     assert r.retired == [6] * T and r.counters["compute"] == 15 * T + 4
     divs = [e for e in r.trace if e["pc"] == 8]
-    assert [(e["cycle"], e["ctx"]) for e in divs] == [(11 * T + c + 5, c) for c in range(T)]
+    # retires in slot 11 (issue 11T + c); trace at issue + 6
+    assert [(e["cycle"], e["ctx"]) for e in divs] == [(11 * T + c + 6, c) for c in range(T)]
 
 
 def test_division_timeout_mid_division_has_no_effect():
@@ -591,7 +595,8 @@ def test_division_word_rewritten_by_another_context_restarts():
     # Context 0's DIVU at 8 (turns at 12, 18, 24) is overwritten by REMU: ctx c = 1..5 run
     # csrr@c, bne@6+c, li (lui@12+c, addi@18+c), sw@24+c (M at 28+c), ecall@30+c. The fetch
     # at 30 sees the stores issued <= 25 (ctx1's): REMU, a different word from the previous
-    # issue's, so turn 0 again; retires in turn 9 at 30 + 9·6 = 84 (W at 89); ecall at 90 ->
+    # issue's, so turn 0 again; retires in turn 9 at 30 + 9·6 = 84 (W at 89, the trace at
+    # 84 + 6 = 90); ecall at 90 ->
     # v = 95, C = 97. x11 = x12 = 0: remu 0 % 0 = 0 (table 7.1).
     new = asm.remu(10, 11, 12)
     prog = [asm.csrr(7, Csr.CONTEXT_ID), asm.bne(7, 0, 12), asm.divu(10, 11, 12), asm.ecall(),
@@ -601,7 +606,7 @@ def test_division_word_rewritten_by_another_context_restarts():
     assert r.status == "halted" and r.cycles == 97
     assert r.regs[0][10] == 0 and r.retired[0] == 4
     rec = [e for e in r.trace if e["ctx"] == 0 and e["pc"] == 8]
-    assert [(e["cycle"], e["insn"]) for e in rec] == [(89, new)]
+    assert [(e["cycle"], e["insn"]) for e in rec] == [(90, new)]
 
 
 def test_division_same_word_twice_takes_twenty_turns():

@@ -179,8 +179,8 @@ def TRACE_MEMBERS(context_bits: int):  # noqa: N802 - reads like a table
 
 
 class TraceSignature(wiring.Signature):
-    """Retire trace in the W stage (issue cycle + ``Stage.W`` = 5), one record per retired
-    instruction.
+    """Retire trace in the cycle after the W stage, with the register write (issue cycle +
+    :data:`tessera.spec.trace.TRACE_DELAY` = 6), one record per retired instruction.
 
     With ``lanes`` = N it is the array's trace: every member is the concatenation of the N
     tiles' members, tile 0 in the low bits (docs/rtl.md "Top-level ports").

@@ -1,7 +1,7 @@
 """The retire-trace record: one per retired instruction (docs/rtl.md, "Core ↔ tile").
 
-The RTL exports it as ``trace_*`` ports in the W stage (issue cycle + ``Stage.W``), one lane
-per tile; the golden model (``Array(trace=True)``) produces the same records as dicts; the
+The RTL exports it as ``trace_*`` ports in the cycle after W, when it writes the register file
+(issue cycle + :data:`TRACE_DELAY`), one lane per tile; the golden model (``Array(trace=True)``) produces the same records as dicts; the
 parity check compares the two. The fields, their port names, widths and order are defined here
 once: :func:`trace_ports` gives the ports (core, tile and array top), :data:`RECORD_KEYS` the
 record keys.
@@ -11,7 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 
-__all__ = ["TraceField", "TRACE_FIELDS", "VALID_PORT", "RECORD_KEYS", "trace_ports"]
+from tessera.spec.timing import Stage
+
+__all__ = ["TraceField", "TRACE_FIELDS", "VALID_PORT", "RECORD_KEYS", "trace_ports", "TRACE_DELAY"]
+
+#: Cycles from an instruction's issue to its trace record on the RTL's ``trace_*`` ports: the
+#: cycle after W, in which the RTL writes the register file (docs/rtl.md "Core pipeline"; not
+#: program-visible, architecture §4: a context's next slot reads its registers from t + T + 1).
+TRACE_DELAY = int(Stage.W) + 1
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,11 +3,11 @@
 The top exports, concatenated over tiles with tile 0 in the low bits (docs/rtl.md):
 ``trace_valid[N]``, ``trace_context``, ``trace_pc``, ``trace_insn``, ``trace_rd``,
 ``trace_value``, ``trace_st_mask``, ``trace_st_addr``, ``trace_st_data``. The trace shows
-an instruction in its W stage (issue cycle + 3).
+an instruction in the cycle after its W stage (issue cycle + ``TRACE_DELAY`` = 6).
 
 This costs one Python wake-up per clock cycle (~40-80k cycles/s), so it is only started
 for runs that compare against the golden model's trace. Records have the golden model's
-trace keys; ``cycle`` counts clock edges since :meth:`TraceMonitor.start` minus 3 (a
+trace keys; ``cycle`` counts clock edges since :meth:`TraceMonitor.start` minus ``TRACE_DELAY`` (a
 *relative* issue cycle: :mod:`tessera.tb.parity` aligns it with the model by a constant offset).
 """
 
@@ -17,14 +17,13 @@ import cocotb
 from cocotb.triggers import RisingEdge
 
 from tessera.spec import trace
-from tessera.spec.timing import Stage
 
 __all__ = ["TraceMonitor", "TRACE_FIELDS", "W_STAGE_DELAY"]
 
 #: Port suffixes and the trace-record key each one fills (:mod:`tessera.spec.trace`).
 TRACE_FIELDS = tuple((f.port, f.key) for f in trace.TRACE_FIELDS)
-#: Cycles from issue (F) to the W stage where the trace is valid.
-W_STAGE_DELAY = int(Stage.W)
+#: Cycles from issue (F) to the cycle where the trace is valid (:data:`trace.TRACE_DELAY`).
+W_STAGE_DELAY = trace.TRACE_DELAY
 
 
 class TraceMonitor:

@@ -23,7 +23,7 @@ from amaranth.sim import Simulator
 from tessera.spec.config import PRESETS
 from tessera.spec.faults import FaultCause
 from tessera.spec.result import ContextState as CS
-from tessera.spec.timing import Stage
+from tessera.spec.trace import TRACE_DELAY
 
 from tessera.hdl.tile.core import Core
 from tessera.hdl.tile.fault_record import FaultRecord
@@ -182,8 +182,9 @@ def run_program(words, *, config=TINY, entry=0, max_cycles=400, data=None, other
                     st_addr=ctx.get(tr.st_addr), st_data=ctx.get(tr.st_data)))
             await ctx.tick()
             t += 1
-            # the instruction issued at C - 1 leaves W at C - 1 + Stage.W
-            if t >= end() + int(Stage.W):
+            # the instruction issued at C - 1 writes its register and leaves the trace at
+            # C - 1 + TRACE_DELAY
+            if t >= end() + TRACE_DELAY:
                 break
         C = end()
         ctx.set(core.run, 0)

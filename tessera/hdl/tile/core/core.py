@@ -648,25 +648,40 @@ class Core(wiring.Component):
             m.d.sync += [r.eq(0) for r in ctx_retired]
         with m.Elif(w_valid):
             m.d.sync += ctx_retired[w.ctx].eq(ctx_retired[w.ctx] + 1)
+        # ---- W -> V: the load word and W's record, registered ---------------------------
+        # The register write and the trace are a cycle after W (t+6, ``TRACE_DELAY``), so
+        # the SRAM's load word ends in a register instead of running through the alignment
+        # into the register file (docs/synthesis.md). Not program-visible: the context's next
+        # issue is at t+T >= t+6 and reads its registers in I (t+T+1), and the register
+        # file's valid row, selected at t+T, is patched with that cycle's write; at the
+        # run's end the last issue is at C - 1, its register write at C + COMMIT_DELAY, and
+        # STATUS leaves RUNNING at the end of C + COMMIT_DELAY + D - 2 >= C + COMMIT_DELAY
+        # (D >= 2, architecture §7), so the host reads final registers.
+        v_valid = Signal()
+        v = Signal(w_layout(cb))
+        v_word = Signal(32)
+        m.d.sync += [v_valid.eq(w_valid & ~start), v.eq(w), v_word.eq(self.mem.rdata)]
+
+        # ---- V (t+6) --------------------------------------------------------------------
         w_data = Signal(32)
         m.d.comb += [
-            ldalign.word.eq(self.mem.rdata), ldalign.addr_lo.eq(w.addr_lo),
-            ldalign.funct3.eq(w.funct3),
-            w_data.eq(Mux(w.load, ldalign.value, w.value)),
+            ldalign.word.eq(v_word), ldalign.addr_lo.eq(v.addr_lo),
+            ldalign.funct3.eq(v.funct3),
+            w_data.eq(Mux(v.load, ldalign.value, v.value)),
             regs.clear.eq(start),
-            regs.w_en.eq(w_valid & (w.rd != 0)),
-            regs.w_ctx.eq(w.ctx), regs.w_addr.eq(w.rd), regs.w_data.eq(w_data),
+            regs.w_en.eq(v_valid & (v.rd != 0)),
+            regs.w_ctx.eq(v.ctx), regs.w_addr.eq(v.rd), regs.w_data.eq(w_data),
         ]
         m.d.comb += [
-            self.trace.valid.eq(w_valid),
-            self.trace.context.eq(w.ctx),
-            self.trace.pc.eq(w.pc),
-            self.trace.insn.eq(w.insn),
-            self.trace.rd.eq(w.rd),
-            self.trace.value.eq(Mux(w.rd != 0, w_data, 0)),
-            self.trace.st_mask.eq(w.st_mask),
-            self.trace.st_addr.eq(Mux(w.st_mask != 0, w.st_addr, 0)),
-            self.trace.st_data.eq(w.st_data),
+            self.trace.valid.eq(v_valid),
+            self.trace.context.eq(v.ctx),
+            self.trace.pc.eq(v.pc),
+            self.trace.insn.eq(v.insn),
+            self.trace.rd.eq(v.rd),
+            self.trace.value.eq(Mux(v.rd != 0, w_data, 0)),
+            self.trace.st_mask.eq(v.st_mask),
+            self.trace.st_addr.eq(Mux(v.st_mask != 0, v.st_addr, 0)),
+            self.trace.st_data.eq(v.st_data),
         ]
 
         # ---- debug --------------------------------------------------------------------
