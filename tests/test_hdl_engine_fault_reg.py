@@ -24,10 +24,13 @@ channel m's parameter words, then the lane loads W(0..C−1, 0)):
 * The other contexts are not affected by an engine fault: context 1 runs an endless
   ``addi x12, x12, 1`` / ``jal x0, -4`` loop from its word 0 (issued at 19, 25, 31, ...), so
   it is RUNNING in every cycle of the run and its instructions issued up to t_s retire (W at
-  t + 5), those issued after t_s do not.
+  t + 5, their trace record at t + 6 = ``TRACE_DELAY``, docs/rtl.md), those issued after t_s
+  do not.
 """
 
 import pytest
+
+from tessera.spec.trace import TRACE_DELAY
 
 from tessera.hdl.tile.core import core as core_module
 from tessera.hdl.tile.core.scheduler import Scheduler
@@ -84,9 +87,9 @@ def _run(monkeypatch, desc, par=None, codes=None, extra=None):
                     "faulted": ctx.get(t.faulted),
                 }
             tr = t.trace
-            if ctx.get(tr.valid):      # retire trace in W: issue cycle = this cycle − 5
+            if ctx.get(tr.valid):      # retire trace a cycle after W: issue = this cycle − 6
                 samples.setdefault("retired", []).append(
-                    (ctx.get(t.cycle) - 5, ctx.get(tr.context), ctx.get(tr.pc)))
+                    (ctx.get(t.cycle) - TRACE_DELAY, ctx.get(tr.context), ctx.get(tr.pc)))
             await ctx.tick()
         raise AssertionError("done never rose")
 

@@ -266,6 +266,9 @@ def test_timing_constants_match_the_contract():
     assert FETCH_STORE_DELAY == 5 and STEP_FAULT_VISIBLE_DELAY == 1
     assert ENGINE_DATA_FAULT_VISIBLE_DELAY == 2
     assert PIPELINE_STAGES == MIN_CONTEXTS == 6
+    # docs/rtl.md: the RTL's register write and trace record in V, the cycle after W
+    from tessera.spec.trace import TRACE_DELAY
+    assert TRACE_DELAY == 6
 
 
 def test_trace_record_is_one_definition():
