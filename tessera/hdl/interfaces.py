@@ -310,10 +310,13 @@ class HostTileSignature(wiring.Signature):
     Members
     -------
     sram : Out(MemorySignature(addr_width=sram_addr_bits))
-        SRAM read (data next cycle) or byte-masked write; the tile serves it on its ports B
+        SRAM read (data two cycles later: the tile registers it) or byte-masked write; the
+        tile serves it on its ports B
         and W at the lowest priority (only while stopped, architecture §9).
     dbg : Out(DebugSignature(config))
-        The core's per-context state, registers and the tile counters.
+        The core's per-context state, registers and the tile counters (state, pc, retired
+        and x two cycles after the selects, through the tile's register; counters as they
+        are).
     fault : In(FaultSignature(config))
         The tile's fault record (first fault since ``start``).
     xprog : In(32)

@@ -1,9 +1,10 @@
 """Exchange fabric: per-sender delay line and per-receiver source mux (architecture §6).
 
-A tile's ``exchange.send`` already carries the word its send bus held in the *previous* cycle (the tile
-reads the sent word from its synchronous SRAM read port, docs/rtl.md "Tile ↔ array"), so the
-fabric adds ``L - 1`` register stages per sender: the word of the bus of cycle c is presented to
-every receiver at cycle c + L. Each receiver selects one sender with its ``src`` (combinational mux,
+A tile's ``exchange.send`` already carries the word its send bus held *two* cycles before (the tile
+reads the sent word from its synchronous SRAM read port and registers it, so that no SRAM output
+leaves the tile, docs/rtl.md "Tile ↔ array"), so the fabric adds ``L - 2`` register stages per
+sender (none for L = 2: the receivers' mux then reads the tile's register): the word of the bus of
+cycle c is presented to every receiver at cycle c + L. Each receiver selects one sender with its ``src`` (combinational mux,
 no queues, no arbitration); several receivers selecting the same sender is multicast.
 """
 
@@ -32,7 +33,7 @@ class ExchangeFabric(wiring.Component):
     Members
     -------
     tiles : In(ExchangeLinkSignature(config)).array(N)
-        Tile i's link: ``tiles[i].send`` its send bus of the previous cycle (0 when idle),
+        Tile i's link: ``tiles[i].send`` its send bus of two cycles before (0 when idle),
         ``tiles[i].src`` the tile it receives from, ``tiles[i].data`` the bus of that sender
         at cycle k − L.
     clear : In(1)
@@ -56,7 +57,7 @@ class ExchangeFabric(wiring.Component):
         outs = []
         for i in range(n):
             word = self.tiles[i].send
-            for st in range(lat - 1):
+            for st in range(lat - 2):
                 r = Signal(32, name=f"dl{i}_{st}")
                 with m.If(self.clear):
                     m.d.sync += r.eq(0)

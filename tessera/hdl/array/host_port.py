@@ -201,10 +201,13 @@ class HostPort(wiring.Component):
                                  wstrb.eq(axi.wstrb)]
                     m.next = "WR"
             with m.State("RD_SEL"):
-                # selects are stable now; SRAM read issued, debug outputs settle next cycle
+                # selects are stable now; SRAM read issued; the tile registers its SRAM word and
+                # debug values, so they are on its outputs two cycles later
                 with m.If(is_sram & ~running):
                     for i, t in enumerate(self.tiles):
                         m.d.comb += t.sram.re.eq(tsel == i)
+                m.next = "RD_WAIT"
+            with m.State("RD_WAIT"):
                 m.next = "RD_DATA"
             with m.State("RD_DATA"):
                 m.d.sync += rvalid.eq(1)

@@ -31,7 +31,7 @@ The tile is arrived (``arrive``) when its core is, except during its exchange ph
 
 from __future__ import annotations
 
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
@@ -152,9 +152,17 @@ class Tile(wiring.Component):
         connect(m, core.fetch, sram.fetch)
         connect(m, core.mem, sram.data)
         connect(m, eng.sram, sram.xchg)
-        connect(m, flipped(self.host.sram), sram.host)
+        # The SRAM's port-B word leaves the tile only through a register: the host's read
+        # data (the host port waits a cycle more, docs/rtl.md "Host port") and the send bus
+        # (the fabric's delay line starts after it: a word read at c is on exchange.send at
+        # c + 2, architecture §6's L >= 2 unchanged).
+        hs = self.host.sram
+        m.d.comb += [sram.host.addr.eq(hs.addr), sram.host.re.eq(hs.re),
+                     sram.host.we.eq(hs.we), sram.host.wdata.eq(hs.wdata)]
+        m.d.sync += [hs.rdata.eq(sram.host.rdata),
+                     self.exchange.send.eq(Mux(self.start, 0, sram.x_send))]
         m.d.comb += [sram.clear.eq(self.start), sram.x_data.eq(self.exchange.data),
-                     self.exchange.send.eq(sram.x_send), self.exchange.src.eq(eng.src)]
+                     self.exchange.src.eq(eng.src)]
 
         # -- exchange engine
         m.d.comb += [
@@ -184,6 +192,13 @@ class Tile(wiring.Component):
             # v2: every step of a cycle <= t_s takes effect (no commit condition)
             m.d.comb += [mx.clear.eq(self.start), mx.run.eq(self.xen & ~eng.in_exchange)]
 
-        connect(m, flipped(self.host.dbg), core.dbg)
+        # Debug read-back: the selects go straight to the core, the values that pass through
+        # its multiplexers and the register file's debug port come back through a register.
+        hd = self.host.dbg
+        m.d.comb += [core.dbg.ctx.eq(hd.ctx), core.dbg.reg.eq(hd.reg)]
+        m.d.sync += [hd.state.eq(core.dbg.state), hd.pc.eq(core.dbg.pc),
+                     hd.retired.eq(core.dbg.retired), hd.x.eq(core.dbg.x)]
+        for name in hd.counters.signature.members:   # registers already: no register here
+            m.d.comb += getattr(hd.counters, name).eq(getattr(core.dbg.counters, name))
         connect(m, core.trace, flipped(self.trace))
         return m
