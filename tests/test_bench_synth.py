@@ -458,3 +458,30 @@ def test_pin_wrapper_registers_every_output_and_reduces_them_through_a_registere
     simulate(top, bench)
     # got[k] is dout after edge k + 1; din[j] enters the chain at edge j + 1
     assert got[6:] == din[:len(din) - 6]
+
+
+def test_outreg_what_if_patches_only_the_named_block_rams(tmp_path):
+    """scripts/synth_outreg_whatif.py: the timing what-if turns on the output register of the
+    DP16KD cells it is asked to (and ties their output clock enables high), nothing else; a
+    directory without top.json is refused with its name."""
+    import importlib.util
+    path = Path(__file__).resolve().parents[1] / "scripts" / "synth_outreg_whatif.py"
+    spec = importlib.util.spec_from_file_location("synth_outreg_whatif", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+
+    def bram():
+        return {"type": "DP16KD", "parameters": {"REGMODE_A": "NOREG", "REGMODE_B": "NOREG"},
+                "connections": {"OCEA": [7], "OCEB": [8]}}
+    net = {"modules": {"top": {"cells": {
+        "dut.sram.mem_even.0.0": bram(), "dut.core.regs.mem.0.0": bram(),
+        "dut.sram.x": {"type": "LUT4", "parameters": {}, "connections": {}}}}}}
+    assert mod.patch_outreg(net, "dut.sram") == 1
+    cells = net["modules"]["top"]["cells"]
+    assert cells["dut.sram.mem_even.0.0"]["parameters"] == {"REGMODE_A": "OUTREG",
+                                                             "REGMODE_B": "OUTREG"}
+    assert cells["dut.sram.mem_even.0.0"]["connections"] == {"OCEA": ["1"], "OCEB": ["1"]}
+    assert cells["dut.core.regs.mem.0.0"] == bram()
+    assert mod.patch_outreg(net) == 2
+    with pytest.raises(SystemExit):
+        mod.main([str(tmp_path)])
