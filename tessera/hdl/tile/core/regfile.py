@@ -8,9 +8,10 @@ never written, so it always reads 0.
 
 The valid bits are one 32-bit row per context. The pipeline's row is selected a cycle ahead
 (``r_ctx_next``, the issue slot's context, which the core knows before the instruction word
-arrives) and registered, patched with that cycle's write and clear, so that the register
-numbers, which come out of the SRAM with the instruction word, only select a bit of a
-register (docs/synthesis.md: the fetch word → valid-row select was the tile's worst path).
+arrives) and registered, patched with that cycle's write and clear; it is registered once more
+with the register numbers, and the bit is selected in the cycle of the data, so that the
+register numbers, which come out of the SRAM with the instruction word, only address the block
+RAM (docs/synthesis.md: the fetch word → valid-bit select was the tile's worst path).
 """
 
 from amaranth import Array, C, Cat, Module, Mux, Signal
@@ -110,10 +111,22 @@ class RegFile(wiring.Component):
             (self.r_ctx, self.r_addr3, self.r_data3, r_row),
             (self.dbg_ctx, self.dbg_addr, self.dbg_data, d_row),
         ]
+        # The pipeline's valid bit is selected in the cycle of the data (beside the block
+        # RAM's clock-to-out), from the row and register number of the read cycle, both
+        # registered: the register number out of the SRAM's fetch word only addresses the
+        # block RAM (the select in the read cycle was the tile's worst path, docs/synthesis.md).
+        r_row_q = Signal(32)
+        clear_q = Signal()
+        m.d.sync += [r_row_q.eq(r_row), clear_q.eq(self.clear)]
         for n, (ctx, addr, data, row) in enumerate(reads):
             rp = mem.read_port(transparent_for=())
-            v = Signal(name=f"valid_q{n}")
+            v = Signal(name=f"valid{n}")
             m.d.comb += [rp.addr.eq(Cat(addr, ctx)), rp.en.eq(1)]
-            m.d.sync += v.eq(row.bit_select(addr, 1) & ~self.clear)
+            if row is r_row:
+                addr_q = Signal(5, name=f"addr_q{n}")
+                m.d.sync += addr_q.eq(addr)
+                m.d.comb += v.eq(r_row_q.bit_select(addr_q, 1) & ~clear_q)
+            else:
+                m.d.sync += v.eq(row.bit_select(addr, 1) & ~self.clear)
             m.d.comb += data.eq(Mux(v, rp.data, 0))
         return m
