@@ -15,7 +15,7 @@ host port and the run-control trees register what they read), so a path from a t
 to a tile output is timed as it is in the array, and the XOR tree is no path of the design
 (flow version 1 XOR-reduced the outputs combinationally into the one pin register, which put
 the tree on every output path). The wrapper's cost (one FF per input bit, one FF per output
-bit, about 4/3 LUT4 and FF per three output bits for the tree) is reported separately and
+bit, and about one LUT4 and one FF per three output bits for the tree) is reported separately and
 included in the totals.
 
 Designs (:data:`DESIGNS`): one ``tessera.hdl.tile.Tile`` (core + 64 KiB SRAM + exchange engine,
