@@ -23,10 +23,11 @@ interlock):
 * M (t+4): every data-memory effect (store write, load read), the range check, the stack-limit
   compare, the ``xprog`` CSR read and every CSR write, the second half of the division steps,
   the multiplier's sum, the fault and the state change (visible from t +
-  ``STATE_VISIBLE_DELAY``), pc write, the matrix-engine command (``mrun``/``mwait``), dot4's
-  sum with the old rd.
-* W (t+5): load data (``mem.rdata``) aligned and extended; register write; retire counters;
-  ``trace``.
+  ``STATE_VISIBLE_DELAY``), the pc and stack_limit writes decided (made in W), the
+  matrix-engine command (``mrun``/``mwait``), dot4's sum with the old rd.
+* W (t+5): pc and stack_limit writes (the pc bypassed into the fetch address of the
+  context's next issue); retire counters; the load word registered.
+* V (t+6): load data aligned and extended; register write; ``trace``.
 
 A division goes through this pipeline in each of its DIV_TURNS turns; :mod:`.divider` keeps its
 per-context state, and only the last turn retires (§4, "Division"). ``Variant(divider=False)``
@@ -302,12 +303,14 @@ class Core(wiring.Component):
 
         # ---- F (t) ----------------------------------------------------------------------
         # The slot's pc is read one cycle ahead (a register feeds the SRAM address): context
-        # c's pc is written in M of its previous issue, at t - T + 4 <= t - 2.
+        # c's pc is written in W of its previous issue, at the end of t - T + 5 <= t - 1; with
+        # T = 6 that is this very cycle, so the W write is bypassed into the fetch address.
+        # (The W registers are declared with the M stage below.)
         issue = issue_layout(cb)
         f = Signal(issue)
         f_valid = sched.issue
         f_pc = Signal(32)
-        m.d.sync += f_pc.eq(Mux(start, self.entry, pcs[sched.next_slot]))
+        f_pc_next = Signal(32)
         m.d.comb += [
             f.ctx.eq(sched.slot),
             f.pc.eq(f_pc),
@@ -584,22 +587,49 @@ class Core(wiring.Component):
 
         # pc, CSR, per-context and tile retire counters. A context that is FAULT (an engine
         # fault of its mrun while this instruction was in flight) keeps the pc pc_e (§12).
+        # xprog is written in M (another context's M reads it in the next cycle); the pc and
+        # stack_limit writes are decided in M and registered, and made in W (t+5), so the
+        # M-stage fault decision ends in a few registers instead of the 2·32·T write enables
+        # (docs/synthesis.md). Not program-visible: the context's next issue reads its pc
+        # in t+T-1 >= t+5 (the F bypass below) and its stack_limit in X (t+T+3).
         states = Array(sched.states[n] for n in range(T))
         m_ctx_faulted = states[mm.ctx] == int(S.FAULT)
+        w_valid = Signal()        # the M -> W registers (filled below)
+        w = Signal(w_layout(cb))
+        w_pc_we = Signal()        # W: pcs[w.ctx] <- w_next_pc
+        w_next_pc = Signal(32)
+        w_e_we = Signal()         # W: pcs[w_e_ctx] <- w_e_pc (after w_pc_we: it wins)
+        w_e_ctx = Signal(cb)
+        w_e_pc = Signal(32)
+        w_sl_we = Signal()        # W: slimits[w.ctx] <- w_sl
+        w_sl = Signal(32)
+        m.d.sync += [
+            w_pc_we.eq(m_retire & ~m_ctx_faulted), w_next_pc.eq(m_next_pc),
+            # the engine's context c_e ends at the mrun's pc
+            w_e_we.eq(e_fault | e_now), w_e_ctx.eq(eng.fault.context), w_e_pc.eq(eng.fault.pc),
+            w_sl_we.eq(m_retire & md.csr & m_slimit_we), w_sl.eq(m_csr_wdata),
+        ]
         with m.If(start):
             for n in range(T):
                 m.d.sync += [pcs[n].eq(self.entry), slimits[n].eq(0)]
             m.d.sync += xprog.eq(0)
         with m.Else():
-            with m.If(m_retire):
-                with m.If(~m_ctx_faulted):
-                    m.d.sync += pcs[mm.ctx].eq(m_next_pc)
-                with m.If(md.csr & m_csr_xprog & csr_m.xprog_we):
-                    m.d.sync += xprog.eq(csr_m.wdata)
-                with m.If(md.csr & m_slimit_we):
-                    m.d.sync += slimits[mm.ctx].eq(m_csr_wdata)
-            with m.If(e_fault | e_now):  # the engine's context c_e ends at the mrun's pc
-                m.d.sync += pcs[eng.fault.context].eq(eng.fault.pc)
+            with m.If(m_retire & md.csr & m_csr_xprog & csr_m.xprog_we):
+                m.d.sync += xprog.eq(csr_m.wdata)
+            with m.If(w_pc_we):
+                m.d.sync += pcs[w.ctx].eq(w_next_pc)
+            with m.If(w_e_we):
+                m.d.sync += pcs[w_e_ctx].eq(w_e_pc)
+            with m.If(w_sl_we):
+                m.d.sync += slimits[w.ctx].eq(w_sl)
+        # F's fetch address for the next slot, with the W writes of this cycle bypassed
+        with m.If(w_e_we & (w_e_ctx == sched.next_slot)):
+            m.d.comb += f_pc_next.eq(w_e_pc)
+        with m.Elif(w_pc_we & (w.ctx == sched.next_slot)):
+            m.d.comb += f_pc_next.eq(w_next_pc)
+        with m.Else():
+            m.d.comb += f_pc_next.eq(pcs[sched.next_slot])
+        m.d.sync += f_pc.eq(Mux(start, self.entry, f_pc_next))
 
         # Engine counter (§8, §12): the busy cycles k of the run (k < C: ``run``). The tile
         # counters are 64-bit SplitCounters (a registered carry into the high half).
@@ -619,8 +649,6 @@ class Core(wiring.Component):
                          port.eq(cnt.value)]
 
         # ---- M -> W -------------------------------------------------------------------
-        w_valid = Signal()
-        w = Signal(w_layout(cb))
         m.d.sync += [
             w_valid.eq(m_retire), w.dot4.eq(md.dot4),
             w.ctx.eq(mm.ctx), w.pc.eq(mm.pc), w.insn.eq(m_insn),
