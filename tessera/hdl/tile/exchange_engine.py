@@ -43,6 +43,7 @@ from tessera.spec.exchange import (ADDR_BITS, ADDR_SHIFT, OP_BITS, OP_SHIFT, REC
 from tessera.spec.faults import FaultCause
 
 from ..interfaces import ExchangeSramSignature, FaultSignature
+from ..compare import at_least
 
 
 __all__ = ["ExchangeEngine", "relative_source"]
@@ -187,15 +188,15 @@ class ExchangeEngine(wiring.Component):
         r_send_byte = Signal(ADDR_BITS + RUN_BITS + 2)
         r_recv_byte = Signal(ADDR_BITS + RUN_BITS + 2)
         m.d.comb += [r_send_byte.eq(run_send << 2), r_recv_byte.eq(run_recv << 2)]
-        r_f_send = run_send_en & (r_send_byte >= sram)
-        r_f_recv = run_recv_en & (r_recv_byte >= sram)
+        r_f_send = run_send_en & at_least(r_send_byte, sram)
+        r_f_recv = run_recv_en & at_least(r_recv_byte, sram)
         in_run_now = active & in_run
 
-        f_step = (cur[:3] != 0) | (cur >= sram)
+        f_step = (cur[:3] != 0) | at_least(cur, sram)
         f_op = op == XOp.RESERVED
-        f_send = is_step & send_en & (send_byte >= sram)
-        f_src = is_step & recv_en & ~relative & (s >= cfg.tiles)
-        f_recv = is_step & recv_en & (recv_byte >= sram)
+        f_send = is_step & send_en & at_least(send_byte, sram)
+        f_src = is_step & recv_en & ~relative & at_least(s, cfg.tiles)
+        f_recv = is_step & recv_en & at_least(recv_byte, sram)
         fault = Signal()
         fresh = active & ~in_idle & ~in_run
         m.d.comb += fault.eq((fresh & (f_step | f_op | f_send | f_src | f_recv))

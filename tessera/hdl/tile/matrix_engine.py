@@ -90,6 +90,7 @@ from tessera.spec.engine import (ACC_DEPTH, BYTE_MODES, DESC_CHECK_STEP, DESC_FI
 from tessera.spec.faults import FaultCause
 from tessera.spec.timing import ENGINE_DATA_FAULT_VISIBLE_DELAY
 
+from ..compare import at_least
 from ..interfaces import EngineSramSignature, MatrixEngineSignature, check_config
 from .requant import REQUANT_STAGES, SAT_LOG2, Stages, f32_stages, tflite_stages
 
@@ -270,7 +271,7 @@ class MatrixEngine(wiring.Component):
                 m.d.comb += [rd.eq(sub == 0), raddr.eq(x_ptr),
                              kind.eq(Mux(sub == 0, Kind.X, Kind.NONE))]
         rfault = Signal()                 # check 1
-        m.d.comb += rfault.eq(rd & ((raddr[:3] != 0) | (raddr >= sb)))
+        m.d.comb += rfault.eq(rd & ((raddr[:3] != 0) | at_least(raddr, sb)))
 
         with m.If(clear):
             m.d.sync += [busy.eq(0), phase.eq(Phase.IDLE)]
@@ -570,15 +571,15 @@ class MatrixEngine(wiring.Component):
                                                    Mux(rem == 2, 0x00FF, 0x000F)))),
             ]
             # check 4 (RAW): the first word, then the second
-            with m.If((o_caddr[:3] != 0) | (wbyte >= sb)):
+            with m.If((o_caddr[:3] != 0) | at_least(wbyte, sb)):
                 m.d.comb += [wfault.eq(1), wf_addr.eq(wbyte)]
-            with m.Elif(second & (wbyte + 8 >= sb)):
+            with m.Elif(second & at_least(wbyte + 8, sb)):
                 m.d.comb += [wfault.eq(1), wf_addr.eq(wbyte + 8)]
         with m.Else():
             m.d.comb += [
                 wdata.eq(Cat(*q) << (off << 3)),
                 wmask.eq(cmask << off),
-                wfault.eq((off + n_c > 8) | (o_caddr >= sb)),
+                wfault.eq((off + n_c > 8) | at_least(o_caddr, sb)),
                 wf_addr.eq(o_caddr),
             ]
         m.d.comb += wfault_now.eq(adv & writing & wfault)

@@ -60,6 +60,7 @@ from tessera.spec.result import ContextState
 from ...interfaces import (DebugSignature, FaultSignature, FetchSignature, MatrixEngineSignature,
                            MemorySignature, TraceSignature)
 from ...variant import CONTRACT, Variant
+from ...compare import at_least
 from .alu import Alu, BranchCmp
 from .counter import SplitCounter
 from .csr import CsrUnit
@@ -315,7 +316,7 @@ class Core(wiring.Component):
             f.ctx.eq(sched.slot),
             f.pc.eq(f_pc),
             f.misaligned.eq(f.pc[0:2] != 0),
-            f.range.eq(f.pc >= cfg.sram_bytes),
+            f.range.eq(at_least(f.pc, cfg.sram_bytes)),
             self.fetch.en.eq(f_valid & ~f.misaligned & ~f.range),
             self.fetch.addr.eq(f.pc),
         ]

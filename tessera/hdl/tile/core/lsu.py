@@ -10,6 +10,7 @@ from amaranth.lib.wiring import In, Out
 
 from tessera.spec.config import ArrayConfig
 from tessera.spec.instructions import FUNCT3_MEM_UNSIGNED_BIT, Funct3, MemWidth
+from ...compare import at_least
 
 __all__ = ["LsuAddr", "LoadAlign"]
 
@@ -67,7 +68,7 @@ class LsuAddr(wiring.Component):
         m.d.comb += a.eq(self.base + self.offset)
         m.d.comb += [
             self.misaligned.eq(((size == MemWidth.HALF) & a[0]) | ((size == MemWidth.WORD) & (lo != 0))),
-            self.out_of_range.eq(a >= self.config.sram_bytes),
+            self.out_of_range.eq(at_least(a, self.config.sram_bytes)),
         ]
         d = self.wdata_in
         with m.Switch(size):
