@@ -535,8 +535,10 @@ class MatrixEngine(wiring.Component):
         # word; RAW bytes 16w .. min(16w + 16, 4C) − 1 of the element's 4C bytes (lanes 4w ..
         # min(4w + 4, C) − 1) at C(j) + 16w: the word there and, when 4C > 16w + 8, the next.
         assert ENGINE_WRITE_WORDS == 2
-        wi = Signal(3)                     # w = OW - wcnt
-        m.d.comb += wi.eq(ow - wcnt)
+        # w = OW − wcnt, kept as a register counting up while wcnt counts down (it is 0 when
+        # wcnt loads OW, and wi + wcnt = OW while writing), so the write address and the
+        # write-fault check do not start with the OW lookup and a subtraction
+        wi = Signal(3)
         wbyte = Signal(33)                 # C(j) + 16w (RAW)
         m.d.comb += wbyte.eq(o_caddr + (wi << 4))
         writing = wcnt != 0
@@ -573,7 +575,10 @@ class MatrixEngine(wiring.Component):
             # check 4 (RAW): the first word, then the second
             with m.If((o_caddr[:3] != 0) | at_least(wbyte, sb)):
                 m.d.comb += [wfault.eq(1), wf_addr.eq(wbyte)]
-            with m.Elif(second & at_least(wbyte + 8, sb)):
+            # (wbyte is 8-aligned here: wbyte + 8 >= sb iff wbyte >= sb or wbyte's word
+            # index is the last one, sb / 8 − 1 — no adder before the check)
+            with m.Elif(second & (at_least(wbyte, sb)
+                                  | wbyte[3:cfg.sram_addr_bits].all())):
                 m.d.comb += [wfault.eq(1), wf_addr.eq(wbyte + 8)]
         with m.Else():
             m.d.comb += [
@@ -592,12 +597,12 @@ class MatrixEngine(wiring.Component):
         m.d.comb += core.macs.eq(Mux(adv & (kind == Kind.X) & ~rfault & ~wfault_now,
                                      n_c << 3, 0))
         with m.If(clear | core.accept):
-            m.d.sync += wcnt.eq(0)
+            m.d.sync += [wcnt.eq(0), wi.eq(0)]
         with m.Elif(adv):
             with m.If(v[OUT_DELAY - 1]):
-                m.d.sync += wcnt.eq(ow)
+                m.d.sync += [wcnt.eq(ow), wi.eq(0)]
             with m.Elif(writing):
-                m.d.sync += wcnt.eq(wcnt - 1)
+                m.d.sync += [wcnt.eq(wcnt - 1), wi.eq(wi + 1)]
 
         # ---- faults (§7 "Stop", §12 "Engine faults") --------------------------------------
         # An address fault (checks 1, 4) of the step of cycle k is presented on core.fault in
