@@ -119,3 +119,57 @@ def test_hand_programs_match_the_golden_model(name):
     prog = SimpleNamespace(entry=0, segments=[(0, a, w.to_bytes(4, "little"))
                                               for a, w in sorted(image.items())])
     _compare(CONFIGS["T6"], prog, 200)
+
+
+def _stack_limit_source_programs():
+    """A stack-limit check (§7) of each result source the core selects in M: sp written by
+    MUL, by DIV in its last turn, by dot4 and by a read of xprog, in every context, with
+    ctx-dependent values so that the first contexts pass and a later one faults.
+
+    Expected fault records, by hand (stack_limit L, the value v written to sp; the run stops
+    at the first fault in issue order, §7):
+
+    * MUL: L = 0x400, v = (5 − c) · 0x100: 0x500, 0x400 pass (not below), c = 2 faults with
+      v = 0x300; pc of the MUL = 6 · 4.
+    * DIV: L = 0x400, v = 0x1000 / (c + 1): 4096, 2048, 1365, 1024 pass, c = 4 faults with
+      v = 819 = 0x333 (all divisions run side by side, their last turns in context order);
+      pc = 6 · 4.
+    * dot4: sp = 0x3F0 before the limit is set, L = 0x400, v = 0x3F0 + (5 − c) · 8: 0x418,
+      0x410, 0x408, 0x400 pass, c = 4 faults with 0x3F8; pc = 7 · 4.
+    * xprog: xprog = 0x300 (every context writes it), L = 0x200 + 0x40 · c, then
+      ``csrrw sp, xprog, a5`` with a5 = (c + 1) · 0x100: context c reads xprog in M (§3.2),
+      the value context c − 1 wrote in the cycle before (its M); context 0 reads 0x300 and
+      passes (L = 0x200), context 1 reads 0x100 < 0x240 and faults; pc = 8 · 4. (A check of
+      the value read in X, 0x300, would let context 1 pass.)
+    """
+    from tessera.spec.csr import Csr
+    from tessera.toolchain import asm
+    ctx = asm.csrr("a1", Csr.CONTEXT_ID)
+    limit = [asm.addi("a2", "zero", 0x400), asm.csrrw("zero", Csr.STACK_LIMIT, "a2")]
+    mul = [ctx, *limit, asm.addi("a3", "zero", 5), asm.sub("a3", "a3", "a1"),
+           asm.addi("a4", "zero", 0x100), asm.mul("sp", "a3", "a4"), asm.ecall()]
+    div = [ctx, *limit, asm.addi("a3", "a1", 1), asm.addi("a5", "zero", 1),
+           asm.slli("a5", "a5", 12), asm.div("sp", "a5", "a3"), asm.ecall()]
+    dot4 = [ctx, asm.addi("sp", "zero", 0x3F0), *limit, asm.addi("a3", "zero", 5),
+            asm.sub("a3", "a3", "a1"), asm.addi("a4", "zero", 8), asm.dot4("sp", "a3", "a4"),
+            asm.ecall()]
+    xprog = [ctx, asm.addi("a5", "zero", 0x300), asm.csrrw("zero", Csr.XPROG, "a5"),
+             asm.slli("a3", "a1", 6), asm.addi("a2", "a3", 0x200),
+             asm.csrrw("zero", Csr.STACK_LIMIT, "a2"), asm.addi("a5", "a1", 1),
+             asm.slli("a5", "a5", 8), asm.csrrw("sp", Csr.XPROG, "a5"), asm.ecall()]
+    return {"mul": (mul, (2, 6 * 4, 0x300)), "div": (div, (4, 6 * 4, 0x333)),
+            "dot4": (dot4, (4, 7 * 4, 0x3F8)), "xprog": (xprog, (1, 8 * 4, 0x100))}
+
+
+@pytest.mark.parametrize("source", list(_stack_limit_source_programs()))
+def test_stack_limit_of_every_result_source(source):
+    from types import SimpleNamespace
+    from helpers.core_harness import flatten
+    words, (ctx, pc, addr) = _stack_limit_source_programs()[source]
+    image = {4 * i: w for i, w in enumerate(flatten(words))}
+    prog = SimpleNamespace(entry=0, segments=[(0, a, w.to_bytes(4, "little"))
+                                              for a, w in sorted(image.items())])
+    got = _compare(CONFIGS["T6"], prog, 400)
+    assert got.status == "fault"
+    assert (got.fault[0], FaultCause(got.fault[1]), got.fault[2], got.fault[3]) == \
+        (ctx, FaultCause.STACK_OVERFLOW, pc, addr)
