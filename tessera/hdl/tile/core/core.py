@@ -481,20 +481,8 @@ class Core(wiring.Component):
 
         # §7 stack limit: a non-load instruction writing sp below the context's stack_limit
         # (a division only in its executing turn); the qualifiers and the limit come from X.
-        # Each result source is compared with the limit in parallel and the comparison is
-        # selected like the result, so the compare's carry chain does not follow the result
-        # mux on the way to the fault (docs/synthesis.md).
-        below = Signal()
-        with m.If(md.muldiv & ~m_is_div):
-            m.d.comb += below.eq(mul.result < m_slimit)
-        with m.Elif(md.dot4):
-            m.d.comb += below.eq(dot4.result < m_slimit)
-        with m.Elif(md.csr & m_csr_xprog):
-            m.d.comb += below.eq(csr_m.rdata < m_slimit)
-        with m.Else():
-            m.d.comb += below.eq(m_xres < m_slimit)
         sp_over = Signal()
-        m.d.comb += sp_over.eq(m_sp_check & below)
+        m.d.comb += sp_over.eq(m_sp_check & (result < m_slimit))
 
         # Fault decision (priority order of docs/architecture.md §2, §3, §7).
         fault = Signal()
@@ -525,10 +513,7 @@ class Core(wiring.Component):
         # the matrix engine is busy in M (§12), like a division turn.
         div_wait = m_is_div & ~m_div_last
         eng_wait = md.engine & eng.busy
-        # The divider's state of a faulting instruction's context is never read again (the
-        # context is FAULT until the next start, which clears every turn counter), so its
-        # update needs no fault: the fault decision does not reach the divider's row write.
-        m.d.comb += [div.start.eq(start), div.m_issue.eq(m_valid & ~start)]
+        m.d.comb += [div.start.eq(start), div.m_issue.eq(m_valid & ~fault & ~start)]
 
         m_fault = Signal()
         m_retire = Signal()

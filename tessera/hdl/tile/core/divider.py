@@ -55,11 +55,9 @@ class Divider(wiring.Component):
     a, b : In(32)
         rs1 and rs2 values read in this turn (X).
     m_issue : In(1)
-        The instruction that was in X in the previous cycle (now in M) was issued: the
-        divider writes its row and turn counter now. A non-division issue clears the
-        context's counter. (The core does not withhold it for a faulting instruction: that
-        context is FAULT until the next ``start``, which clears every counter, so its state
-        is never read again.)
+        The instruction that was in X in the previous cycle (now in M) takes effect (it was
+        issued and does not fault): the divider writes its row and turn counter now. A
+        non-division issue clears the context's counter.
     last : Out(1)
         X: this is the division's last turn: ``result`` is valid, the division retires.
     result : Out(32)
