@@ -405,12 +405,12 @@ class MatrixEngine(wiring.Component):
         chk_mult = fresh & (s1_kind == Kind.PARAM) & ~s1_idx[0] & (f["mode"] == Mode.FLOAT32)
         chk = Signal()
         m.d.comb += chk.eq(chk_desc | chk_shift | chk_mult)
-        with m.If(chk_desc & desc_bad):
-            m.d.comb += [dfault.eq(1), dfault_addr.eq(d_addr)]
-        with m.Elif(chk_shift & shift_bad):
-            m.d.comb += [dfault.eq(1), dfault_addr.eq(s1_raddr)]
-        with m.Elif(chk_mult & mult_bad):
-            m.d.comb += [dfault.eq(1), dfault_addr.eq(s1_raddr)]
+        # chk_desc, chk_shift and chk_mult exclude each other (kind, index), so the fault's
+        # address depends only on which check it is, not on the word
+        m.d.comb += [
+            dfault.eq((chk_desc & desc_bad) | (chk_shift & shift_bad) | (chk_mult & mult_bad)),
+            dfault_addr.eq(Mux(chk_desc, d_addr, s1_raddr)),
+        ]
 
         # ---- stage 1 ------------------------------------------------------------------
         g_base = Signal(32)               # a_base + g[k1] of the gather word in stage 1
@@ -618,6 +618,13 @@ class MatrixEngine(wiring.Component):
         dq = Signal()                     # a data fault of the previous cycle's step
         now_d = Signal()                  # a fault visible from the next cycle via now_q
         now_q = Signal()                  # a registered fault, visible in this cycle
+        # now_q's address, read only in the cycle now_q is 1 (now_q is 1 for one cycle: the
+        # engine is frozen after it). Both candidates are registered in every cycle and
+        # ``now_dsel`` picks one, so the SRAM word reaches only 1-bit registers (now_q,
+        # now_dsel, frozen), not the enable or the select of 32 address bits.
+        now_daddr = Signal(32)            # the data check's address (of the previous step)
+        now_aaddr = Signal(32)            # this step's address / write fault address
+        now_dsel = Signal()               # now_q is the data fault
         now_addr = Signal(32)
         m.d.comb += [
             dq.eq(dfault & ~frozen),
@@ -631,8 +638,10 @@ class MatrixEngine(wiring.Component):
             m.d.sync += now_q.eq(now_d)
             with m.If(afault | now_d):
                 m.d.sync += frozen.eq(1)
-        with m.If(now_d):    # the earlier step's data fault first (step order, §12)
-            m.d.sync += now_addr.eq(Mux(dq, dfault_addr, Mux(rfault, raddr, wf_addr)))
+        # the earlier step's data fault first (step order, §12)
+        m.d.sync += [now_daddr.eq(dfault_addr), now_aaddr.eq(Mux(rfault, raddr, wf_addr)),
+                     now_dsel.eq(dq)]
+        m.d.comb += now_addr.eq(Mux(now_dsel, now_daddr, now_aaddr))
         m.d.comb += [
             core.fault.valid.eq(afault | now_q), core.fault.xchg.eq(0),
             core.fault_now.eq(now_q),
