@@ -2,7 +2,8 @@
 
 yosys maps ``value >= bound`` to a carry chain (CCU2C cells on the ECP5) even when ``bound`` is a
 power of two; then the comparison is just "any bit at or above log2(bound) is set", an OR tree
-of a few LUTs (docs/synthesis.md). Used for the SRAM range checks and the exchange source check.
+of a few LUTs (docs/synthesis.md). Used for the SRAM range checks of the core, the exchange
+engine and the matrix engine, and the exchange engine's source check.
 """
 
 from amaranth.hdl import Value
@@ -29,7 +30,7 @@ def at_least(value, bound: int):
     Raises
     ------
     ValueError
-        ``bound`` is not a non-negative int.
+        ``bound`` is not a non-negative int, or ``value`` is signed.
     """
     if not isinstance(bound, int) or isinstance(bound, bool) or bound < 0:
         raise ValueError(f"at_least: bound must be an int >= 0, not {bound!r}")
