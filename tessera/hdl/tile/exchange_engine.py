@@ -164,7 +164,22 @@ class ExchangeEngine(wiring.Component):
         run_src = Signal(cfg.tile_bits)
 
         dead = Signal()                 # a step faulted: no further step until the stop (§6)
-        has_prog = self.xprog != 0
+        # xprog's derived values, registered (from the xprog of the cycle before): every
+        # cycle that reads them (the tile arrived, r - 1, r) has the xprog of the cycle
+        # before. A csrrw of xprog issued at t writes it in M (visible from t + 5), and its
+        # context must still issue `sync ARRAY` or halt, at t + T or later, so the tile is
+        # arrived from t + T + 5 at the earliest; no context issues until the resume after e.
+        # (After a start the contexts run: the tile is not arrived in the cycle after it.)
+        has_prog = Signal()
+        xp8 = Signal(ab - 3)            # word rows of xprog + 8, + 16, + 24
+        xp16 = Signal(ab - 3)
+        xp24 = Signal(ab - 3)
+        xrow = self.xprog[3:ab]
+        m.d.sync += [has_prog.eq(self.xprog != 0), xp8.eq(xrow + 1), xp16.eq(xrow + 2),
+                     xp24.eq(xrow + 3)]
+        # rows of pc + 16 and pc + 24 (valid while busy), loaded with pc
+        p16 = Signal(ab - 3)
+        p24 = Signal(ab - 3)
         start_prog = self.release & self.enable & has_prog
         active = busy | start_prog
         cur = Signal(32)
@@ -224,18 +239,24 @@ class ExchangeEngine(wiring.Component):
         # the two words after the next step's (cur + 16, cur + 24), which the window takes
         # when a step ends; waiting at the barrier: read the program's first two words, which
         # the window takes every cycle until r - 1 (the read of r - 2 is the last one).
-        x16 = Signal(ab - 3)
+        x16 = Signal(ab - 3)            # rows of cur + 16 and cur + 24
         x24 = Signal(ab - 3)
-        x8 = Signal(ab - 3)
-        m.d.comb += [x16.eq((cur + 2 * STEP_BYTES)[3:ab]), x24.eq((cur + 3 * STEP_BYTES)[3:ab]),
-                     x8.eq((self.xprog + STEP_BYTES)[3:ab])]
+        m.d.comb += [x16.eq(Mux(busy, p16, xp16)), x24.eq(Mux(busy, p24, xp24))]
         with m.If(active | self.prerelease):
             m.d.comb += [self.sram.step_en.eq(1), self.sram.step_addr.eq(x16),
                          self.sram.step_addr1.eq(x24)]
         with m.Elif(self.arrived & has_prog):
-            m.d.comb += [self.sram.step_en.eq(1), self.sram.step_addr.eq(self.xprog[3:ab]),
-                         self.sram.step_addr1.eq(x8)]
+            m.d.comb += [self.sram.step_en.eq(1), self.sram.step_addr.eq(xrow),
+                         self.sram.step_addr1.eq(xp8)]
         m.d.comb += self.sram.step_load.eq(~active)
+
+        def pc_next():
+            """The next step starts at cur + 8."""
+            m.d.sync += [pc.eq(next_pc), p16.eq(x24), p24.eq(x24 + 1)]
+
+        def pc_same():
+            """The step at cur continues (a run or an IDLE)."""
+            m.d.sync += [pc.eq(cur), p16.eq(x16), p24.eq(x24)]
 
         def advance():
             m.d.comb += self.sram.step_adv.eq(1)
@@ -245,7 +266,8 @@ class ExchangeEngine(wiring.Component):
         with m.Elif(self.enable & ~dead):
             with m.If(active & in_idle):
                 with m.If(idle_rem == 0):
-                    m.d.sync += [in_idle.eq(0), pc.eq(next_pc)]
+                    m.d.sync += in_idle.eq(0)
+                    pc_next()
                     advance()
                 with m.Else():
                     m.d.sync += idle_rem.eq(idle_rem - 1)
@@ -258,7 +280,8 @@ class ExchangeEngine(wiring.Component):
                     self.src.eq(run_src),
                 ]
                 with m.If(run_rem == 0):
-                    m.d.sync += [in_run.eq(0), pc.eq(next_pc)]
+                    m.d.sync += in_run.eq(0)
+                    pc_next()
                     advance()
                 with m.Else():
                     m.d.sync += [run_rem.eq(run_rem - 1), run_send.eq(run_send + 1),
@@ -270,15 +293,16 @@ class ExchangeEngine(wiring.Component):
                 with m.Switch(op):
                     with m.Case(XOp.STEP):
                         with m.If(run_len_m1 == 0):
-                            m.d.sync += pc.eq(next_pc)
+                            pc_next()
                             advance()
                         with m.Else():      # a run: stay on this step for n - 1 more cycles
                             m.d.sync += [
-                                pc.eq(cur), in_run.eq(1), run_rem.eq(run_len_m1 - 1),
+                                in_run.eq(1), run_rem.eq(run_len_m1 - 1),
                                 run_send.eq(addr0 + 1), run_recv.eq(addr1 + 1),
                                 run_send_en.eq(send_en), run_recv_en.eq(recv_en),
                                 run_src.eq(Mux(relative, rel_src, s[:cfg.tile_bits])),
                             ]
+                            pc_same()
                         m.d.comb += [
                             self.sram.send.eq(send_en), self.sram.send_addr.eq(addr0[:ab - 2]),
                             self.sram.recv.eq(recv_en), self.sram.recv_addr.eq(addr1[:ab - 2]),
@@ -286,11 +310,11 @@ class ExchangeEngine(wiring.Component):
                         ]
                     with m.Case(XOp.IDLE):
                         with m.If(addr0 == 0):
-                            m.d.sync += pc.eq(next_pc)
+                            pc_next()
                             advance()
                         with m.Else():
-                            m.d.sync += [pc.eq(cur), in_idle.eq(1),
-                                         idle_rem.eq(addr0 - 1)]
+                            m.d.sync += [in_idle.eq(1), idle_rem.eq(addr0 - 1)]
+                            pc_same()
                     with m.Case(XOp.END):
                         m.d.sync += busy.eq(0)
                         m.d.comb += self.resume.eq(1)
