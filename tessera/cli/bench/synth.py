@@ -35,6 +35,7 @@ Published figures for small RV32 cores are quoted with their sources in :data:`P
 from __future__ import annotations
 
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -42,14 +43,15 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from tessera.spec.config import ArrayConfig
 
 from .common import BenchError, Goal, Section, Timer
 
-__all__ = ["PinWrapper", "synthesize", "pnr_progress", "progress_text", "breakdown", "run",
-           "plot", "PUBLISHED", "VARIANTS", "UNITS"]
+__all__ = ["PinWrapper", "synthesize", "pnr_jobs", "pnr_progress", "progress_text",
+           "breakdown", "run", "plot", "PUBLISHED", "VARIANTS", "UNITS"]
 
 #: 2: every output bit registered, a registered XOR tree (1: one combinational XOR).
 FLOW_VERSION = 2
@@ -258,8 +260,9 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
         default :data:`ENGINE_MACS`, the presets' value.
     seeds : sequence of int
         nextpnr placement seeds (``--seed``, distinct, ≥ 1): one place and route of the
-        same synthesised netlist per seed. Seeds already in the cached result are not run
-        again; the others are run on the cached netlist if its directory still exists.
+        same synthesised netlist per seed, :func:`pnr_jobs` of them side by side. Seeds
+        already in the cached result are not run again; the others are run on the cached
+        netlist if its directory still exists.
 
     Returns
     -------
@@ -274,7 +277,8 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
         ``utilisation`` (nextpnr's per-BEL used/available, first seed), ``sram_bytes``,
         ``variant``; ``pnr_error`` when nextpnr timed out on a seed (the synthesis figures
         and the finished seeds are kept and cached; ``fmax_mhz`` is None if no seed
-        finished).
+        finished), with ``pnr_progress`` (:func:`pnr_progress` of that seed's log, and
+        ``seed``): how far it got.
 
     Raises
     ------
@@ -304,10 +308,12 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
         missing = [x for x in seeds if x not in have] if place else []
         if not missing:
             out.pop("pnr_error", None)
+            out.pop("pnr_progress", None)
             return dict(_summarise(out, seeds), cached=True)
         work = Path(out.get("work") or "/nonexistent")
         if (work / "top.json").exists():     # more seeds of the cached netlist
             out.pop("pnr_error", None)
+            out.pop("pnr_progress", None)
             _place_and_route(out, work, missing, router, timeout)
             _ensure(cache.parent)
             cache.write_text(json.dumps(out, indent=1))
@@ -413,11 +419,46 @@ def progress_text(p: dict) -> str:
             f"{p['route_s']:,.0f} s of routing; {est}")
 
 
+def pnr_jobs(runs: int) -> int:
+    """How many nextpnr runs (placement seeds) go side by side: ``TESSERA_SYNTH_JOBS`` if set,
+    else the machine's CPU count, at most ``runs`` (nextpnr-ecp5 from yowasp is one thread).
+
+    Parameters
+    ----------
+    runs : int
+        Seeds to place and route (≥ 1).
+
+    Returns
+    -------
+    int
+        1 .. ``runs``.
+
+    Raises
+    ------
+    BenchError
+        ``TESSERA_SYNTH_JOBS`` is not an integer ≥ 1.
+    """
+    env = os.environ.get("TESSERA_SYNTH_JOBS")
+    if env is None:
+        want = os.cpu_count() or 1
+    else:
+        try:
+            want = int(env)
+        except ValueError:
+            want = 0
+        if want < 1:
+            raise BenchError(f"TESSERA_SYNTH_JOBS must be an integer >= 1, not {env!r}")
+    return max(1, min(runs, want))
+
+
 def _place_and_route(out: dict, work: Path, seeds, router: str, timeout: int) -> None:
     """nextpnr on ``work/top.json`` once per seed (seed 1: ``r.json`` / ``nextpnr.log``,
-    seed s: ``r-s{s}.json`` / ``nextpnr-s{s}.log``), appending to ``out["seed_runs"]``; a
-    timeout sets ``out["pnr_error"]`` and stops (the finished seeds are kept)."""
-    for seed in seeds:
+    seed s: ``r-s{s}.json`` / ``nextpnr-s{s}.log``), :func:`pnr_jobs` of them side by side,
+    appending the finished seeds to ``out["seed_runs"]`` in seed order; a seed stopped by
+    the time limit sets ``out["pnr_error"]`` and ``out["pnr_progress"]`` (the first such
+    seed; the finished seeds are kept). Another tool failure is raised after the runs
+    already started have ended (the others are not started)."""
+    def one(seed):
         rep_name, log = (("r.json", "nextpnr.log") if seed == 1
                          else (f"r-s{seed}.json", f"nextpnr-s{seed}.log"))
         try:
@@ -429,13 +470,29 @@ def _place_and_route(out: dict, work: Path, seeds, router: str, timeout: int) ->
         except BenchError as e:
             if "timed out" not in str(e):
                 raise
-            # keep (and cache) the synthesis figures; say that place & route did not finish
-            # and how far it got (issue #12: "report the furthest result and the reason")
-            prog = pnr_progress((work / log).read_text(errors="replace"))
-            out["pnr_progress"] = dict(prog, seed=seed)
-            out["pnr_error"] = (f"seed {seed}: " + str(e).split(" (log ")[0] + " ("
-                                + progress_text(prog) + ")")
-            return
+            return seed, rep_name, log, None, e
+        return seed, rep_name, log, secs, None
+
+    seeds = list(seeds)
+    with ThreadPoolExecutor(max_workers=pnr_jobs(len(seeds))) as ex:
+        futures = [ex.submit(one, seed) for seed in seeds]
+        try:
+            results = [f.result() for f in futures]
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+    for seed, rep_name, log, secs, err in results:
+        if err is not None:
+            if "pnr_error" not in out:
+                # keep (and cache) the synthesis figures; say that place & route did not
+                # finish and how far it got (issue #12: "report the furthest result and
+                # the reason")
+                prog = pnr_progress((work / log).read_text(errors="replace"))
+                out["pnr_progress"] = dict(prog, seed=seed)
+                out["pnr_error"] = (f"seed {seed}: " + str(err).split(" (log ")[0] + " ("
+                                    + progress_text(prog) + ")")
+            continue
         rep = json.loads((work / rep_name).read_text())
         fmax = rep.get("fmax", {})
         vals = [v.get("achieved") for v in fmax.values() if isinstance(v, dict)]
