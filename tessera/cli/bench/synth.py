@@ -750,7 +750,9 @@ def _from_cache(sec: Section, key: str, what: str):
     r, digest = _latest_cached(key)
     if r is None:
         sec.notes.append(f"{what}: not measured in quick mode and no cached result; run "
-                         "`tessera bench --only synth` (full mode, about 20 minutes here).")
+                         "`tessera bench --only synth` (full mode: hours on 2 cores, the tiles "
+                         "with the matrix engine take 30-60 minutes of place and route per "
+                         "seed).")
         return None
     r["cached"] = True
     if digest != _digest():
@@ -764,7 +766,8 @@ def _from_cache(sec: Section, key: str, what: str):
 def run(quick: bool = True) -> Section:
     """One tile, the what-if tile without divider, the 4-tile array (16 KiB SRAM per tile)
     and the per-unit breakdown of one tile. Quick mode synthesises only the tile and takes
-    the others from the cache (full mode runs them all; about 20 minutes on 2 cores).
+    the others from the cache (full mode runs them all with three placement seeds: hours on
+    2 cores; a tile with the matrix engine takes 30–60 minutes of place and route per seed).
 
     Parameters
     ----------
