@@ -372,7 +372,7 @@ def _with_seed_runs(out: dict) -> dict:
     return out
 
 
-_FMAX_LINE = re.compile(r"Info: Max frequency for clock '[^']*': ([0-9.]+) MHz")
+_FMAX_LINE = re.compile(r"(?:Info|Warning): Max frequency for clock '[^']*': ([0-9.]+) MHz")
 _ROUTE_ARCS = re.compile(r"Info: Routing ([0-9]+) arcs\.")
 _ROUTE_ROW = re.compile(r"Info:\s+[0-9]+ \|\s+[0-9]+\s+[0-9]+ \|\s+[0-9]+\s+[0-9]+ \|"
                         r"\s+([0-9]+)\|\s+[0-9.]+\s+([0-9.]+)\|")
@@ -390,7 +390,8 @@ def pnr_progress(log: str) -> dict:
     -------
     dict
         ``phase``: ``"placement"`` (no routing started), ``"routing"`` (router1 started and
-        did not finish) or ``"done"`` (the log has the post-routing timing report);
+        did not finish) or ``"done"`` (the log has the post-routing timing report, an
+        ``Info:`` line, or ``Warning:`` when it fails the ``--freq`` target);
         ``estimate_mhz``: the post-placement Fmax estimate of the clock (nextpnr's first
         "Max frequency" line; None before it); ``arcs``: arcs to route (None before
         routing); ``arcs_left``: arcs still unrouted at the last progress row of router1,
