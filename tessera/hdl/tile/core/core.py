@@ -513,7 +513,12 @@ class Core(wiring.Component):
         # the matrix engine is busy in M (§12), like a division turn.
         div_wait = m_is_div & ~m_div_last
         eng_wait = md.engine & eng.busy
-        m.d.comb += [div.start.eq(start), div.m_issue.eq(m_valid & ~fault & ~start)]
+        # The divider's row and turn counter are written without the fault decision (the
+        # stack-limit compare, the fault priority chain): after a fault in M every context
+        # of the tile is stopped until the next start (§7), which clears every turn counter,
+        # and a row is read only by a turn whose counter is not 0, so what a faulting turn
+        # writes is never read.
+        m.d.comb += [div.start.eq(start), div.m_issue.eq(m_valid & ~start)]
 
         m_fault = Signal()
         m_retire = Signal()
