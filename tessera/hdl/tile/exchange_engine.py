@@ -166,9 +166,9 @@ class ExchangeEngine(wiring.Component):
         dead = Signal()                 # a step faulted: no further step until the stop (§6)
         # xprog's derived values, registered (from the xprog of the cycle before): every
         # cycle that reads them (the tile arrived, r - 1, r) has the xprog of the cycle
-        # before. A csrrw of xprog issued at t writes it in M (visible from t + 5), and its
+        # before. A csrrw of xprog issued at t writes it in W (visible from t + 6), and its
         # context must still issue `sync ARRAY` or halt, at t + T or later, so the tile is
-        # arrived from t + T + 5 at the earliest; no context issues until the resume after e.
+        # arrived from t + T + 5 >= t + 11 at the earliest; no context issues until the resume after e.
         # (After a start the contexts run: the tile is not arrived in the cycle after it.)
         has_prog = Signal()
         xp8 = Signal(ab - 3)            # word rows of xprog + 8, + 16, + 24

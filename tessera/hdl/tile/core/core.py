@@ -21,12 +21,12 @@ interlock):
   the instruction, instret and stack_limit change only by the context's own earlier
   instructions, which completed >= T - 5 cycles ago), the stack-limit qualifiers.
 * M (t+4): every data-memory effect (store write, load read), the range check, the stack-limit
-  compare, the ``xprog`` CSR read and every CSR write, the second half of the division steps,
-  the multiplier's sum, the fault and the state change (visible from t +
-  ``STATE_VISIBLE_DELAY``), the pc and stack_limit writes decided (made in W), the
+  compare, the ``xprog`` CSR read (W's write bypassed) and every CSR write, the second half
+  of the division steps, the multiplier's sum, the fault and the state change (visible from
+  t + ``STATE_VISIBLE_DELAY``), the pc, stack_limit and xprog writes decided (made in W), the
   matrix-engine command (``mrun``/``mwait``), dot4's sum with the old rd.
-* W (t+5): pc and stack_limit writes (the pc bypassed into the fetch address of the
-  context's next issue); retire counters; the load word registered.
+* W (t+5): pc, stack_limit and xprog writes (the pc bypassed into the fetch address of the
+  context's next issue, xprog into M's read); retire counters; the load word registered.
 * V (t+6): load data aligned and extended; register write; ``trace``.
 
 A division goes through this pipeline in each of its DIV_TURNS turns; :mod:`.divider` keeps its
@@ -294,6 +294,7 @@ class Core(wiring.Component):
         slimits = Array(Signal(32, name=f"stack_limit{i}") for i in range(T))
         xprog = Signal(32)
         m.d.comb += self.xprog.eq(xprog)
+        m_xprog = Signal(32)      # xprog as M sees it: W's write of this cycle bypassed
 
         # ---- scheduler ----------------------------------------------------------------
         m.d.comb += [
@@ -464,7 +465,7 @@ class Core(wiring.Component):
         # xprog, read and written in M (the other CSR inputs of this unit are unused)
         m.d.comb += [
             csr_m.csr.eq(m_insn[CSR.slice]), csr_m.funct3.eq(md.funct3), csr_m.rs1.eq(md.rs1),
-            csr_m.rs1_value.eq(m_a), csr_m.xprog.eq(xprog),
+            csr_m.rs1_value.eq(m_a), csr_m.xprog.eq(m_xprog),
         ]
         m_is_div = Signal()
         m.d.comb += m_is_div.eq(md.muldiv & md.funct3[FUNCT3_DIV_BIT])
@@ -593,11 +594,13 @@ class Core(wiring.Component):
 
         # pc, CSR, per-context and tile retire counters. A context that is FAULT (an engine
         # fault of its mrun while this instruction was in flight) keeps the pc pc_e (§12).
-        # xprog is written in M (another context's M reads it in the next cycle); the pc and
-        # stack_limit writes are decided in M and registered, and made in W (t+5), so the
-        # M-stage fault decision ends in a few registers instead of the 2·32·T write enables
-        # (docs/synthesis.md). Not program-visible: the context's next issue reads its pc
-        # in t+T-1 >= t+5 (the F bypass below) and its stack_limit in X (t+T+3).
+        # The pc, stack_limit and xprog writes are decided in M and registered, and made in W
+        # (t+5), so the M-stage fault decision ends in a few registers instead of the
+        # 2·32·T + 32 write enables (docs/synthesis.md). Not program-visible: the context's
+        # next issue reads its pc in t+T-1 >= t+5 (the F bypass below) and its stack_limit
+        # in X (t+T+3); another context's M reads xprog in the next cycle through the W
+        # bypass (``m_xprog``), and the exchange engine reads it only while the tile is
+        # arrived, t+T+5 or later.
         states = Array(sched.states[n] for n in range(T))
         m_ctx_faulted = states[mm.ctx] == int(S.FAULT)
         w_valid = Signal()        # the M -> W registers (filled below)
@@ -609,19 +612,24 @@ class Core(wiring.Component):
         w_e_pc = Signal(32)
         w_sl_we = Signal()        # W: slimits[w.ctx] <- w_sl
         w_sl = Signal(32)
+        w_xp_we = Signal()        # W: xprog <- w_xp
+        w_xp = Signal(32)
         m.d.sync += [
             w_pc_we.eq(m_retire & ~m_ctx_faulted), w_next_pc.eq(m_next_pc),
             # the engine's context c_e ends at the mrun's pc
             w_e_we.eq(e_fault | e_now), w_e_ctx.eq(eng.fault.context), w_e_pc.eq(eng.fault.pc),
             w_sl_we.eq(m_retire & md.csr & m_slimit_we), w_sl.eq(m_csr_wdata),
+            w_xp_we.eq(m_retire & md.csr & m_csr_xprog & csr_m.xprog_we),
+            w_xp.eq(csr_m.wdata),
         ]
+        m.d.comb += m_xprog.eq(Mux(w_xp_we, w_xp, xprog))
         with m.If(start):
             for n in range(T):
                 m.d.sync += [pcs[n].eq(self.entry), slimits[n].eq(0)]
             m.d.sync += xprog.eq(0)
         with m.Else():
-            with m.If(m_retire & md.csr & m_csr_xprog & csr_m.xprog_we):
-                m.d.sync += xprog.eq(csr_m.wdata)
+            with m.If(w_xp_we):
+                m.d.sync += xprog.eq(w_xp)
             with m.If(w_pc_we):
                 m.d.sync += pcs[w.ctx].eq(w_next_pc)
             with m.If(w_e_we):
