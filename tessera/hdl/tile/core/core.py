@@ -482,8 +482,20 @@ class Core(wiring.Component):
 
         # §7 stack limit: a non-load instruction writing sp below the context's stack_limit
         # (a division only in its executing turn); the qualifiers and the limit come from X.
+        # Each result source is compared with the limit in parallel and the comparison is
+        # selected like the result, so the compare's carry chain does not follow the result
+        # mux on the way to the fault (docs/synthesis.md).
+        below = Signal()
+        with m.If(md.muldiv & ~m_is_div):
+            m.d.comb += below.eq(mul.result < m_slimit)
+        with m.Elif(md.dot4):
+            m.d.comb += below.eq(dot4.result < m_slimit)
+        with m.Elif(md.csr & m_csr_xprog):
+            m.d.comb += below.eq(csr_m.rdata < m_slimit)
+        with m.Else():
+            m.d.comb += below.eq(m_xres < m_slimit)
         sp_over = Signal()
-        m.d.comb += sp_over.eq(m_sp_check & (result < m_slimit))
+        m.d.comb += sp_over.eq(m_sp_check & below)
 
         # Fault decision (priority order of docs/architecture.md §2, §3, §7).
         fault = Signal()
