@@ -129,10 +129,10 @@ def test_run_quick_from_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
     monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
     put = lambda key, d: (tmp_path / f"{key}-0123456789abcdef.json").write_text(json.dumps(d))  # noqa: E731
-    put("tile1-pnr-v2", _fake("tile", 1, 8333, 6.0, 68, ["dut.core.regs", "dut.core.div"]))
-    put("tile1-nodiv-pnr-v2", _fake("tile", 1, 5000, 40.0, 68, ["dut.core.dec", "dut.core.w"]))
+    put("tile1-pnr-r2-v2", _fake("tile", 1, 8333, 6.0, 68, ["dut.core.regs", "dut.core.div"]))
+    put("tile1-nodiv-pnr-r2-v2", _fake("tile", 1, 5000, 40.0, 68, ["dut.core.dec", "dut.core.w"]))
     # a result of an older RTL digest written later (newer file): the current digest wins
-    (tmp_path / "tile1-nodiv-pnr-v2-aaaaaaaaaaaaaaaa.json").write_text(
+    (tmp_path / "tile1-nodiv-pnr-r2-v2-aaaaaaaaaaaaaaaa.json").write_text(
         json.dumps(_fake("tile", 1, 9999, 1.0, 68, ["dut.core.dec"])))
     # an older RTL digest for the array (no matrix engine: key suffix -e0): used, and flagged
     (tmp_path / "array4-16k-e0-pnr-v2-fedcba9876543210.json").write_text(
@@ -356,7 +356,7 @@ def test_run_quick_engine_cost_from_the_two_tile_rows(tmp_path, monkeypatch):
     put = lambda key, d: (tmp_path / f"{key}-0123456789abcdef.json").write_text(json.dumps(d))  # noqa: E731
     with_eng = dict(_fake("tile", 1, 17820, 22.2, 72, ["dut.matrix"]), ff=5010, mult18=57)
     without = dict(_fake("tile", 1, 8274, 22.8, 68, ["dut.core.regs"]), ff=2569, mult18=8)
-    put("tile1-pnr-v2", with_eng)
+    put("tile1-pnr-r2-v2", with_eng)
     put("tile1-e0-pnr-v2", without)
     sec = sy.run(quick=True)
     assert [(r["engine_macs"], r["lut4"]) for r in sec.rows] == [(32, 17820), (0, 8274)]
@@ -510,12 +510,14 @@ def test_pnr_progress_by_hand():
     """A place and route stopped by its time limit reports how far it got (issue #12:
     "report the furthest result and the reason"). Figures read off the log lines above."""
     assert sy.pnr_progress("Info: Placed 120 cells based on constraints.\n") == dict(
-        phase="placement", estimate_mhz=None, arcs=None, arcs_left=None, route_s=None)
+        phase="placement", estimate_mhz=None, arcs=None, arcs_left=None, route_s=None,
+        iteration=None, overused=None)
     assert sy.pnr_progress(_LOG_PLACED) == dict(
-        phase="placement", estimate_mhz=41.82, arcs=None, arcs_left=None, route_s=None)
+        phase="placement", estimate_mhz=41.82, arcs=None, arcs_left=None, route_s=None,
+        iteration=None, overused=None)
     p = sy.pnr_progress(_LOG_ROUTING)
     assert p == dict(phase="routing", estimate_mhz=41.82, arcs=165294, arcs_left=73266,
-                     route_s=569.65)
+                     route_s=569.65, iteration=None, overused=None)
     assert sy.progress_text(p) == ("routing: 73,266 of 165,294 arcs left after 570 s of "
                                    "routing; post-placement estimate 41.8 MHz")
     # after routing nextpnr prints the line as a warning when the design fails --freq
@@ -525,6 +527,33 @@ def test_pnr_progress_by_hand():
     assert sy.pnr_progress(done)["estimate_mhz"] == 41.82
     assert sy.progress_text(sy.pnr_progress(_LOG_PLACED)) == \
         "still placing (post-placement estimate 41.8 MHz)"
+
+
+# the same for router2 (nextpnr-ecp5 --router router2): iteration rows without times, then
+# router1's legality check of the result
+_LOG_ROUTER2 = _LOG_PLACED + """Info: Routing globals...
+Info: Running router2...
+Info: Setting up routing resources...
+Info: Running main router loop...
+Info:     iter=1 wires=414701 overused=31405 overuse=37367 archfail=NA
+Info:     iter=18 wires=441421 overused=123 overuse=123 archfail=NA
+"""
+
+
+def test_pnr_progress_of_router2_by_hand():
+    p = sy.pnr_progress(_LOG_ROUTER2)
+    assert p == dict(phase="routing", estimate_mhz=41.82, arcs=None, arcs_left=None,
+                     route_s=None, iteration=18, overused=123)
+    assert sy.progress_text(p) == ("routing (router2): 123 overused wires after iteration "
+                                   "18; post-placement estimate 41.8 MHz")
+    started = _LOG_PLACED + "Info: Running router2...\n"
+    assert sy.progress_text(sy.pnr_progress(started)) == \
+        "routing (router2) had just started; post-placement estimate 41.8 MHz"
+    done = _LOG_ROUTER2 + ("Info: Router2 time 327.82s\nInfo: Running router1 to check that "
+                           "route is legal...\nInfo: Routing 0 arcs.\nInfo: Routing complete."
+                           "\nWarning: Max frequency for clock '$glbnet$clk$TRELLIS_IO_IN': "
+                           "38.96 MHz (FAIL at 100.00 MHz)\n")
+    assert sy.pnr_progress(done)["phase"] == "done"
 
 
 def test_place_and_route_timeout_says_how_far_it_got(tmp_path, monkeypatch):
@@ -546,7 +575,8 @@ def test_place_and_route_timeout_says_how_far_it_got(tmp_path, monkeypatch):
                               "73,266 of 165,294 arcs left after 570 s of routing; "
                               "post-placement estimate 41.8 MHz)")
     assert r["pnr_progress"] == dict(phase="routing", estimate_mhz=41.82, arcs=165294,
-                                     arcs_left=73266, route_s=569.65, seed=1)
+                                     arcs_left=73266, route_s=569.65, iteration=None,
+                                     overused=None, seed=1)
 
 
 def test_pnr_jobs_from_the_environment_or_the_cpus(monkeypatch):

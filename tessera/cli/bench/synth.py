@@ -376,6 +376,8 @@ _FMAX_LINE = re.compile(r"(?:Info|Warning): Max frequency for clock '[^']*': ([0
 _ROUTE_ARCS = re.compile(r"Info: Routing ([0-9]+) arcs\.")
 _ROUTE_ROW = re.compile(r"Info:\s+[0-9]+ \|\s+[0-9]+\s+[0-9]+ \|\s+[0-9]+\s+[0-9]+ \|"
                         r"\s+([0-9]+)\|\s+[0-9.]+\s+([0-9.]+)\|")
+_ROUTER2_START = re.compile(r"Info: Running router2")
+_ROUTER2_ROW = re.compile(r"Info:\s+iter=([0-9]+) wires=[0-9]+ overused=([0-9]+)")
 
 
 def pnr_progress(log: str) -> dict:
@@ -389,22 +391,31 @@ def pnr_progress(log: str) -> dict:
     Returns
     -------
     dict
-        ``phase``: ``"placement"`` (no routing started), ``"routing"`` (router1 started and
-        did not finish) or ``"done"`` (the log has the post-routing timing report, an
-        ``Info:`` line, or ``Warning:`` when it fails the ``--freq`` target);
+        ``phase``: ``"placement"`` (no routing started), ``"routing"`` (router1 or router2
+        started and did not finish) or ``"done"`` (the log has the post-routing timing
+        report, an ``Info:`` line, or ``Warning:`` when it fails the ``--freq`` target);
         ``estimate_mhz``: the post-placement Fmax estimate of the clock (nextpnr's first
-        "Max frequency" line; None before it); ``arcs``: arcs to route (None before
+        "Max frequency" line; None before it); router1: ``arcs``: arcs to route (None before
         routing); ``arcs_left``: arcs still unrouted at the last progress row of router1,
-        ``route_s``: router1's seconds at that row (None without a row).
+        ``route_s``: router1's seconds at that row (None without a row); router2:
+        ``iteration`` and ``overused`` (overused wires) of its last ``iter=`` row (None
+        without one; router2 prints no time per iteration). After router2, nextpnr runs
+        router1 over the result to check it ("Routing 0 arcs." when router2 succeeded): a
+        router2 log's ``arcs`` is that check's.
     """
     fmax = [float(x) for x in _FMAX_LINE.findall(log)]
     arcs = _ROUTE_ARCS.search(log)
     rows = _ROUTE_ROW.findall(log)
-    phase = "placement" if arcs is None else ("done" if len(fmax) >= 2 else "routing")
+    r2 = _ROUTER2_START.search(log) is not None
+    r2_rows = _ROUTER2_ROW.findall(log)
+    phase = ("placement" if arcs is None and not r2
+             else ("done" if len(fmax) >= 2 else "routing"))
     return dict(phase=phase, estimate_mhz=fmax[0] if fmax else None,
                 arcs=int(arcs.group(1)) if arcs else None,
                 arcs_left=int(rows[-1][0]) if rows else None,
-                route_s=float(rows[-1][1]) if rows else None)
+                route_s=float(rows[-1][1]) if rows else None,
+                iteration=int(r2_rows[-1][0]) if r2_rows else None,
+                overused=int(r2_rows[-1][1]) if r2_rows else None)
 
 
 def progress_text(p: dict) -> str:
@@ -414,6 +425,11 @@ def progress_text(p: dict) -> str:
            if p["estimate_mhz"] is not None else "no post-placement estimate")
     if p["phase"] == "placement":
         return f"still placing ({est})"
+    if p.get("iteration") is not None and p["arcs_left"] is None:
+        return (f"routing (router2): {p['overused']:,} overused wires after iteration "
+                f"{p['iteration']}; {est}")
+    if p["arcs"] is None:
+        return f"routing (router2) had just started; {est}"
     if p["arcs_left"] is None:
         return f"routing {p['arcs']:,} arcs had just started; {est}"
     return (f"routing: {p['arcs_left']:,} of {p['arcs']:,} arcs left after "
@@ -681,16 +697,19 @@ DP16KD_85K = 208
 
 #: Designs of the table: (kind, tiles, sram_bytes, variant, nextpnr router, run in quick mode,
 #: label, engine_macs). All are mapped with ABC9 (``synth_ecp5``), flattened, and placed and
-#: routed.
+#: routed. The tiles with the matrix engine use router2: router1 did not converge on them
+#: (2026-12-03: 143 of 104,816 arcs left after 3,585 s), router2 routed the same netlist in
+#: 328 s (docs/synthesis.md).
 DESIGNS = [
-    ("tile", 1, 64 * 1024, "contract", "router1", True,
+    ("tile", 1, 64 * 1024, "contract", "router2", True,
      f"1 tile (core + 64 KiB SRAM + exchange engine + {ENGINE_MACS}-MAC matrix engine, "
-     "6 contexts)", ENGINE_MACS),
+     "6 contexts; nextpnr router2)", ENGINE_MACS),
     ("tile", 1, 64 * 1024, "contract", "router1", False,
      "1 tile **without matrix engine** (`engine_macs` = 0; core + 64 KiB SRAM + exchange "
      "engine)", 0),
-    ("tile", 1, 64 * 1024, "nodiv", "router1", False,
-     "1 tile, **what-if, not the contract design**: no divider at all (DIV/REM give 0)",
+    ("tile", 1, 64 * 1024, "nodiv", "router2", False,
+     "1 tile, **what-if, not the contract design**: no divider at all (DIV/REM give 0; "
+     "nextpnr router2)",
      ENGINE_MACS),
     # The array without matrix engines: with them it needs 4 x 57 = 228 MULT18X18D and the
     # LFE5U-85F has 156 (measured: nextpnr stops at placement). The engine's cost is the
@@ -752,7 +771,7 @@ def _from_cache(sec: Section, key: str, what: str):
     if r is None:
         sec.notes.append(f"{what}: not measured in quick mode and no cached result; run "
                          "`tessera bench --only synth` (full mode: hours on 2 cores, the tiles "
-                         "with the matrix engine take 30-60 minutes of place and route per "
+                         "with the matrix engine take about 15 minutes of place and route per "
                          "seed).")
         return None
     r["cached"] = True
@@ -768,7 +787,7 @@ def run(quick: bool = True) -> Section:
     """One tile, the what-if tile without divider, the 4-tile array (16 KiB SRAM per tile)
     and the per-unit breakdown of one tile. Quick mode synthesises only the tile and takes
     the others from the cache (full mode runs them all with three placement seeds: hours on
-    2 cores; a tile with the matrix engine takes 30–60 minutes of place and route per seed).
+    2 cores; a tile with the matrix engine takes about 15 minutes of place and route per seed).
 
     Parameters
     ----------
