@@ -3,7 +3,7 @@
 Purely combinational. RISC-V Unprivileged ISA 20191213, chapter 2.
 """
 
-from amaranth import Module, Mux, Signal
+from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -37,31 +37,29 @@ class Alu(wiring.Component):
         m = Module()
         a, b = self.a, self.b
         shamt = b[0:5]
-        # The adder's result, the latest input, takes one 2:1 mux after the adder; the other
-        # operations are selected among themselves first (the same function as one 8-way
-        # select by funct3; docs/synthesis.md).
-        addsub = Signal(32)
-        other = Signal(32)
-        m.d.comb += addsub.eq(Mux(self.alt, a - b, a + b))
         with m.Switch(self.funct3):
+            with m.Case(Funct3.ADD):
+                with m.If(self.alt):
+                    m.d.comb += self.result.eq(a - b)
+                with m.Else():
+                    m.d.comb += self.result.eq(a + b)
             with m.Case(Funct3.SLL):
-                m.d.comb += other.eq(a << shamt)
+                m.d.comb += self.result.eq(a << shamt)
             with m.Case(Funct3.SLT):
-                m.d.comb += other.eq(a.as_signed() < b.as_signed())
+                m.d.comb += self.result.eq(a.as_signed() < b.as_signed())
             with m.Case(Funct3.SLTU):
-                m.d.comb += other.eq(a < b)
+                m.d.comb += self.result.eq(a < b)
             with m.Case(Funct3.XOR):
-                m.d.comb += other.eq(a ^ b)
+                m.d.comb += self.result.eq(a ^ b)
             with m.Case(Funct3.SRL):
                 with m.If(self.alt):
-                    m.d.comb += other.eq(a.as_signed() >> shamt)
+                    m.d.comb += self.result.eq(a.as_signed() >> shamt)
                 with m.Else():
-                    m.d.comb += other.eq(a >> shamt)
+                    m.d.comb += self.result.eq(a >> shamt)
             with m.Case(Funct3.OR):
-                m.d.comb += other.eq(a | b)
+                m.d.comb += self.result.eq(a | b)
             with m.Case(Funct3.AND):
-                m.d.comb += other.eq(a & b)
-        m.d.comb += self.result.eq(Mux(self.funct3 == Funct3.ADD, addsub, other))
+                m.d.comb += self.result.eq(a & b)
         return m
 
 

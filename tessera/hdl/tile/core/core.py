@@ -405,28 +405,22 @@ class Core(wiring.Component):
             m.d.comb += target.eq(x.pc + imm)
         m.d.comb += jump.eq(xd.jal | xd.jalr | (xd.branch & bcmp.taken))
 
-        # the results known in X (multiplication, dot4, division and CSR results join in M).
-        # The ALU's result, the latest one, takes one 2:1 mux; the others are selected among
-        # themselves first (the same function as one priority select ending in the ALU).
+        # the results known in X (multiplication, dot4, division and CSR results join in M)
         x_result = Signal(32)
-        x_alu = Signal()
-        x_other = Signal(32)
-        m.d.comb += [
-            x_alu.eq(~(xd.lui | xd.auipc | xd.jal | xd.jalr | xd.dot4 | xd.muldiv | xd.csr)),
-            x_result.eq(Mux(x_alu, alu.result, x_other)),
-        ]
         with m.If(xd.lui):
-            m.d.comb += x_other.eq(imm)
+            m.d.comb += x_result.eq(imm)
         with m.Elif(xd.auipc):
-            m.d.comb += x_other.eq(x.pc + imm)
+            m.d.comb += x_result.eq(x.pc + imm)
         with m.Elif(xd.jal | xd.jalr):
-            m.d.comb += x_other.eq(pc_plus4)
+            m.d.comb += x_result.eq(pc_plus4)
         with m.Elif(xd.dot4):
-            m.d.comb += x_other.eq(x_acc)           # the accumulator; dot4's sum in M
+            m.d.comb += x_result.eq(x_acc)           # the accumulator; dot4's sum in M
         with m.Elif(xd.muldiv):
-            m.d.comb += x_other.eq(div.result)      # a division's last turn; MUL in M
+            m.d.comb += x_result.eq(div.result)      # a division's last turn; MUL in M
         with m.Elif(xd.csr):
-            m.d.comb += x_other.eq(csr.rdata)       # xprog: replaced in M
+            m.d.comb += x_result.eq(csr.rdata)       # xprog: replaced in M
+        with m.Else():
+            m.d.comb += x_result.eq(alu.result)
 
         # ---- X -> M -----------------------------------------------------------------------
         m_valid = Signal()
