@@ -462,7 +462,8 @@ class Core(wiring.Component):
         m.d.sync += [md[name].eq(xd[name]) for name in dl.members]
 
         # ---- M (t+4): memory, CSR, faults, state change, commit ---------------------------
-        # xprog, read and written in M (the other CSR inputs of this unit are unused)
+        # xprog, read in M (W's write bypassed) and written in W (the other CSR inputs of
+        # this unit are unused)
         m.d.comb += [
             csr_m.csr.eq(m_insn[CSR.slice]), csr_m.funct3.eq(md.funct3), csr_m.rs1.eq(md.rs1),
             csr_m.rs1_value.eq(m_a), csr_m.xprog.eq(m_xprog),
@@ -527,10 +528,10 @@ class Core(wiring.Component):
         div_wait = m_is_div & ~m_div_last
         eng_wait = md.engine & eng.busy
         # The divider's row and turn counter are written without the fault decision (the
-        # stack-limit compare, the fault priority chain): after a fault in M every context
-        # of the tile is stopped until the next start (§7), which clears every turn counter,
-        # and a row is read only by a turn whose counter is not 0, so what a faulting turn
-        # writes is never read.
+        # stack-limit compare, the fault priority chain): they are the faulting context's
+        # own (one row and counter per context), that context is FAULT until the next
+        # start (§7), which clears every turn counter, and a row is read only by a turn
+        # whose counter is not 0, so what a faulting turn writes is never read.
         m.d.comb += [div.start.eq(start), div.m_issue.eq(m_valid & ~start)]
 
         m_fault = Signal()
