@@ -470,16 +470,20 @@ class Core(wiring.Component):
         ]
         m_is_div = Signal()
         m.d.comb += m_is_div.eq(md.muldiv & md.funct3[FUNCT3_DIV_BIT])
-        result = Signal(32)
         m.d.comb += dot4.acc.eq(m_xres)
-        with m.If(md.muldiv & ~m_is_div):
-            m.d.comb += result.eq(mul.result)
-        with m.Elif(md.dot4):
-            m.d.comb += result.eq(dot4.result)
-        with m.Elif(md.csr & m_csr_xprog):
-            m.d.comb += result.eq(csr_m.rdata)
-        with m.Else():
-            m.d.comb += result.eq(m_xres)
+        # M's result sources in priority order (the last one is the default), used for the
+        # result and, below, for the stack-limit compare
+        sources = [(md.muldiv & ~m_is_div, mul.result), (md.dot4, dot4.result),
+                   (md.csr & m_csr_xprog, csr_m.rdata), (None, m_xres)]
+
+        def by_source(out, f):
+            """``out`` = f(value) of the first source whose condition holds."""
+            for i, (cond, value) in enumerate(sources):
+                with (m.Else() if cond is None else m.If(cond) if i == 0 else m.Elif(cond)):
+                    m.d.comb += out.eq(f(value))
+
+        result = Signal(32)
+        by_source(result, lambda v: v)
 
         # §7 stack limit: a non-load instruction writing sp below the context's stack_limit
         # (a division only in its executing turn); the qualifiers and the limit come from X.
@@ -487,14 +491,7 @@ class Core(wiring.Component):
         # selected like the result, so the compare's carry chain does not follow the result
         # mux on the way to the fault (docs/synthesis.md).
         below = Signal()
-        with m.If(md.muldiv & ~m_is_div):
-            m.d.comb += below.eq(mul.result < m_slimit)
-        with m.Elif(md.dot4):
-            m.d.comb += below.eq(dot4.result < m_slimit)
-        with m.Elif(md.csr & m_csr_xprog):
-            m.d.comb += below.eq(csr_m.rdata < m_slimit)
-        with m.Else():
-            m.d.comb += below.eq(m_xres < m_slimit)
+        by_source(below, lambda v: v < m_slimit)
         sp_over = Signal()
         m.d.comb += sp_over.eq(m_sp_check & below)
 
