@@ -37,6 +37,8 @@ GT = 0x2000                    # a K_GATHER table (8 bytes per entry: u32 offset
 # K_GATHER, C = 1, J = 1, K0 = K1 = 1, RAW: steps 0..7 descriptor, 8..9 channel 0's parameter
 # words, 10 the gather step (g = the u32 at GT), 11 W(0, 0), 12 X(0, 0) at a_base + g
 GATHER = dict(J0=1, ak_s1=GT, mode=Mode.RAW, flags=Flag.K_GATHER)
+# channel 0's parameters of a TFLITE command that passes check 3 (shift 0)
+TFL_OK = params([0], [1 << 30], [0])
 # name: (descriptor fields over helpers.model_engine.good(), channel parameters at P — or a
 # {addr: bytes} of extra memory — or None for STD_MEM's, the faulting (step, addr) or None)
 CASES = {
@@ -48,9 +50,33 @@ CASES = {
     # RAW ignores zp/qmin/qmax: qmin > qmax and values outside int8/uint8 are accepted
     "raw_any_clamp": (dict(mode=Mode.RAW, zp=1000, qmin=5, qmax=-3), None, None),
     "f32_qmin_gt_qmax": (dict(mode=Mode.FLOAT32, qmin=5, qmax=-3), None, (7, D0)),
+    # the output type's bounds (qmax is the word read in step 7, checked the cycle it arrives
+    # without a 16-bit carry chain: tessera.hdl.compare.in_signed_range, and qmin > qmax on 9
+    # bits). int8: -128..127 accepted, 128 and -129 not, nor -32668 = 0x8064, whose low 9 bits
+    # are 100 (in range; -128 > -32668 too, so the 16-bit qmin > qmax would also see it)
+    "i8_extremes_ok": (dict(mode=Mode.TFLITE, zp=127, qmin=-128, qmax=127), TFL_OK, None),
+    "i8_qmax_128": (dict(mode=Mode.TFLITE, qmax=128), TFL_OK, (7, D0)),
+    "i8_qmin_m129": (dict(mode=Mode.FLOAT32, qmin=-129), None, (7, D0)),
+    "i8_qmax_top_bit": (dict(mode=Mode.TFLITE, qmax=-32668), TFL_OK, (7, D0)),
+    # uint8 (OUT_UNSIGNED): 0..255 accepted, 256 and a zp of -1 not; qmin 200 > qmax 100 (both
+    # in range: the 9-bit comparison must be the signed one, 200 is not negative)
+    "u8_extremes_ok": (dict(mode=Mode.TFLITE, flags=Flag.OUT_UNSIGNED, zp=255, qmin=0,
+                            qmax=255), TFL_OK, None),
+    "u8_qmax_256": (dict(mode=Mode.FLOAT32, flags=Flag.OUT_UNSIGNED, qmin=0, qmax=256), None,
+                    (7, D0)),
+    "u8_zp_m1": (dict(mode=Mode.TFLITE, flags=Flag.OUT_UNSIGNED, zp=-1, qmin=0, qmax=255),
+                 TFL_OK, (7, D0)),
+    "u8_qmin_gt_qmax": (dict(mode=Mode.FLOAT32, flags=Flag.OUT_UNSIGNED, qmin=200, qmax=100),
+                        None, (7, D0)),
     # check 3, channel 0's parameter words: multiplier in step 8, shift in step 9
     "f32_mult_inf": (dict(mode=Mode.FLOAT32), params([0], [INF_BITS], [0]), (8, P)),
     "tflite_shift_31": (dict(mode=Mode.TFLITE), params([0], [1 << 30], [31]), (9, P + 8)),
+    # the shift's bounds -31 and 30 are accepted, -32 is not, nor 0x40000005 (low bits 5)
+    "tflite_shift_m31_ok": (dict(mode=Mode.TFLITE), params([0], [1 << 30], [-31]), None),
+    "tflite_shift_30_ok": (dict(mode=Mode.TFLITE), params([0], [1 << 30], [30]), None),
+    "tflite_shift_m32": (dict(mode=Mode.TFLITE), params([0], [1 << 30], [-32]), (9, P + 8)),
+    "tflite_shift_top_bit": (dict(mode=Mode.TFLITE), params([0], [1 << 30], [0x40000005]),
+                             (9, P + 8)),
     # each mode ignores the other's field: a TFLITE multiplier is an integer, FLOAT32 has no
     # shift
     "tflite_mult_inf_bits": (dict(mode=Mode.TFLITE), params([0], [INF_BITS], [0]), None),

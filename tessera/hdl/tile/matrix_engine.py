@@ -27,6 +27,18 @@ Internally a step goes through four parts, each advancing with ``adv``:
   4w .. 4w + 3: up to two consecutive 8-byte words, ``ENGINE_WRITE_WORDS``) and writes; write
   faults (check 4) are decided in that step.
 
+**Depth from WRITE_DELAY.** The stages above are the contract's ``WRITE_DELAY`` = 8 (7 register
+stages between an element's last read and its write: 2 MAC + 5 requantization). The RTL
+derives its depth from the constant, so a larger one (a contract change) buys registers where
+synthesis needs them, with no other edit: with WRITE_DELAY ≥ 1 + 3 + REQUANT_STAGES the stream
+word is registered in the step after its read (``xw``; nothing of the SRAM's output reaches a
+multiplier in the cycle it arrives), the products follow one step later and the adder tree
+one step after that (:data:`MAC_STAGES` = 3, acc[j] read in the products' step); with one
+step more (:data:`OUT_Q`) a stage after the requantization adds ``zp``, clamps, places the
+bytes and decides their write's check 4, so the write step takes data, mask and check from
+registers. tests/test_hdl_engine_deep.py runs those shapes against the golden model built with
+the same constant (WRITE_DELAY = 9 and 10); docs/synthesis.md has what they measure.
+
 The MAC is two stages (issue #13: in one clock, port B → multipliers → adder tree → acc was the
 tile's worst path). None of it is architectural (§12 puts only the reads, the writes in s_j +
 WRITE_DELAY + w, the counters and the faults on steps), so the cut needs two arguments:
@@ -42,11 +54,15 @@ WRITE_DELAY + w, the counters and the faults on steps), so the cut needs two arg
   writes of the steps before k: no forwarding is needed. (Reading in stage 0, as the one-stage
   MAC did, would need J + C ≥ 3 and fail for J = 1, C = 1.) Stalls change nothing: all these
   registers and both accumulator ports move only with ``adv``.
+  With MAC_STAGES = 3 the read is in s' + 2 ≥ s + 4 and the write at the end of s + 3.
 * **Stationary vectors.** MAC stage 1 of X(j, b) (step s + 1) uses S[m]; the lane load of
   W(m, b + 1) is read in step s_{J−1,b} + 1 + m (+ 1 with a gather step) at the earliest and
   writes S[m] at the end of the step after, s_{J−1,b} + 2 + m > s_{J−1,b} + 1; W(C − 1, b) is
   written at the end of step s_{0,b}, before X(0, b) multiplies in s_{0,b} + 1. Only the
-  products are registered, so MAC stage 2 needs no lane state but ``bias``.
+  products are registered, so MAC stage 2 needs no lane state but ``bias``. With
+  MAC_STAGES = 3, X(j, b) multiplies in s + 2: X(J − 1, b) reads S[0] in s_{J−1,b} + 2, the step
+  at whose end the lane load of W(0, b + 1) writes it at the earliest, so it reads the old
+  vector; the products' step is followed by the adder tree's, which needs only ``bias``.
 
 Faults (§7 "Stop", §12 "Engine faults"). A read-address or write fault (checks 1, 4) of step s
 is known in s, presented on ``core.fault`` in s and visible from s + 1, like an instruction fault
@@ -90,19 +106,26 @@ from tessera.spec.engine import (ACC_DEPTH, BYTE_MODES, DESC_CHECK_STEP, DESC_FI
 from tessera.spec.faults import FaultCause
 from tessera.spec.timing import ENGINE_DATA_FAULT_VISIBLE_DELAY
 
-from ..compare import at_least
+from ..compare import at_least, in_signed_range
 from ..interfaces import EngineSramSignature, MatrixEngineSignature, check_config
 from .requant import REQUANT_STAGES, SAT_LOG2, Stages, f32_stages, tflite_stages
 
-__all__ = ["MatrixEngine", "Phase", "MAC_STAGES", "OUT_DELAY"]
+__all__ = ["MatrixEngine", "Phase", "MAC_STAGES", "OUT_DELAY", "OUT_Q"]
 
 #: MAC stages after the read step: the products (step s + 1), then the adder tree and the
 #: accumulate into acc[j] or ``out`` (step s + 2).
-MAC_STAGES = 2
+#: With room in WRITE_DELAY (>= 1 + 3 + REQUANT_STAGES) the stream word is registered first
+#: (MAC stage 1, step s + 1: nothing of the SRAM's output reaches a multiplier in the cycle it
+#: arrives), the products follow in step s + 2 and the adder tree and accumulate in s + 3.
+MAC_STAGES = 3 if WRITE_DELAY >= 1 + 3 + REQUANT_STAGES else 2
 #: Register stages between the MAC's output register ``out`` and the write step (§12: output
 #: word w of element j is written in step s_j + WRITE_DELAY + w; ``out`` is loaded in step
 #: s_j + MAC_STAGES).
 OUT_DELAY = WRITE_DELAY - 1 - MAC_STAGES
+#: A stage after the requantization that adds ``zp``, clamps and places the TFLITE / FLOAT32
+#: bytes (and decides their write's check 4) one step before the write, when OUT_DELAY leaves
+#: one: the write step then takes the bytes, mask and check from registers.
+OUT_Q = OUT_DELAY > REQUANT_STAGES
 if OUT_DELAY < REQUANT_STAGES:
     raise ValueError(f"tessera.spec.engine.WRITE_DELAY = {WRITE_DELAY} is too small for the "
                      f"matrix engine's output pipeline: it needs WRITE_DELAY >= "
@@ -375,11 +398,15 @@ class MatrixEngine(wiring.Component):
 
         tfl = Cat(*(now("mode") == md for md in BYTE_MODES)).any()    # zp/qmin/qmax checked
         outu = (now("flags") & Flag.OUT_UNSIGNED) != 0
-        lo = Mux(outu, 0, -128)
-        hi = Mux(outu, 255, 127)
 
+        # the output type's range without a 16-bit carry chain (``qmax`` is the word's: these
+        # checks are made in the cycle it arrives from the SRAM)
         def out_of_type(v):
-            return (v < lo) | (v > hi)
+            return ~Mux(outu, in_signed_range(v, 0, 255), in_signed_range(v, -128, 127))
+
+        def low9(v):
+            """v as a 9-bit signed value: v itself whenever v is not out of type."""
+            return v[:9].as_signed()
 
         jprod = Signal(18)
         m.d.comb += jprod.eq(now("J0")[:9] * now("J1")[:9])
@@ -389,10 +416,12 @@ class MatrixEngine(wiring.Component):
                     | big_j | (now("mode") > max(Mode))
                     | ((now("flags") & ~int(Flag.A_UNSIGNED | Flag.OUT_UNSIGNED | Flag.K_GATHER)
                         & 0xFF) != 0)
-                    | (tfl & ((now("qmin") > now("qmax")) | out_of_type(now("zp"))
+                    # qmin > qmax on 9 bits: exact when neither is out of type, and
+                    # either being out of type faults by itself
+                    | (tfl & ((low9(now("qmin")) > low9(now("qmax"))) | out_of_type(now("zp"))
                               | out_of_type(now("qmin")) | out_of_type(now("qmax")))))
         shv = word[:32].as_signed()
-        shift_bad = (f["mode"] == Mode.TFLITE) & ((shv < MIN_SHIFT) | (shv > MAX_SHIFT))
+        shift_bad = (f["mode"] == Mode.TFLITE) & ~in_signed_range(shv, MIN_SHIFT, MAX_SHIFT)
         mult_bad = (f["mode"] == Mode.FLOAT32) & (word[32 + 23:32 + 31] == F32_EXP_SPECIAL)
         dfault = Signal()
         dfault_addr = Signal(32)
@@ -416,9 +445,36 @@ class MatrixEngine(wiring.Component):
         g_base = Signal(32)               # a_base + g[k1] of the gather word in stage 1
         m.d.comb += [g_base.eq(f["a_base"] + word[:32]),
                      xb_now.eq(Mux(s1_kind == Kind.G, g_base, x_blk))]
-        xs = [word[8 * i:8 * i + 8] for i in range(8)]
         a_uns = (f["flags"] & Flag.A_UNSIGNED) != 0
         s1_x = s1_kind == Kind.X
+
+        def tag_stage(prev, name):
+            """The next MAC stage's tag (x, j, first, last, caddr), loading with adv."""
+            x, j_, first, last, caddr = prev
+            tag = (Signal(name=f"{name}_x"), Signal(8, name=f"{name}_j"),
+                   Signal(name=f"{name}_first"), Signal(name=f"{name}_last"),
+                   Signal(32, name=f"{name}_caddr"))
+            with m.If(clear):
+                m.d.sync += tag[0].eq(0)
+            with m.Elif(adv):
+                m.d.sync += [t.eq(v) for t, v in zip(tag, prev)]
+            with m.Elif(core.accept):
+                m.d.sync += tag[0].eq(0)
+            return tag
+
+        s1_tag = (s1_x, s1_j, s1_first, s1_last, s1_caddr)
+        if MAC_STAGES == 3:
+            # MAC stage 1 registers the stream word; the products are MAC stage 2
+            xw = Signal(64)
+            with m.If(adv & s1_x):
+                m.d.sync += xw.eq(word)
+            p_tag = tag_stage(s1_tag, "sp")
+            xsrc = xw
+        else:
+            p_tag = s1_tag
+            xsrc = word
+        p_x, p_j = p_tag[0], p_tag[1]
+        xs = [xsrc[8 * i:8 * i + 8] for i in range(8)]
         # the 8 products of each lane (one 9 × 9 multiply each), registered: MAC stage 1 of an
         # X read in step s is step s + 1 and uses S[m] as of step s + 1 (the first lane load
         # of the next block writes S[0] at the end of step s + 2 at the earliest)
@@ -429,27 +485,17 @@ class MatrixEngine(wiring.Component):
             for i in range(8):
                 xv = Mux(a_uns, xs[i].as_unsigned(), xs[i].as_signed())
                 pr = Signal(signed(16), name=f"prod{lane}_{i}")
-                with m.If(adv & s1_x):
+                with m.If(adv & p_x):
                     m.d.sync += pr.eq(xv * w8[i])
                 pl.append(pr)
             prods.append(pl)
 
         # ---- MAC stage 2 (step s + 2): the adder tree and the accumulate ---------------
-        s2_x = Signal()
-        s2_j = Signal(8)
-        s2_first = Signal()
-        s2_last = Signal()
-        s2_caddr = Signal(32)
-        with m.If(clear):
-            m.d.sync += s2_x.eq(0)
-        with m.Elif(adv):
-            m.d.sync += [s2_x.eq(s1_x), s2_j.eq(s1_j), s2_first.eq(s1_first),
-                         s2_last.eq(s1_last), s2_caddr.eq(s1_caddr)]
-        with m.Elif(core.accept):
-            m.d.sync += s2_x.eq(0)
-        # acc[j] is read in MAC stage 1 (address s1_j) and written in MAC stage 2: an element
-        # read again in step s' >= s + 2 (module docstring) reads in s' + 1 > s + 2
-        m.d.comb += [acc_rp.en.eq(adv), acc_rp.addr.eq(s1_j)]
+        s2_x, s2_j, s2_first, s2_last, s2_caddr = tag_stage(p_tag, "s2")
+        # acc[j] is read in the products' stage (address p_j) and written in the next: an
+        # element read again in step s' >= s + 2 (module docstring) reads in s' + MAC_STAGES
+        # − 1 > s + MAC_STAGES
+        m.d.comb += [acc_rp.en.eq(adv), acc_rp.addr.eq(p_j)]
         sums = []
         for lane in range(M):
             level, n = list(prods[lane]), 0
@@ -512,10 +558,11 @@ class MatrixEngine(wiring.Component):
                 m.d.sync += sig.eq(value)
             return sig
 
-        o_caddr, o_raw = out_caddr, list(out)
+        o_caddrs, o_raw = [out_caddr], list(out)
         for k in range(1, OUT_DELAY + 1):
-            o_caddr = hold(o_caddr, k, "o_caddr")
+            o_caddrs.append(hold(o_caddrs[-1], k, "o_caddr"))
             o_raw = [hold(r, k, f"o_raw{i}") for i, r in enumerate(o_raw)]
+        o_caddr = o_caddrs[-1]
         # TFLITE / FLOAT32: REQUANT_STAGES stages loading in every step (OW = 1: each element
         # leaves a stage one step after it came), then OUT_DELAY − REQUANT_STAGES plain ones
         f32 = f["mode"] == Mode.FLOAT32
@@ -526,9 +573,38 @@ class MatrixEngine(wiring.Component):
             yf = f32_stages(Stages(m, adv, f"f32{lane}"), out[lane], mult[lane])
             y = Signal(signed(SAT_LOG2 + 2), name=f"oy{lane}")
             m.d.comb += y.eq(Mux(f32, yf, yt))
-            for k in range(REQUANT_STAGES + 1, OUT_DELAY + 1):
-                y = hold(y, k, f"oy{lane}")
             ys.append(y)
+
+        def clamp_zp(y, lane):
+            """+ zp and the clamp to qmin..qmax (exact: no wrap), the low byte."""
+            yz = Signal(signed(SAT_LOG2 + 3), name=f"yz{lane}")
+            m.d.comb += yz.eq(y + fv("zp"))
+            c = Signal(8, name=f"q{lane}")
+            m.d.comb += c.eq(Mux(yz < fv("qmin"), fv("qmin"),
+                                 Mux(yz > fv("qmax"), fv("qmax"), yz))[:8])
+            return c
+
+        def placed(qs, caddr):
+            """The C bytes at C(j) = caddr within its word: data, mask, check 4."""
+            off = caddr[:3]
+            cmask = Signal(8)
+            m.d.comb += cmask.eq((Const(1, 9) << n_c[:4])[:9] - 1)
+            return (Cat(*qs) << (off << 3))[:64], (cmask << off)[:8], \
+                (off + n_c > 8) | at_least(caddr, sb)
+
+        if OUT_Q:
+            # stage REQUANT_STAGES + 1: + zp, clamp, the bytes placed, check 4 decided
+            k = REQUANT_STAGES + 1
+            bdata, bmask, bfault = placed([clamp_zp(y, lane) for lane, y in enumerate(ys)],
+                                          o_caddrs[k - 1])
+            bdata, bmask, bfault = (hold(bdata, k, "o_bdata"), hold(bmask, k, "o_bmask"),
+                                    hold(bfault, k, "o_bfault"))
+            for k in range(REQUANT_STAGES + 2, OUT_DELAY + 1):
+                bdata, bmask, bfault = (hold(bdata, k, "o_bdata"), hold(bmask, k, "o_bmask"),
+                                        hold(bfault, k, "o_bfault"))
+        else:
+            bdata, bmask, bfault = placed([clamp_zp(y, lane) for lane, y in enumerate(ys)],
+                                          o_caddr)
 
         # ---- the write step: output write w = OW − wcnt of the element in stage OUT_DELAY ----
         # (§12 "Step schedule"): TFLITE / FLOAT32 the element's C bytes at C(j), within one
@@ -554,17 +630,6 @@ class MatrixEngine(wiring.Component):
         m.d.comb += rem.eq(n_c[:4] - (wi << 2))
         second = Signal()                  # RAW: the write has a second word (4C > 16w + 8)
         m.d.comb += second.eq(rem > 2)
-        q = []
-        for lane in range(M):              # + zp and the clamp (exact: no wrap)
-            yz = Signal(signed(SAT_LOG2 + 3), name=f"yz{lane}")
-            m.d.comb += yz.eq(ys[lane] + fv("zp"))
-            c = Signal(8, name=f"q{lane}")
-            m.d.comb += c.eq(Mux(yz < fv("qmin"), fv("qmin"),
-                                 Mux(yz > fv("qmax"), fv("qmax"), yz))[:8])
-            q.append(c)
-        off = o_caddr[:3]
-        cmask = Signal(8)
-        m.d.comb += cmask.eq((Const(1, 9) << n_c[:4])[:9] - 1)
         with m.If(raw):
             m.d.comb += [
                 wdata.eq(group_data[wi[:max(1, (n_groups - 1).bit_length())]]),
@@ -581,12 +646,8 @@ class MatrixEngine(wiring.Component):
                                   | wbyte[3:cfg.sram_addr_bits].all())):
                 m.d.comb += [wfault.eq(1), wf_addr.eq(wbyte + 8)]
         with m.Else():
-            m.d.comb += [
-                wdata.eq(Cat(*q) << (off << 3)),
-                wmask.eq(cmask << off),
-                wfault.eq((off + n_c > 8) | at_least(o_caddr, sb)),
-                wf_addr.eq(o_caddr),
-            ]
+            m.d.comb += [wdata.eq(bdata), wmask.eq(bmask), wfault.eq(bfault),
+                         wf_addr.eq(o_caddr)]
         m.d.comb += wfault_now.eq(adv & writing & wfault)
         m.d.comb += [
             sram.wr_en.eq(adv & writing & ~wfault & ~rfault),
