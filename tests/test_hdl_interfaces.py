@@ -84,7 +84,7 @@ def test_signature_members_by_hand():
     # ENGINE_WRITE_WORDS = 2): 2 · 64 data bits, 2 · 8 byte-mask bits
     assert _members(itf.EngineSramSignature(SMALL)) == {
         "rd_en": ("Out", 1), "rd_addr": ("Out", 13), "rd_data": ("In", 64),
-        "wr_en": ("Out", 1), "wr_addr": ("Out", 13), "wr_data": ("Out", 128),
+        "wr_en": ("Out", 1), "wr_addr": ("Out", 13), "wr_addr1": ("Out", 13), "wr_data": ("Out", 128),
         "wr_mask": ("Out", 16)}
 
 

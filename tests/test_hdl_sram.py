@@ -62,6 +62,7 @@ def test_engine_two_word_write_beside_fetch_and_load_reads():
         # cycle k: the engine write; port A and port B: no user
         ctx.set(dut.eng.wr_en, 1)
         ctx.set(dut.eng.wr_addr, 3)
+        ctx.set(dut.eng.wr_addr1, 4)                 # the engine gives wr_addr + 1
         ctx.set(dut.eng.wr_data, n0 | n1 << 64)
         ctx.set(dut.eng.wr_mask, 0x0FFF)
         await ctx.tick()
@@ -99,6 +100,7 @@ def test_fetch_in_the_write_cycle_sees_the_old_word():
         _idle(ctx, dut)
         ctx.set(dut.eng.wr_en, 1)
         ctx.set(dut.eng.wr_addr, 2)                  # words 2 (even bank) and 3 (odd bank)
+        ctx.set(dut.eng.wr_addr1, 3)
         ctx.set(dut.eng.wr_data, (1 << 128) - 1)
         ctx.set(dut.eng.wr_mask, 0xFFFF)
         ctx.set(dut.fetch.addr, 2 * 8)
@@ -175,6 +177,7 @@ def test_step_window_holds_every_write_of_the_cycles_before_its_step():
             elif write:
                 ctx.set(dut.eng.wr_en, 1)
                 ctx.set(dut.eng.wr_addr, write[1])
+                ctx.set(dut.eng.wr_addr1, write[1] + 1)
                 ctx.set(dut.eng.wr_data, write[2])
                 ctx.set(dut.eng.wr_mask, write[3])
             await ctx.tick()

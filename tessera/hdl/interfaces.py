@@ -522,6 +522,9 @@ class EngineSramSignature(wiring.Signature):
         beyond the SRAM (check 4).
     wr_addr : Out(aw)
         The first word's index (byte address / 8).
+    wr_addr1 : Out(aw)
+        ``wr_addr`` + 1 mod 2^aw, the second word's index (given by the engine from a register,
+        so the SRAM's write address and its step-window patch need no adder).
     wr_data : Out(64 · ENGINE_WRITE_WORDS)
     wr_mask : Out(8 · ENGINE_WRITE_WORDS)
         Byte b of the write is byte 8·wr_addr + b of the SRAM.
@@ -537,7 +540,8 @@ class EngineSramSignature(wiring.Signature):
         aw = config.sram_addr_bits - 3
         super().__init__({
             "rd_en": Out(1), "rd_addr": Out(aw), "rd_data": In(64),
-            "wr_en": Out(1), "wr_addr": Out(aw), "wr_data": Out(64 * ENGINE_WRITE_WORDS),
+            "wr_en": Out(1), "wr_addr": Out(aw), "wr_addr1": Out(aw),
+            "wr_data": Out(64 * ENGINE_WRITE_WORDS),
             "wr_mask": Out(8 * ENGINE_WRITE_WORDS),
         })
 

@@ -615,8 +615,13 @@ class MatrixEngine(wiring.Component):
         # wcnt loads OW, and wi + wcnt = OW while writing), so the write address and the
         # write-fault check do not start with the OW lookup and a subtraction
         wi = Signal(3)
-        wbyte = Signal(33)                 # C(j) + 16w (RAW)
-        m.d.comb += wbyte.eq(o_caddr + (wi << 4))
+        # C(j) + 16w and C(j) + 16w + 8 as registers: loaded with C(j) (+ 8) as the element
+        # moves into the last stage (w = 0), + 16 with every write step of it (w + 1), so
+        # wbyte = o_caddr + 16·wi whenever it is read (while writing), and the write's address,
+        # its second word's address and check 4 start at registers, not at an adder. In the
+        # byte modes OW = 1, so w = 0 in the write step: wbyte = C(j) there too.
+        wbyte = Signal(33)
+        wbyte8 = Signal(33)
         writing = wcnt != 0
         wdata = Signal(64 * ENGINE_WRITE_WORDS)
         wmask = Signal(8 * ENGINE_WRITE_WORDS)
@@ -638,20 +643,21 @@ class MatrixEngine(wiring.Component):
                                                    Mux(rem == 2, 0x00FF, 0x000F)))),
             ]
             # check 4 (RAW): the first word, then the second
-            with m.If((o_caddr[:3] != 0) | at_least(wbyte, sb)):
+            with m.If((wbyte[:3] != 0) | at_least(wbyte, sb)):
                 m.d.comb += [wfault.eq(1), wf_addr.eq(wbyte)]
             # (wbyte is 8-aligned here: wbyte + 8 >= sb iff wbyte >= sb or wbyte's word
             # index is the last one, sb / 8 − 1 — no adder before the check)
             with m.Elif(second & (at_least(wbyte, sb)
                                   | wbyte[3:cfg.sram_addr_bits].all())):
-                m.d.comb += [wfault.eq(1), wf_addr.eq(wbyte + 8)]
+                m.d.comb += [wfault.eq(1), wf_addr.eq(wbyte8)]
         with m.Else():
             m.d.comb += [wdata.eq(bdata), wmask.eq(bmask), wfault.eq(bfault),
                          wf_addr.eq(o_caddr)]
         m.d.comb += wfault_now.eq(adv & writing & wfault)
         m.d.comb += [
             sram.wr_en.eq(adv & writing & ~wfault & ~rfault),
-            sram.wr_addr.eq(Mux(raw, wbyte, o_caddr)[3:cfg.sram_addr_bits]),
+            sram.wr_addr.eq(wbyte[3:cfg.sram_addr_bits]),
+            sram.wr_addr1.eq(wbyte8[3:cfg.sram_addr_bits]),
             sram.wr_data.eq(wdata), sram.wr_mask.eq(wmask),
         ]
         # stream steps count 8·C MACs (the faulting step has no effect)
@@ -661,9 +667,11 @@ class MatrixEngine(wiring.Component):
             m.d.sync += [wcnt.eq(0), wi.eq(0)]
         with m.Elif(adv):
             with m.If(v[OUT_DELAY - 1]):
-                m.d.sync += [wcnt.eq(ow), wi.eq(0)]
+                m.d.sync += [wcnt.eq(ow), wi.eq(0), wbyte.eq(o_caddrs[OUT_DELAY - 1]),
+                             wbyte8.eq(o_caddrs[OUT_DELAY - 1] + 8)]
             with m.Elif(writing):
-                m.d.sync += [wcnt.eq(wcnt - 1), wi.eq(wi + 1)]
+                m.d.sync += [wcnt.eq(wcnt - 1), wi.eq(wi + 1), wbyte.eq(wbyte + 16),
+                             wbyte8.eq(wbyte8 + 16)]
 
         # ---- faults (§7 "Stop", §12 "Engine faults") --------------------------------------
         # An address fault (checks 1, 4) of the step of cycle k is presented on core.fault in

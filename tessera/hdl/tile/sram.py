@@ -162,8 +162,7 @@ class TileSram(wiring.Component):
             write(data.addr[2], data.addr[3:ab], data.wdata, data.we)
         with m.Elif(eng.wr_en):
             a = eng.wr_addr
-            a1 = Signal(ab - 3)
-            m.d.comb += a1.eq(a + 1)          # wraps past the end only with a zero mask
+            a1 = eng.wr_addr1                 # a + 1: wraps past the end only with a zero mask
             first = [eng.wr_data[:64], eng.wr_mask[:8]]
             second = [eng.wr_data[64:], eng.wr_mask[8:]]
             for b, wp in enumerate(wps):
