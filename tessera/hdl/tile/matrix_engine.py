@@ -450,7 +450,6 @@ class MatrixEngine(wiring.Component):
 
         def tag_stage(prev, name):
             """The next MAC stage's tag (x, j, first, last, caddr), loading with adv."""
-            x, j_, first, last, caddr = prev
             tag = (Signal(name=f"{name}_x"), Signal(8, name=f"{name}_j"),
                    Signal(name=f"{name}_first"), Signal(name=f"{name}_last"),
                    Signal(32, name=f"{name}_caddr"))
@@ -592,19 +591,13 @@ class MatrixEngine(wiring.Component):
             return (Cat(*qs) << (off << 3))[:64], (cmask << off)[:8], \
                 (off + n_c > 8) | at_least(caddr, sb)
 
-        if OUT_Q:
-            # stage REQUANT_STAGES + 1: + zp, clamp, the bytes placed, check 4 decided
-            k = REQUANT_STAGES + 1
-            bdata, bmask, bfault = placed([clamp_zp(y, lane) for lane, y in enumerate(ys)],
-                                          o_caddrs[k - 1])
+        # + zp, clamp, the bytes placed and check 4 decided on the requantization's last stage;
+        # with OUT_Q the result rides the stages after it (none without: the write step's)
+        bdata, bmask, bfault = placed([clamp_zp(y, lane) for lane, y in enumerate(ys)],
+                                      o_caddrs[REQUANT_STAGES])
+        for k in range(REQUANT_STAGES + 1, OUT_DELAY + 1):
             bdata, bmask, bfault = (hold(bdata, k, "o_bdata"), hold(bmask, k, "o_bmask"),
                                     hold(bfault, k, "o_bfault"))
-            for k in range(REQUANT_STAGES + 2, OUT_DELAY + 1):
-                bdata, bmask, bfault = (hold(bdata, k, "o_bdata"), hold(bmask, k, "o_bmask"),
-                                        hold(bfault, k, "o_bfault"))
-        else:
-            bdata, bmask, bfault = placed([clamp_zp(y, lane) for lane, y in enumerate(ys)],
-                                          o_caddr)
 
         # ---- the write step: output write w = OW − wcnt of the element in stage OUT_DELAY ----
         # (§12 "Step schedule"): TFLITE / FLOAT32 the element's C bytes at C(j), within one
