@@ -1,19 +1,20 @@
-"""The matrix engine's two-stage MAC (tessera/hdl/tile/matrix_engine.py, issue #13) at the
+"""The matrix engine's pipelined MAC (tessera/hdl/tile/matrix_engine.py, issue #13) at the
 shortest accumulate-again distances, with stalls between the steps, on the Amaranth simulator
 of the whole array (``tiny`` preset: 1 tile, T = 6, 16 KiB, P = 32; no Verilator build).
 
-The engine multiplies X(j, b) in the step after its read (MAC stage 1) and adds the products to
-acc[j] one step later (MAC stage 2); acc[j] is read again in MAC stage 1 of X(j, b + 1), read
-§12-wise J + C steps after X(j, b) (plus a gather step). J = 1 with C = 1 is the shortest
-distance (2 steps), then J = 1, C = 2 and J = 2, C = 1 (3 steps). Every case uses random
+With the contract's WRITE_DELAY = 10 the MAC has three stages (``MAC_STAGES`` = 3): the engine
+registers X(j, b) in the step after its read, multiplies it one step later and adds the
+products to acc[j] one step after that; acc[j] is read again by X(j, b + 1), read §12-wise
+J + C steps after X(j, b) (plus a gather step). J = 1 with C = 1 is the shortest distance
+(2 steps), then J = 1, C = 2 and J = 2, C = 1 (3 steps). Every case uses random
 operands (a stale or skipped accumulation changes the result) and other contexts' loads and
 stores, whose M cycles are not engine cycles (§12 "Engine cycles"), so non-engine cycles fall
 between a MAC stage 2 and the next MAC stage 1 of the same accumulator.
 
 Expected values are derived by hand from §12 (comments): the step count 8 + 2C + G·K1 + KB·C +
-(KB − 1)·J + J·OW + 8, the engine cycles (the cycles after the accept cycle x = 28 that are not
+(KB − 1)·J + J·OW + 10, the engine cycles (the cycles after the accept cycle x = 28 that are not
 an M cycle of a LOAD / STORE), the write of output word w of element j in step
-s_j + WRITE_DELAY + w (WRITE_DELAY = 8); the arithmetic from §12 "Semantics" in numpy int64
+s_j + WRITE_DELAY + w (WRITE_DELAY = 10); the arithmetic from §12 "Semantics" in numpy int64
 (acc = bias + Σ_b Σ_i X·W mod 2^32) and, for TFLITE, the reference
 ``tessera.golden_model.kernels.multiply_by_quantized_multiplier`` (§11 rule 1).
 
@@ -21,9 +22,9 @@ Program layout (as tests/test_rtl_engine.py): every context runs a 3-instruction
 then its own code at 0x100 + 256c, whose i-th word issues at c + 18 + 6i (M at c + 22 + 6i).
 Context 0: ``a0 = DESC`` at 18, ``mrun a0`` at 24 (accepted in its M cycle x = 28), ``mwait``
 from 30 every 6 cycles, ``csrr a1, cycle``, ``ecall``. Context 1: 7 stores (M 23, 29, 35, 41,
-47, 53, 59), ecall. Context 3: ``lui`` (M 25), nop (M 31), 4 loads (M 37, 43, 49, 55), two
-loads of the first output word (M 61, 67), ecall at 69. So the cycles 29, 35, 37, 41, 43, 47,
-49, 53, 55, 59, 61, 67 (after x) are not engine cycles.
+47, 53, 59), ecall. Context 3: ``lui`` (M 25), nop (M 31), 3 loads (M 37, 43, 49), a load of
+the first output word (M 55), nop (M 61), a second load of it (M 67), ecall at 69. So the
+cycles 29, 35, 37, 41, 43, 47, 49, 53, 55, 59, 67 (after x) are not engine cycles.
 """
 
 import numpy as np
@@ -49,7 +50,7 @@ SCRATCH = 0x7F0         # the other contexts' load / store word
 X0 = 28                 # accept cycle of context 0's mrun
 D = 2                   # array decision latency of one tile (§7)
 #: the M cycles of contexts 1 and 3's loads and stores after x (module docstring)
-BLOCKED = {29, 35, 41, 47, 53, 59} | {37, 43, 49, 55, 61, 67}
+BLOCKED = {29, 35, 41, 47, 53, 59} | {37, 43, 49, 55, 67}
 
 
 def _image(progs):
@@ -69,8 +70,8 @@ def _progs():
         0: [asm.lui(10, DESC >> 12), asm.mrun(10), asm.mwait(), asm.csrrs(11, Csr.CYCLE, 0),
             asm.ecall()],
         1: [asm.sw(0, SCRATCH, 0)] * 7 + [asm.ecall()],
-        3: [asm.lui(14, OUT >> 12), nop] + [asm.lw(6, SCRATCH, 0)] * 4
-           + [asm.lw(12, 0, 14), asm.lw(13, 0, 14), asm.ecall()],
+        3: [asm.lui(14, OUT >> 12), nop] + [asm.lw(6, SCRATCH, 0)] * 3
+           + [asm.lw(12, 0, 14), nop, asm.lw(13, 0, 14), asm.ecall()],
     }
 
 
@@ -135,24 +136,25 @@ def _words(b):
 def test_shortest_distance_j1_c1_raw_with_stalls():
     """J = 1, C = 1, KB = 4, RAW: acc[0] is accumulated every 2 steps."""
     d, data, out = _case(11, 1, 1, 4, Mode.RAW)
-    # steps: 8 + 2 + 4·1 + 3·1 + 1·1 + 8 = 26; W(0, b) in step 10 + 2b, X(0, b) in 11 + 2b,
-    # s_0 = 17, the write (OW = 1) in step 25
-    n = 8 + 2 * 1 + 4 * 1 + 3 * 1 + 1 * 1 + 8
-    assert n == command_steps(d) == 26
+    # steps: 8 + 2 + 4·1 + 3·1 + 1·1 + 10 = 28; W(0, b) in step 10 + 2b, X(0, b) in 11 + 2b,
+    # s_0 = 17, the write (OW = 1) in step 17 + 10 = 27
+    n = 8 + 2 * 1 + 4 * 1 + 3 * 1 + 1 * 1 + 10
+    assert n == command_steps(d) == 28
     cyc = _step_cycles(n)
-    # steps 0..25 at 30..34, 36, 38..40, 42, 44..46, 48, 50..52, 54, 56..58, 60, 62..65: X(0, b)
-    # at 45, 48, 51, 54; X(0, 0)'s MAC stage 2 (step 13, cycle 48) and X(0, 1)'s MAC stage 1
-    # (step 14, cycle 50) have the non-engine cycle 49 between them, and so on
-    assert [cyc[s] for s in (11, 12, 13, 14, 15, 17, 25)] == [45, 46, 48, 50, 51, 54, 65]
+    # steps 0..27 at 30..34, 36, 38..40, 42, 44..46, 48, 50..52, 54, 56..58, 60..66: X(0, b)
+    # at 45, 48, 51, 54; X(0, 0)'s word is registered in step 12 (46), multiplied in step 13
+    # (48) and accumulated in step 14 (50), where X(0, 1) (read in 13) is registered: the
+    # non-engine cycles 47 and 49 fall between them, and so on
+    assert [cyc[s] for s in (11, 12, 13, 14, 15, 17, 27)] == [45, 46, 48, 50, 51, 54, 66]
     got = _run(d, data, 16)
     t0 = got["tiles"][0]
     assert got["status"] == "halted"
-    # idle from 66: context 0's mwait at 66 (M 70; at 60 its M 64 is still busy), csrr at 72,
+    # idle from 67: context 0's mwait at 66 (M 70; at 60 its M 64 is still busy), csrr at 72,
     # ecall at 78, the last one (context 3's at 69): HALTED visible 83, cycles = 83 + D
     assert t0["contexts"][0]["regs"][11] == 72 and got["cycles"] == 85
-    assert t0["counters"]["engine"] == 65 - X0 + 1            # busy in cycles 28 .. 65
+    assert t0["counters"]["engine"] == 66 - X0 + 1            # busy in cycles 28 .. 66
     assert t0["counters"]["macs"] == 8 * 1 * 1 * 4
-    # context 3's load at M 61 is before the write (cycle 65), the one at M 67 after it
+    # context 3's load at M 55 is before the write (cycle 66), the one at M 67 after it
     regs3 = t0["contexts"][3]["regs"]
     assert regs3[12] == 0xEEEE_EEEE and regs3[13] == _words(out)[0]
     assert got["mem"][0] == _words(out)
@@ -167,7 +169,7 @@ def test_shortest_distance_j1_c1_raw_with_stalls():
 def test_short_distances_with_stalls(c, j0, k0, mode, flags):
     d, data, out = _case(20 + 3 * c + j0, c, j0, k0, mode, flags)
     ow = -(-c // 4) if mode == Mode.RAW else 1     # §12: OW = ⌈C/4⌉ in RAW, else 1
-    n = 8 + 2 * c + k0 * c + (k0 - 1) * j0 + j0 * ow + 8
+    n = 8 + 2 * c + k0 * c + (k0 - 1) * j0 + j0 * ow + 10
     assert n == command_steps(d)
     last = _step_cycles(n)[-1]
     got = _run(d, data, 16 * j0)

@@ -18,7 +18,8 @@ later and cycles = that + D, D = 2 (one tile, §7).
 RAW write steps (§12 "Step schedule"): OW = ⌈C/4⌉ write steps per element; write w of element
 j is bytes 16w .. min(16w + 16, 4C) − 1 of its 4C bytes (acc(j, 4w) .. acc(j, min(4w + 4, C)
 − 1), little-endian int32) at C(j) + 16w: the word at C(j) + 16w and, when 4C > 16w + 8, the
-next one. A command with KB = 1 (K0 = K1 = 1) has 8 + 2C + C + J·OW + 8 steps.
+next one. A command with KB = 1 (K0 = K1 = 1) has 8 + 2C + C + J·OW + 10 steps (the 10 is
+WRITE_DELAY).
 """
 
 import numpy as np
@@ -76,20 +77,20 @@ def _halted_timing(n):
 RAW_CASES = {
     # name: (config, C, J, C(0), c_s0, steps by hand, OW by hand)
     # C = 3: OW = ⌈3/4⌉ = 1; 12 bytes: the word at C(j) and 4 bytes of the next;
-    # 8 + 6 + 3 + 2·1 + 8 = 27 steps (⌈3/2⌉ = 2 until 2026-12-02: 29)
-    "c3": (CFG32, 3, 2, OUT, 16, 27, 1),
-    # C = 4: OW = 1; 16 bytes: two whole words; 8 + 8 + 4 + 2 + 8 = 30 steps
-    "c4": (CFG32, 4, 2, OUT, 16, 30, 1),
+    # 8 + 6 + 3 + 2·1 + 10 = 29 steps (⌈3/2⌉ = 2 until 2026-12-02: 31)
+    "c3": (CFG32, 3, 2, OUT, 16, 29, 1),
+    # C = 4: OW = 1; 16 bytes: two whole words; 8 + 8 + 4 + 2 + 10 = 32 steps
+    "c4": (CFG32, 4, 2, OUT, 16, 32, 1),
     # C(j) = OUT + 8 + 16j ≡ 8 (mod 16): the first word of each write is an odd word (bank
     # "odd"), the second the next even word, in the next row of the other bank
-    "c4_odd": (CFG32, 4, 2, OUT + 8, 16, 30, 1),
-    "c3_odd": (CFG32, 3, 2, OUT + 8, 24, 27, 1),
+    "c4_odd": (CFG32, 4, 2, OUT + 8, 16, 32, 1),
+    "c3_odd": (CFG32, 3, 2, OUT + 8, 24, 29, 1),
     # P = 64, C = 5: OW = ⌈5/4⌉ = 2; write 0 = bytes 0..15 (two words), write 1 = bytes
     # 16..19 at C(j) + 16 (4C = 20 is not > 16 + 8: one word, 4 bytes of it);
-    # 8 + 10 + 5 + 2·2 + 8 = 35 steps
-    "c5_p64": (CFG64, 5, 2, OUT, 32, 35, 2),
-    # P = 64, C = 8: OW = 2, both writes two words (4C = 32 > 16 + 8); 8 + 16 + 8 + 4 + 8 = 44
-    "c8_p64": (CFG64, 8, 2, OUT + 8, 40, 44, 2),
+    # 8 + 10 + 5 + 2·2 + 10 = 37 steps
+    "c5_p64": (CFG64, 5, 2, OUT, 32, 37, 2),
+    # P = 64, C = 8: OW = 2, both writes two words (4C = 32 > 16 + 8); 8 + 16 + 8 + 4 + 10 = 46
+    "c8_p64": (CFG64, 8, 2, OUT + 8, 40, 46, 2),
 }
 
 
@@ -97,7 +98,7 @@ RAW_CASES = {
 def test_raw_write_steps(name):
     cfg, c, j, c0, cs0, steps, ow = RAW_CASES[name]
     assert -(-c // 4) == ow                                   # OW = ⌈C/4⌉ (§12)
-    assert 8 + 2 * c + c + j * ow + 8 == steps
+    assert 8 + 2 * c + c + j * ow + 10 == steps
     d, mem, acc = _raw(10 + c + 7 * j + c0 % 16, c, j, c0, cs0)
     img = _img({0: issuer()}, mem, [(OUT, bytes([FILL]) * REGION)])
     got = compare(cfg, [img], 2000, [(OUT, OUT + REGION)])
@@ -121,18 +122,18 @@ def test_raw_write_fault_on_the_second_word_writes_neither():
     c0 = SRAM - 8
     d, mem, _acc = _raw(5, 4, 1, c0, 16)
     # steps 0..7 descriptor, 8..15 parameters, 16..19 W, 20 = X(0) = s_0, its write in step
-    # s_0 + WRITE_DELAY = 28 at t_f = 29 + 28 = 57; check 4 is an address check: visible from
-    # 58 (§7 "Stop"), t_s = 58 + D − 1 = 59, cycles = 58 + D = 60
+    # s_0 + WRITE_DELAY = 30 at t_f = 29 + 30 = 59; check 4 is an address check: visible from
+    # 60 (§7 "Stop"), t_s = 60 + D − 1 = 61, cycles = 60 + D = 62
     img = _img({0: issuer()}, mem, [(c0, bytes([FILL]) * 8)])
     got = compare(CFG32, [img], 2000, [(c0, SRAM)])
     t0 = got["tiles"][0]
-    assert got["status"] == "fault" and got["cycles"] == 60
+    assert got["status"] == "fault" and got["cycles"] == 62
     assert t0["fault"] == {"context": 0, "cause": FaultCause.ENGINE_FAULT.label,
                            "pc": PC_MRUN, "addr": SRAM}
     assert t0["contexts"][0]["state"] == "fault" and t0["contexts"][0]["pc"] == PC_MRUN
     assert got["mem"][0] == [0xEEEEEEEE] * 2                # the first word is not written
-    # the stream step 20 counted its 8·C MACs; busy 28 .. t_s = 59
-    assert t0["counters"]["macs"] == 32 and t0["counters"]["engine"] == 59 - X0 + 1
+    # the stream step 20 counted its 8·C MACs; busy 28 .. t_s = 61
+    assert t0["counters"]["macs"] == 32 and t0["counters"]["engine"] == 61 - X0 + 1
 
 
 INF = 0x7F800000            # binary32 +inf: exponent 255 (check 3 in FLOAT32 mode)

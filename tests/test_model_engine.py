@@ -44,18 +44,18 @@ from helpers.model_engine import (  # noqa: F401 (model_engine: an autouse fixtu
 
 # ------------------------------------------------------------------------------ timing
 @pytest.mark.parametrize("J,last,mwait_at,cycles", [
-    # S = 8 + 2C + KB*C + (KB-1)*J + J*OW + WRITE_DELAY = 8 + 2 + 1 + 0 + J + 8 = 19 + J
-    # (WRITE_DELAY = 8, §12 "Step schedule"; J*OW = J < 8: the writes of elements j (step
-    # s_j + 8 = 11 + j + 8) come after the last stream step 10 + J).
-    # J = 2: S = 21, steps at 29..49, busy 28..49. mwait M = 34 + 6r: r = 3 gives M = 52 > 49:
+    # S = 8 + 2C + KB*C + (KB-1)*J + J*OW + WRITE_DELAY = 8 + 2 + 1 + 0 + J + 10 = 21 + J
+    # (WRITE_DELAY = 10, §12 "Step schedule"; J*OW = J < 10: the writes of elements j (step
+    # s_j + 10 = 11 + j + 10) come after the last stream step 10 + J).
+    # J = 2: S = 23, steps at 29..51, busy 28..51. mwait M = 34 + 6r: r = 3 gives M = 52 > 51:
     # retires at issue 48. csrr at 54 -> x10 = 54, ecall at 60 -> HALTED 65 -> cycles 67.
-    (2, 49, 48, 67),
-    # J = 5: S = 24, last step at 52: the mwait with M = 52 (issue 48) is still busy; issue 54
+    (2, 51, 48, 67),
+    # J = 5: S = 26, last step at 54: the mwait with M = 52 (issue 48) is still busy; issue 54
     # (M = 58) retires; csrr at 60, ecall at 66 -> cycles 66 + 5 + 2 = 73.
-    (5, 52, 54, 73),
+    (5, 54, 54, 73),
 ])
 def test_step_timing_and_mwait_retire_cycle(J, last, mwait_at, cycles):
-    assert command_steps(Descriptor.unpack(raw_small(J)[D0])) == 19 + J
+    assert command_steps(Descriptor.unpack(raw_small(J)[D0])) == 21 + J
     arr = make({0: issuer()}, raw_small(J))
     res = arr.run(1000)
     assert res.status == "halted" and res.cycles == cycles
@@ -79,17 +79,17 @@ def test_mwait_with_idle_engine_retires_at_once():
 
 
 def test_loads_and_stores_in_m_stall_the_engine():
-    # J = 2 (S = 8 + 2 + 1 + 0 + 2 + 8 = 21). Context 1 runs lw, sw, lw, sw, lw, sw from j0:
+    # J = 2 (S = 8 + 2 + 1 + 0 + 2 + 10 = 23). Context 1 runs lw, sw, lw, sw, lw, sw from j0:
     # issued at 19 + 6j, in M at 23, 29, 35, 41, 47, 53. Engine cycles after x = 28 without
-    # those: 30..34, 36..40, 42..46, 48..52, 54 -> the 21st (last) step at 54, busy 28..54 =
-    # 27 cycles. mwait M = 34 + 6r >= 55: r = 4 (issue 54, M 58); csrr at 60; ecall at 66 ->
-    # cycles 66 + 5 + 2 = 73.
+    # those: 30..34, 36..40, 42..46, 48..52 (20 steps), 54, 55, 56 -> the 23rd (last) step at
+    # 56, busy 28..56 = 29 cycles. mwait M = 34 + 6r >= 57: r = 4 (issue 54, M 58); csrr at
+    # 60; ecall at 66 -> cycles 66 + 5 + 2 = 73.
     mem_ops = [asm.lw(7, 0x7F0, 0), asm.sw(0, 0x7F8, 0)] * 3
     arr = make({0: issuer(), 1: [*mem_ops, asm.ecall()]}, raw_small(2))
     res = arr.run(1000)
     assert res.status == "halted" and res.cycles == 73
     assert int(arr.regs[0, 0, 10]) == 60
-    assert res.tiles[0].counters["engine"] == 27
+    assert res.tiles[0].counters["engine"] == 29
     assert list(i32(arr, SOUT, 4)[::2]) == RAW_ACC[:2]
 
 
@@ -98,9 +98,9 @@ def test_exchange_phase_stalls_the_engine():
     # j4 sync ARRAY (42): WAIT_ARRAY visible at 47 = k* (contexts 1..5 halted by 28), release
     # r = k* + D = 47 + 2 = 49 (N = 1). Program IDLE 3 (49, 50, 51), END at 52 = e. Context 0
     # RUNNING from 53; its next slot 54: j5 mwait (M = 58).
-    # Engine (J = 2, S = 21): steps 0..7 at 41..48 (the barrier wait is no exchange phase),
-    # none at 49..52, steps 8..20 at 53..65. mwait M = 58, 64 busy; issue 66 (M = 70) retires;
-    # csrr at 72; ecall at 78 -> cycles 78 + 5 + 2 = 85. engine = 40..65 = 26 cycles,
+    # Engine (J = 2, S = 23): steps 0..7 at 41..48 (the barrier wait is no exchange phase),
+    # none at 49..52, steps 8..22 at 53..67. mwait M = 58, 64 busy; issue 66 (M = 70) retires;
+    # csrr at 72; ecall at 78 -> cycles 78 + 5 + 2 = 85. engine = 40..67 = 28 cycles,
     # exchange = 4.
     code = [*asm.li(5, D0), *asm.li(8, XP), asm.csrw(Csr.XPROG, 8), asm.mrun(5),
             asm.sync("ARRAY"), asm.mwait(), asm.csrr(10, Csr.CYCLE), asm.ecall()]
@@ -111,44 +111,44 @@ def test_exchange_phase_stalls_the_engine():
     assert res.status == "halted" and res.cycles == 85
     assert int(arr.regs[0, 0, 10]) == 72
     c = res.tiles[0].counters
-    assert (c["engine"], c["exchange"]) == (26, 4)
+    assert (c["engine"], c["exchange"]) == (28, 4)
     assert list(i32(arr, SOUT, 4)[::2]) == RAW_ACC[:2]
 
 
 def test_back_to_back_commands_from_two_contexts():
-    # Context 0: command J = 3 (S = 8 + 2 + 1 + 0 + 3 + 8 = 22) issued at 24: x = 28, steps
-    # 29..50.
+    # Context 0: command J = 3 (S = 8 + 2 + 1 + 0 + 3 + 10 = 24) issued at 24: x = 28, steps
+    # 29..52.
     # Context 1: li (19), mrun at 25 + 6r, M = 29 + 6r: busy at 29, 35, 41, 47; M = 53 is idle
-    # (last step 50): accepted at x = 53 (issue 49). Its command J = 2 (S = 21): steps 54..74.
-    # Context 0's mwait M = 34 + 6r: 34, 40, 46 busy; M = 52 idle (own command done at 50,
-    # context 1's accepted only at 53): retires at issue 48; csrr 54; ecall 60.
+    # (last step 52): accepted at x = 53 (issue 49). Its command J = 2 (S = 23): steps 54..76.
+    # Context 0's mwait M = 34 + 6r: 34, 40, 46, 52 busy (its own command); 58 .. 76 busy
+    # (context 1's, accepted at 53): M = 82 retires (issue 78); csrr 84; ecall 90.
     # Context 1: mwait from 55 (M = 59 + 6r): 59, 65, 71 busy; M = 77 retires (issue 73); csrr
-    # 79; ecall 85 -> cycles = 85 + 5 + 2 = 92; engine = (50 - 28 + 1) + (74 - 53 + 1) =
-    # 23 + 22 = 45; macs = (3 + 2) * 8.
+    # 79; ecall 85. The last ecall is context 0's -> cycles = 90 + 5 + 2 = 97; engine =
+    # (52 - 28 + 1) + (76 - 53 + 1) = 25 + 24 = 49; macs = (3 + 2) * 8.
     mem = raw_small(3)
     d1 = Descriptor(a_base=SA + 8, a_s0=8, w_base=SW, w_sm=8, c_base=SOUT2, c_s0=8,
                     p_base=SP, J0=2, C=1, mode=Mode.RAW)
     mem[D1] = d1.pack()
     arr = make({0: issuer(D0), 1: issuer(D1)}, mem)
     res = arr.run(1000)
-    assert res.status == "halted" and res.cycles == 92
-    assert (int(arr.regs[0, 0, 10]), int(arr.regs[0, 1, 10])) == (54, 79)
+    assert res.status == "halted" and res.cycles == 97
+    assert (int(arr.regs[0, 0, 10]), int(arr.regs[0, 1, 10])) == (84, 79)
     c = res.tiles[0].counters
-    assert (c["engine"], c["macs"]) == (45, 40)
+    assert (c["engine"], c["macs"]) == (49, 40)
     assert c["retired"] == 2 * 8 + 4 * 4          # the retried mrun/mwait issues do not count
     assert list(i32(arr, SOUT, 6)[::2]) == RAW_ACC
     assert list(i32(arr, SOUT2, 4)[::2]) == RAW_ACC[1:3]
 
 
 def test_timeout_continue_and_start_reset_the_engine():
-    # J = 3 (S = 22): steps 29..50, busy 28..50 = 23; mwait M = 52 retires (issue 48), csrr
-    # 54, ecall 60 -> cycles 67. Stop at 35: busy 28..34 = 7 cycles.
+    # J = 3 (S = 24): steps 29..52, busy 28..52 = 25; mwait M = 52 is busy, M = 58 retires
+    # (issue 54), csrr 60, ecall 66 -> cycles 73. Stop at 35: busy 28..34 = 7 cycles.
     arr = make({0: issuer()}, raw_small(3))
     res = arr.run(35)
     assert res.status == "timeout" and res.tiles[0].counters["engine"] == 7
     res = arr.run(1000)
-    assert res.status == "halted" and res.cycles == 67 and int(arr.regs[0, 0, 10]) == 54
-    assert res.tiles[0].counters["engine"] == 23
+    assert res.status == "halted" and res.cycles == 73 and int(arr.regs[0, 0, 10]) == 60
+    assert res.tiles[0].counters["engine"] == 25
     # Stop in the middle again, then start: the engine is idle, the rerun is a fresh run.
     arr.write_mem(0, SOUT, bytes(24))
     arr.start(0)
@@ -156,17 +156,17 @@ def test_timeout_continue_and_start_reset_the_engine():
     arr.start(0)
     assert arr.counters["engine"][0] == 0
     res = arr.run(1000)
-    assert res.status == "halted" and res.cycles == 67 and int(arr.regs[0, 0, 10]) == 54
-    assert res.tiles[0].counters["engine"] == 23
+    assert res.status == "halted" and res.cycles == 73 and int(arr.regs[0, 0, 10]) == 60
+    assert res.tiles[0].counters["engine"] == 25
     assert list(i32(arr, SOUT, 6)[::2]) == RAW_ACC
 
 
 def test_timeout_inside_the_write_tail_and_continue():
-    # J = 2 (S = 21): stream steps 11, 12 at cycles 40, 41; steps 13..20 at 42..49 have no
-    # read, the writes are steps 11 + WRITE_DELAY = 19 and 20 (cycles 48, 49). A run cut at
+    # J = 2 (S = 23): stream steps 11, 12 at cycles 40, 41; steps 13..22 at 42..51 have no
+    # read, the writes are steps 11 + WRITE_DELAY = 21 and 22 (cycles 50, 51). A run cut at
     # 45 (cycles 0..44) leaves both writes pending: no output yet, busy 28..44 = 17 cycles.
     # Continued, it is the run of test_step_timing_and_mwait_retire_cycle (J = 2): cycles 67,
-    # x10 = 54, engine busy 28..49 = 22 cycles, both outputs written.
+    # x10 = 54, engine busy 28..51 = 24 cycles, both outputs written.
     mem = raw_small(2)
     mem[SOUT] = (0x5A5A5A5A).to_bytes(4, "little") * 4
     arr = make({0: issuer()}, mem)
@@ -175,27 +175,29 @@ def test_timeout_inside_the_write_tail_and_continue():
     assert list(i32(arr, SOUT, 4)[::2]) == [0x5A5A5A5A] * 2
     res = arr.run(1000)
     assert res.status == "halted" and res.cycles == 67 and int(arr.regs[0, 0, 10]) == 54
-    assert res.tiles[0].counters["engine"] == 22
+    assert res.tiles[0].counters["engine"] == 24
     assert list(i32(arr, SOUT, 4)[::2]) == RAW_ACC[:2]
 
 
 def test_halt_with_a_busy_engine_steps_until_the_stop():
     # §7 "Stop" (contract v2): every context HALTED at v stops the array at the end of
     # t_s = v + D - 1, and a busy matrix engine steps until t_s. Context 0: j0 li (18), j1 mrun
-    # (24: x = 28, steps 29 + s), j2, j3 nop (30, 36), j4 ecall (42) without mwait; the others
-    # ecall at 19..23. All HALTED from 47, t_s = 48, cycles = 49. J = 2 (S = 21): stream steps
-    # 11, 12 (cycles 40, 41), then steps without a read; the write of element 0 is step
-    # 11 + WRITE_DELAY = 19 = cycle 48 <= t_s (it happens), element 1's is step 20 = 49 (it
-    # does not: the run ends with the write tail pending). macs: the two stream steps = 2 * 8;
-    # engine busy 28..48 = 21 cycles (still busy at the end).
+    # (24: x = 28, steps 29 + s), j2, j3 nop (30, 36), j4 ecall (42) without mwait: HALTED
+    # from 47. Context 2: j0..j3 nop (20, 26, 32, 38), j4 ecall (44): HALTED from 49; the
+    # others ecall at 19, 21, 22, 23. All HALTED from v = 49, t_s = 49 + 2 - 1 = 50, cycles =
+    # 51. J = 2 (S = 23): stream steps 11, 12 (cycles 40, 41), then steps without a read; the
+    # write of element 0 is step 11 + WRITE_DELAY = 21 = cycle 50 <= t_s (it happens), element
+    # 1's is step 22 = 51 (it does not: the run ends with the write tail pending). macs: the
+    # two stream steps = 2 * 8; engine busy 28..50 = 23 cycles (still busy at the end).
     mem = raw_small(2)
     mem[SOUT] = (0x5A5A5A5A).to_bytes(4, "little") * 4
-    arr = make({0: [*asm.li(5, D0), asm.mrun(5), asm.nop(), asm.nop(), asm.ecall()]}, mem)
+    arr = make({0: [*asm.li(5, D0), asm.mrun(5), asm.nop(), asm.nop(), asm.ecall()],
+                2: [asm.nop()] * 4 + [asm.ecall()]}, mem)
     res = arr.run(1000)
-    assert res.status == "halted" and res.cycles == 49
+    assert res.status == "halted" and res.cycles == 51
     assert list(i32(arr, SOUT, 4)[::2]) == [RAW_ACC[0], 0x5A5A5A5A]
     c = res.tiles[0].counters
-    assert (c["macs"], c["engine"], c["halted"]) == (16, 21, 2)
+    assert (c["macs"], c["engine"], c["halted"]) == (16, 23, 2)
 
 
 def test_halt_before_the_first_write_leaves_every_output():
@@ -216,7 +218,7 @@ def test_halt_before_the_first_write_leaves_every_output():
 def test_engine_read_does_not_see_a_store_in_m_one_cycle_later():
     # J = 2, no stall before: X(1) is read in step 12 at cycle 41. Context 2 stores to X(1)'s
     # first word at issue 38 (j3: (3+3)*6+2), M = 42: the engine read at 41 sees the old bytes.
-    # Cycle 42 is then no engine cycle: steps 13..20 (S = 21) at 43..50.
+    # Cycle 42 is then no engine cycle: steps 13..22 (S = 23) at 43..52.
     new = int.from_bytes(np.array([100, 0, 0, 0], np.int8).tobytes(), "little")
     assert len(asm.li(9, new)) == 1
     code2 = [*asm.li(9, new), asm.nop(), asm.nop(), asm.sw(9, SA + 8, 0), asm.ecall()]
@@ -224,7 +226,7 @@ def test_engine_read_does_not_see_a_store_in_m_one_cycle_later():
     res = arr.run(1000)
     assert res.status == "halted"
     assert list(i32(arr, SOUT, 4)[::2]) == RAW_ACC[:2]
-    assert res.tiles[0].counters["engine"] == 50 - 28 + 1
+    assert res.tiles[0].counters["engine"] == 52 - 28 + 1
 
 
 def test_engine_read_sees_an_earlier_store():
@@ -241,41 +243,41 @@ def test_engine_read_sees_an_earlier_store():
 
 
 def test_load_in_m_after_the_engine_write_sees_it():
-    # Context 3 issues j at (3 + j) * 6 + 3. J = 2: element 0's write is step s_0 +
-    # WRITE_DELAY = 11 + 8 = 19. Run 1: lw x8 (j3, issued 39, M = 43) and lw x7 (j4, issued 45,
-    # M = 49): no engine step at 43 and 49, so steps 0..13 at 29..42, 14..18 at 44..48, 19 (the
-    # write of element 0) at 50: both loads are before it and read the old word. Run 2: only
-    # the lw at 45 (M = 49): step 19 is at 48, the load (M = 49) sees it.
-    code3 = [asm.nop(), asm.nop(), asm.nop(), asm.lw(8, SOUT, 0), asm.lw(7, SOUT, 0),
+    # Context 5 issues j at (3 + j) * 6 + 5. J = 2: element 0's write is step s_0 +
+    # WRITE_DELAY = 11 + 10 = 21. Run 1: lw x8 (j3, issued 41, M = 45) and lw x7 (j4, issued
+    # 47, M = 51): no engine step at 45 and 51, so steps 0..15 at 29..44, 16..20 at 46..50, 21
+    # (the write of element 0) at 52: both loads are before it and read the old word. Run 2:
+    # only the lw at 47 (M = 51): step 21 is at 29 + 21 = 50, the load (M = 51) sees it.
+    code5 = [asm.nop(), asm.nop(), asm.nop(), asm.lw(8, SOUT, 0), asm.lw(7, SOUT, 0),
              asm.ecall()]
     mem = raw_small(2)
     mem[SOUT] = (0x11111111).to_bytes(4, "little")
-    arr = make({0: issuer(), 3: code3}, mem)
+    arr = make({0: issuer(), 5: code5}, mem)
     res = arr.run(1000)
     assert res.status == "halted"
-    assert (int(arr.regs[0, 3, 8]), int(arr.regs[0, 3, 7])) == (0x11111111, 0x11111111)
+    assert (int(arr.regs[0, 5, 8]), int(arr.regs[0, 5, 7])) == (0x11111111, 0x11111111)
 
-    code3 = [asm.nop(), asm.nop(), asm.nop(), asm.nop(), asm.lw(7, SOUT, 0), asm.ecall()]
-    arr = make({0: issuer(), 3: code3}, mem)
+    code5 = [asm.nop(), asm.nop(), asm.nop(), asm.nop(), asm.lw(7, SOUT, 0), asm.ecall()]
+    arr = make({0: issuer(), 5: code5}, mem)
     res = arr.run(1000)
-    assert res.status == "halted" and int(arr.regs[0, 3, 7]) == 1204
-    # the same with the retire trace: the lw's record carries the value it loaded
+    assert res.status == "halted" and int(arr.regs[0, 5, 7]) == 1204
+    # the same with the retire trace: the lw's record (its issue cycle) carries the value
     arr = Array(CFG, trace=True)
-    arr.write_mem(None, 0, image({0: issuer(), 3: code3}))
+    arr.write_mem(None, 0, image({0: issuer(), 5: code5}))
     for addr, data in mem.items():
         arr.write_mem(None, addr, data)
     assert arr.run(1000).status == "halted"
-    (rec,) = [r for r in arr.trace if r["cycle"] == 45]
-    assert (rec["context"], rec["rd"], rec["value"]) == (3, 7, 1204)
+    (rec,) = [r for r in arr.trace if r["cycle"] == 47]
+    assert (rec["context"], rec["rd"], rec["value"]) == (5, 7, 1204)
 
 
 def test_store_in_m_after_the_engine_write_keeps_its_byte():
-    # Element 0's write in step 11 + WRITE_DELAY = 19 at cycle 48 (4 bytes at OUT); context 3's
-    # sb issued at 45 (j4, M = 49) of 0xAB to OUT + 1 comes later: the word is 1204 = 0x4B4
-    # with byte 1 replaced: 0x0000AB B4.
-    code3 = [*asm.li(9, 0xAB), asm.nop(), asm.nop(), asm.nop(), asm.sb(9, SOUT + 1, 0),
+    # Element 0's write in step 11 + WRITE_DELAY = 21 at cycle 29 + 21 = 50 (4 bytes at OUT);
+    # context 5's sb issued at 47 (j4, M = 51) of 0xAB to OUT + 1 comes later: the word is
+    # 1204 = 0x4B4 with byte 1 replaced: 0x0000AB B4.
+    code5 = [*asm.li(9, 0xAB), asm.nop(), asm.nop(), asm.nop(), asm.sb(9, SOUT + 1, 0),
              asm.ecall()]
-    arr = make({0: issuer(), 3: code3}, raw_small(2))
+    arr = make({0: issuer(), 5: code5}, raw_small(2))
     res = arr.run(1000)
     assert res.status == "halted"
     assert arr.read_mem(0, SOUT, 4) == bytes([0xB4, 0xAB, 0, 0])
@@ -283,24 +285,27 @@ def test_store_in_m_after_the_engine_write_keeps_its_byte():
 
 def test_fetch_sees_the_engine_write_from_the_next_cycle():
     # Context 0: j0 nop (18), j1 li x5 (24), j2, j3 nop (30, 36), j4 mrun (42: x = 46), j5..j7
-    # nop, j8 at 0xA0 issued at 66. Command RAW, C = 1, J = 1 (S = 8 + 2 + 1 + 0 + 1 + 8 = 20:
-    # steps 47..66), element 0 written in step s_0 + WRITE_DELAY = 11 + 8 = 19 = cycle 66 at
+    # nop, j8 at 0xA0 issued at 66. Command RAW, C = 1, J = 1 (S = 8 + 2 + 1 + 0 + 1 + 10 = 22:
+    # steps 47..68), element 0 written in step s_0 + WRITE_DELAY = 11 + 10 = 21 = cycle 68 at
     # C(0) = 0xA0 (a multiple of 8, as RAW requires) with acc = bias = the word of
     # `addi x9, x0, 77` (X = 0). An engine write of cycle k behaves like a store whose M is k:
-    # fetches see it from k + 1 (§12 "Memory order"). Context 0 fetches 0xA0 at 66 = k: the old
-    # word, x9 = 1. Context 1 (code at 0x100: j0 at 19, ..., j7 = jal 0xA0 at 61) fetches 0xA0
-    # as its j8 at 67 = k + 1: the new word, x9 = 77.
+    # fetches see it from k + 1 (§12 "Memory order"). Contexts 1, 2, 3 (code at
+    # CODE·(1 + c): j0 at 18 + c, ..., j7 = jal 0xA0) fetch 0xA0 as their j8 at 18 + 48 + c:
+    # context 0 at 66, context 1 at 67 (before k: the old word, x9 = 1), context 2 at 68 = k
+    # (the old word, x9 = 1), context 3 at 69 = k + 1 (the new word, x9 = 77).
     placeholder = asm.addi(9, 0, 1)
     code0 = [asm.nop(), *asm.li(5, D0), asm.nop(), asm.nop(), asm.mrun(5), asm.nop(),
              asm.nop(), asm.nop(), placeholder, asm.mwait(), asm.ecall()]
     assert CODE + 4 * 8 == 0xA0
-    code1 = [asm.nop()] * 7 + [asm.jal(0, 0xA0 - (2 * CODE + 4 * 7))]
+    codes = {0: code0}
+    for c in (1, 2, 3):
+        codes[c] = [asm.nop()] * 7 + [asm.jal(0, 0xA0 - ((1 + c) * CODE + 4 * 7))]
     desc = Descriptor(a_base=A, w_base=W, c_base=0xA0, p_base=P, C=1, mode=Mode.RAW)
     mem = {D0: desc.pack(), A: bytes(8), W: W_ROW.tobytes(), P: params([asm.addi(9, 0, 77)])}
-    arr = make({0: code0, 1: code1}, mem)
+    arr = make(codes, mem)
     res = arr.run(1000)
     assert res.status == "halted"
-    assert (int(arr.regs[0, 0, 9]), int(arr.regs[0, 1, 9])) == (1, 77)
+    assert [int(arr.regs[0, c, 9]) for c in range(4)] == [1, 1, 1, 77]
 
 
 # ------------------------------------------------------------------------------ arithmetic
@@ -412,10 +417,10 @@ def test_requantize_ties_and_saturation():
     # clamped to 127; x = 1: acc = -2^31 + 1, (-2^31 + 1)(-2^31) / 2^31 = 2^31 - 1 -> 127;
     # x = -1 wraps to 2^31 - 1: product / 2^31 = -(2^31 - 1) -> clamp -128
     assert [int(got[at[v], 3]) for v in (0, 1, -1)] == [127, 127, -128]
-    # steps: 8 + 8 + 4 + 0 + 256 + 8 = 284 (WRITE_DELAY = 8; busy from x through the last
-    # step, and the mwait retries until then: the run takes more than 18 + 284 cycles)
-    assert res.tiles[0].counters["engine"] == 285
-    assert command_steps(desc) == 284
+    # steps: 8 + 8 + 4 + 0 + 256 + 10 = 286 (WRITE_DELAY = 10; busy from x through the last
+    # step, and the mwait retries until then: the run takes more than 18 + 286 cycles)
+    assert res.tiles[0].counters["engine"] == 287
+    assert command_steps(desc) == 286
 
 
 def test_conv2d_3x3_zero_point_padding_against_kernels():
@@ -462,29 +467,29 @@ def test_raw_output_odd_channel_count():
     got = i32(arr, OUT, 4 * J).reshape(J, 4)
     assert (got[:, :3] == matmul(a, w.T.copy()).astype(np.int64) + [1, 2, 3]).all()
     assert arr.read_mem(0, OUT + 12, 4) == b"\xee" * 4
-    # steps 8 + 2C + KB·C + (KB − 1)·J + J·OW + 8 = 8 + 6 + 3 + 0 + 4·1 + 8 = 29 (steps
-    # 0..28): s_j = 17 + j, the write of element 3 in step s_3 + 8 = 28 is the last step, at
-    # cycle x + 1 + 28 (x = 28, no stalls): busy x .. x + 29 = 30 cycles
-    assert command_steps(desc) == 29
-    assert res.tiles[0].counters["engine"] == 30
+    # steps 8 + 2C + KB·C + (KB − 1)·J + J·OW + 10 = 8 + 6 + 3 + 0 + 4·1 + 10 = 31 (steps
+    # 0..30): s_j = 17 + j, the write of element 3 in step s_3 + 10 = 30 is the last step, at
+    # cycle x + 1 + 30 (x = 28, no stalls): busy x .. x + 31 = 32 cycles
+    assert command_steps(desc) == 31
+    assert res.tiles[0].counters["engine"] == 32
 
 
 @pytest.mark.parametrize("macs,C,c_base,c_s0,steps", [
     # §12 "Step schedule" (ENGINE_WRITE_WORDS = 2 since 2026-12-02): OW = ⌈C/4⌉ write steps
     # per element in RAW; write w is bytes 16w .. min(16w + 16, 4C) − 1 of the element's 4C
     # bytes at C(j) + 16w (the word at C(j) + 16w and, when 4C > 16w + 8, the next one).
-    # J = 3, KB = 1: steps = 8 + 2C + KB·C + (KB − 1)·J + J·OW + 8.
-    # C = 4 (P = 32): OW = 1, write 0 = bytes 0..15 (two words); 8 + 8 + 4 + 0 + 3 + 8 = 31
-    (32, 4, OUT, 16, 31),
+    # J = 3, KB = 1: steps = 8 + 2C + KB·C + (KB − 1)·J + J·OW + 10 (WRITE_DELAY).
+    # C = 4 (P = 32): OW = 1, write 0 = bytes 0..15 (two words); 8 + 8 + 4 + 0 + 3 + 10 = 33
+    (32, 4, OUT, 16, 33),
     # C = 4 at C(j) = OUT + 8 + 24j: OUT + 8 and OUT + 56 are 8 mod 16: still one step of two
-    # words (any 8-byte-aligned address, not an aligned 16-byte block); 31 steps
-    (32, 4, OUT + 8, 24, 31),
+    # words (any 8-byte-aligned address, not an aligned 16-byte block); 33 steps
+    (32, 4, OUT + 8, 24, 33),
     # C = 5 (P = 64): OW = 2, write 0 = bytes 0..15, write 1 = bytes 16..19 (4C = 20 is not
-    # > 24: one word, 4 bytes of it); 8 + 10 + 5 + 0 + 3·2 + 8 = 37
-    (64, 5, OUT, 24, 37),
+    # > 24: one word, 4 bytes of it); 8 + 10 + 5 + 0 + 3·2 + 10 = 39
+    (64, 5, OUT, 24, 39),
     # C = 8 (P = 64): OW = 2, writes 0 and 1 = bytes 0..15 and 16..31 (two words each);
-    # 8 + 16 + 8 + 0 + 3·2 + 8 = 46
-    (64, 8, OUT, 32, 46),
+    # 8 + 16 + 8 + 0 + 3·2 + 10 = 48
+    (64, 8, OUT, 32, 48),
 ])
 def test_raw_write_steps_of_two_words(macs, C, c_base, c_s0, steps):
     cfg = CFG.replace(engine_macs=macs)
@@ -528,8 +533,8 @@ def test_raw_last_write_of_one_word_at_the_end_of_the_sram():
 
 def test_raw_fault_on_the_second_word_of_write_one():
     # P = 64, C = 8, J = 1 at C(0) = SRAM − 24. Steps: 0..7 descriptor, 8..23 parameters,
-    # lanes 24..31, stream 32 (s_0), 33 without a read (OW = 2), write 0 in step s_0 + 8 = 40
-    # (bytes 0..15 at SRAM − 24: inside), write 1 in step 41 at SRAM − 8: its first word is
+    # lanes 24..31, stream 32 (s_0), 33 without a read (OW = 2), write 0 in step s_0 + 10 =
+    # 42 (bytes 0..15 at SRAM − 24: inside), write 1 in step 43 at SRAM − 8: its first word is
     # inside, its second C(0) + 16 + 8 = SRAM is not: engine fault, addr = SRAM (§12 check 4,
     # an address check: visible from the step's cycle + 1), and write 1 writes neither word.
     cfg = CFG.replace(engine_macs=64)
@@ -538,7 +543,7 @@ def test_raw_fault_on_the_second_word_of_write_one():
     mem = dict(STD_MEM)
     mem[SRAM - 24] = b"\xee" * 24
     arr, res = fault_case(desc, mem, cfg=cfg)
-    check_fault(res, arr, 41, SRAM)
+    check_fault(res, arr, 43, SRAM)
     assert list(i32(arr, SRAM - 24, 4)) == [204] * 4          # write 0: acc(0, 0..3), bias 0
     assert arr.read_mem(0, SRAM - 8, 8) == b"\xee" * 8
 
@@ -565,21 +570,20 @@ def test_lane_counts_of_other_configurations(macs, C):
 def test_several_tiles_run_their_own_commands():
     cfg = ArrayConfig(tiles=3, contexts=6, sram_bytes=SRAM)
     arr = make({0: issuer()}, raw_small(3), cfg=cfg)
-    # tiles 0, 2: J = 3 (S = 22, steps 29..50): mwait M = 52 retires (issue 48), csrr at 54.
-    # tile 1: a longer command (J = 3 but with a second block: KB = 2 reads X(j, 1) at +8):
-    # S = 8 + 2 + 2 + 3 + 3 + 8 = 26, steps 29..54; mwait M = 34 + 6r >= 55: M = 58, issue
-    # 54; csrr at 60.
+    # tiles 0, 2: J = 3 (S = 24, steps 29..52): mwait M = 52 is busy, M = 58 retires (issue
+    # 54), csrr at 60. tile 1: a longer command (J = 3 but with a second block: KB = 2 reads
+    # X(j, 1) at +8): S = 8 + 2 + 2 + 3 + 3 + 10 = 28, steps 29..56; mwait M = 34 + 6r >= 57:
+    # M = 58, issue 54; csrr at 60.
     d1 = Descriptor(a_base=SA, a_s0=8, K0=2, J0=3, w_base=SW, w_sm=8, c_base=SOUT, c_s0=8,
                     p_base=SP, C=1, mode=Mode.RAW)
     arr.write_mem(1, D0, d1.pack())
     arr.write_mem(1, SW, np.tile(W_ROW, 2).tobytes())
     res = arr.run(1000)
     assert res.status == "halted"
-    assert int(arr.regs[0, 0, 10]) == 54 and int(arr.regs[1, 0, 10]) == 60
-    assert int(arr.regs[2, 0, 10]) == 54
+    assert [int(arr.regs[t, 0, 10]) for t in range(3)] == [60, 60, 60]
     # tile 1: acc(j) = 1000 + X(j)·W + X(j+1)·W for j = 0, 1 (X(3) = zeros beyond the rows)
     assert list(i32(arr, SOUT, 6, tile=1)[::2]) == [1204 + 796 - 1000, 796 + 5572 - 1000, 5572]
-    assert [t.counters["engine"] for t in res.tiles] == [23, 27, 23]
+    assert [t.counters["engine"] for t in res.tiles] == [25, 29, 25]
 
 
 # ------------------------------------------------------------------------------ faults
@@ -657,40 +661,42 @@ def test_shift_is_not_checked_in_raw_mode():
 
 
 def test_fault_in_the_middle_of_a_stream():
-    # TFLITE, C = 1, J = 10, KB = 1, X(j) at SRAM - 72 + 8j: X(9) = SRAM is outside.
+    # TFLITE, C = 1, J = 12, KB = 1, X(j) at SRAM - 88 + 8j: X(11) = SRAM is outside.
     # Steps: 0..7 descriptor, 8, 9 parameters, 10 lane W(0), stream X(j) in step 11 + j, the
-    # write of element j in step 11 + j + WRITE_DELAY = 19 + j. X(9) in step 20 faults (cycle
-    # 49, visible 50, cycles = 52); the write of element 1 is the same step and does not happen
-    # (the faulting step has no effect, and the engine makes no further step, §12: frozen at
-    # 50, 51); element 0 (step 19) is written. macs: stream steps 11..19 = 9 * 8.
+    # write of element j in step 11 + j + WRITE_DELAY = 21 + j. X(11) in step 22 faults (cycle
+    # 29 + 22 = 51, an address check: visible 52, cycles = 52 + D = 54); the write of element
+    # 1 is the same step and does not happen (the faulting step has no effect, and the engine
+    # makes no further step, §12: frozen at 52, 53); element 0 (step 21) is written. macs:
+    # stream steps 11..21 = 11 * 8.
     mem = dict(STD_MEM)
-    mem[SRAM - 72] = X_ROWS.tobytes()             # X(0..2); X(3..8) are zero bytes
-    mem[OUT] = b"\xee" * 80
-    arr, res = fault_case(good(J0=10, a_base=SRAM - 72, c_s0=8), mem)
-    check_fault(res, arr, 20, SRAM)
+    mem[SRAM - 88] = X_ROWS.tobytes()             # X(0..2); X(3..10) are zero bytes
+    mem[OUT] = b"\xee" * 96
+    arr, res = fault_case(good(J0=12, a_base=SRAM - 88, c_s0=8), mem)
+    check_fault(res, arr, 22, SRAM)
+    assert res.cycles == 54
     # element 0: acc = 204, multiplier 2^30 shift 0: round(204 / 2) = 102
-    assert arr.read_mem(0, OUT, 80) == bytes([102]) + b"\xee" * 79
-    assert res.tiles[0].counters["macs"] == 72
+    assert arr.read_mem(0, OUT, 96) == bytes([102]) + b"\xee" * 95
+    assert res.tiles[0].counters["macs"] == 88
 
 
 def test_read_check_precedes_write_check_in_one_step():
-    # C = 1, J = 9: X(8) (step 11 + 8 = 19) is outside and element 0's write (step 11 +
-    # WRITE_DELAY = 19) too (C(0) = SRAM + 8): the record is the read's address.
+    # C = 1, J = 11: X(10) (step 11 + 10 = 21) is outside and element 0's write (step 11 +
+    # WRITE_DELAY = 21) too (C(0) = SRAM + 8): the record is the read's address.
     mem = dict(STD_MEM)
-    mem[SRAM - 64] = X_ROWS.tobytes()
-    arr, res = fault_case(good(J0=9, a_base=SRAM - 64, c_base=SRAM + 8), mem)
-    check_fault(res, arr, 19, SRAM)
+    mem[SRAM - 80] = X_ROWS.tobytes()
+    arr, res = fault_case(good(J0=11, a_base=SRAM - 80, c_base=SRAM + 8), mem)
+    check_fault(res, arr, 21, SRAM)
 
 
 @pytest.mark.parametrize("desc,step,addr", [
     # J = 1, C = 4: steps 0..7, 8..15 parameters, lanes 16..19, stream 20, the write
-    # 20 + WRITE_DELAY = 28: after the last stream step (J·OW < 8; RAW OW = ⌈4/4⌉ = 1)
-    (good(C=4, J0=1, c_base=OUT + 5), 28, OUT + 5),           # TFLITE: 5 + 4 > 8
-    (good(C=4, J0=1, c_base=SRAM), 28, SRAM),                 # TFLITE: C(j) outside
-    (good(C=4, J0=1, c_base=OUT + 4, mode=Mode.RAW), 28, OUT + 4),   # RAW: not a multiple of 8
+    # 20 + WRITE_DELAY = 30: after the last stream step (J·OW < 10; RAW OW = ⌈4/4⌉ = 1)
+    (good(C=4, J0=1, c_base=OUT + 5), 30, OUT + 5),           # TFLITE: 5 + 4 > 8
+    (good(C=4, J0=1, c_base=SRAM), 30, SRAM),                 # TFLITE: C(j) outside
+    (good(C=4, J0=1, c_base=OUT + 4, mode=Mode.RAW), 30, OUT + 4),   # RAW: not a multiple of 8
     # RAW write 0 (16 bytes: 4C = 16 > 8, two words): C(j) = SRAM − 8 is inside, its second
     # word C(j) + 16·0 + 8 = SRAM is not: addr = SRAM (§12 check 4), neither word written
-    (good(C=4, J0=1, c_base=SRAM - 8, mode=Mode.RAW), 28, SRAM),
+    (good(C=4, J0=1, c_base=SRAM - 8, mode=Mode.RAW), 30, SRAM),
 ])
 def test_fault_writes(desc, step, addr):
     mem = dict(STD_MEM)
@@ -859,8 +865,8 @@ def test_engine_counter_in_the_run_result_json():
     arr = make({0: issuer()}, raw_small(2))
     res = arr.run(1000)
     data = res.to_json()                      # a dict (tessera.spec.result)
-    # J = 2: S = 21 steps at 29..49, busy 28..49 = 22 cycles
-    assert data["tiles"][0]["counters"]["engine"] == 22
+    # J = 2: S = 23 steps at 29..51, busy 28..51 = 24 cycles
+    assert data["tiles"][0]["counters"]["engine"] == 24
     assert list(data["tiles"][0]["counters"]) == ["compute", "sync", "exchange", "halted",
                                                   "retired", "macs", "engine"]
 
@@ -925,24 +931,24 @@ def test_tiles_in_step_are_grouped_with_the_same_result(out_unsigned):
 @pytest.mark.parametrize("group", [True, False])
 def test_fault_in_a_stream_on_two_tiles_at_once(group):
     # test_fault_in_the_middle_of_a_stream on both tiles of a 2-tile array (tiles in step:
-    # grouped or not): both records, same cycle (step 20 at 49, visible 50, cycles = 50 +
-    # D(2) = 53), element 0 written (step 19) on both.
+    # grouped or not): both records, same cycle (step 22 at 51, visible 52, cycles = 52 +
+    # D(2) = 55), element 0 written (step 21) on both.
     cfg = ArrayConfig(tiles=2, contexts=6, sram_bytes=SRAM)
     arr = Array(cfg, engine="vector")
     arr._mx.group = group
     arr.write_mem(None, 0, image({0: issuer()}))
     mem = dict(STD_MEM)
-    mem[SRAM - 72] = X_ROWS.tobytes()
-    mem[OUT] = b"\xee" * 80
-    mem[D0] = good(J0=10, a_base=SRAM - 72, c_s0=8).pack()
+    mem[SRAM - 88] = X_ROWS.tobytes()
+    mem[OUT] = b"\xee" * 96
+    mem[D0] = good(J0=12, a_base=SRAM - 88, c_s0=8).pack()
     for addr, data in mem.items():
         arr.write_mem(None, addr, data)
     res = arr.run(2000)
-    assert res.status == "fault" and res.cycles == 53
+    assert res.status == "fault" and res.cycles == 55
     for t in range(2):
         assert fault(res, t) == (0, FaultCause.ENGINE_FAULT, PC_MRUN, SRAM)
-        assert arr.read_mem(t, OUT, 80) == bytes([102]) + b"\xee" * 79
-        assert res.tiles[t].counters["macs"] == 72
+        assert arr.read_mem(t, OUT, 96) == bytes([102]) + b"\xee" * 95
+        assert res.tiles[t].counters["macs"] == 88
 
 
 # ------------------------------------------------------------------------------ random
@@ -1023,8 +1029,8 @@ def test_random_loads_and_stores_around_a_command(seed):
 
     * context c's op j issues at (3 + j)·6 + c and is in M four cycles later; those M cycles
       (loads and stores) are not engine cycles; step s is the s-th remaining cycle after x = 28;
-    * command RAW, C = 1, KB = 1, J = 6 (S = 8 + 2 + 1 + 0 + 6 + 8 = 25): step 11 + j reads
-      X(j), step 11 + j + WRITE_DELAY = 19 + j writes C(j); an engine read at k sees stores
+    * command RAW, C = 1, KB = 1, J = 6 (S = 8 + 2 + 1 + 0 + 6 + 10 = 27): step 11 + j reads
+      X(j), step 11 + j + WRITE_DELAY = 21 + j writes C(j); an engine read at k sees stores
       whose M < k, a load whose M > k sees a write at k.
     """
     rng = np.random.default_rng(seed)
@@ -1057,7 +1063,7 @@ def test_random_loads_and_stores_around_a_command(seed):
     # step cycles
     busy_x = {y for y, *_ in ls}
     cyc, k = [], 28
-    while len(cyc) < 19 + J:                           # S = 19 + J steps
+    while len(cyc) < 21 + J:                           # S = 21 + J steps
         k += 1
         if k not in busy_x:
             cyc.append(k)
@@ -1077,18 +1083,19 @@ def test_random_loads_and_stores_around_a_command(seed):
     assert list(i32(arr, SOUT, 2 * J)[::2]) == acc
     for y, c, kind, e, rd in ls:
         if kind == "lw":
-            exp = acc[e] & 0xFFFFFFFF if y > cyc[19 + e] else sentinel
+            exp = acc[e] & 0xFFFFFFFF if y > cyc[21 + e] else sentinel
             assert int(arr.regs[0, c, rd]) == exp, (y, c, e)
 
 
 def test_exchange_phases_of_different_length_on_two_tiles():
     # As test_exchange_phase_stalls_the_engine on N = 2 (D = ceil(log2 2) + 2 = 3): k* = 47,
-    # r = 50. J = 2: S = 21 steps. Tile 0: IDLE 3 (50..52), END at 53; context 0 RUNNING from
-    # 54, mwait at 54 (M = 58). Engine: steps 0..8 at 41..49, none at 50..53, 9..20 at 54..65:
-    # M = 58, 64 busy, issue 66 (M = 70) retires; csrr 72; engine 40..65 = 26; exchange 4.
+    # r = 50. J = 2: S = 23 steps. Tile 0: IDLE 3 (50..52), END at 53; context 0 RUNNING from
+    # 54, mwait at 54 (M = 58). Engine: steps 0..8 at 41..49, none at 50..53, 9..22 at 54..67:
+    # M = 58, 64 busy, issue 66 (M = 70) retires; csrr 72; engine 40..67 = 28; exchange 4.
     # Tile 1: xprog = 0, phase = the cycle 50 only; RUNNING from 51, mwait at 54 (M = 58).
-    # Engine: steps 0..8 at 41..49, 9..20 at 51..62: M = 58 busy, issue 60 (M = 64) retires;
-    # csrr 66; engine 40..62 = 23; exchange 1. Last ecall: tile 0's at 78: cycles 78 + 5 + 3.
+    # Engine: steps 0..8 at 41..49, 9..22 at 51..64: M = 58, 64 busy, issue 66 (M = 70)
+    # retires; csrr 72; engine 40..64 = 25; exchange 1. Last ecalls: both tiles' at 78:
+    # cycles 78 + 5 + 3.
     cfg = ArrayConfig(tiles=2, contexts=6, sram_bytes=SRAM)
 
     def code(xp):
@@ -1103,9 +1110,9 @@ def test_exchange_phases_of_different_length_on_two_tiles():
         arr.write_mem(None, addr, data)
     res = arr.run(1000)
     assert res.status == "halted" and res.cycles == 86
-    assert [int(arr.regs[t, 0, 10]) for t in range(2)] == [72, 66]
+    assert [int(arr.regs[t, 0, 10]) for t in range(2)] == [72, 72]
     assert [(t.counters["engine"], t.counters["exchange"]) for t in res.tiles] == \
-        [(26, 4), (23, 1)]
+        [(28, 4), (25, 1)]
     for t in range(2):
         assert list(i32(arr, SOUT, 4, tile=t)[::2]) == RAW_ACC[:2]
 

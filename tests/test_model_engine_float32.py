@@ -102,8 +102,8 @@ def test_ties_saturation_and_int32_to_float32_rounding():
     ref = requantize_float32(xs[:, None] + np.zeros((1, 4), np.int64), m, zp, bias=bias)
     assert (got[:, :4] == ref).all()
     assert not got[:, 4:].any()                                # bytes C..7 not written
-    # the schedule is TFLITE's (OW = 1): 8 + 8 + 4 + 0 + 256 + 8 = 284 steps (WRITE_DELAY 8)
-    assert command_steps(desc) == 284 and res.tiles[0].counters["engine"] == 285
+    # the schedule is TFLITE's (OW = 1): 8 + 8 + 4 + 0 + 256 + 10 = 286 steps (WRITE_DELAY 10)
+    assert command_steps(desc) == 286 and res.tiles[0].counters["engine"] == 287
 
 
 def test_unsigned_output_with_relu():
@@ -241,11 +241,11 @@ def test_fault_float32_descriptor_fields(change):
 def test_fault_float32_write_crossing_a_word():
     # C = 2 bytes at OUT + 7 cross the 8-byte word: check 4 in the write step of element 0:
     # s_0 + WRITE_DELAY with s_0 = 8 + 4 + 2 = 14 (the stream step of X(0, 0)) -> step
-    # 14 + 8 = 22, after the last stream step 15 (J = 2 < WRITE_DELAY)
+    # 14 + 10 = 24, after the last stream step 15 (J = 2 < WRITE_DELAY)
     mem = dict(STD_MEM)
     mem[P] = fparams([0, 0], [M_HALF, M_HALF])
     arr, res = fault_case(good(C=2, mode=Mode.FLOAT32, c_base=OUT + 7), mem)
-    check_fault(res, arr, 22, OUT + 7)
+    check_fault(res, arr, 24, OUT + 7)
 
 
 def test_channel_params_float32_refuses_inexact_values():

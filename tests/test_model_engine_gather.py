@@ -39,10 +39,10 @@ def test_gather_small_by_hand():
     arr, res = run_cmd(desc, {A: rows.tobytes(), W: w.tobytes(), P: params([100]),
                               GT: gtable([40, 8, 56])})
     assert list(i32(arr, OUT, 1)) == [372]
-    # steps: 8 + 2 + G·K1 (3) + KB·C (3) + (KB − 1)·J (2) + J·OW (1) + WRITE_DELAY (8) = 27
-    # (vs 24 without K_GATHER)
-    assert command_steps(desc) == 27
-    assert res.tiles[0].counters["engine"] == 28          # busy x .. x + 27
+    # steps: 8 + 2 + G·K1 (3) + KB·C (3) + (KB − 1)·J (2) + J·OW (1) + WRITE_DELAY (10) =
+    # 29 (vs 26 without K_GATHER)
+    assert command_steps(desc) == 29
+    assert res.tiles[0].counters["engine"] == 30          # busy x .. x + 29
     assert res.tiles[0].counters["macs"] == 3 * 8
 
 
@@ -63,9 +63,9 @@ def test_gather_small_by_hand_on_tiles_in_lock_step(tiles):
                               GT: gtable([40, 8, 56])}, cfg=cfg)
     for t in range(tiles):
         assert list(i32(arr, OUT, 1, tile=t)) == [372], f"tile {t}"
-        # the 1-tile command's 27 steps (8 + 2 + 3 + 3 + 2 + 1 + WRITE_DELAY 8, above) + the
+        # the 1-tile command's 29 steps (8 + 2 + 3 + 3 + 2 + 1 + WRITE_DELAY 10, above) + the
         # accept cycle on every tile
-        assert res.tiles[t].counters["engine"] == 28          # busy x .. x + 27
+        assert res.tiles[t].counters["engine"] == 30          # busy x .. x + 29
         assert res.tiles[t].counters["macs"] == 3 * 8
 
 def test_gather_is_an_offset_not_an_address_and_wraps():
@@ -109,8 +109,8 @@ def test_block_sparse_column_against_kernels(mode):
     # only the 3 stored blocks are streamed: 3 · 2 · J stream steps of 8·C MACs
     assert res.tiles[0].counters["macs"] == 3 * 2 * J * 8 * C
     ow = 1          # RAW: ⌈C/4⌉ = 1 at C = 4 (one write of 16 bytes, two words); TFLITE: 1
-    # 8 + 2C + G·K1 + KB·C + (KB − 1)·J + J·OW + WRITE_DELAY (§12), WRITE_DELAY = 8
-    assert command_steps(desc) == 8 + 8 + 3 + 6 * 4 + 5 * J + J * ow + 8
+    # 8 + 2C + G·K1 + KB·C + (KB − 1)·J + J·OW + WRITE_DELAY (§12), WRITE_DELAY = 10
+    assert command_steps(desc) == 8 + 8 + 3 + 6 * 4 + 5 * J + J * ow + 10
 
 
 def test_gather_read_sees_a_store_before_its_step():

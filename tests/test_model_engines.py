@@ -647,19 +647,20 @@ def test_mrun_issued_before_a_faulting_last_step(eng):
     """An mrun issued at t whose M (t + 4) is the cycle after the running command's last step,
     and that step faults. The faulting step has no effect, so the command never ended: the
     engine is busy at t + 4 and the mrun does not retire. (The vectorized engine retired it
-    before this test; seed 85 of the engine fuzz; re-derived for contract v2, T = 6.)"""
+    before this test; seed 85 of the engine fuzz; re-derived for contract v2, T = 6, and
+    for WRITE_DELAY = 10: the second issuer is context 5, was 3.)"""
     from tessera.spec.engine import Descriptor, Mode
     cfg = ArrayConfig(tiles=1, contexts=6, sram_bytes=SRAM)
-    # J = C = K0 = K1 = 1, RAW: 8 + 2 + 1 + 0 + 1 + 8 = 20 steps (WRITE_DELAY = 8), the write
-    # (step s_0 + 8 = 11 + 8 = 19, after the last stream step 11) faults: c_base is outside
-    # the SRAM (addr = c_base).
+    # J = C = K0 = K1 = 1, RAW: 8 + 2 + 1 + 0 + 1 + 10 = 22 steps (WRITE_DELAY = 10), the
+    # write (step s_0 + 10 = 11 + 10 = 21, after the last stream step 11) faults: c_base is
+    # outside the SRAM (addr = c_base).
     desc = Descriptor(a_base=E_A, w_base=E_W, c_base=SRAM + 800, p_base=E_PARAM, C=1,
                       mode=Mode.RAW).pack()
-    ctx3 = 40
+    ctx5 = 40
     code = [asm.csrr(5, Csr.CONTEXT_ID),          # 0
-            asm.addi(12, 0, 3),                    # 4
-            asm.beq(5, 12, ctx3 - 8),              # 8: context 3 -> 40
-            asm.bne(5, 0, 36 - 12),                # 12: contexts 1, 2, 4, 5 -> ecall at 36
+            asm.addi(12, 0, 5),                    # 4
+            asm.beq(5, 12, ctx5 - 8),              # 8: context 5 -> 40
+            asm.bne(5, 0, 36 - 12),                # 12: contexts 1, 2, 3, 4 -> ecall at 36
             *asm.li(22, E_DESC),                   # 16, 20
             asm.mrun(22),                          # 24
             asm.mwait(),                           # 28
@@ -674,16 +675,16 @@ def test_mrun_issued_before_a_faulting_last_step(eng):
     arr.write_mem(None, 0, asm.program(code))
     arr.write_mem(0, E_DESC, desc)
     res = arr.run(1000)
-    # context 0 issues at 0, 6, ..., the mrun (pc 24) at 36: x = 40, steps at 41..60, the
-    # last one faults at 60, visible 61: cycles = 61 + D(1) = 63. Context 3 issues at 3, 9,
-    # 15 (beq), li at 21, 27, nops at 33, 39, 45, the mrun at 51 (M 55), 57 (M 61, right after
-    # the faulting last step): busy every time, never retires; its next slot 63 is after
-    # t_s = 62. Retired: csrr, addi, beq, 2 li words, 3 nops = 8.
-    assert res.status == "fault" and res.cycles == 63
+    # context 0 issues at 0, 6, ..., the mrun (pc 24) at 36: x = 40, steps at 41..62, the
+    # last one faults at 62, visible 63: cycles = 63 + D(1) = 65. Context 5 issues at 5, 11,
+    # 17 (beq), li at 23, 29, nops at 35, 41, 47, the mrun at 53 (M 57), 59 (M 63, right after
+    # the faulting last step): busy every time, never retires; its next slot 65 is after
+    # t_s = 64. Retired: csrr, addi, beq, 2 li words, 3 nops = 8.
+    assert res.status == "fault" and res.cycles == 65
     f = res.tiles[0].fault
     assert (f.context, f.cause, f.pc, f.addr) == (0, FaultCause.ENGINE_FAULT, 24, SRAM + 800)
-    assert res.tiles[0].contexts[3].pc == 60
-    assert res.tiles[0].contexts[3].retired == 8
+    assert res.tiles[0].contexts[5].pc == 60
+    assert res.tiles[0].contexts[5].retired == 8
 
 
 def test_fast_matrix_engine_runs_continued_every_few_cycles():

@@ -16,9 +16,9 @@ visible, or every context HALTED) that first holds at v gives cycles = v + D, D 
 tile, with everything issued or stepped at <= t_s = v + D - 1 taking effect; an engine step
 fault at s is visible from s + 1, except a fault of checks 2 and 3 (the data of the word the
 step read), visible from s + 2 (§7 "Stop", since 2026-12-02). Output write w of element j is
-made in step s_j + WRITE_DELAY + w with WRITE_DELAY = 8 (§12 "Step schedule", since
-2026-12-01; it was 2), so a command that does not fault has 8 + 2C + G·K1 + KB·C +
-(KB − 1)·J + J·OW + 8 steps, with OW = ⌈C/4⌉ in RAW mode (one write step of up to two 8-byte
+made in step s_j + WRITE_DELAY + w with WRITE_DELAY = 10 (§12 "Step schedule", since
+2026-12-07; 8 from 2026-12-01, 2 before), so a command that does not fault has 8 + 2C + G·K1 +
+KB·C + (KB − 1)·J + J·OW + 10 steps, with OW = ⌈C/4⌉ in RAW mode (one write step of up to two 8-byte
 words, 16 bytes, since 2026-12-02; ⌈C/2⌉ until then) and OW = 1 in the byte modes.
 """
 
@@ -349,13 +349,13 @@ TFLU_D, TFLU_DATA, TFLU_OUT = tflite_case(flags=Flag.A_UNSIGNED | Flag.OUT_UNSIG
 
 def steps_by_hand(d):
     """§12: 8 descriptor + 2C parameter steps, per block C W steps and J stream steps, OW − 1
-    extra steps per element in the last block, + WRITE_DELAY = 8 (the last element's last
-    write is step s_{J−1} + 8 + OW − 1, OW − 1 steps after its last sub-step); OW = ⌈C/4⌉ in
+    extra steps per element in the last block, + WRITE_DELAY = 10 (the last element's last
+    write is step s_{J−1} + 10 + OW − 1, OW − 1 steps after its last sub-step); OW = ⌈C/4⌉ in
     RAW (16 bytes a write step), 1 in the byte modes."""
     c, j, kb = d.C, d.J0 * d.J1, d.K0 * d.K1
     ow = -(-c // 4) if d.mode == Mode.RAW else 1
     g = d.K1 if d.flags & Flag.K_GATHER else 0             # one gather step per k1
-    return 8 + 2 * c + g + kb * (c + j) + j * (ow - 1) + 8
+    return 8 + 2 * c + g + kb * (c + j) + j * (ow - 1) + 10
 
 
 def mwait_retire(last_step_cycle, first=30):
@@ -392,22 +392,26 @@ def jobs():
         Job("gather3", {0: main_prog()}, G3_DATA, [(OUT, 80)]),
         # context 1 stores and loads while the engine runs (its M cycles are not engine cycles)
         Job("stall", {0: main_prog(), 1: STORES + [asm.ecall()]}, RAW_DATA, [(OUT, 160)]),
-        # context 1's loads of element 0's output word take the engine cycles 71 and 77,
+        # context 1's loads of element 0's output word take the engine cycles 71, 77 and 83,
         # between the last block's stream steps and their writes (test_stalls_between_...)
         Job("stall_pipe", {0: main_prog(),
                            1: [asm.lui(14, OUT >> 12)] + [asm.addi(0, 0, 0)] * 7
-                           + [asm.lw(12, 4, 14), asm.lw(13, 4, 14), asm.ecall()]},
+                           + [asm.lw(12, 4, 14), asm.lw(13, 4, 14), asm.lw(15, 4, 14),
+                              asm.ecall()]},
             TFL_DATA, [(OUT, 48)]),
-        # J·OW < 8, and context 1's loads (M 53, 59) in the steps after the last stream step
+        # J·OW < 10, and context 1's loads (M 53, 59, 65) in and after the steps that follow
+        # the last stream step
         Job("short", {0: main_prog(),
                       1: [asm.lui(14, OUT >> 12)] + [asm.addi(0, 0, 0)] * 4
-                      + [asm.lw(12, 0, 14), asm.lw(13, 0, 14), asm.ecall()]},
+                      + [asm.lw(12, 0, 14), asm.lw(13, 0, 14), asm.lw(15, 0, 14),
+                         asm.ecall()]},
             SHORT_DATA, [(OUT, 24)]),
-        # context 1's stores (M 23, 29, .., 59) and context 3's loads (M 37, .., 55; of the
-        # output word at 61 and 67) between the steps of the shortest accumulate-again distance
+        # context 1's stores (M 23, 29, .., 59) and context 3's loads (M 37, 43, 49; of the
+        # output word at 55 and, after a nop, 67) between the steps of the shortest
+        # accumulate-again distance
         Job("pipe", {0: main_prog(), 1: [asm.sw(0, 0x7F0, 0)] * 7 + [asm.ecall()],
-                     3: [asm.lui(14, OUT >> 12), asm.addi(0, 0, 0)] + [asm.lw(6, 0x7F0, 0)] * 4
-                     + [asm.lw(12, 0, 14), asm.lw(13, 0, 14), asm.ecall()]},
+                     3: [asm.lui(14, OUT >> 12), asm.addi(0, 0, 0)] + [asm.lw(6, 0x7F0, 0)] * 3
+                     + [asm.lw(12, 0, 14), asm.addi(0, 0, 0), asm.lw(13, 0, 14), asm.ecall()]},
             PIPE_DATA, [(OUT, 8)]),
         # context 2 issues a second mrun while the first command runs: it retries
         Job("busy", {0: main_prog(),
@@ -415,11 +419,11 @@ def jobs():
                          asm.mrun(10), asm.csrrs(11, Csr.CYCLE, 0), asm.mwait(), asm.ecall()]},
             RAW_DATA + [(DESC2, Descriptor(**{**RAW_D.__dict__, "c_base": OUT + 160}).pack()),
                         (OUT + 160, b"\xee" * 160)], [(OUT, 320)]),
-        # context 5's mrun is retried until it is accepted in the cycle right after the first
-        # command's last step (back to back: busy without a gap; with T = 6 only context 5's
-        # M cycles, 5 + 4 mod 6, meet that cycle 87 = 3 mod 6)
+        # context 1's mrun is retried until it is accepted in the cycle right after the first
+        # command's last step (back to back: busy without a gap; with T = 6 only context 1's
+        # M cycles, 1 + 4 mod 6, meet that cycle 89 = 5 mod 6)
         Job("busy_b2b", {0: main_prog(),
-                         5: [asm.lui(10, DESC2 >> 12), asm.addi(10, 10, DESC2 & 0xFFF),
+                         1: [asm.lui(10, DESC2 >> 12), asm.addi(10, 10, DESC2 & 0xFFF),
                              asm.mrun(10), asm.mwait(), asm.csrrs(11, Csr.CYCLE, 0), asm.ecall()]},
             RAW_DATA + [(DESC2, Descriptor(**{**RAW_D.__dict__, "c_base": OUT + 160}).pack()),
                         (OUT + 160, b"\xee" * 160)], [(OUT, 320)]),
@@ -470,13 +474,15 @@ def jobs():
                   [(DESC, d0.pack())] + RAW_DATA[1:]))
     # an engine write of cycle k is seen by fetches from k + 1 (§12 "Memory order", v2): a RAW
     # command (C = J = 1, KB = 3, zero operands) writes bias = `addi a2, x0, 77` over the
-    # `addi a2, x0, 5` at 0x118 in step 23 (cycle 52); context 5 (jal, its word 4, at 47)
-    # fetches 0x118 at 53, context 4 (jal at 46) at 52, context 0 (its word 6) at 54
+    # `addi a2, x0, 5` at 0x118 in step 25 (cycle 54); context 4 (jal, its word 4, at 46)
+    # fetches 0x118 at 52, context 5 (jal at 47) at 53, context 0 (its word 6) at 54, context 1
+    # (jal, its word 5, at 49) at 55
     old, new = asm.addi(12, 0, 5), asm.addi(12, 0, 77)
     dfe = Descriptor(a_base=A, w_base=W, c_base=0x118, p_base=PAR, J0=1, J1=1, K0=3, K1=1, C=1,
                      mode=Mode.RAW)
     js.append(Job("fetch_order", {
         0: [set_a0(DESC), asm.mrun(10), nop, nop, nop, nop, old, asm.mwait(), asm.ecall()],
+        1: [nop, nop, nop, nop, nop, asm.jal(0, 0x118 - pc_of(1, 5))],
         4: [nop, nop, nop, nop, asm.jal(0, 0x118 - pc_of(4, 4))],
         5: [nop, nop, nop, nop, asm.jal(0, 0x118 - pc_of(5, 4))]},
         [(DESC, dfe.pack()), (PAR, ChannelParams(bias=new - (1 << 32) if new >> 31 else new).pack()),
@@ -488,7 +494,7 @@ def jobs():
     js.append(Job("store_after_write", {
         0: [set_a0(DESC), asm.mrun(10), nop, nop, nop, nop, asm.lw(12, 0x7F0, 0), asm.mwait(),
             asm.lw(13, 0x7F0, 0), asm.lw(14, 0x7F4, 0), asm.ecall()],
-        1: [asm.addi(6, 0, 0xAB), nop, nop, nop, nop, asm.sb(6, 0x7F1, 0), asm.ecall()]},
+        3: [asm.addi(6, 0, 0xAB), nop, nop, nop, nop, asm.sb(6, 0x7F1, 0), asm.ecall()]},
         [(DESC, dst.pack()), (PAR, ChannelParams(bias=0x11223344).pack()),
          (A, bytes(24)), (W, bytes(24)), (0x7F0, bytes.fromhex("eeeeeeeeddccbbaa"))]))
     # start resets the engine: a first run ends by a fault while the engine is busy (context
@@ -554,10 +560,10 @@ def test_raw_result_and_timing(results):
     res, (out,) = results["raw"]
     n, t_w = check_halted_run(res, RAW_D)
     # by hand (C = 3: OW = ⌈3/4⌉ = 1, each element's 12 bytes in one write step: its word at
-    # C(j) and 4 bytes of the next): 8 + 6 + 4·3 + 3·6 + 6·1 + 8 = 58 steps (step s at 29 + s),
-    # last at 28 + 58 = 86, idle from 87; mwait at 84 (M 88 ≥ 87; the slot before, 78, has
-    # M 82). (OW = 2 until 2026-12-02: 64 steps.)
-    assert n == 58 and t_w == 84
+    # C(j) and 4 bytes of the next): 8 + 6 + 4·3 + 3·6 + 6·1 + 10 = 60 steps (step s at
+    # 29 + s), last at 28 + 60 = 88, idle from 89; mwait at 90 (M 94 ≥ 89; the slot before, 84,
+    # has M 88). (OW = 2 until 2026-12-02: 66 steps.)
+    assert n == 60 and t_w == 90
     assert out == raw_expected_out(RAW_ACC)
 
 
@@ -566,18 +572,18 @@ def test_tflite_result_and_timing(results, name):
     res, (out,) = results[name]
     d, want = {"tflite": (TFL_D, TFL_OUT), "tflite_u": (TFLU_D, TFLU_OUT)}[name]
     n, t_w = check_halted_run(res, d)
-    # by hand: 8 + 8 + 3·4 + 2·5 + 5·1 + 8 = 51 steps, last at 28 + 51 = 79; mwait M 82 ≥ 80:
+    # by hand: 8 + 8 + 3·4 + 2·5 + 5·1 + 10 = 53 steps, last at 28 + 53 = 81; mwait M 82 ≥ 82:
     # t = 78 (72 has M 76)
-    assert n == 51 and t_w == 78
+    assert n == 53 and t_w == 78
     assert out == want
 
 
 def test_float32_result_and_timing(results):
     res, (out,) = results["float32"]
     n, t_w = check_halted_run(res, F32_D)
-    # by hand: 8 + 8 + 4 + 0 + 16 + 8 = 44 steps, last at 28 + 44 = 72; mwait M 76 >= 73:
+    # by hand: 8 + 8 + 4 + 0 + 16 + 10 = 46 steps, last at 28 + 46 = 74; mwait M 76 >= 75:
     # t = 72 (66 has M 70)
-    assert n == 44 and t_w == 72
+    assert n == 46 and t_w == 72
     assert out == F32_OUT
     q = np.frombuffer(out, np.int8).reshape(16, 8)[:, :4].astype(int) + 3      # rne(p), zp 3
     at = {x: j for j, x in enumerate(F32_X)}
@@ -595,12 +601,12 @@ def test_float32_result_and_timing(results):
 @pytest.mark.parametrize("name", ["gather1", "gather3"])
 def test_gather_result_and_timing(results, name):
     res, (out,) = results[name]
-    d, want, steps = {"gather1": (G1_D, G1_OUT, 27),
-                      "gather3": (G3_D, G3_OUT, 56)}[name]
+    d, want, steps = {"gather1": (G1_D, G1_OUT, 29),
+                      "gather3": (G3_D, G3_OUT, 58)}[name]
     n, _ = check_halted_run(res, d)
-    # by hand: gather1 8 + 2C + K1 + KB·(C + J) + J·(OW − 1) + 8 = 8 + 2 + 3 + 6 + 0 + 8 = 27
-    # (J·OW = 1 < 8: the write, step 18 + 8 = 26, comes 8 steps after the last stream step);
-    # gather3 (C = 3: OW = ⌈3/4⌉ = 1): 8 + 6 + 2 + 32 + 0 + 8 = 56
+    # by hand: gather1 8 + 2C + K1 + KB·(C + J) + J·(OW − 1) + 10 = 8 + 2 + 3 + 6 + 0 + 10 =
+    # 29 (J·OW = 1 < 10: the write, step 18 + 10 = 28, comes 10 steps after the last stream
+    # step); gather3 (C = 3: OW = ⌈3/4⌉ = 1): 8 + 6 + 2 + 32 + 0 + 10 = 58
     assert n == steps
     assert out == want
 
@@ -613,11 +619,11 @@ def test_loads_and_stores_stall_the_engine(results):
     n = steps_by_hand(RAW_D)
     cyc = step_cycles(X0, n, blocked)
     last = cyc[-1]
-    assert last == X0 + n + 7 == 93    # 58 steps, 7 stalls (29, 35, .., 65) in 29..93
+    assert last == X0 + n + 7 == 95    # 60 steps, 7 stalls (29, 35, .., 65) in 29..95
     t_w = mwait_retire(last)
     t0 = res.tiles[0]
     assert res.status == RunStatus.HALTED
-    assert t_w == 90                   # M 94 >= 94 (84: M 88)
+    assert t_w == 96                   # M 100 >= 96 (90: M 94)
     assert t0.contexts[0].regs[11] == t_w + 6
     assert t0.counters["engine"] == last - X0 + 1
     assert out == raw_expected_out(RAW_ACC)
@@ -625,30 +631,30 @@ def test_loads_and_stores_stall_the_engine(results):
 
 def test_stalls_between_stream_steps_and_writes(results):
     """The output pipeline advances by engine steps, not clocks (§12: the write of element j
-    is step s_j + 8, whatever cycles lie between)."""
+    is step s_j + 10, whatever cycles lie between)."""
     res, (out,) = results["stall_pipe"]
     # TFLITE, C = 4, J = 5, KB = 3 (tflite_case): steps 0..7, 8..15, blocks of 4 W + 5 X
-    # steps: X(j, 2) is s_j = 16 + 2·9 + 4 + j = 38 + j, element j is written in step 46 + j
-    # (46..50), 51 steps. Context 1: lui 19, nops 25..61, lw (word 8) at 67 (M 71), lw at 73
-    # (M 77), ecall 79: the engine cycles skip 71 and 77. Steps 0..41 at 29..70, 42..46 at
-    # 72..76, 47..50 at 78..81: s_0 = 38 at 67, its write (step 46) at 76, 9 cycles later;
-    # s_4 = 42 at 72, its write (step 50) at 81
+    # steps: X(j, 2) is s_j = 16 + 2·9 + 4 + j = 38 + j, element j is written in step 48 + j
+    # (48..52), 53 steps. Context 1: lui 19, nops 25..61, lw (word 8) at 67 (M 71), lw at 73
+    # (M 77), lw at 79 (M 83), ecall 85: the engine cycles skip 71, 77 and 83. Steps 0..41 at
+    # 29..70, 42..46 at 72..76, 47..51 at 78..82, 52 at 84: s_0 = 38 at 67, its write (step
+    # 48) at 79, 12 cycles later; s_4 = 42 at 72, its write (step 52) at 84
     n = steps_by_hand(TFL_D)
-    assert n == 51
-    cyc = step_cycles(X0, n, {71, 77})
-    assert (cyc[38], cyc[46], cyc[42], cyc[50]) == (67, 76, 72, 81)
+    assert n == 53
+    cyc = step_cycles(X0, n, {71, 77, 83})
+    assert (cyc[38], cyc[48], cyc[42], cyc[52]) == (67, 79, 72, 84)
     t0 = res.tiles[0]
     assert res.status == RunStatus.HALTED
-    # the lw of M 71 sees element 0's word before its write (cycle 76), the lw of M 77 after
-    # it (an engine write of cycle k is seen by loads from k + 1); with WRITE_DELAY = 2 the
-    # write would have been step 40, cycle 69
+    # the lws of M 71 and 77 see element 0's word before its write (cycle 79), the lw of M 83
+    # after it (an engine write of cycle k is seen by loads from k + 1); with WRITE_DELAY = 8
+    # the write would have been step 46, cycle 77
     c1 = t0.contexts[1]
-    assert c1.regs[12] == 0xEEEE_EEEE
-    assert c1.regs[13] == int.from_bytes(TFL_OUT[4:8], "little")
-    # last step at 81, idle from 82: mwait at 78 (M 82), csrr 84, ecall 90 (the last one,
-    # visible 95): cycles = 95 + D
-    assert t0.contexts[0].regs[11] == 84 and res.cycles == 97
-    assert t0.counters["engine"] == 81 - X0 + 1
+    assert c1.regs[12] == 0xEEEE_EEEE and c1.regs[13] == 0xEEEE_EEEE
+    assert c1.regs[15] == int.from_bytes(TFL_OUT[4:8], "little")
+    # last step at 84, idle from 85: mwait at 84 (M 88; 78 has M 82), csrr 90, ecall 96 (the
+    # last one, visible 101): cycles = 101 + D
+    assert t0.contexts[0].regs[11] == 90 and res.cycles == 103
+    assert t0.counters["engine"] == 84 - X0 + 1
     assert t0.counters["macs"] == 8 * 4 * 5 * 3
     assert out == TFL_OUT
 
@@ -656,52 +662,55 @@ def test_stalls_between_stream_steps_and_writes(results):
 def test_writes_after_the_last_stream_step(results):
     """J·OW = 3 < WRITE_DELAY: the writes follow the last stream step (§12 "Step schedule")."""
     res, (out,) = results["short"]
-    # steps 0..7, 8..15, W 16..19, X(j) = s_j = 20 + j; element j written in step 28 + j
-    # (steps 23..27 neither read nor write); 8 + 8 + 4 + 0 + 3 + 8 = 31 steps. Context 1: lui
-    # 19, nops 25..43, lw at 49 (M 53), lw at 55 (M 59), ecall 61: the engine cycles skip 53
-    # and 59. Steps 0..23 at 29..52, 24..28 at 54..58, 29..30 at 60..61: element 0 is
-    # written at 58, element 1 at 60, element 2 at 61 (the last step)
+    # steps 0..7, 8..15, W 16..19, X(j) = s_j = 20 + j; element j written in step 30 + j
+    # (steps 23..29 neither read nor write); 8 + 8 + 4 + 0 + 3 + 10 = 33 steps. Context 1: lui
+    # 19, nops 25..43, lw at 49 (M 53), lw at 55 (M 59), lw at 61 (M 65), ecall 67: the engine
+    # cycles skip 53 and 59 (65 is after the last step). Steps 0..23 at 29..52, 24..28 at
+    # 54..58, 29..32 at 60..63: element 0 is written at 61, element 1 at 62, element 2 at 63
+    # (the last step)
     n = steps_by_hand(SHORT_D)
-    assert n == 31
+    assert n == 33
     cyc = step_cycles(X0, n, {53, 59})
-    assert (cyc[20], cyc[22], cyc[28], cyc[29], cyc[30]) == (49, 51, 58, 60, 61)
+    assert (cyc[20], cyc[22], cyc[30], cyc[31], cyc[32]) == (49, 51, 61, 62, 63)
     t0 = res.tiles[0]
     assert res.status == RunStatus.HALTED
-    # M 53: not written yet (with WRITE_DELAY = 2 it would have been, in step 22 at 51);
-    # M 59: written at 58
+    # M 53 and M 59: not written yet (with WRITE_DELAY = 2 it would have been, in step 22 at
+    # 51); M 65: written at 61
     c1 = t0.contexts[1]
-    assert c1.regs[12] == 0xEEEE_EEEE
-    assert c1.regs[13] == int.from_bytes(bytes(v & 0xFF for v in SHORT_Q[0]), "little")
-    # idle from 62: mwait at 60 (M 64), csrr 66, ecall 72 (visible 77): cycles = 77 + D
+    assert c1.regs[12] == 0xEEEE_EEEE and c1.regs[13] == 0xEEEE_EEEE
+    assert c1.regs[15] == int.from_bytes(bytes(v & 0xFF for v in SHORT_Q[0]), "little")
+    # idle from 64: mwait at 60 (M 64), csrr 66, ecall 72 (visible 77; context 1's at 67):
+    # cycles = 77 + D
     assert t0.contexts[0].regs[11] == 66 and res.cycles == 79
-    assert t0.counters["engine"] == 61 - X0 + 1
+    assert t0.counters["engine"] == 63 - X0 + 1
     assert t0.counters["macs"] == 8 * 4 * 3
     assert out == SHORT_OUT
 
 
 
 def test_shortest_accumulate_again_distance_with_stalls(results):
-    """J = 1, C = 1, KB = 4 (acc[0] accumulated every 2 steps; the engine's MAC is two stages,
-    issue #13), with loads and stores between the steps; the timing of §12 is unchanged."""
+    """J = 1, C = 1, KB = 4 (acc[0] accumulated every 2 steps; the engine's MAC is three
+    stages with WRITE_DELAY = 10, issue #13), with loads and stores between the steps; the
+    timing of §12 is unchanged."""
     res, (out,) = results["pipe"]
-    # steps 8 + 2 + 4·1 + 3·1 + 1·1 + 8 = 26: W(0, b) in step 10 + 2b, X(0, b) in 11 + 2b,
-    # s_0 = 17, the write in step 25. Not engine cycles: context 1's store M cycles 29, 35,
-    # 41, 47, 53, 59 and context 3's load M cycles 37, 43, 49, 55, 61, 67 (its word i issues
-    # at 21 + 6i); steps 0..25 at 30..34, 36, 38..40, 42, 44..46, 48, 50..52, 54, 56..58, 60,
-    # 62..65: X(0, b) at 45, 48, 51, 54, the write at 65
+    # steps 8 + 2 + 4·1 + 3·1 + 1·1 + 10 = 28: W(0, b) in step 10 + 2b, X(0, b) in 11 + 2b,
+    # s_0 = 17, the write in step 27. Not engine cycles: context 1's store M cycles 29, 35,
+    # 41, 47, 53, 59 and context 3's load M cycles 37, 43, 49, 55, 67 (its word i issues at
+    # 21 + 6i; word 6, M 61, is a nop); steps 0..27 at 30..34, 36, 38..40, 42, 44..46, 48,
+    # 50..52, 54, 56..58, 60..66: X(0, b) at 45, 48, 51, 54, the write at 66
     n = steps_by_hand(PIPE_D)
-    assert n == 26
-    blocked = {29, 35, 41, 47, 53, 59, 37, 43, 49, 55, 61, 67}
+    assert n == 28
+    blocked = {29, 35, 41, 47, 53, 59, 37, 43, 49, 55, 67}
     cyc = step_cycles(X0, n, blocked)
-    assert [cyc[s] for s in (11, 13, 15, 17, 25)] == [45, 48, 51, 54, 65]
+    assert [cyc[s] for s in (11, 13, 15, 17, 27)] == [45, 48, 51, 54, 66]
     t0 = res.tiles[0]
     assert res.status == RunStatus.HALTED
-    # idle from 66: mwait at 66 (M 70), csrr 72, ecall 78 (the last; context 3's is at 69),
+    # idle from 67: mwait at 66 (M 70), csrr 72, ecall 78 (the last; context 3's is at 69),
     # visible 83: cycles = 83 + D
     assert t0.contexts[0].regs[11] == 72 and res.cycles == 85
-    assert t0.counters["engine"] == 65 - X0 + 1
+    assert t0.counters["engine"] == 66 - X0 + 1
     assert t0.counters["macs"] == 8 * 4
-    # the load of M 61 is before the write (cycle 65), the one of M 67 after it
+    # the load of M 55 is before the write (cycle 66), the one of M 67 after it
     c3 = t0.contexts[3]
     assert c3.regs[12] == 0xEEEE_EEEE
     assert c3.regs[13] == int.from_bytes(PIPE_OUT[:4], "little")
@@ -710,52 +719,53 @@ def test_shortest_accumulate_again_distance_with_stalls(results):
 def test_mrun_while_busy_retries(results):
     res, (out,) = results["busy"]
     n1 = n2 = steps_by_hand(RAW_D)
-    # context 2: lui 20, addi 26, mrun 32, 38, ... retry until M ≥ 28 + n1 + 1 = 87 (n1 = 58):
+    # context 2: lui 20, addi 26, mrun 32, 38, ... retry until M ≥ 28 + n1 + 1 = 89 (n1 = 60):
     # t = 86 (≡ 2 mod 6, M 90; 80 has M 84), accepted at x2 = 90; csrr at 92
     t_a = 32
     while t_a + 4 < X0 + n1 + 1:
         t_a += T
-    assert n1 == 58 and t_a == 86
+    assert n1 == 60 and t_a == 86
     t0 = res.tiles[0]
     assert t0.contexts[2].regs[11] == t_a + 6
     x2 = t_a + 4
-    # context 0's mwait retires at 84 (M 88: idle between the commands, 87..89); context 2
-    # waits for the second
-    assert t0.contexts[0].regs[11] == mwait_retire(X0 + n1) + 6 == 90
+    # context 0's mwait (M = 34 + 6r): M 88 is the first command's last step, M 94 finds the
+    # second (accepted at 90; the engine is idle only in 89): it waits for both. The second
+    # command's last step is x2 + n2 = 150: context 0 retires at 150 (M 154; 144 has M 148),
+    # csrr at 156
+    assert t0.contexts[0].regs[11] == 156
     assert t0.counters["engine"] == (n1 + 1) + (n2 + 1)
     assert res.status == RunStatus.HALTED
     # context 2's mwait: first at t_a + 12 = 98, retires at the first t ≡ 2 with
-    # t + 4 ≥ x2 + n2 + 1 = 149: 146; its ecall at t_w2 + 6 = 152 is the last one:
-    # cycles = t_w2 + 6 + 5 + D = 159
+    # t + 4 ≥ x2 + n2 + 1 = 151: 152; its ecall at t_w2 + 6 = 158; context 0's at 162 is the
+    # last one: cycles = 162 + 5 + D = 169
     t_w2 = t_a + 12
     while t_w2 + 4 < x2 + n2 + 1:
         t_w2 += T
-    assert t_w2 == 146 and res.cycles == 159
-    assert res.cycles == t_w2 + 6 + 5 + D
+    assert t_w2 == 152 and res.cycles == 169
     assert out == raw_expected_out(RAW_ACC) * 2
 
 
 def test_back_to_back_commands(results):
     res, (out,) = results["busy_b2b"]
     n = steps_by_hand(RAW_D)
-    # first command: busy 28 .. 28 + n = 86 (n = 58). Context 5: lui 23, addi 29, mrun 35,
-    # 41, ...; the issue at 83 has M = 87, the first idle cycle: accepted at x2 = 87 (no gap),
-    # busy 87 .. 87 + n = 145; its mwait (89, 95, ...) retires at the first t ≡ 5 with
-    # t + 4 ≥ 146: 143
-    assert n == 58
-    x2 = 87
-    t_w = 89
+    # first command: busy 28 .. 28 + n = 88 (n = 60). Context 1: lui 19, addi 25, mrun 31,
+    # 37, ...; the issue at 85 has M = 89, the first idle cycle: accepted at x2 = 89 (no gap),
+    # busy 89 .. 89 + n = 149; its mwait (91, 97, ...) retires at the first t ≡ 1 with
+    # t + 4 ≥ 150: 151
+    assert n == 60
+    x2 = 89
+    t_w = 91
     while t_w + 4 < x2 + n + 1:
         t_w += T
-    assert t_w == 143
+    assert t_w == 151
     t0 = res.tiles[0]
     assert res.status == RunStatus.HALTED
-    assert t0.contexts[5].regs[11] == t_w + 6
-    # context 0's mwait (30, 36, ...): at 78 its M (82) finds the first command busy, at 84
-    # its M (88) the second, so it also waits for it: t = 144 (M 148 ≥ 146), csrr at 150,
-    # ecall at 156, the last one (context 5's at 155): visible 161, cycles = 161 + D
-    assert t0.contexts[0].regs[11] == 150 and res.cycles == 163
-    assert t0.counters["engine"] == 2 * (n + 1)          # cycles 28 .. 145, every one busy
+    assert t0.contexts[1].regs[11] == t_w + 6
+    # context 0's mwait (30, 36, ...): at 84 its M (88) finds the first command busy, at 90
+    # its M (94) the second, so it also waits for it: t = 150 (M 154 ≥ 150), csrr at 156,
+    # ecall at 162; context 1's ecall at 163 is the last one: visible 168, cycles = 168 + D
+    assert t0.contexts[0].regs[11] == 156 and res.cycles == 170
+    assert t0.counters["engine"] == 2 * (n + 1)          # cycles 28 .. 149, every one busy
     assert t0.counters["macs"] == 2 * 8 * 3 * 6 * 4
     assert out == raw_expected_out(RAW_ACC) * 2
 
@@ -765,13 +775,14 @@ def test_engine_pauses_in_the_exchange_phase(results):
     n = steps_by_hand(RAW_D)
     # context 0: a0 (18), mrun (24, x = 28), addi (30), csrrw xprog (36), sync ARRAY (42,
     # visible 47 = k*); D = 2 (N = 1): r = 49; IDLE 5 at 49..53, END at e = 54. The steps
-    # skip 49..54: the last one (n = 58) is at 28 + 58 + 6 = 92. RUNNING from 55: mwait 60,
-    # 66, ... retires at 90 (M 94 ≥ 93), csrr at 96, ecall at 102 (visible 107): cycles = 109
+    # skip 49..54: the last one (n = 60) is at 28 + 60 + 6 = 94. RUNNING from 55: mwait 60,
+    # 66, ... retires at 96 (M 100 ≥ 95; 90 has M 94), csrr at 102, ecall at 108 (visible
+    # 113): cycles = 115
     last = step_cycles(X0, n, set(range(49, 55)))[-1]
-    assert last == 92
+    assert last == 94
     t0 = res.tiles[0]
-    assert res.status == RunStatus.HALTED and res.cycles == 109
-    assert t0.contexts[0].regs[11] == 96
+    assert res.status == RunStatus.HALTED and res.cycles == 115
+    assert t0.contexts[0].regs[11] == 102
     assert t0.counters["engine"] == last - X0 + 1
     assert t0.counters["exchange"] == 6 and t0.counters["sync"] == 2
     assert out == raw_expected_out(RAW_ACC)
@@ -794,8 +805,8 @@ FAULTS = {
     "f_gather": (13, 0x4000, ADDRESS),
     # check 4: C(0) = OUT + 6, 6 + 4 > 8; KB = 3: steps 0..7, 8..15, then 3 blocks of
     # 4 W + 5 X steps; the last block's X(0) is step 16 + 2·9 + 4 = 38, its write step
-    # 38 + 8 = 46 (the stream steps 39..42 of elements 1..4 and three tail steps come first)
-    "f_write": (46, OUT + 6, ADDRESS),
+    # 38 + 10 = 48 (the stream steps 39..42 of elements 1..4 and five tail steps come first)
+    "f_write": (48, OUT + 6, ADDRESS),
     # check 1 on X(j = 2, b = 0) (j1 = 1): steps 0..13 desc/params, W 14..16, X(0) 17,
     # X(1) 18, X(2) 19 at A + 0x4000 = 0x5400 >= 16 KiB
     "f_xrange": (19, A + 0x4000, ADDRESS),
@@ -861,9 +872,9 @@ def test_instruction_fault_before_engine_fault(results):
 def test_raw_two_word_writes_at_8_mod_16(results):
     res, (out,) = results["raw4_odd"]
     n, t_w = check_halted_run(res, R4_D)
-    # by hand: 8 + 8 + 4 + 0 + 2·1 + 8 = 30 steps, last at 28 + 30 = 58, idle from 59; mwait
+    # by hand: 8 + 8 + 4 + 0 + 2·1 + 10 = 32 steps, last at 28 + 32 = 60, idle from 61; mwait
     # at 60 (M 64; 54 has M 58)
-    assert n == 30 and t_w == 60
+    assert n == 32 and t_w == 60
     assert out == R4_OUT
 
 
@@ -899,19 +910,20 @@ def test_engine_write_seen_by_the_fetch_of_its_cycle(results):
     res, _ = results["fetch_order"]
     d = Descriptor(J0=1, J1=1, K0=3, K1=1, C=1, mode=Mode.RAW)
     # steps: 0..7, 8..9, blocks b = 0..2: W at 10 + 2b, X at 11 + 2b; X(0, 2) = 15, write
-    # 15 + 8 = 23 at cycle 29 + 23 = 52 (no load or store before it)
-    assert steps_by_hand(d) == 24
+    # 15 + 10 = 25 at cycle 29 + 25 = 54 (no load or store before it)
+    assert steps_by_hand(d) == 26
     t0 = res.tiles[0]
     assert res.status == RunStatus.HALTED
-    assert t0.contexts[5].regs[12] == 77          # fetched at 53 = the write's cycle + 1
-    assert t0.contexts[4].regs[12] == 5           # fetched at 52 = the write's cycle
-    assert t0.contexts[0].regs[12] == 77          # fetched at 54
+    assert t0.contexts[4].regs[12] == 5           # fetched at 52
+    assert t0.contexts[5].regs[12] == 5           # fetched at 53
+    assert t0.contexts[0].regs[12] == 5           # fetched at 54 = the write's cycle
+    assert t0.contexts[1].regs[12] == 77          # fetched at 55 = the write's cycle + 1
 
 
 def test_store_after_engine_write_wins(results):
     res, _ = results["store_after_write"]
-    # the engine writes 0x11223344 to 0x7F0 in step 15 + 8 = 23 = cycle 52 (no stall before;
-    # its last step, so idle from 53); context 1's sb (its word 5, issued 49, M 53) writes byte
+    # the engine writes 0x11223344 to 0x7F0 in step 15 + 10 = 25 = cycle 54 (no stall before;
+    # its last step, so idle from 55); context 3's sb (its word 5, issued 51, M 55) writes byte
     # 0x7F1 = 0xAB; context 0's lw (issued 54, M 58) and the lw after mwait read 0x1122AB44;
     # the word at 0x7F4 (RAW, C = 1: 4 bytes) is untouched
     c0 = res.tiles[0].contexts[0]

@@ -86,24 +86,33 @@ def test_engine_parity_long(cfg):
 
 
 def test_no_engine_build_makes_mrun_mwait_illegal():
-    """engine_macs = 0 builds no engine: mrun and mwait are illegal_instruction (§3.1)."""
+    """engine_macs = 0 builds no engine: mrun and mwait are illegal_instruction (§3.1).
+
+    On the ``small`` preset without the engine (4 tiles, 64 KiB: the build that test_demo and
+    test_kernel_lib_rtl make anyway; test_hdl_core checks the same words on one Amaranth-
+    simulated tile), every tile running the program."""
+    from tessera.spec.config import preset
     from tessera.spec.result import RunStatus
     from tessera.tb.backend import result_from_json
     from tessera.tb.runner import build_array
     from tessera.toolchain import asm
-    cfg = ArrayConfig(name="noeng", tiles=1, contexts=6, sram_bytes=16384, engine_macs=0)
+    cfg = preset("small").replace(engine_macs=0)
+    assert (cfg.tiles, cfg.contexts) == (4, 6)
     jobs = []
     for word in (asm.mrun(5), asm.mwait()):
         # context 0: nop (0), the word (4); the others spin (j .)
         code = [asm.csrrs(6, 0xCC1, 0), asm.bne(6, 0, 12), asm.addi(0, 0, 0), word, asm.jal(0, 0)]
         jobs.append({"name": hex(word), "entry": 0, "max_cycles": 200,
-                     "segments": [[0, 0, asm.program(code).hex()]]})
+                     "segments": [[t, 0, asm.program(code).hex()] for t in range(cfg.tiles)]})
     out = build_array(cfg).run({"jobs": jobs})
     for word, res in zip((asm.mrun(5), asm.mwait()), out["jobs"]):
         r = result_from_json(res["result"])
-        f = r.tiles[0].fault
-        # v2 (T = 6, N = 1: D = 2): context 0 issues csrr (0), bne (6), nop (12), the word
-        # (18): its fault is visible from 18 + 5 = 23, cycles = 23 + D = 25 (§4, §7 "Stop")
-        assert r.status == RunStatus.FAULT and r.cycles == 25
-        assert (f.context, f.cause, f.pc, f.addr) == (0, FaultCause.ILLEGAL_INSTRUCTION, 12, word)
-        assert r.tiles[0].counters["engine"] == 0
+        # v2 (T = 6, N = 4: D = ceil(log2 4) + 2 = 4): context 0 of every tile issues csrr
+        # (0), bne (6), nop (12), the word (18): its fault is visible from 18 + 5 = 23 on every
+        # tile, cycles = 23 + D = 27 (§4, §7 "Stop")
+        assert r.status == RunStatus.FAULT and r.cycles == 27
+        for t in range(cfg.tiles):
+            f = r.tiles[t].fault
+            assert (f.context, f.cause, f.pc, f.addr) == \
+                (0, FaultCause.ILLEGAL_INSTRUCTION, 12, word), t
+            assert r.tiles[t].counters["engine"] == 0

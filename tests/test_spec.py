@@ -101,13 +101,13 @@ def test_host_map_blocks_fit():
 def test_engine_output_writes_by_hand():
     # §12 "Step schedule": OW = ⌈C/4⌉ write steps per element in RAW mode (16 bytes a step:
     # two 8-byte words), 1 in the byte modes. The example of §12: C = 4, J = 128, KB = 16 is
-    # 8 + 8 + 64 + 15·128 + 128 + 8 = 2,136 steps in RAW and in TFLITE mode.
+    # 8 + 8 + 64 + 15·128 + 128 + 10 = 2,138 steps in RAW and in TFLITE mode (WRITE_DELAY = 10).
     from tessera.spec.engine import (ENGINE_WRITE_WORDS, Descriptor, Mode, command_steps,
                                      output_words)
     assert ENGINE_WRITE_WORDS == 2
     assert [output_words(Mode.RAW, c) for c in range(1, 9)] == [1, 1, 1, 1, 2, 2, 2, 2]
     assert {output_words(m, c) for m in (Mode.TFLITE, Mode.FLOAT32) for c in range(1, 9)} == {1}
     for mode in (Mode.RAW, Mode.TFLITE):
-        assert command_steps(Descriptor(J0=128, K0=16, C=4, mode=mode)) == 2136
-    # C = 8 (P = 64), J = 10, KB = 2, RAW: 8 + 16 + 16 + 10 + 10·2 + 8 = 78
-    assert command_steps(Descriptor(J0=10, K0=2, C=8, mode=Mode.RAW)) == 78
+        assert command_steps(Descriptor(J0=128, K0=16, C=4, mode=mode)) == 2138
+    # C = 8 (P = 64), J = 10, KB = 2, RAW: 8 + 16 + 16 + 10 + 10·2 + 10 = 80
+    assert command_steps(Descriptor(J0=10, K0=2, C=8, mode=Mode.RAW)) == 80

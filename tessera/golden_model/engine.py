@@ -22,7 +22,8 @@ write steps per element (``output_words``: ⌈C/4⌉ in ``RAW``, else 1)::
     block b < KB-1           C lane loads W(0..C-1, b), then J stream steps X(0..J-1, b)
     block KB-1               C lane loads, then per element one stream step + OW-1 silent steps
     writes                   write w of element j in step s_j + WRITE_DELAY + w (s_j: its last
-                             stream step; WRITE_DELAY = 8: after the last stream step when J·OW < 8);
+                             stream step; WRITE_DELAY = 10: after the last stream step when
+                             J·OW < 10);
                              RAW write w: bytes 16w .. min(16w+16, 4C)-1 of the element at
                              C(j) + 16w (one or two 8-byte words, ENGINE_WRITE_WORDS)
 

@@ -32,8 +32,9 @@ VECTOR_BYTES = 8
 #: The step in which the descriptor fields are checked (the step reading word 7).
 DESC_CHECK_STEP = DESC_WORDS - 1
 #: Output word w of element j is written in step s_j + WRITE_DELAY + w (s_j: its last stream step);
-#: §12 "Why WRITE_DELAY = 8": room for a pipelined requantization between the two.
-WRITE_DELAY = 8
+#: §12 "Why WRITE_DELAY = 10": room for a pipelined MAC and requantization between the two (8
+#: from 2026-12-01 to 2026-12-07, 2 before).
+WRITE_DELAY = 10
 
 #: 8-byte words one engine write step may write (§12 "Engine cycles", "Why two write words"):
 #: bytes within one aligned word, or two consecutive aligned words at a and a + 8.

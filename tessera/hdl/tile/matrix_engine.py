@@ -27,20 +27,23 @@ Internally a step goes through four parts, each advancing with ``adv``:
   4w .. 4w + 3: up to two consecutive 8-byte words, ``ENGINE_WRITE_WORDS``) and writes; write
   faults (check 4) are decided in that step.
 
-**Depth from WRITE_DELAY.** The stages above are the contract's ``WRITE_DELAY`` = 8 (7 register
-stages between an element's last read and its write: 2 MAC + 5 requantization). The RTL
-derives its depth from the constant, so a larger one (a contract change) buys registers where
-synthesis needs them, with no other edit: with WRITE_DELAY ≥ 1 + 3 + REQUANT_STAGES the stream
+**Depth from WRITE_DELAY.** The stages above are the shape built for ``WRITE_DELAY`` = 8 (the
+contract from 2026-12-01 to 2026-12-07: 7 register stages between an element's last read and
+its write, 2 MAC + 5 requantization). The RTL derives its depth from the constant, so a larger
+one buys registers where synthesis needs them, with no other edit; the contract's 10 (since
+2026-12-07) builds both of the following: with WRITE_DELAY ≥ 1 + 3 + REQUANT_STAGES the stream
 word is registered in the step after its read (``xw``; nothing of the SRAM's output reaches a
 multiplier in the cycle it arrives), the products follow one step later and the adder tree
 one step after that (:data:`MAC_STAGES` = 3, acc[j] read in the products' step); with one
 step more (:data:`OUT_Q`) a stage after the requantization adds ``zp``, clamps, places the
 bytes and decides their write's check 4, so the write step takes data, mask and check from
-registers. tests/test_hdl_engine_deep.py runs those shapes against the golden model built with
-the same constant (WRITE_DELAY = 9 and 10); docs/synthesis.md has what they measure.
+registers. The rest of the suite tests the contract's shape; tests/test_hdl_engine_deep.py runs
+the others (WRITE_DELAY = 8 and 9) against the golden model built with the same constant;
+docs/synthesis.md has what they measure.
 
-The MAC is two stages (issue #13: in one clock, port B → multipliers → adder tree → acc was the
-tile's worst path). None of it is architectural (§12 puts only the reads, the writes in s_j +
+The MAC is two stages with WRITE_DELAY = 8 and three with the contract's 10 (issue #13: in one
+clock, port B → multipliers → adder tree → acc was the tile's worst path; then port B →
+multipliers in one clock, docs/synthesis.md). None of it is architectural (§12 puts only the reads, the writes in s_j +
 WRITE_DELAY + w, the counters and the faults on steps), so the cut needs two arguments:
 
 * **Accumulate-again distance.** X(j, b) is read in step s; acc[j] is next accumulated by

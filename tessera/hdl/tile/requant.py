@@ -1,5 +1,5 @@
 """The matrix engine's pipelined output requantization (docs/architecture.md §12 "Semantics" and
-"Why WRITE_DELAY = 8").
+"Why WRITE_DELAY = 10").
 
 Two per-lane chains, each :data:`REQUANT_STAGES` register stages long, every register loading
 when the caller's enable is high (the engine passes ``adv``, its step enable, so the chain
@@ -17,7 +17,9 @@ can enter in every enabled clock):
 
 The chains have 5 stages since the engine's MAC step became two stages (products, then the
 adder tree and accumulate; issue #13): the 7 register stages between an element's last read
-and its write step (§12 ``WRITE_DELAY`` = 8) are 2 MAC stages and these 5. To fit, the TFLITE
+and its write step with §12's ``WRITE_DELAY`` = 8 (2026-12-01 to 2026-12-07) are 2 MAC stages
+and these 5; the contract's 10 has 9: 3 MAC stages (the stream word registered first), these
+5 and the engine's output stage (``OUT_Q``: zero point, clamp, byte placement). To fit, the TFLITE
 rounding shift and its increment share a stage (a shift by multiplexers, then one 12-bit carry
 chain), and the FLOAT32 rounding increment of |acc| sits in the normalisation stage (only the
 shift-right branch, whose shift is at most 8, rounds).
