@@ -510,10 +510,7 @@ class EngineSramSignature(wiring.Signature):
     -------
     rd_en : Out(1)
         Read the word ``rd_addr`` in this step (port B; the SRAM as after all writes of
-        earlier cycles); the word is on ``rd_data`` in the next cycle. The SRAM puts
-        ``rd_addr`` on port B in every cycle no other user has it (no send, load or host
-        read), so a step's read never depends on ``rd_en``; it is the engine's own record
-        of the step.
+        earlier cycles); the word is on ``rd_data`` in the next cycle.
     rd_addr : Out(aw)
     rd_data : In(64)
     wr_en : Out(1)

@@ -237,14 +237,7 @@ class TileSram(wiring.Component):
         m.d.comb += [fetch.data.eq(Mux(fa_lane, pa_word[32:], pa_word[:32])),
                      xchg.step_data.eq(Mux(win_cur, win[1], win[0]))]
 
-        # -- port B: send, else load, else host read, else the engine's read address. The
-        # engine reads only in its steps, which are never cycles of a send (the exchange
-        # phase), of a LOAD / STORE in M (§12 "Engine cycles") or of a host read (the host
-        # reads only while the array is stopped, §9, and the engine steps only while it
-        # runs); any other cycle's read is unused. So the engine's address is the default and
-        # its read enable (its step decision: the core's M stage, the exchange phase, its
-        # frozen state and check 1) is not on the SRAM's address path; ``eng.rd_en`` only
-        # tells the engine that its word arrives (its own ``fresh`` register).
+        # -- port B: send, else load, else engine read, else host read
         pb_addr = Signal(ab - 3)
         pb_bank = Signal()
         b_lane = Signal()
@@ -255,11 +248,11 @@ class TileSram(wiring.Component):
         with m.Elif(data.re):
             m.d.comb += pb_addr.eq(data.addr[3:ab])
             m.d.sync += b_lane.eq(data.addr[2])
-        with m.Elif(host.re):
+        with m.Elif(eng.rd_en):
+            m.d.comb += pb_addr.eq(eng.rd_addr)
+        with m.Else():
             m.d.comb += pb_addr.eq(host.addr[3:ab])
             m.d.sync += b_lane.eq(host.addr[2])
-        with m.Else():
-            m.d.comb += pb_addr.eq(eng.rd_addr)
         for pb in pbs:
             m.d.comb += [pb.en.eq(1), pb.addr.eq(pb_addr[1:])]
         m.d.sync += pb_bank.eq(pb_addr[0])
