@@ -146,6 +146,9 @@ def test_send_fault_in_the_middle_of_a_run(engine):
 
 
 @pytest.mark.rtl
+@pytest.mark.slow       # the default suite runs the same three runs on the same RTL in the
+#                         Amaranth simulator (below) and the exchange on Verilator in
+#                         test_rtl_array; this one costs a Verilator build of its own (L = 4)
 @pytest.mark.parametrize("bad_tile, bad_send_tile", [(None, None), (1, None), (None, 2)])
 def test_rtl_equals_the_model(bad_tile, bad_send_tile):
     from tessera.backends import run_program_io
