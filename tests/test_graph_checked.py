@@ -128,3 +128,26 @@ def test_checked_needs_the_model_backend(codelet_file):
     eng.backend = "rtl"
     with pytest.raises(GraphError, match="needs the 'model' backend, not 'rtl'"):
         eng.run(checked=True)
+
+
+@pytest.mark.parametrize("how", ["log-overflow", "vector-trace"])
+def test_both_store_sources_find_the_same_violation(codelet_file, monkeypatch, how):
+    """A checked run replays the fast engine's store log; a log too small for the run's
+    stores (8 entries here) is run again at the size it needed, and without a fast engine
+    the vectorized engine's retire trace gives the stores: the same violation either way
+    (the expected one is worked out in test_store_past_a_tensor_is_reported)."""
+    import tessera.golden_model.fast as fast
+    import tessera.toolchain.graph.checked as checked
+    if how == "log-overflow":
+        monkeypatch.setattr(checked, "STORE_LOG_ENTRIES", 8)
+    else:
+        monkeypatch.setattr(fast, "available", lambda: False)
+    eng = _engine(codelet_file, "over_copy", over_tile=2)
+    with pytest.raises(TensorBoundsError) as ei:
+        eng.run(checked=True)
+    e = ei.value
+    y_row2 = int(eng.compiled.tensors["y"][1][2])
+    assert (e.tile, e.context, e.addr, e.violation.hit) == (2, 4, y_row2 + 64,
+                                                           "tensor 'z' [32:48]")
+    assert len(e.violations) == 1
+    assert (eng.read_tensor("y")[2] == np.arange(32, 48) + 1).all()

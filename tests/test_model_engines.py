@@ -25,7 +25,7 @@ from tessera.spec.config import ArrayConfig
 from tessera.spec.csr import Csr
 from tessera.spec.exchange import Step, XOp, encode_program
 from tessera.spec.faults import FaultCause
-from tessera.spec.result import ContextState
+from tessera.spec.result import ContextState, RunStatus
 
 SRAM = 16 * 1024
 XP = 0x1800          # exchange programs
@@ -120,6 +120,70 @@ def test_fast_equals_vector_random_streams_with_faults(kind, undo_log):
     assert fj["tiles"][tile]["fault"]["cause"] == randprog.FAULT_KINDS[kind].name.lower() \
         or int(arrs[0].faults[tile].cause) == int(randprog.FAULT_KINDS[kind])
     _assert_same(cfg, fj, vj, arrs, f"randprog fault {kind}")
+
+
+# ----------------------------------------------------------------------------- store log
+_STORE_KEYS = ("cycle", "tile", "context", "pc", "store_addr", "store_data", "store_mask")
+
+
+def _store_logs(cfg, segments, max_cycles, chunks=None, capacity=1 << 16):
+    """The fast engine's store log (Array(stores=capacity)) and the vectorized engine's
+    retire-trace stores of the same runs, as lists of tuples (_STORE_KEYS order)."""
+    fast = Array(cfg, engine="fast", stores=capacity)
+    vec = Array(cfg, engine="vector", trace=True)
+    for arr in (fast, vec):
+        for tile, addr, data in segments:
+            arr.write_mem(tile, addr, bytes(data))
+        arr.start(0)
+        for lim in (chunks or []) + [max_cycles]:
+            res = arr.run(lim)
+    got = [tuple(int(v) for v in row) for row in zip(*(fast.stores[k] for k in _STORE_KEYS))]
+    want = [tuple(r[k] for k in _STORE_KEYS) for r in vec.trace if r["store_mask"]]
+    return fast, got, want, res
+
+
+def test_fast_store_log_equals_vector_trace_stores(monkeypatch):
+    """The store log of the checked graph runs (tessera/toolchain/graph/checked.py): every
+    retired store of the fast engine, with the store fields of the vectorized engine's retire
+    trace, in (cycle, tile) order — on random streams with each planted fault and on BSP /
+    exchange programs with timeouts and continued runs, with windows of 64 / N cycles so that
+    rolled-back windows (whose stores are logged again in lock step) are in the sample. (The
+    fault kinds here are 3 of randprog's 8: a store, a load and an ebreak; each rolls back a
+    window; test_fast_equals_vector_random_streams_with_faults runs all 8 without the log.)"""
+    monkeypatch.setattr(fast_run, "ULOG_ENTRIES", 64)
+    rollbacks = stores = 0
+    cases = []
+    for kind in ("access_fault_store", "misaligned_load", "ebreak"):
+        cfg = ArrayConfig(tiles=3, contexts=7, sram_bytes=SRAM)
+        p = randprog.generate(cfg, 200 + len(kind), total=250, fault=kind)
+        cases.append((f"fault {kind}", cfg, p.segments, p.max_cycles, None))
+    for seed in range(8):
+        cfg, segs, max_cycles, chunks = _bsp_case(seed)
+        cases.append((f"bsp seed {seed}", cfg, segs, max_cycles, chunks))
+    for what, cfg, segs, max_cycles, chunks in cases:
+        fast, got, want, _ = _store_logs(cfg, segs, max_cycles, chunks)
+        assert got == want, what
+        assert fast.stores_needed == len(want), what
+        rollbacks += fast._fast_stats["rollbacks"]
+        stores += len(want)
+    assert rollbacks > 0 and stores > 1000, (rollbacks, stores)
+
+
+def test_store_log_capacity_counts_what_it_cannot_keep():
+    """A log smaller than the run's stores keeps ``capacity`` entries and counts them all;
+    a new start empties it; the vectorized engine has no store log."""
+    cfg = ArrayConfig(tiles=2, contexts=6, sram_bytes=SRAM)
+    p = randprog.generate(cfg, 7, total=800)
+    fast, _, want, res = _store_logs(cfg, p.segments, p.max_cycles, capacity=10)
+    assert res.status == RunStatus.HALTED and len(want) > 10
+    assert fast.stores_needed == len(want) and len(fast.stores) == 10
+    fast.start(0)
+    assert fast.stores_needed == 0 and len(fast.stores) == 0
+    with pytest.raises(ValueError, match="stores=4 needs the fast engine"):
+        Array(cfg, engine="vector", stores=4)
+    with pytest.raises(ValueError, match="capacity >= 0"):
+        Array(cfg, stores=-1)
+    assert Array(cfg).stores is None
 
 
 def test_fast_equals_vector_timeout_and_continuation(undo_log):

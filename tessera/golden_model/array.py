@@ -187,6 +187,12 @@ class Array:
         another timing contract than this module (``tessera.golden_model.fast.
         CONTRACT_VERSION`` != :data:`CONTRACT_VERSION`), ``"fast"`` asked for explicitly or
         through the environment raises ``ValueError`` and the default is ``"vector"``.
+    stores : int
+        Capacity (entries) of the store log, 0 (default): none. With a capacity, the fast
+        engine records every retired store in :attr:`stores` (the store fields of its retire
+        record, at a small fraction of a trace's cost: the tensor-bounds checked graph runs,
+        :mod:`tessera.toolchain.graph.checked`). Stores past the capacity are counted in
+        :attr:`stores_needed` but not kept. Needs the fast engine.
 
     Members
     -------
@@ -203,6 +209,15 @@ class Array:
         address), ``store_data`` (the 32-bit SRAM write-port word, bytes in their lanes),
         ``store_mask`` (4-bit byte enables) — the three store keys are None for non-stores.
         Faulting instructions are not recorded.
+    stores : numpy.ndarray or None
+        The store log (``stores`` > 0): structured array of dtype
+        :data:`tessera.golden_model.fast.run.STORE_DTYPE`, fields ``cycle`` (issue cycle),
+        ``tile``, ``context``, ``pc``, ``store_addr``, ``store_data``, ``store_mask`` as in
+        :attr:`trace`, one per retired store since the last :meth:`start`, in (cycle, tile)
+        order; at most ``stores`` entries.
+    stores_needed : int
+        Stores retired since the last :meth:`start` (more than :attr:`stores` holds when the
+        log overflowed).
     xtrace : list of dict or None
         Exchange STEP events (``cycle``, ``tile``, ``step_addr``, ``send`` (word or None),
         ``recv`` ((source tile, byte address, word) or None)).
@@ -213,12 +228,24 @@ class Array:
     "stopped" between :meth:`run` calls, so host SRAM access is always allowed (§9).
     """
 
-    def __init__(self, config: ArrayConfig, trace: bool = False, engine: str | None = None):
+    def __init__(self, config: ArrayConfig, trace: bool = False, engine: str | None = None,
+                 stores: int = 0):
         if not isinstance(config, ArrayConfig):
             raise TypeError(f"Array: config must be a tessera.spec.config.ArrayConfig, "
                             f"not {type(config).__name__}")
+        if not isinstance(stores, (int, np.integer)) or isinstance(stores, bool) or stores < 0:
+            raise ValueError(f"Array: stores must be a capacity >= 0 (entries), not {stores!r}")
         self.config = config
         self.engine = _choose_engine(engine, bool(trace))
+        if stores and self.engine != "fast":
+            raise ValueError(f"Array: stores={stores} needs the fast engine, not "
+                             f"{self.engine!r} (the vectorized engine records stores in its "
+                             "retire trace, trace=True)")
+        self._slog = None
+        if stores:
+            from .fast.run import STORE_DTYPE
+            self._slog = np.zeros(int(stores), STORE_DTYPE)
+        self._slog_n = 0
         self._has_engine = config.engine_macs > 0
         self.last_engine: str | None = None
         self.n = config.tiles
@@ -280,6 +307,7 @@ class Array:
         self._x.reset()
         self.trace = [] if self._trace_on else None
         self.xtrace = [] if self._trace_on else None
+        self._slog_n = 0
         self._mx = MatrixEngines(n, self.config.engine_lanes, self.nbytes, self._tl.macs)
         self._mx_faults: list[tuple[int, int, int]] = []  # engine faults of the cycle (tile,
         #                                                   addr, visibility delay)
@@ -291,6 +319,19 @@ class Array:
                                  self._mq_add, self._trace_on)
 
     # ------------------------------------------------------------------ views
+    @property
+    def stores(self) -> np.ndarray | None:
+        """The store log (see the class docstring), or None without one."""
+        if self._slog is None:
+            return None
+        log = self._slog[:min(self._slog_n, self._slog.size)]
+        return log[np.lexsort((log["tile"], log["cycle"]))]
+
+    @property
+    def stores_needed(self) -> int:
+        """Stores retired since the last start (see the class docstring)."""
+        return int(self._slog_n)
+
     @property
     def cycle(self) -> int:
         """Cycles simulated since the last start (the C of §7 once a run ended)."""
@@ -370,6 +411,9 @@ class Array:
             run_fast(self, max_cycles)
             self._check_fast_engine_words()
             return self._finish()
+        if self._slog is not None:
+            raise RuntimeError("golden_model: the store log (Array(stores=...)) needs the fast "
+                               "engine, and this run needs the vectorized one")
         self.last_engine = "vector"
         T = self.t
         mx = self._mx

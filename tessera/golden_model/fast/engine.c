@@ -365,6 +365,16 @@ typedef struct {
     u16 ctx;          /* the issuing context */
 } MQ;
 
+/* One retired store of the store log (Array(stores=...), the checked graph runs): the
+ * fields of its retire record (tessera.spec.trace) — issue cycle, tile, context, pc, the
+ * word-aligned address, the write-port word (bytes in their lanes) and the byte enables. */
+typedef struct {
+    i64 cycle;
+    u32 pc, addr, data, tile;
+    u16 ctx;
+    u8 mask, pad;
+} SLog;
+
 /* The model's state: numpy arrays owned by tessera.golden_model.Array (see fast/run.py for the
  * order of the pointer table) plus scratch arrays rebuilt at every call. */
 typedef struct {
@@ -418,6 +428,8 @@ typedef struct {
     u32 *ulog;            /* SRAM undo log of a window: (absolute word index, old word) */
     i64 ulog_n, ulog_cap;
     u8 *ckpt;             /* checkpoint of the per-context / per-tile state of a window */
+    SLog *slog;           /* store log (NULL: off); slog_n counts past slog_cap (overflow) */
+    i64 slog_n, slog_cap;
     /* matrix engines (§12) */
     i64 lanes;            /* M (0: no engine, mrun/mwait are illegal) */
     u8 *eng;              /* [N] Eng records (see below), the engines' state */
@@ -1127,6 +1139,19 @@ __attribute__((always_inline)) static inline void mq_push(Model *M, i64 i, MQ *q
     M->mq_total++;
 }
 
+/* Log the store retired by context c of tile i at issue cycle k (rolled back with a window:
+ * window() restores slog_n). Past the capacity only the count grows. */
+static inline void slog_push(Model *M, i64 i, i64 c, i64 k, u32 pc, u32 a, u32 size, u32 v) {
+    i64 n = M->slog_n++;
+    if (n >= M->slog_cap) return;
+    SLog *r = M->slog + n;
+    u32 sh = a & 3;
+    r->cycle = k; r->pc = pc; r->addr = a & ~3u; r->tile = (u32)i; r->ctx = (u16)c;
+    r->data = v << (8 * sh);
+    r->mask = (u8)((((1u << size) - 1) << sh) & 0xF);
+    r->pad = 0;
+}
+
 /* The issue slot of context c on tile i at cycle k (§4). */
 static inline void issue(Model *M, i64 i, i64 c, i64 k) {
     i64 ic = i * M->t + c;
@@ -1182,6 +1207,7 @@ static inline void issue(Model *M, i64 i, i64 c, i64 k) {
         q->addr = e.m_addr; q->size = (u8)e.m_size; q->val = e.m_val;
         if (!lanes) { q->ls = 1; q->ifault = 0; }
         mq_push(M, i, q, MQ_STORE, k);
+        if (M->slog) slog_push(M, i, c, k, pc, e.m_addr, e.m_size, e.m_val);
         break;
     case R_ECALL:
         M->exitc[ic] = e.x[10];
@@ -1210,12 +1236,13 @@ enum {  /* pointer table order (fast/run.py builds it) */
     P_F_HAS, P_F_CTX, P_F_CAUSE, P_F_PC, P_F_ADDR, P_F_VIS,
     P_TEV, P_CNT, P_ARRIVED, P_NRUN_CTX, P_TILES4, P_ULOG, P_CKPT,
     P_ENG, P_EBUSY, P_ESNAP, P_ESNAP_GEN, P_ETOUCHED, P_EACC, P_ESNAP_ACC,
-    P_SLIMIT, P_X_RUN_I, P_X_RUN_W, P_COUNT
+    P_SLIMIT, P_X_RUN_I, P_X_RUN_W, P_SLOG, P_COUNT
 };
 
 enum {  /* scalar slots (in and out) */
     G_N, G_T, G_NBYTES, G_LAT, G_SYNC_LAT, G_CYCLE, G_MAX, G_LIVE, G_RELEASE, G_ARMED,
-    G_XNEXT, G_STOP, G_ULOG_CAP, G_WINDOWS, G_ROLLBACKS, G_LANES, G_DLAT, G_STOP_AT, G_COUNT
+    G_XNEXT, G_STOP, G_ULOG_CAP, G_WINDOWS, G_ROLLBACKS, G_LANES, G_DLAT, G_STOP_AT,
+    G_SLOG_CAP, G_SLOG_N, G_COUNT
 };
 
 
@@ -1261,6 +1288,8 @@ i64 tsr_ckpt_bytes(i64 n, i64 t) {
 
 /** Bytes of one M-stage ring entry (MQ); the ring of N tiles has N * tsr_mq_ring() of them. */
 i64 tsr_mq_bytes(void) { return (i64)sizeof(MQ); }
+/** Bytes of one store-log entry (SLog). */
+i64 tsr_slog_bytes(void) { return (i64)sizeof(SLog); }
 /** Entries of the M-stage ring per tile. */
 i64 tsr_mq_ring(void) { return MQ_RING; }
 
@@ -1380,7 +1409,7 @@ static void tile_run(Model *M, i64 i, i64 k, i64 k1, int stop_done) {
 static i64 window(Model *M, i64 k, i64 k1, i64 maxc, i64 *rollbacks) {
     i64 N = M->n;
     ckpt(M, 1);
-    i64 live0 = M->live;
+    i64 live0 = M->live, slog0 = M->slog_n;
     M->ulog_n = 0;
     M->n_etouched = 0;
     M->gen++;
@@ -1412,6 +1441,7 @@ static i64 window(Model *M, i64 k, i64 k1, i64 maxc, i64 *rollbacks) {
         ckpt(M, 0);
         eng_restore(M);
         M->live = live0;
+        M->slog_n = slog0;
         M->stop = 0;
         rebuild(M);
         (*rollbacks)++;
@@ -1461,6 +1491,8 @@ i64 tsr_run(void **p, i64 *g) {
     M->tile_live = t4; M->e_last = t4 + N; M->arr_cycle = t4 + 2 * N; M->lk = t4 + 3 * N;
     M->ulog = p[P_ULOG]; M->ulog_cap = g[G_ULOG_CAP]; M->ulog_n = 0;
     M->ckpt = p[P_CKPT];
+    M->slog = g[G_SLOG_CAP] > 0 ? p[P_SLOG] : 0;
+    M->slog_cap = g[G_SLOG_CAP]; M->slog_n = g[G_SLOG_N];
     M->live = g[G_LIVE]; M->release = g[G_RELEASE]; M->armed = g[G_ARMED];
     M->xnext = g[G_XNEXT]; M->stop = 0; M->window = 0;
     M->stop_at = g[G_STOP_AT];
@@ -1520,6 +1552,7 @@ i64 tsr_run(void **p, i64 *g) {
     g[G_LIVE] = M->live; g[G_RELEASE] = M->release; g[G_ARMED] = M->armed;
     g[G_XNEXT] = M->xnext; g[G_STOP] = k >= M->stop_at; g[G_STOP_AT] = M->stop_at;
     g[G_WINDOWS] = windows; g[G_ROLLBACKS] = rollbacks;
+    g[G_SLOG_N] = M->slog_n;
     return 0;
 }
 

@@ -27,7 +27,7 @@ from tessera.spec.timing import Stage
 from ..memorder import PORT_RING
 from .build import library
 
-__all__ = ["run_fast", "decode_fast"]
+__all__ = ["run_fast", "decode_fast", "STORE_DTYPE"]
 
 _NEVER = np.iinfo(np.int64).max
 _RUNNING = int(ContextState.RUNNING)
@@ -36,7 +36,7 @@ _M_DELAY = int(Stage.M)
 # Order of the scalar slots: the G_* enum of engine.c.
 _G_FIELDS = ("n", "t", "nbytes", "lat", "sync_lat", "cycle", "max", "live", "release",
              "armed", "xnext", "stop", "ulog_cap", "windows", "rollbacks", "lanes", "dlat",
-             "stop_at")
+             "stop_at", "slog_cap", "slog_n")
 #: Entries of the SRAM undo log of a window (8 bytes each). A window is at most
 #: ULOG_ENTRIES / N cycles long, less the catch-up behind it (5 + D cycles).
 ULOG_ENTRIES = 1 << 20
@@ -51,6 +51,14 @@ _MQ_DTYPE = np.dtype({"names": ["cyc", "addr", "val", "pc", "kind", "ls", "ifaul
                       "formats": ["<i8", "<u4", "<u4", "<u4", "u1", "u1", "u1", "u1", "u1",
                                   "u1", "<u2"],
                       "offsets": [0, 8, 12, 16, 20, 21, 22, 23, 24, 25, 26], "itemsize": 32})
+
+
+#: A store-log entry (``SLog`` in engine.c), in its C layout: the store fields of a retire
+#: record (:data:`tessera.spec.trace.RECORD_KEYS`).
+STORE_DTYPE = np.dtype({"names": ["cycle", "pc", "store_addr", "store_data", "tile", "context",
+                                  "store_mask"],
+                        "formats": ["<i8", "<u4", "<u4", "<u4", "<u4", "<u2", "u1"],
+                        "offsets": [0, 8, 12, 16, 20, 24, 26], "itemsize": 32})
 
 
 def _scratch(arr) -> dict:
@@ -262,6 +270,9 @@ def run_fast(arr, max_cycles: int) -> None:
     eng = _engines(arr) if lanes else np.zeros(1, np.uint64)
     eacc = arr._fast_eacc.reshape(-1) if lanes else np.zeros(1, np.uint32)
     ring = _ring(arr)
+    slog = arr._slog if arr._slog is not None else np.zeros(1, STORE_DTYPE)
+    if arr._slog is not None and int(lib.tsr_slog_bytes()) != STORE_DTYPE.itemsize:
+        raise AssertionError("fast engine: the store-log layout of engine.c and run.py differ")
     u8, i8, i64, u32, u64 = np.uint8, np.int8, np.int64, np.uint32, np.uint64
     b = np.bool_
     ctx, tl = arr._ctx, arr._tl     # the named state records (P_* order below)
@@ -281,6 +292,7 @@ def run_fast(arr, max_cycles: int) -> None:
         (eng.view(u8), u8), (s["ebusy"], u8), (s["esnap"], u8), (s["esnap_gen"], i64),
         (s["etouched"], i64), (eacc, u32), (s["esnap_acc"], u32),
         (ctx.stack_limit, u32), (x.run_i, i64), (x.run_w, i64),
+        (slog, STORE_DTYPE),
     ]
     ptrs = np.array([_check(a, dt, str(i)).__array_interface__["data"][0]
                      for i, (a, dt) in enumerate(arrays)], dtype=np.uint64)
@@ -288,11 +300,13 @@ def run_fast(arr, max_cycles: int) -> None:
                   arr._sch.cycle, int(max_cycles), arr._sch.live, arr._bar.release,
                   int(arr._bar.armed),
                   x.next_cycle, 0, ULOG_ENTRIES, 0, 0, arr.config.engine_lanes,
-                  arr.config.decision_latency, arr._sch.stop_at],
+                  arr.config.decision_latency, arr._sch.stop_at,
+                  0 if arr._slog is None else arr._slog.size, arr._slog_n],
                  dtype=np.int64)
     lib.tsr_run(ptrs.ctypes.data, g.ctypes.data)
     gd = dict(zip(_G_FIELDS, g.tolist()))
     arr._fast_stats = {"windows": gd["windows"], "rollbacks": gd["rollbacks"]}
+    arr._slog_n = gd["slog_n"]
     k = gd["cycle"]
     arr._sch.cycle = k
     arr._sch.live = gd["live"]

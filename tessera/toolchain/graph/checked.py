@@ -3,9 +3,11 @@
 A graph's codelets receive raw pointers; a wrong index in a codelet silently overwrites
 another tensor, a vertex record or the control table. In a checked run
 (``Engine.run(checked=True)``, the default in the test suite) the program runs on the
-golden model with the retire trace on (``tessera.golden_model.Array(trace=True)``), and
-every retired store (trace fields ``store_addr``/``store_mask``, :mod:`tessera.spec.trace`)
-is replayed against the vertex its context was running:
+golden model with its store log on (``tessera.golden_model.Array(stores=...)``: the fast
+engine records the store fields of every retired store's retire record; without a fast
+engine, the vectorized engine's retire trace, ``Array(trace=True)``), and every retired
+store (fields ``store_addr``/``store_mask``, :mod:`tessera.spec.trace`) is replayed against
+the vertex its context was running:
 
 * the runtime's "current entry" word of each context (``CompiledGraph.current_offset``;
   ``tessera/toolchain/codelets/runtime.c`` stores the worklist entry's address there before
@@ -23,13 +25,16 @@ context's stack, or free memory).
 
 Limits: exchange receives are the compiler's own writes and are not checked; matrix-engine
 output writes (architecture §12) are not instruction stores and are not in the trace — their
-ranges come from descriptors the compiler builds. Checked runs use the golden model only
-(the trace makes them several times slower than a plain model run).
+ranges come from descriptors the compiler builds. Checked runs use the golden model only;
+on the fast engine they cost about as much as a plain model run (the vectorized engine's
+trace made them 7-20 times slower).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 
 from .errors import EngineError
 
@@ -102,13 +107,16 @@ def _what_is(cg, tile: int, addr: int, context: int) -> str:
 
 
 def find_violations(cg, trace, limit: int = 16) -> list:
-    """Replay ``trace`` (golden-model retire records) against the vertices' writable ranges.
+    """Replay ``trace``'s stores against the vertices' writable ranges.
 
     Parameters
     ----------
     cg : CompiledGraph
-    trace : iterable of dict
-        Retire records in cycle order (keys of :data:`tessera.spec.trace.RECORD_KEYS`).
+    trace : iterable of dict, or numpy.ndarray
+        Retire records in cycle order (keys of :data:`tessera.spec.trace.RECORD_KEYS`;
+        records with a ``store_mask`` of None or 0 are skipped), or a store log
+        (:attr:`tessera.golden_model.Array.stores`: the same store fields, one row per
+        store, in cycle order).
     limit : int
         Stop after this many violations.
 
@@ -117,20 +125,19 @@ def find_violations(cg, trace, limit: int = 16) -> list:
     list of Violation
         Empty when every codelet store stayed inside its vertex's ranges.
     """
+    keys = ("cycle", "tile", "context", "pc", "store_addr", "store_data", "store_mask")
+    if isinstance(trace, np.ndarray):
+        rows = zip(*(trace[k].tolist() for k in keys))
+    else:
+        rows = (tuple(rec[k] for k in keys) for rec in trace if rec["store_mask"])
     cfg = cg.config
     cur_base = cg.base + cg.current_offset
     current: dict = {}          # (tile, context) -> VertexEntry or None
     out: list = []
-    for rec in trace:
-        mask = rec["store_mask"]
-        if not mask:
-            continue
-        tile, ctx = rec["tile"], rec["context"]
-        word = rec["store_addr"]
+    for cycle, tile, ctx, pc, word, data, mask in rows:
         own = cur_base + 4 * ctx
         if word == own and cg.current_offset:
             # the runtime entering (entry address) or leaving (0) a codelet
-            data = rec["store_data"]
             current[(tile, ctx)] = cg.entries.get((tile, data)) if data else None
             continue
         entry = current.get((tile, ctx))
@@ -143,15 +150,25 @@ def find_violations(cg, trace, limit: int = 16) -> list:
         if any(a <= lo and hi <= b for a, b in allowed):
             continue
         bad = next(x for x in range(lo, hi) if not any(a <= x < b for a, b in allowed))
-        out.append(Violation(rec["cycle"], tile, ctx, rec["pc"], bad, hi - lo, entry,
+        out.append(Violation(cycle, tile, ctx, pc, bad, hi - lo, entry,
                              _what_is(cg, tile, bad, ctx)))
         if len(out) >= limit:
             break
     return out
 
 
+#: First capacity (entries) of a checked run's store log; a run that retires more stores is
+#: run again with a log of exactly its count (the model is deterministic).
+STORE_LOG_ENTRIES = 1 << 20
+
+
 def run_checked(cg, regions, max_cycles: int):
-    """Run ``cg`` on the golden model with the retire trace on.
+    """Run ``cg`` on the golden model, recording its stores.
+
+    The fast engine records the stores in its store log (``Array(stores=...)``, at a small
+    fraction of the plain run's cost); without a fast engine here the vectorized engine's
+    retire trace gives them (several times slower). Both are bit- and cycle-exact, and the
+    stores are the same (tests/test_model_store_log.py).
 
     Parameters
     ----------
@@ -166,17 +183,30 @@ def run_checked(cg, regions, max_cycles: int):
         The run, each tile's data region read back, and the violations found.
     """
     from tessera.golden_model import Array
-    arr = Array(cg.config, trace=True)
-    for seg in cg.image.segments:
-        if seg.data:
-            arr.write_mem(None, seg.addr, bytes(seg.data))
-    for t, r in enumerate(regions):
-        arr.write_mem(t, cg.base, bytes(r))
-    arr.start(entry=cg.image.entry)
-    result = arr.run(max_cycles)
-    result.backend = "model"
+    from tessera.golden_model.fast import available
+
+    def run(**kw):
+        arr = Array(cg.config, **kw)
+        for seg in cg.image.segments:
+            if seg.data:
+                arr.write_mem(None, seg.addr, bytes(seg.data))
+        for t, r in enumerate(regions):
+            arr.write_mem(t, cg.base, bytes(r))
+        arr.start(entry=cg.image.entry)
+        result = arr.run(max_cycles)
+        result.backend = "model"
+        return arr, result
+
+    if available():
+        arr, result = run(engine="fast", stores=STORE_LOG_ENTRIES)
+        if arr.stores_needed > STORE_LOG_ENTRIES:
+            arr, result = run(engine="fast", stores=arr.stores_needed)
+        stores = arr.stores
+    else:
+        arr, result = run(trace=True, engine="vector")
+        stores = arr.trace
     data = [bytes(arr.read_mem(t, cg.base, len(r))) for t, r in enumerate(regions)]
-    return result, data, find_violations(cg, arr.trace)
+    return result, data, find_violations(cg, stores)
 
 
 def violation_message(cg, violations) -> str:
