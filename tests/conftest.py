@@ -10,15 +10,7 @@ import os
 
 # Graph runs on the golden model are tensor-bounds checked in the test suite
 # (tessera.toolchain.graph.checked): a codelet store outside its vertex's tensors fails the test.
+# Every graph run on the model is checked: on the fast engine a checked run costs about as much
+# as a plain one (its store log).
 os.environ.setdefault("TESSERA_CHECKED", "1")
 
-
-import pytest
-
-
-@pytest.fixture
-def unchecked(monkeypatch):
-    """Plain (not tensor-bounds checked) graph runs for this test: for whole-model runs whose
-    codelets have checked runs of their own in smaller tests (a checked run replays the retire
-    trace and costs 7-20x a plain model run)."""
-    monkeypatch.setenv("TESSERA_CHECKED", "0")

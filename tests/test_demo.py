@@ -147,7 +147,6 @@ def test_cli_demo_model_json_and_errors(tmp_path):
     assert r.returncode == 2 and "images" in r.stderr and "Traceback" not in r.stderr
 
 
-@pytest.mark.usefixtures("unchecked")      # whole models (tests/test_demo_sparse.py runs checked)
 def test_cli_demo_default_is_the_onnx_cnn(tmp_path):
     """`tessera demo` (what `make demo` runs, here on the model with 8 images) is the 90 %
     block-sparse 8x8 digits CNN from ONNX, checked element by element against onnxruntime,

@@ -34,14 +34,11 @@ def _ort_accuracy(sparsity, images):
 @pytest.fixture(scope="module")
 def model_report(tmp_path_factory):
     """The default demo on the golden model: 12 images (one run of 3 per tile, the 90 % model's
-    own batch), the dense model on the first 4 (one run of 1 per tile) and on all 12. Plain
-    runs (whole models; test_engine_layers_cycles_... runs the dense model checked)."""
+    own batch), the dense model on the first 4 (one run of 1 per tile) and on all 12."""
     out = tmp_path_factory.mktemp("demo8")
     lines = []
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TESSERA_CHECKED", "0")
-        rep = run_cnn_demo(preset("small"), backend="model", images=12, dense_images=4,
-                           json_out=out / "d.json", progress=False, out=lines.append)
+    rep = run_cnn_demo(preset("small"), backend="model", images=12, dense_images=4,
+                       json_out=out / "d.json", progress=False, out=lines.append)
     return rep, lines, json.loads((out / "d.json").read_text())
 
 
@@ -152,7 +149,6 @@ def test_engine_layers_cycles_do_not_depend_on_the_images():
         assert b - 102 <= layers[0][n] <= b - 102 + 27 + 13 * n_cmd[n], (n, layers[0][n], b)
 
 
-@pytest.mark.usefixtures("unchecked")      # whole models
 def test_pooled_cnn_stays_reachable_and_dense_images_0_skips_the_comparison():
     lines = []
     rep = run_cnn_demo(preset("small"), backend="model", images=8, arch="pooled",
@@ -164,7 +160,6 @@ def test_pooled_cnn_stays_reachable_and_dense_images_0_skips_the_comparison():
     assert rep["exit_code"] == 0 and rep["sparsity"] == 0.9 and rep["dense"] is None
 
 
-@pytest.mark.usefixtures("unchecked")      # whole models
 def test_errors_name_what_does_not_fit_and_bad_dense_images():
     # 32 KiB tiles: the 90 % model itself does not fit
     with pytest.raises(DemoError, match=r"the 90% block-sparse model \(digits-cnn-.*-int8\.onnx"
@@ -182,7 +177,6 @@ def test_errors_name_what_does_not_fit_and_bad_dense_images():
                      progress=False, out=lambda *_: None)
 
 
-@pytest.mark.usefixtures("unchecked")      # whole models
 def test_cli_default_demo_and_errors(tmp_path):
     js = tmp_path / "c.json"
     r = run_cli("demo", "--backend", "model", "--images", "8", "--no-progress", "--json", js)

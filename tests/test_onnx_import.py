@@ -55,7 +55,6 @@ def calib():
 @pytest.mark.parametrize("fmt, act, per_channel", [
     ("QDQ", "int8", True), ("QOperator", "uint8", False), ("QDQ", "uint8", False),
     ("QOperator", "int8", True)])
-@pytest.mark.usefixtures("unchecked")      # whole models; test_digits_cnn_* runs checked
 def test_quantize_static_models_equal_onnxruntime(fmt, act, per_channel, calib, tmp_path):
     from tessera.toolchain.models.digits_cnn import quantize_onnx
     q = quantize_onnx(_float_cnn(), calib, quant_format=fmt, activation=act,
@@ -248,7 +247,6 @@ def test_cli_reference_mismatch_exit_3(qdq_file, monkeypatch, capsys):
     assert r["reference_mismatches"] == 1 and r["reference_max_abs_diff"] == pytest.approx(0.5)
 
 
-@pytest.mark.usefixtures("unchecked")      # a whole CNN; test_digits_cnn_* runs checked
 def test_block_sparse_cnn_detected_and_equal_to_onnxruntime():
     """The 90 % block-sparse CNN: the importer finds the zero blocks of conv2 by itself (JSON
     'sparse'), the block-sparse kernels give onnxruntime's outputs, and sparse='dense' (the
@@ -295,7 +293,6 @@ def test_block_sparse_cnn_detected_and_equal_to_onnxruntime():
     assert mm(runs["auto"]) < 0.5 * mm(runs["dense"])
 
 
-@pytest.mark.usefixtures("unchecked")      # a whole CNN
 def test_block_sparse_cnn_streams_the_cheapest_blocks():
     """The 75 % block-sparse CNN on the engine: per group of 4 output channels conv2 streams
     dense, the shortest progression of block addresses or (K_GATHER) exactly its stored
@@ -339,7 +336,6 @@ def test_block_sparse_cnn_streams_the_cheapest_blocks():
     assert stored == 9 and gather        # 25 % of the 36 blocks kept; gathering pays here
 
 
-@pytest.mark.usefixtures("unchecked")      # a whole CNN
 def test_digits_cnn_engine_and_dot4_equal_onnxruntime():
     """The digits CNN with its convolutions and Gemm on the matrix engine (default when the
     array has one: the convolutions read a padded copy of their input, no im2col, and the
@@ -582,7 +578,6 @@ def test_grouped_conv_on_the_engine_equals_onnxruntime(M, group):
     assert ("tso_rqf" in prog.lowered.graph.codelets) == (M // group == 6)
 
 
-@pytest.mark.usefixtures("unchecked")      # a whole CNN
 def test_engine_descriptor_table_that_does_not_fit_is_a_model_memory_error(calib):
     """The 8x8 network (digits_cnn.ARCH_8X8, untrained) fits 1 image per tile with dense
     weights (34 KiB); at 3 per tile the tile runs out while conv3's engine descriptor table is

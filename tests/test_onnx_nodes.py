@@ -102,11 +102,7 @@ def test_case_inventory():
 
 
 @pytest.mark.parametrize("name", SUPPORTED)
-def test_node_case_matches_expected(name, monkeypatch):
-    if name.startswith("test_maxpool_2d_") and name != "test_maxpool_2d_strides":
-        # 32x32 images: the checked run costs ~10 s each; test_maxpool_2d_strides (and the
-        # pool kernel tests) keep the maxpool codelet checked
-        monkeypatch.setenv("TESSERA_CHECKED", "0")
+def test_node_case_matches_expected(name):
     out, expected, report = run_node_case(CASES[name])
     for k, e in expected.items():
         assert out[k].dtype == e.dtype, (k, out[k].dtype, e.dtype)

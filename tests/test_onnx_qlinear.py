@@ -23,22 +23,6 @@ from tessera.toolchain.onnx.codelets import codelet
 
 _ET = {np.int8: TensorProto.INT8, np.uint8: TensorProto.UINT8}
 
-#: The tests that keep the suite's tensor-bounds checked runs (TESSERA_CHECKED,
-#: tests/conftest.py; several times slower): small cases of every codelet of this module
-#: (tso_qlbin add/mul and broadcasting, tso_qlavgpool, tso_qlsoftmax, tso_binop float). The
-#: others (millions of cycles: every code pair, whole quantized models) run plain.
-_CHECKED = ("test_qlinear_binary_broadcasting_equals_onnxruntime",
-            "test_soft_float_add_mul_equal_ieee_float32",
-            "test_float_add_mul_nodes_equal_onnxruntime")
-_CHECKED_IDS = ("test_qlinear_average_pool_equals_onnxruntime[0-int8]",
-                "test_qlinear_average_pool_equals_onnxruntime[6-uint8]",
-                "test_qlinear_softmax_equals_onnxruntime[1-int8--90]")
-
-
-@pytest.fixture(autouse=True)
-def _checked_only_small_runs(request, monkeypatch):
-    if request.node.originalname not in _CHECKED and request.node.name not in _CHECKED_IDS:
-        monkeypatch.setenv("TESSERA_CHECKED", "0")
 _OPSETS = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
 
 
