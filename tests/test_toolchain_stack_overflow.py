@@ -51,27 +51,27 @@ def _elf(tmp_path):
 
 def _exec(elf, backend, tmp_path):
     out = tmp_path / f"{backend}.json"
-    r = run_cli("exec", elf, "--backend", backend, "--json", out, "--tiles", 1)
+    r = run_cli("exec", elf, "--backend", backend, "--json", out, "--preset", "tiny")
     return r, json.loads(out.read_text())
 
 
 def _check_report(r, doc):
-    # 40 frames of > 64 bytes do not fit 1 KiB: context 1 faults on every tile. The small
-    # preset has 64 KiB: context 1's stack is [0x10000 - 2·1024, 0x10000 - 1024) =
-    # [0xf800, 0xfc00) (crt0: sp = sram_bytes - context_id · 1024, limit = sp - 1024).
+    # 40 frames of > 64 bytes do not fit 1 KiB: context 1 faults. The tiny preset (1 tile) has
+    # 16 KiB: context 1's stack is [0x4000 - 2·1024, 0x4000 - 1024) = [0x3800, 0x3c00)
+    # (crt0: sp = sram_bytes - context_id · 1024, limit = sp - 1024).
     assert doc["status"] == "fault"
     f = doc["tiles"][0]["fault"]
     assert (f["context"], f["cause"]) == (1, "stack_overflow")
-    assert 0xf800 - 256 <= f["addr"] < 0xf800             # one frame below the limit
+    assert 0x3800 - 256 <= f["addr"] < 0x3800             # one frame below the limit
     ctx1 = doc["tiles"][0]["contexts"][1]
-    assert ctx1["state"] == "fault" and ctx1["regs"][2] >= 0xf800   # sp never went below
+    assert ctx1["state"] == "fault" and ctx1["regs"][2] >= 0x3800   # sp never went below
     text = r.stdout + r.stderr
     assert "FAULT stack_overflow context=1" in text
     # the prologue's `addi sp, sp, -N` is on the function's first line (the DEPTH marker)
     line = next(i for i, ln in enumerate(DEEP.splitlines(), 1) if "DEPTH" in ln)
     assert "in depth (" in text and f"deep.c:{line})" in text, text
-    assert "context 1's stack is 1024 bytes [0xf800, 0xfc00)" in text
-    assert f"sp would have become {f['addr']:#x}, {0xf800 - f['addr']} bytes below it" in text
+    assert "context 1's stack is 1024 bytes [0x3800, 0x3c00)" in text
+    assert f"sp would have become {f['addr']:#x}, {0x3800 - f['addr']} bytes below it" in text
 
 
 def test_deep_recursion_faults_on_the_model(tmp_path):

@@ -83,7 +83,13 @@ def model_run(cfg, images, max_cycles, mem_ranges):
 
 def compare(cfg, images, max_cycles, mem_ranges):
     got = rtl_run(cfg, images, max_cycles, mem_ranges)
-    exp = model_run(cfg, images, max_cycles, mem_ranges)
+    assert_parity(cfg, got, model_run(cfg, images, max_cycles, mem_ranges))
+    return got
+
+
+def assert_parity(cfg, got, exp):
+    """Assert that the RTL run ``got`` (:func:`rtl_run`) equals the golden model's run ``exp``
+    (:func:`model_run`) of the same images in everything the host reads."""
     assert (got["status"], got["cycles"]) == (exp["status"], exp["cycles"])
     for i in range(cfg.tiles):
         g, e = got["tiles"][i], exp["tiles"][i]
@@ -92,4 +98,3 @@ def compare(cfg, images, max_cycles, mem_ranges):
         for c in range(cfg.contexts):
             assert g["contexts"][c] == e["contexts"][c], f"tile {i} context {c}"
     assert got["mem"] == exp["mem"]
-    return got
