@@ -51,25 +51,3 @@ def test_cli_gen_bad_input(tmp_path, capsys):
     assert "sram_bytes" in capsys.readouterr().err
     with pytest.raises(GenError, match="too large"):
         generate(PRESETS["gc2_like"], tmp_path)
-
-
-def test_dedupe_defines_every_instantiated_module_once():
-    # tessera.hdl.gen.convert(dedupe=True) (the testbench builds): identical modules defined
-    # once, instantiations renamed to the kept one. Checked structurally, independent of how the
-    # merge is done: the text is Verilog whose every instantiated module type is defined exactly
-    # once, with the top among them, and with fewer definitions than the plain conversion (a
-    # tile has several identical blocks: its seven split counters). Written for mutants M03fd95
-    # (the merge loop never entered: convert returns None) and M05e24d (the kept modules dropped
-    # instead of the merged ones), which the other fast tests miss (only the Verilator builds
-    # use dedupe).
-    from tessera.hdl.array import Array
-    from tessera.hdl.gen import TOP, convert
-    cfg = PRESETS["tiny"]
-    plain = convert(Array(cfg))
-    text = convert(Array(cfg), dedupe=True)
-    assert isinstance(text, str)
-    defined = re.findall(r"^module (\S+) ?\(", text, re.M)
-    assert len(defined) == len(set(defined)) and TOP in defined
-    assert len(defined) < len(re.findall(r"^module (\S+) ?\(", plain, re.M))
-    used = set(re.findall(r"^  (\\\S+) +(?:\\\S+|\w+) +\(\n", text, re.M))
-    assert used and used <= set(defined)

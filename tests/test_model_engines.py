@@ -33,10 +33,12 @@ DATA = 0x1000        # data window (base register x21): words 0..255
 CODE2 = 0x2000       # a second code block, rewritten at run time by stores
 
 
-@pytest.fixture(params=[None, 4096, 64], ids=["window-default", "window-4096", "window-64"])
+@pytest.fixture(params=[None, pytest.param(4096, marks=pytest.mark.slow), 64],
+                ids=["window-default", "window-4096", "window-64"])
 def undo_log(request, monkeypatch):
     """Undo-log sizes of the fast engine: the default (long windows), 4096 entries (windows
-    of 4096 / N cycles) and 64 (windows of 64 / N cycles; lock step only above 8 tiles)."""
+    of 4096 / N cycles) and 64 (windows of 64 / N cycles; lock step only above 8 tiles). The
+    middle size runs in ``make test-all`` (slow): the default suite keeps the two ends."""
     if request.param is not None:
         monkeypatch.setattr(fast_run, "ULOG_ENTRIES", request.param)
     return request.param
