@@ -94,7 +94,7 @@ def _run(monkeypatch, desc, par=None, codes=None, extra=None):
         raise AssertionError("done never rose")
 
     monkeypatch.setattr(hdl_parity, "wait_done", watch)
-    got = rtl_run(CFG, [img], 2000, [])
+    got = rtl_run(CFG, [img], 2000, [], fresh=True)      # the patched Scheduler
     exp = model_run(CFG, [img], 2000, [])
     return samples, got, exp
 

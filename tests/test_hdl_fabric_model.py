@@ -137,3 +137,28 @@ def test_fault_stops_an_array_without_matrix_engines():
     assert (f["context"], f["cause"], f["pc"], f["addr"]) == \
         (0, FaultCause.MISALIGNED_LOAD.label, 4 * prog.index(a.lw(8, 1, 0)), 1)
     assert got["tiles"][0]["fault"] is None
+
+
+def test_a_kept_simulator_runs_like_a_new_one():
+    """helpers.hdl_parity keeps a worker's simulators and starts each run with
+    ``Simulator.reset()``: a run after another one that left state everywhere (a fault
+    record, FAULT and HALTED contexts, registers, an SRAM word at 0x600) gives the same result
+    as on a new simulator, and nothing of the first run shows (0x600 reads 0)."""
+    from helpers.hdl_parity import rtl_run
+    from tessera.spec.faults import FaultCause
+    a = asm
+    cfg = ArrayConfig(tiles=2, contexts=6, sram_bytes=16 * 1024, exchange_latency=2,
+                      engine_macs=0)
+    faulting = asm.program([a.addi(5, 0, 0x55), a.sw(5, 0x600, 0), a.csrr(6, Csr.CONTEXT_ID),
+                            a.bne(6, 0, 8), a.lw(8, 1, 0), a.ecall()])
+    halting = asm.program([a.addi(5, 0, 7), a.sw(5, 0x608, 0), a.ecall()])
+    region = [(0x600, 0x610)]
+    first = rtl_run(cfg, [[(0, faulting)]] * 2, 400, region)           # kept after the run
+    assert first["status"] == "fault" and first["mem"][0][0] == 0x55
+    assert first["tiles"][0]["fault"]["cause"] == FaultCause.MISALIGNED_LOAD.label
+    after = rtl_run(cfg, [[(0, halting)]] * 2, 400, region)            # the kept one, reset
+    new = rtl_run(cfg, [[(0, halting)]] * 2, 400, region, fresh=True)
+    assert after == new
+    assert after["status"] == "halted" and after["mem"] == [[0, 0, 7, 0]] * 2
+    assert all(t["fault"] is None for t in after["tiles"])
+    assert rtl_run(cfg, [[(0, faulting)]] * 2, 400, region) == first

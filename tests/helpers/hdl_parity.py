@@ -4,9 +4,16 @@ SRAM image) and on :class:`tessera.golden_model.Array` (written independently fr
 contract, docs/architecture.md) and compare everything the host can read: status, cycles,
 counters, fault records, context state / pc / retired / registers, and SRAM words.
 
-No Verilator build: cheap enough to run per mutant (``scripts/mutants.py``)."""
+No Verilator build: cheap enough to run per mutant (``scripts/mutants.py``). A worker process
+keeps the simulators of its last few configurations and starts a new run on one with
+``Simulator.reset()`` (every signal and memory back to its initial value, the testbench
+restarted): the same run as on a fresh simulator (test_hdl_fabric_model checks it), without
+elaborating and compiling the array again."""
 
 import struct
+from collections import OrderedDict
+
+from amaranth.sim import Simulator
 
 from tessera import golden_model
 from tessera.hdl.array import Array
@@ -15,15 +22,51 @@ from tessera.spec.hostmap import (ContextReg, Ctrl, Status, TileReg, context_reg
                                   tile_reg_addr)
 from tessera.spec.result import ContextState
 
-from helpers.hdl_sim import Axil, simulate, sram_set, wait_done
+from helpers.hdl_sim import Axil, sram_set, wait_done
 
 _STATUS = {Status.HALTED: "halted", Status.FAULT: "fault", Status.TIMEOUT: "timeout"}
 
 
-def rtl_run(cfg, images, max_cycles, mem_ranges):
-    dut = Array(cfg)
-    res = {}
+#: Simulators kept per worker process: config -> (Simulator, Array, the current run's bench)
+_SIMS: OrderedDict = OrderedDict()
+_KEEP = 3
 
+
+def _simulate(cfg, make_bench, keep=True):
+    """Run ``make_bench(dut)`` (an async testbench) on a simulator of ``Array(cfg)``: a kept
+    one, reset, or a new one (kept after the run if ``keep``). A run that raises drops its
+    simulator."""
+    if keep and cfg in _SIMS:
+        sim, dut, slot = _SIMS.pop(cfg)
+        sim.reset()
+    else:
+        dut, slot = Array(cfg), {}
+        sim = Simulator(dut)
+        sim.add_clock(1e-8)
+
+        async def bench(ctx):
+            await slot["bench"](ctx)
+        sim.add_testbench(bench)
+    slot["bench"] = make_bench(dut)
+    sim.run()                                  # raises: the simulator is not kept
+    if not keep:
+        return
+    _SIMS[cfg] = (sim, dut, slot)
+    while len(_SIMS) > _KEEP:
+        _SIMS.popitem(last=False)
+
+
+def rtl_run(cfg, images, max_cycles, mem_ranges, *, fresh=False):
+    """The run of ``images`` on the Amaranth-simulated array, read back over the host port.
+    ``fresh``: on a new simulator, neither a kept one nor kept after the run (for a test that
+    patched the HDL classes, or one that checks the reuse)."""
+    res = {}
+    _simulate(cfg, lambda dut: _bench(dut, cfg, images, max_cycles, mem_ranges, res),
+              keep=not fresh)
+    return res
+
+
+def _bench(dut, cfg, images, max_cycles, mem_ranges, res):
     async def bench(ctx):
         ax = Axil(ctx, dut)
         for i, t in enumerate(dut.tiles):
@@ -65,8 +108,7 @@ def rtl_run(cfg, images, max_cycles, mem_ranges):
                        for lo, hi in mem_ranges for a in range(lo, hi, 4)]
                       for i in range(cfg.tiles)]
 
-    simulate(dut, bench)
-    return res
+    return bench
 
 
 def model_run(cfg, images, max_cycles, mem_ranges):
