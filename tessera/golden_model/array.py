@@ -214,7 +214,8 @@ class Array:
         :data:`tessera.golden_model.fast.run.STORE_DTYPE`, fields ``cycle`` (issue cycle),
         ``tile``, ``context``, ``pc``, ``store_addr``, ``store_data``, ``store_mask`` as in
         :attr:`trace`, one per retired store since the last :meth:`start`, in (cycle, tile)
-        order; at most ``stores`` entries.
+        order; at most ``stores`` entries (an overflowed log is incomplete: run again with
+        ``stores=stores_needed``).
     stores_needed : int
         Stores retired since the last :meth:`start` (more than :attr:`stores` holds when the
         log overflowed).
