@@ -83,6 +83,40 @@ def test_synthesize_bad_router():
         sy.synthesize("tile", 1, router="maze")
 
 
+def test_synthesize_bad_placer():
+    with pytest.raises(BenchError, match="placer must be one of heap, static, sa, not 'quad'"):
+        sy.synthesize("tile", 1, placer="quad")
+
+
+def test_placer_reaches_nextpnr_and_has_its_own_cache_entry(tmp_path, monkeypatch):
+    """``placer`` is nextpnr's ``--placer``; a static-placer result is cached apart from the
+    heap one (another key), so neither replaces the other."""
+    monkeypatch.setenv("TESSERA_SYNTH_JOBS", "1")
+    work = _synth_sandbox(tmp_path, monkeypatch)
+    placers = []
+
+    def fake_run(cmd, cwd, log, timeout):
+        if "yosys" in cmd[0]:
+            (cwd / "stat.json").write_text(json.dumps({"design": {"num_cells_by_type": {
+                "LUT4": 4000, "CCU2C": 100, "TRELLIS_FF": 3000, "DP16KD": 68}}}))
+            (cwd / "top.json").write_text("{}")
+            return 10.0
+        placers.append(cmd[cmd.index("--placer") + 1])
+        fmax = {"heap": 40.0, "static": 44.0}[placers[-1]]
+        (cwd / "r.json").write_text(json.dumps({"fmax": {"clk": {"achieved": fmax}},
+                                                "critical_paths": []}))
+        return 100.0
+    monkeypatch.setattr(sy, "_run", fake_run)
+    heap = sy.synthesize("tile", 1, engine_macs=0, timeout=60)
+    static = sy.synthesize("tile", 1, engine_macs=0, timeout=60, placer="static")
+    assert placers == ["heap", "static"]
+    assert (heap["fmax_mhz"], static["fmax_mhz"]) == (40.0, 44.0)
+    assert static["placer"] == "static" and heap["placer"] == "heap"
+    again = sy.synthesize("tile", 1, engine_macs=0, timeout=60)     # from the cache
+    assert again["cached"] is True and again["fmax_mhz"] == 40.0 and placers == ["heap", "static"]
+    assert len(list(tmp_path.glob("*.json"))) == 2 and work.exists()
+
+
 def test_parse_hier_by_hand():
     stat = {"modules": {
         "\\top": {"num_cells_by_type": {"TRELLIS_FF": 10, "LUT4": 3}},

