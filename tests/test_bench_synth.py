@@ -97,10 +97,7 @@ def test_placer_reaches_nextpnr_and_has_its_own_cache_entry(tmp_path, monkeypatc
 
     def fake_run(cmd, cwd, log, timeout):
         if "yosys" in cmd[0]:
-            (cwd / "stat.json").write_text(json.dumps({"design": {"num_cells_by_type": {
-                "LUT4": 4000, "CCU2C": 100, "TRELLIS_FF": 3000, "DP16KD": 68}}}))
-            (cwd / "top.json").write_text("{}")
-            return 10.0
+            return _fake_yosys(cwd)
         placers.append(cmd[cmd.index("--placer") + 1])
         fmax = {"heap": 40.0, "static": 44.0}[placers[-1]]
         (cwd / "r.json").write_text(json.dumps({"fmax": {"clk": {"achieved": fmax}},
@@ -149,6 +146,15 @@ def _synth_sandbox(tmp_path, monkeypatch):
     monkeypatch.setattr(sy, "_write_rtlil", lambda *a: (work, {"in_bits": 197, "out_bits": 9,
                                                              "wrapper_ff": 198 + 13}))
     return work
+
+
+def _fake_yosys(cwd):
+    """What a fake yosys run leaves in ``cwd``: stat.json (4,000 LUT4, 100 CCU2C, 3,000 FF,
+    68 DP16KD) and an empty top.json; returns its seconds (10)."""
+    (cwd / "stat.json").write_text(json.dumps({"design": {"num_cells_by_type": {
+        "LUT4": 4000, "CCU2C": 100, "TRELLIS_FF": 3000, "DP16KD": 68}}}))
+    (cwd / "top.json").write_text("{}")
+    return 10.0
 
 
 def _fake(kind, tiles, lut4, fmax, dp16kd, blocks):
@@ -421,10 +427,7 @@ def test_seeds_median_min_max_and_only_missing_seeds_run_again(tmp_path, monkeyp
     def fake_run(cmd, cwd, log, timeout):
         if "yosys" in cmd[0]:
             calls.append("yosys")
-            (cwd / "stat.json").write_text(json.dumps({"design": {"num_cells_by_type": {
-                "LUT4": 4000, "CCU2C": 100, "TRELLIS_FF": 3000, "DP16KD": 68}}}))
-            (cwd / "top.json").write_text("{}")
-            return 10.0
+            return _fake_yosys(cwd)
         seed = int(cmd[cmd.index("--seed") + 1])
         calls.append(seed)
         rep = cmd[cmd.index("--report") + 1]
@@ -638,10 +641,7 @@ def test_seeds_are_placed_side_by_side_and_a_timeout_keeps_the_others(tmp_path, 
 
     def fake_run(cmd, cwd, log, timeout):
         if "yosys" in cmd[0]:
-            (cwd / "stat.json").write_text(json.dumps({"design": {"num_cells_by_type": {
-                "LUT4": 4000, "CCU2C": 100, "TRELLIS_FF": 3000, "DP16KD": 68}}}))
-            (cwd / "top.json").write_text("{}")
-            return 10.0
+            return _fake_yosys(cwd)
         seed = int(cmd[cmd.index("--seed") + 1])
         if seed in (1, 2):
             both.wait()
