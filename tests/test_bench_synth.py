@@ -111,7 +111,10 @@ def test_placer_reaches_nextpnr_and_has_its_own_cache_entry(tmp_path, monkeypatc
     assert static["placer"] == "static" and heap["placer"] == "heap"
     again = sy.synthesize("tile", 1, engine_macs=0, timeout=60)     # from the cache
     assert again["cached"] is True and again["fmax_mhz"] == 40.0 and placers == ["heap", "static"]
-    assert len(list(tmp_path.glob("*.json"))) == 2 and work.exists()
+    # two cache entries, the static one under its own key (the heap key has no suffix)
+    names = sorted(f.name for f in tmp_path.glob("*.json"))
+    assert len(names) == 2 and sum("-static-" in n for n in names) == 1, names
+    assert (work / "r.json").exists()
 
 
 def test_parse_hier_by_hand():

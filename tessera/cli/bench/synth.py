@@ -481,7 +481,7 @@ def pnr_jobs(runs: int) -> int:
 
 
 def _place_and_route(out: dict, work: Path, seeds, router: str, timeout: int,
-                     placer: str = "heap") -> None:
+                     placer: str) -> None:
     """nextpnr on ``work/top.json`` once per seed (seed 1: ``r.json`` / ``nextpnr.log``,
     seed s: ``r-s{s}.json`` / ``nextpnr-s{s}.log``), :func:`pnr_jobs` of them side by side,
     appending the finished seeds to ``out["seed_runs"]`` in seed order; a seed stopped by
