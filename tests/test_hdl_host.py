@@ -88,6 +88,15 @@ def test_host_port_map():
         assert (await ax.read(a))[1] == SLVERR
         assert await ax.write(Ctrl.CONTROL, 1) == SLVERR
         assert sram_get(ctx, dut.tiles[1], 0x100) == 0x11883366
+        # while running, a context's pc, retired and registers are refused (docs/rtl.md:
+        # the core reads them out through its pipeline); its state and the tile registers
+        # are readable
+        for off in (ContextReg.PC, ContextReg.RETIRED_LO, ContextReg.RETIRED_HI,
+                    ContextReg.REGS, ContextReg.REGS + 4 * 31):
+            assert await ax.read(context_reg_addr(1, 3, off)) == (0, SLVERR)
+        assert await ax.read_ok(context_reg_addr(1, 3, ContextReg.STATE)) == 3
+        assert await ax.read_ok(tile_reg_addr(1, TileReg.XPROG)) == 0x208
+        assert (await ax.read(context_reg_addr(1, 6, ContextReg.PC)))[1] == DECERR
 
     simulate(dut, bench)
 

@@ -254,8 +254,10 @@ class DebugSignature(wiring.Signature):
     """Host read-back of a core's state while the array is stopped (docs/rtl.md "Debug ports").
 
     The initiator (the host port) selects a context and a register; the core answers. The
-    selects must be held for ≥ 2 cycles; ``x`` is registered (valid the cycle after the
-    select), everything else is combinational.
+    selects must be held for ≥ 3 cycles; ``x`` is valid two cycles after the select (the
+    register file reads it through a pipeline port while ``run`` is low), everything else is
+    combinational. ``pc``, ``retired`` and ``x`` are valid only while the core is stopped
+    (``run`` low and its pipeline drained); ``state`` and the counters at any time.
 
     Parameters
     ----------
@@ -275,7 +277,7 @@ class DebugSignature(wiring.Signature):
     retired : In(64)
         Instructions retired by ``ctx``.
     x : In(32)
-        x[``reg``] of ``ctx`` (0 for x0), the cycle after the select.
+        x[``reg``] of ``ctx`` (0 for x0), two cycles after the select.
     counters : In(CounterSignature())
         The tile counters.
 
@@ -314,9 +316,9 @@ class HostTileSignature(wiring.Signature):
         tile serves it on its ports B
         and W at the lowest priority (only while stopped, architecture §9).
     dbg : Out(DebugSignature(config))
-        The core's per-context state, registers and the tile counters (state, pc, retired
-        and x two cycles after the selects, through the tile's register; counters as they
-        are).
+        The core's per-context state, registers and the tile counters (state, pc and
+        retired one cycle after the selects, x three, through the tile's register; counters
+        as they are; pc, retired and x only while the array is stopped).
     fault : In(FaultSignature(config))
         The tile's fault record (first fault since ``start``).
     xprog : In(32)

@@ -31,14 +31,17 @@ from common import Spec, all_of, any_of, no_reset, past
 
 PROPS = {
     "axi_valid_held": "RVALID/BVALID stay high with stable RDATA/RRESP/BRESP until RREADY/BREADY",
-    "axi_responses": "one response per request, none without a request, within 3 cycles; a "
-                     "write (and any effect of it) needs both AW and W",
+    "axi_responses": "one response per request, none without a request, a read's within 5 "
+                     "cycles of its handshake and a write's within 2; a write (and any effect "
+                     "of it) needs both AW and W",
     "sram_running": "while RUNNING no SRAM strobe reaches a tile; an SRAM write (or read) during "
                     "a run is answered SLVERR (read data 0)",
     "sram_stopped": "while stopped an SRAM write is answered OKAY and strobes exactly the "
                     "addressed tile once with the written word and byte strobes; a read returns "
                     "the addressed tile's word",
     "decerr": "an unmapped address is answered DECERR, a mapped one never",
+    "ctx_running": "a read of a context's PC, RETIRED or register x0..x31 during a run is "
+                   "answered SLVERR (data 0), a read of its STATE never",
 }
 
 
@@ -183,11 +186,13 @@ class HostPortSpec(Elaboratable):
             m.d.sync += n_re.eq(0)
         with m.Elif(re_any & (n_re != 3)):
             m.d.sync += n_re.eq(n_re + 1)
-        # the word the addressed tile delivered in the cycle after its read strobe
+        # the word the addressed tile delivered two cycles after its read strobe (the tile
+        # registers its SRAM word, HostTileSignature)
         p_re = [past(m, t.sram.re, f"p_t{i}_sram_re") for i, t in enumerate(self.tiles)]
+        pp_re = [past(m, pr, f"pp_t{i}_sram_re") for i, pr in enumerate(p_re)]
         got = Signal(32)
-        with m.If(any_of(p_re)):
-            for t, pr in zip(self.tiles, p_re):
+        with m.If(any_of(pp_re)):
+            for t, pr in zip(self.tiles, pp_re):
                 with m.If(pr):
                     m.d.sync += got.eq(t.sram.rdata)
 
@@ -198,7 +203,7 @@ class HostPortSpec(Elaboratable):
                 Assert(r_out <= 1), Assert(aw_out <= 1), Assert(w_out <= 1),
                 Assert(~ax("rvalid") | (r_out == 1)),
                 Assert(~ax("bvalid") | both),
-                Assert(~((r_out == 1) & ~ax("rvalid")) | (r_wait <= 1)),
+                Assert(~((r_out == 1) & ~ax("rvalid")) | (r_wait <= 3)),
                 Assert(~(both & ~ax("bvalid")) | (b_wait <= 0)),
                 Assert(~effect | (both & ~ax("bvalid"))),
                 Assert(~(we_any & (n_we != 0))),
@@ -217,7 +222,9 @@ class HostPortSpec(Elaboratable):
         rv, bv = ax("rvalid"), ax("bvalid")
         lemma = {"IDLE": idle_ch & ~rv & ~bv,
                  "RD_SEL": rd & ~rv & ~bv & (r_wait == 0) & (n_re == 0),
-                 "RD_DATA": rd & ~rv & ~bv & (r_wait == 1),
+                 "RD_WAIT": rd & ~rv & ~bv & (r_wait == 1) & (n_re == 0),
+                 "RD_WAIT2": rd & ~rv & ~bv & (r_wait == 2) & (n_re <= 1),
+                 "RD_DATA": rd & ~rv & ~bv & (r_wait == 3) & (n_re <= 1),
                  "RD_RESP": rd & rv & ~bv,
                  "WR": wr & ~rv & ~bv & (b_wait == 0) & (n_we == 0),
                  "WR_RESP": wr & ~rv & bv}
@@ -272,6 +279,23 @@ class HostPortSpec(Elaboratable):
             m.d.comb += [Cover(b_hs & w_now_none & self.sram_hit(waddr, n - 1) & (wstrb == 0xF)),
                          Cover(r_hs & r_now_none & self.sram_hit(raddr, n - 1)
                                & (ax("rdata") != 0))]
+        if "ctx_running" in props:
+            def ctx_reg(a, offsets):
+                """``a`` is one of ``offsets`` of a context c < T of a tile t < N (hostmap)."""
+                return any_of(
+                    a == TILE_REG_BASE + t * TILE_REG_STRIDE + int(TileReg.CONTEXT_BASE)
+                    + c * CONTEXT_STRIDE + o
+                    for t in range(cfg.tiles) for c in range(cfg.contexts) for o in offsets)
+            read_out = [int(ContextReg.PC), int(ContextReg.RETIRED_LO),
+                        int(ContextReg.RETIRED_HI)] + \
+                [int(ContextReg.REGS) + 4 * i for i in range(32)]
+            word = Cat(Const(0, 2), raddr[2:])            # the low two bits are ignored
+            with m.If(ax("rvalid") & r_now_all & ctx_reg(word, read_out)):
+                m.d.comb += [Assert(ax("rresp") == SLVERR), Assert(ax("rdata") == 0)]
+            with m.If(ax("rvalid") & ctx_reg(word, [int(ContextReg.STATE)])):
+                m.d.comb += Assert(ax("rresp") == OKAY)
+            m.d.comb += [Cover(r_hs & r_now_all & ctx_reg(word, read_out)),
+                         Cover(r_hs & r_now_all & ctx_reg(word, [int(ContextReg.STATE)]))]
         if "decerr" in props:
             # checked in every cycle the response is offered (not only at the handshake), which
             # makes the property inductive while the master stalls

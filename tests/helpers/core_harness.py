@@ -199,6 +199,8 @@ def run_program(words, *, config=TINY, entry=0, max_cycles=400, data=None, other
             rv = []
             for r in range(32):
                 ctx.set(dbg.reg, r)
+                # x is on dbg.x two cycles after its selects (docs/rtl.md "Debug ports")
+                await ctx.tick()
                 await ctx.tick()
                 rv.append(ctx.get(dbg.x))
             regs.append(rv)

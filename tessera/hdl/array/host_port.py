@@ -208,11 +208,19 @@ class HostPort(wiring.Component):
                         m.d.comb += t.sram.re.eq(tsel == i)
                 m.next = "RD_WAIT"
             with m.State("RD_WAIT"):
+                m.next = "RD_WAIT2"
+            with m.State("RD_WAIT2"):
+                # a register x of a context: the core's register file answers two cycles after
+                # the selects (its debug read shares a pipeline port), then the tile's register
                 m.next = "RD_DATA"
             with m.State("RD_DATA"):
                 m.d.sync += rvalid.eq(1)
                 with m.If(ctrl_ok):
                     m.d.sync += [rdata.eq(ctrl_word), resp.eq(OKAY)]
+                with m.Elif(is_treg & ctx_ok & (creg != ContextReg.STATE) & running):
+                    # a context's pc, retired and registers are read only while stopped (the
+                    # core shares their read-out with its pipeline): like an SRAM read
+                    m.d.sync += [rdata.eq(0), resp.eq(SLVERR)]
                 with m.Elif(is_treg & tile_ok):
                     m.d.sync += [rdata.eq(treg_words[tsel]), resp.eq(OKAY)]
                 with m.Elif(is_sram & ~running):

@@ -233,9 +233,13 @@ class Core(wiring.Component):
         ``eng.fault`` in cycle k puts c_e into FAULT from k+1 (with ``eng.fault_now``: from
         k) with pc = pc_e (written at the end of k).
     dbg.ctx[cb] -> dbg.state, dbg.pc[32], dbg.retired[64]
-        Combinational per-context read (state is a ContextState).
+        Combinational per-context read (state is a ContextState). pc and retired only while
+        the core is stopped (``run`` low, pipeline drained): they share the pipeline's reads
+        of the pcs (F's, with ``run`` low) and of the retire counts (X's, with X empty).
     dbg.ctx[cb], dbg.reg[5] -> dbg.x[32]
-        Register read, data in the next cycle (exit code = x10 of a HALTED context).
+        Register read while the core is stopped, data two cycles after the selects (held
+        for both cycles; the register file's third port, :class:`.regfile.RegFile`
+        ``dbg_en``); the exit code is x10 of a HALTED context.
     dbg.counters.{compute, sync, exchange, halted, retired, macs, engine} [64]
         Tile counters (§8); retired/macs count in W of each retired instruction.
     trace.*
@@ -382,6 +386,12 @@ class Core(wiring.Component):
         x_is_div = Signal()
         m.d.comb += [x_is_div.eq(xd.muldiv & xd.funct3[FUNCT3_DIV_BIT]),
                      div.x_is_div.eq(x_is_div)]
+        # The context's retire count, read in X for the CSR and carried to W, where the
+        # count + 1 is written back: the context's previous instruction was counted in W at
+        # t - T + 5 <= t - 1, before this X (t + 3), and only W writes the counts, so the
+        # write needs no read mux of its own (docs/synthesis.md).
+        x_instret = Signal(64)
+        m.d.comb += x_instret.eq(ctx_retired[Mux(x_valid, x.ctx, self.dbg.ctx)])
         # CSR read in X: every CSR but xprog has its M-time value already (cycle, ids; instret
         # and stack_limit change only by this context's own earlier instructions); xprog is
         # read and written in M (csr_m), where the other contexts' writes are ordered.
@@ -391,7 +401,7 @@ class Core(wiring.Component):
             # x_cyc is already the half the CSR number names (I stage), so both halves of
             # the unit's 64-bit input carry it
             csr.cycle.eq(Cat(x_cyc, x_cyc)),
-            csr.instret.eq(ctx_retired[x.ctx]),
+            csr.instret.eq(x_instret),
             csr.context.eq(x.ctx), csr.xprog.eq(xprog), csr.slimit.eq(slimits[x.ctx]),
         ]
 
@@ -430,6 +440,7 @@ class Core(wiring.Component):
         md = Signal(dl)
         m_a = Signal(32)          # rs1 (CSR source, mrun descriptor address)
         m_xres = Signal(32)
+        m_instret = Signal(64)    # the context's retire count as read in X
         m_next_pc = Signal(32)
         m_jump_bad = Signal()     # a control transfer to a target that is not 4-aligned
         m_target = Signal(32)
@@ -453,7 +464,7 @@ class Core(wiring.Component):
         ]
         m.d.sync += [
             m_valid.eq(x_valid & ~start), mm.eq(x), m_insn.eq(x_insn), m_cyc.eq(x_cyc),
-            m_a.eq(x_a), m_xres.eq(x_result),
+            m_a.eq(x_a), m_xres.eq(x_result), m_instret.eq(x_instret),
             m_next_pc.eq(Mux(jump, target, pc_plus4)),
             m_jump_bad.eq(jump & (target[0:2] != 0)), m_target.eq(target),
             m_addr.eq(lsu.addr), m_lsu_mis.eq(lsu.misaligned), m_lsu_oor.eq(lsu.out_of_range),
@@ -614,6 +625,7 @@ class Core(wiring.Component):
         states = Array(sched.states[n] for n in range(T))
         m_ctx_faulted = states[mm.ctx] == int(S.FAULT)
         w_valid = Signal()        # the M -> W registers (filled below)
+        w_instret = Signal(64)    # the context's retire count as read in X
         w = Signal(w_layout(cb))
         w_pc_we = Signal()        # W: pcs[w.ctx] <- w_next_pc
         w_next_pc = Signal(32)
@@ -646,13 +658,17 @@ class Core(wiring.Component):
                 m.d.sync += pcs[w_e_ctx].eq(w_e_pc)
             with m.If(w_sl_we):
                 m.d.sync += slimits[w.ctx].eq(w_sl)
+        # One read of the pcs: the next slot's while the run issues, else the host's context
+        # (the host reads a context's pc only while the array is stopped, docs/rtl.md)
+        pc_read = Signal(32)
+        m.d.comb += pc_read.eq(pcs[Mux(run, sched.next_slot, self.dbg.ctx)])
         # F's fetch address for the next slot, with the W writes of this cycle bypassed
         with m.If(w_e_we & (w_e_ctx == sched.next_slot)):
             m.d.comb += f_pc_next.eq(w_e_pc)
         with m.Elif(w_pc_we & (w.ctx == sched.next_slot)):
             m.d.comb += f_pc_next.eq(w_next_pc)
         with m.Else():
-            m.d.comb += f_pc_next.eq(pcs[sched.next_slot])
+            m.d.comb += f_pc_next.eq(pc_read)
         m.d.sync += f_pc.eq(Mux(start, self.entry, f_pc_next))
 
         # Engine counter (§8, §12): the busy cycles k of the run (k < C: ``run``). The tile
@@ -674,7 +690,7 @@ class Core(wiring.Component):
 
         # ---- M -> W -------------------------------------------------------------------
         m.d.sync += [
-            w_valid.eq(m_retire), w.dot4.eq(md.dot4),
+            w_valid.eq(m_retire), w.dot4.eq(md.dot4), w_instret.eq(m_instret),
             w.ctx.eq(mm.ctx), w.pc.eq(mm.pc), w.insn.eq(m_insn),
             w.rd.eq(Mux(md.writes_rd, md.rd, 0)),
             w.value.eq(result), w.load.eq(md.load), w.funct3.eq(md.funct3),
@@ -699,7 +715,7 @@ class Core(wiring.Component):
         with m.If(start):
             m.d.sync += [r.eq(0) for r in ctx_retired]
         with m.Elif(w_valid):
-            m.d.sync += ctx_retired[w.ctx].eq(ctx_retired[w.ctx] + 1)
+            m.d.sync += ctx_retired[w.ctx].eq(w_instret + 1)
         # ---- W -> V: the load word and W's record, registered ---------------------------
         # The register write and the trace are a cycle after W (t+6, ``TRACE_DELAY``), so
         # the SRAM's load word ends in a register instead of running through the alignment
@@ -739,9 +755,9 @@ class Core(wiring.Component):
         # ---- debug --------------------------------------------------------------------
         m.d.comb += [
             self.dbg.state.eq(states[self.dbg.ctx]),
-            self.dbg.pc.eq(pcs[self.dbg.ctx]),
-            self.dbg.retired.eq(ctx_retired[self.dbg.ctx]),
-            regs.dbg_ctx.eq(self.dbg.ctx), regs.dbg_addr.eq(self.dbg.reg),
+            self.dbg.pc.eq(pc_read),
+            self.dbg.retired.eq(x_instret),
+            regs.dbg_en.eq(~run), regs.dbg_ctx.eq(self.dbg.ctx), regs.dbg_addr.eq(self.dbg.reg),
             self.dbg.x.eq(regs.dbg_data),
         ]
         return m

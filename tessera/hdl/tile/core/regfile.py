@@ -12,6 +12,12 @@ arrives) and registered, patched with that cycle's write and clear; it is regist
 with the register numbers, and the bit is selected in the cycle of the data, so that the
 register numbers, which come out of the SRAM with the instruction word, only address the block
 RAM (docs/synthesis.md: the fetch word → valid-bit select was the tile's worst path).
+
+The host's debug read has no port of its own: while ``dbg_en`` is high (the pipeline is idle:
+the core drives it with ``~run``, and the host reads registers only while the array is
+stopped), the row selected ahead is the debug context's, and port 3 (rd) reads the debug
+register a cycle later, so the debug word is on ``dbg_data`` two cycles after its select
+(docs/synthesis.md: one block RAM, one row select and one zero mask fewer).
 """
 
 from amaranth import Array, C, Cat, Module, Mux, Signal
@@ -25,8 +31,8 @@ __all__ = ["RegFile"]
 
 
 class RegFile(wiring.Component):
-    """T × 32 registers with three read ports for the pipeline, one debug read port and
-    one write port.
+    """T × 32 registers with three read ports for the pipeline (the third one also serves the
+    debug read while the pipeline is idle) and one write port.
 
     Parameters
     ----------
@@ -46,9 +52,15 @@ class RegFile(wiring.Component):
     r_addr1, r_addr2, r_addr3 : In(5)
         Register numbers (rs1, rs2, rd); data the next cycle on ``r_data1..3``.
     r_data1, r_data2, r_data3 : Out(32)
+    dbg_en : In(1)
+        The pipeline is idle, in the cycle of its row select (like ``r_ctx_next``): when it
+        is high in cycle k - 1, the row selected ahead in k - 1 is ``dbg_ctx``'s and port 3
+        reads (``dbg_ctx``, ``dbg_addr``) of cycle k instead of (``r_ctx``, ``r_addr3``);
+        ports 1 and 2 read nothing useful in k.
     dbg_ctx : In(context_bits)
     dbg_addr : In(5)
-        Debug read; data the next cycle on ``dbg_data``.
+        Debug read: with ``dbg_en`` high in k - 1 and ``dbg_ctx`` the same in k - 1 and k,
+        x[``dbg_addr`` of k] of that context is on ``dbg_data`` (= ``r_data3``) in k + 1.
     dbg_data : Out(32)
     w_en : In(1)
     w_ctx : In(context_bits)
@@ -67,7 +79,7 @@ class RegFile(wiring.Component):
             "clear": In(1),
             "r_ctx": In(cb), "r_ctx_next": In(cb), "r_addr1": In(5), "r_addr2": In(5), "r_addr3": In(5),
             "r_data1": Out(32), "r_data2": Out(32), "r_data3": Out(32),
-            "dbg_ctx": In(cb), "dbg_addr": In(5), "dbg_data": Out(32),
+            "dbg_en": In(1), "dbg_ctx": In(cb), "dbg_addr": In(5), "dbg_data": Out(32),
             "w_en": In(1), "w_ctx": In(cb), "w_addr": In(5), "w_data": In(32),
         })
 
@@ -98,19 +110,24 @@ class RegFile(wiring.Component):
         # The pipeline's row, registered: the row of r_ctx_next as it is after this cycle's
         # clear and write, i.e. as the next cycle's row_of[r_ctx] (rows only gain bits
         # between clears).
+        # While the pipeline is idle, the debug context's row, and port 3 a cycle later the
+        # debug register (dbg_q: dbg_en of the row select's cycle).
+        row_ctx = Signal(self.config.context_bits)
+        dbg_q = Signal()
+        m.d.comb += row_ctx.eq(Mux(self.dbg_en, self.dbg_ctx, self.r_ctx_next))
+        m.d.sync += dbg_q.eq(self.dbg_en)
         r_row = Signal(32)
         w_hit = Signal(32)
-        m.d.comb += w_hit.eq(Mux(do_write & (self.w_ctx == self.r_ctx_next),
+        m.d.comb += w_hit.eq(Mux(do_write & (self.w_ctx == row_ctx),
                                  C(1, 32) << self.w_addr, 0))
-        m.d.sync += r_row.eq(Mux(self.clear, 0, row_of[self.r_ctx_next] | w_hit))
-        d_row = Signal(32)
-        m.d.comb += d_row.eq(row_of[self.dbg_ctx])
+        m.d.sync += r_row.eq(Mux(self.clear, 0, row_of[row_ctx] | w_hit))
         reads = [
-            (self.r_ctx, self.r_addr1, self.r_data1, r_row),
-            (self.r_ctx, self.r_addr2, self.r_data2, r_row),
-            (self.r_ctx, self.r_addr3, self.r_data3, r_row),
-            (self.dbg_ctx, self.dbg_addr, self.dbg_data, d_row),
+            (self.r_ctx, self.r_addr1, self.r_data1),
+            (self.r_ctx, self.r_addr2, self.r_data2),
+            (Mux(dbg_q, self.dbg_ctx, self.r_ctx), Mux(dbg_q, self.dbg_addr, self.r_addr3),
+             self.r_data3),
         ]
+        m.d.comb += self.dbg_data.eq(self.r_data3)
         # The pipeline's valid bit is selected in the cycle of the data (beside the block
         # RAM's clock-to-out), from the row and register number of the read cycle, both
         # registered: the register number out of the SRAM's fetch word only addresses the
@@ -118,15 +135,12 @@ class RegFile(wiring.Component):
         r_row_q = Signal(32)
         clear_q = Signal()
         m.d.sync += [r_row_q.eq(r_row), clear_q.eq(self.clear)]
-        for n, (ctx, addr, data, row) in enumerate(reads):
+        for n, (ctx, addr, data) in enumerate(reads):
             rp = mem.read_port(transparent_for=())
             v = Signal(name=f"valid{n}")
+            addr_q = Signal(5, name=f"addr_q{n}")
             m.d.comb += [rp.addr.eq(Cat(addr, ctx)), rp.en.eq(1)]
-            if row is r_row:
-                addr_q = Signal(5, name=f"addr_q{n}")
-                m.d.sync += addr_q.eq(addr)
-                m.d.comb += v.eq(r_row_q.bit_select(addr_q, 1) & ~clear_q)
-            else:
-                m.d.sync += v.eq(row.bit_select(addr, 1) & ~self.clear)
-            m.d.comb += data.eq(Mux(v, rp.data, 0))
+            m.d.sync += addr_q.eq(addr)
+            m.d.comb += [v.eq(r_row_q.bit_select(addr_q, 1) & ~clear_q),
+                         data.eq(Mux(v, rp.data, 0))]
         return m
