@@ -282,10 +282,12 @@ class HostPortSpec(Elaboratable):
         if "ctx_running" in props:
             def ctx_reg(a, offsets):
                 """``a`` is one of ``offsets`` of a context c < T of a tile t < N (hostmap)."""
-                return any_of(
+                # one flat OR (a chain of |s this long exceeds Python's recursion limit)
+                return Cat(*(
                     a == TILE_REG_BASE + t * TILE_REG_STRIDE + int(TileReg.CONTEXT_BASE)
                     + c * CONTEXT_STRIDE + o
-                    for t in range(cfg.tiles) for c in range(cfg.contexts) for o in offsets)
+                    for t in range(cfg.tiles) for c in range(cfg.contexts)
+                    for o in offsets)).any()
             read_out = [int(ContextReg.PC), int(ContextReg.RETIRED_LO),
                         int(ContextReg.RETIRED_HI)] + \
                 [int(ContextReg.REGS) + 4 * i for i in range(32)]

@@ -201,17 +201,18 @@ class HostPort(wiring.Component):
                                  wstrb.eq(axi.wstrb)]
                     m.next = "WR"
             with m.State("RD_SEL"):
-                # selects are stable now; SRAM read issued; the tile registers its SRAM word and
-                # debug values, so they are on its outputs two cycles later
+                # selects are stable now (a context's register x: the core's register file
+                # answers two cycles later, its debug read sharing a pipeline port, and the
+                # tile registers it: in RD_DATA)
+                m.next = "RD_WAIT"
+            with m.State("RD_WAIT"):
+                # SRAM read issued; the tile registers its SRAM word, so it is on the tile's
+                # output two cycles later, in RD_DATA
                 with m.If(is_sram & ~running):
                     for i, t in enumerate(self.tiles):
                         m.d.comb += t.sram.re.eq(tsel == i)
-                m.next = "RD_WAIT"
-            with m.State("RD_WAIT"):
                 m.next = "RD_WAIT2"
             with m.State("RD_WAIT2"):
-                # a register x of a context: the core's register file answers two cycles after
-                # the selects (its debug read shares a pipeline port), then the tile's register
                 m.next = "RD_DATA"
             with m.State("RD_DATA"):
                 m.d.sync += rvalid.eq(1)
