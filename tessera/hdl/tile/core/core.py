@@ -392,6 +392,9 @@ class Core(wiring.Component):
         # write needs no read mux of its own (docs/synthesis.md).
         x_instret = Signal(64)
         m.d.comb += x_instret.eq(ctx_retired[Mux(x_valid, x.ctx, self.dbg.ctx)])
+        x_instret_half = Signal(32)
+        m.d.comb += x_instret_half.eq(Mux(x_insn[CSR.slice][_CYCLE_HALF], x_instret[32:64],
+                                          x_instret[0:32]))
         # CSR read in X: every CSR but xprog has its M-time value already (cycle, ids; instret
         # and stack_limit change only by this context's own earlier instructions); xprog is
         # read and written in M (csr_m), where the other contexts' writes are ordered.
@@ -401,8 +404,10 @@ class Core(wiring.Component):
             # x_cyc is already the half the CSR number names (I stage), so both halves of
             # the unit's 64-bit input carry it
             csr.cycle.eq(Cat(x_cyc, x_cyc)),
-            csr.instret.eq(x_instret),
-            csr.context.eq(x.ctx), csr.xprog.eq(xprog), csr.slimit.eq(slimits[x.ctx]),
+            # likewise the instret half (instret / instreth) is selected before the unit
+            csr.instret.eq(Cat(x_instret_half, x_instret_half)),
+            # xprog's value read in X is never used (M reads it again: ``sources`` below)
+            csr.context.eq(x.ctx), csr.xprog.eq(0), csr.slimit.eq(slimits[x.ctx]),
         ]
 
         pc_plus4 = Signal(32)
