@@ -8,6 +8,9 @@ import random
 
 import pytest
 from amaranth.sim import Simulator
+from amaranth import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
 
 from helpers.hdl_sim import simulate
 from isa_contract import legal as contract_legal
@@ -25,6 +28,7 @@ from tessera.hdl.tile.core.dot4 import Dot4
 from tessera.hdl.tile.core.lsu import LoadAlign, LsuAddr
 from tessera.hdl.tile.core.divider import Divider
 from tessera.hdl.tile.core.mul import Multiplier
+from tessera.hdl.tile.core.shift import ShiftOperand
 
 M32 = 0xFFFFFFFF
 
@@ -149,6 +153,19 @@ def test_decoder_immediates_and_classes():
     assert (out[0]["rd"], out[12]["rs1"], out[12]["rs2"]) == (5, 2, 3)
 
 
+def test_decoder_shift_flag():
+    """``shift`` is set for the six RV32I shifts (§2.4) and for no other word of OP / OP-IMM
+    with funct3 1 or 5 (MULH and DIVU share OP and those funct3 values)."""
+    shifts = [asm.sll(1, 2, 3), asm.srl(1, 2, 3), asm.sra(1, 2, 3), asm.slli(1, 2, 0),
+              asm.srli(1, 2, 31), asm.srai(1, 2, 7)]
+    others = [asm.add(1, 2, 3), asm.sub(1, 2, 3), asm.xor(1, 2, 3), asm.addi(1, 2, 1),
+              asm.mulh(1, 2, 3), asm.divu(1, 2, 3), asm.slt(1, 2, 3), asm.ori(1, 2, 5),
+              asm.lw(1, 0, 2), asm.beq(1, 2, 8)]
+    out = run_comb(Decoder(), [{"insn": w} for w in shifts + others], ["shift", "legal"])
+    assert [o["shift"] for o in out] == [1] * len(shifts) + [0] * len(others)
+    assert all(o["legal"] for o in out)
+
+
 # -- ALU and branch compare -------------------------------------------------------------------
 
 def ref_alu(f3, alt, a, b):
@@ -189,6 +206,66 @@ def test_alu():
     ]
     out = run_comb(Alu(), [v for v, _ in spot], ["result"])
     assert [o["result"] for o in out] == [e for _, e in spot]
+
+
+def test_alu_without_shifts():
+    """``Alu(shifts=False)``: the same results for every funct3 but 1 and 5, which give 0."""
+    vecs = []
+    for i, (a, b) in enumerate(operand_pairs(40, 5)):
+        f3 = i % 8
+        alt = (i // 8) % 2 if f3 in (0, 5) else 0
+        vecs.append({"a": a, "b": b, "funct3": f3, "alt": alt})
+    out = run_comb(Alu(shifts=False), vecs, ["result"])
+    for v, o in zip(vecs, out):
+        f3 = v["funct3"]
+        want = 0 if f3 in (1, 5) else ref_alu(f3, v["alt"], v["a"], v["b"])
+        assert o["result"] == want, v
+
+
+def test_shifts_on_the_multiplier():
+    """:class:`ShiftOperand` feeding the :class:`Multiplier` computes SLL, SRL and SRA (RISC-V
+    §2.4, ``ref_alu``) for every shift amount 0..31 and operands with either sign."""
+    class Pair(wiring.Component):
+        a: In(32)
+        shamt: In(5)
+        funct3: In(3)
+        alt: In(1)
+        result: Out(32)
+
+        def elaborate(self, platform):
+            m = Module()
+            m.submodules.op = op = ShiftOperand()
+            m.submodules.mul = mul = Multiplier()
+            m.d.comb += [op.shamt.eq(self.shamt), op.funct3.eq(self.funct3),
+                         op.alt.eq(self.alt), mul.a.eq(self.a), mul.b.eq(op.b),
+                         mul.funct3.eq(op.mode), self.result.eq(mul.result)]
+            return m
+
+    rng = random.Random(7)
+    operands = [0, 1, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0x80000001, 0x12345678, 0xFFFFFFF8] + \
+        [rng.getrandbits(32) for _ in range(3)]
+    ops = [(1, 0), (5, 0), (5, 1)]                 # SLL, SRL, SRA (funct3, bit 30)
+    vecs = [{"a": a, "shamt": s, "funct3": f3, "alt": alt}
+            for a in operands for s in range(32) for f3, alt in ops]
+    dut = Pair()
+    got = []
+
+    async def bench(ctx):
+        for vec in vecs:
+            for name, value in vec.items():
+                ctx.set(getattr(dut, name), value)
+            await ctx.tick()              # the multiplier's result is in the next cycle (M)
+            got.append(ctx.get(dut.result))
+
+    simulate(dut, bench)
+    for v, g in zip(vecs, got):
+        assert g == ref_alu(v["funct3"], v["alt"], v["a"], v["shamt"]), (v, hex(g))
+    # hand-computed spot checks
+    spot = {(0x80000000, 4, 5, 1): 0xF8000000, (0x80000000, 4, 5, 0): 0x08000000,
+            (0xFFFFFFFF, 31, 1, 0): 0x80000000, (0xFFFFFFF8, 1, 5, 1): 0xFFFFFFFC,
+            (0x12345678, 0, 5, 1): 0x12345678}
+    for (a, sh, f3, alt), want in spot.items():
+        assert got[vecs.index({"a": a, "shamt": sh, "funct3": f3, "alt": alt})] == want
 
 
 def test_branch_compare():

@@ -15,6 +15,13 @@ __all__ = ["Alu", "BranchCmp"]
 class Alu(wiring.Component):
     """RV32I integer operation selected by funct3 (and ``alt`` = instruction bit 30).
 
+    Parameters
+    ----------
+    shifts : bool, keyword-only
+        Build the shifts (funct3 1 and 5; default True). The core builds the ALU without
+        them and shifts on its multiplier (:mod:`.shift`); ``result`` is then 0 for
+        funct3 1 and 5.
+
     Members
     -------
     a, b : In(32)
@@ -33,6 +40,10 @@ class Alu(wiring.Component):
     alt: In(1)
     result: Out(32)
 
+    def __init__(self, *, shifts: bool = True):
+        self.shifts = bool(shifts)
+        super().__init__()
+
     def elaborate(self, platform):
         m = Module()
         a, b = self.a, self.b
@@ -43,19 +54,21 @@ class Alu(wiring.Component):
                     m.d.comb += self.result.eq(a - b)
                 with m.Else():
                     m.d.comb += self.result.eq(a + b)
-            with m.Case(Funct3.SLL):
-                m.d.comb += self.result.eq(a << shamt)
+            if self.shifts:
+                with m.Case(Funct3.SLL):
+                    m.d.comb += self.result.eq(a << shamt)
             with m.Case(Funct3.SLT):
                 m.d.comb += self.result.eq(a.as_signed() < b.as_signed())
             with m.Case(Funct3.SLTU):
                 m.d.comb += self.result.eq(a < b)
             with m.Case(Funct3.XOR):
                 m.d.comb += self.result.eq(a ^ b)
-            with m.Case(Funct3.SRL):
-                with m.If(self.alt):
-                    m.d.comb += self.result.eq(a.as_signed() >> shamt)
-                with m.Else():
-                    m.d.comb += self.result.eq(a >> shamt)
+            if self.shifts:
+                with m.Case(Funct3.SRL):
+                    with m.If(self.alt):
+                        m.d.comb += self.result.eq(a.as_signed() >> shamt)
+                    with m.Else():
+                        m.d.comb += self.result.eq(a >> shamt)
             with m.Case(Funct3.OR):
                 m.d.comb += self.result.eq(a | b)
             with m.Case(Funct3.AND):

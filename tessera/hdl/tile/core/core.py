@@ -15,14 +15,15 @@ interlock):
 * R (t+2): decode of the registered word; the register values arrive; operand select
   (immediate or rs2); the divider's state row is addressed. Everything is registered for X
   (the multiplier's input registers).
-* X (t+3): ALU, branch compare, jump target, next pc, load/store address and store lanes, dot4's
-  products and pairwise sums, the multiplier's partial products, the first half of a division turn's steps, the CSR read
+* X (t+3): ALU (without shifts), branch compare, jump target, next pc, load/store address and store lanes, dot4's
+  products and pairwise sums, the multiplier's partial products (also of a shift: R replaced rs2 by the
+  power of two of :mod:`.shift`), the first half of a division turn's steps, the CSR read
   (every CSR but ``xprog`` already has its M-time value: cycle and the ids are constants of
   the instruction, instret and stack_limit change only by the context's own earlier
   instructions, which completed >= T - 5 cycles ago), the stack-limit qualifiers.
 * M (t+4): every data-memory effect (store write, load read), the range check, the stack-limit
   compare, the ``xprog`` CSR read (W's write bypassed) and every CSR write, the second half
-  of the division steps, the multiplier's sum, the fault and the state change (visible from
+  of the division steps, the multiplier's sum (the result of a multiplication or a shift), the fault and the state change (visible from
   t + ``STATE_VISIBLE_DELAY``), the pc, stack_limit and xprog writes decided (made in W), the
   matrix-engine command (``mrun``/``mwait``), dot4's sum with the old rd.
 * W (t+5): pc, stack_limit and xprog writes (the pc bypassed into the fetch address of the
@@ -70,6 +71,7 @@ from .lsu import LoadAlign, LsuAddr
 from .divider import Divider, NoDivider
 from .mul import Multiplier
 from .regfile import RegFile
+from .shift import ShiftOperand
 from .scheduler import CycleClass, Scheduler
 from ...interfaces import check_config
 
@@ -277,7 +279,8 @@ class Core(wiring.Component):
         m.submodules.sched = sched = Scheduler(cfg)
         m.submodules.regs = regs = RegFile(cfg)
         m.submodules.dec = dec = Decoder(engine=cfg.engine_macs > 0)
-        m.submodules.alu = alu = Alu()
+        m.submodules.alu = alu = Alu(shifts=False)      # shifts run on the multiplier
+        m.submodules.shiftop = shiftop = ShiftOperand()
         m.submodules.bcmp = bcmp = BranchCmp()
         m.submodules.mul = mul = Multiplier()
         m.submodules.div = div = (Divider if self.variant.divider else NoDivider)(cfg)
@@ -354,6 +357,10 @@ class Core(wiring.Component):
         # ---- R (t+2): decode, operands, operand select -----------------------------------
         rs1v, rs2v, rdv = regs.r_data1, regs.r_data2, regs.r_data3
         m.d.comb += [dec.insn.eq(r_insn), div.r_ctx.eq(r.ctx)]
+        # A shift takes the multiplier (:mod:`.shift`): its power of two replaces rs2 (which
+        # a shift does not use otherwise) and its mode MUL's funct3.
+        m.d.comb += [shiftop.shamt.eq(Mux(dec.op_imm, dec.imm[0:5], rs2v[0:5])),
+                     shiftop.funct3.eq(dec.funct3), shiftop.alt.eq(dec.alu_alt)]
 
         # ---- R -> X -----------------------------------------------------------------------
         dl = decode_layout(dec.signature)
@@ -366,9 +373,12 @@ class Core(wiring.Component):
         x_rs2 = Signal(32)        # rs2
         x_b = Signal(32)          # ALU operand b: immediate or rs2
         x_acc = Signal(32)        # rd (dot4's accumulator)
+        x_mulf = Signal(2)        # the multiplier's mode (a shift's, else MUL's funct3)
         m.d.sync += [
             x_valid.eq(r_valid & ~start), x.eq(r), x_insn.eq(r_insn), x_cyc.eq(r_cyc),
-            x_a.eq(rs1v), x_rs2.eq(rs2v), x_b.eq(Mux(dec.op_imm, dec.imm, rs2v)), x_acc.eq(rdv),
+            x_a.eq(rs1v), x_rs2.eq(Mux(dec.shift, shiftop.b, rs2v)),
+            x_b.eq(Mux(dec.op_imm, dec.imm, rs2v)), x_acc.eq(rdv),
+            x_mulf.eq(Mux(dec.shift, shiftop.mode, dec.funct3[0:FUNCT3_DIV_BIT])),
         ]
         m.d.sync += [xd[name].eq(getattr(dec, name)) for name in dl.members]
 
@@ -377,7 +387,7 @@ class Core(wiring.Component):
         m.d.comb += [
             alu.a.eq(x_a), alu.b.eq(x_b), alu.funct3.eq(xd.funct3), alu.alt.eq(xd.alu_alt),
             bcmp.a.eq(x_a), bcmp.b.eq(x_rs2), bcmp.funct3.eq(xd.funct3),
-            mul.a.eq(x_a), mul.b.eq(x_rs2), mul.funct3.eq(xd.funct3[0:FUNCT3_DIV_BIT]),
+            mul.a.eq(x_a), mul.b.eq(x_rs2), mul.funct3.eq(x_mulf),
             div.a.eq(x_a), div.b.eq(x_rs2), div.x_insn.eq(x_insn), div.x_ctx.eq(x.ctx),
             dot4.a.eq(x_a), dot4.b.eq(x_rs2), dot4.su.eq(xd.dot4_su),
             lsu.base.eq(x_a), lsu.offset.eq(imm), lsu.funct3.eq(xd.funct3),
@@ -420,7 +430,7 @@ class Core(wiring.Component):
             m.d.comb += target.eq(x.pc + imm)
         m.d.comb += jump.eq(xd.jal | xd.jalr | (xd.branch & bcmp.taken))
 
-        # the results known in X (multiplication, dot4, division and CSR results join in M)
+        # the results known in X (multiplication, shift, dot4, division and CSR results join in M)
         x_result = Signal(32)
         with m.If(xd.lui):
             m.d.comb += x_result.eq(imm)
@@ -489,7 +499,7 @@ class Core(wiring.Component):
         m.d.comb += dot4.acc.eq(m_xres)
         # M's result sources in priority order (the last one is the default), used for the
         # result and, below, for the stack-limit compare
-        sources = [(md.muldiv & ~m_is_div, mul.result), (md.dot4, dot4.result),
+        sources = [((md.muldiv & ~m_is_div) | md.shift, mul.result), (md.dot4, dot4.result),
                    (md.csr & m_csr_xprog, csr_m.rdata), (None, m_xres)]
 
         def by_source(out, f):

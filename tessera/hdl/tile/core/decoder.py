@@ -64,6 +64,9 @@ class Decoder(wiring.Component):
         register-register ALU op, ``muldiv`` an M-extension op, ``engine`` ``mrun``/``mwait``.
     alu_alt : Out(1)
         SUB (OP) or SRA/SRAI (bit 30) for the ALU.
+    shift : Out(1)
+        A shift (SLL, SRL, SRA and their immediate forms; only meaningful when ``legal``):
+        the core runs it on the multiplier (:mod:`.shift`).
     dot4_su : Out(1)
         ``dot4su`` (rs2 bytes unsigned) rather than ``dot4``.
     mwait : Out(1)
@@ -109,6 +112,7 @@ class Decoder(wiring.Component):
     sync: Out(1)
     engine: Out(1)
     alu_alt: Out(1)
+    shift: Out(1)
     dot4_su: Out(1)
     mwait: Out(1)
     sync_array: Out(1)
@@ -153,6 +157,8 @@ class Decoder(wiring.Component):
             self.sync_array.eq(i[IMM_I.slice][0]),
             self.alu_alt.eq(i[FUNCT7_ALT_BIT] & (is_op(Opcode.OP)
                                                  | (is_op(Opcode.OP_IMM) & (f3 == Funct3.SRAI)))),
+            self.shift.eq((classes[Kind.OP] | classes[Kind.OP_IMM])
+                          & ((f3 == Funct3.SLL) | (f3 == Funct3.SRL))),
         ]
         writes = {row.kind for row in INSTRUCTIONS if row.writes_rd}
         assert not any(row.kind in writes and not row.writes_rd for row in INSTRUCTIONS)
