@@ -187,12 +187,19 @@ def ref_alu(f3, alt, a, b):
     return a & b
 
 
-def test_alu():
+def alu_vectors(n_random, seed):
+    """ALU inputs: every operand pair with each funct3 in turn, bit 30 alternating for
+    funct3 0 and 5."""
     vecs = []
-    for i, (a, b) in enumerate(operand_pairs(60, 2)):
+    for i, (a, b) in enumerate(operand_pairs(n_random, seed)):
         f3 = i % 8
         alt = (i // 8) % 2 if f3 in (0, 5) else 0
         vecs.append({"a": a, "b": b, "funct3": f3, "alt": alt})
+    return vecs
+
+
+def test_alu():
+    vecs = alu_vectors(60, 2)
     out = run_comb(Alu(), vecs, ["result"])
     for v, o in zip(vecs, out):
         assert o["result"] == ref_alu(v["funct3"], v["alt"], v["a"], v["b"]), v
@@ -210,11 +217,7 @@ def test_alu():
 
 def test_alu_without_shifts():
     """``Alu(shifts=False)``: the same results for every funct3 but 1 and 5, which give 0."""
-    vecs = []
-    for i, (a, b) in enumerate(operand_pairs(40, 5)):
-        f3 = i % 8
-        alt = (i // 8) % 2 if f3 in (0, 5) else 0
-        vecs.append({"a": a, "b": b, "funct3": f3, "alt": alt})
+    vecs = alu_vectors(40, 5)
     out = run_comb(Alu(shifts=False), vecs, ["result"])
     for v, o in zip(vecs, out):
         f3 = v["funct3"]
@@ -247,17 +250,7 @@ def test_shifts_on_the_multiplier():
     ops = [(1, 0), (5, 0), (5, 1)]                 # SLL, SRL, SRA (funct3, bit 30)
     vecs = [{"a": a, "shamt": s, "funct3": f3, "alt": alt}
             for a in operands for s in range(32) for f3, alt in ops]
-    dut = Pair()
-    got = []
-
-    async def bench(ctx):
-        for vec in vecs:
-            for name, value in vec.items():
-                ctx.set(getattr(dut, name), value)
-            await ctx.tick()              # the multiplier's result is in the next cycle (M)
-            got.append(ctx.get(dut.result))
-
-    simulate(dut, bench)
+    got = [o["result"] for o in run_mul(vecs, Pair())]   # the result is in the next cycle (M)
     for v, g in zip(vecs, got):
         assert g == ref_alu(v["funct3"], v["alt"], v["a"], v["shamt"]), (v, hex(g))
     # hand-computed spot checks
@@ -310,10 +303,11 @@ def ref_muldiv(f3, a, b):
     return a if b == 0 else a % b
 
 
-def run_mul(vectors):
+def run_mul(vectors, dut=None):
     """The multiplier over X and M (contract v2, docs/design/contract-v2.md §1): operands
-    applied in one cycle, ``result`` read in the next."""
-    dut = Multiplier()
+    applied in one cycle, ``result`` read in the next (``dut``: a :class:`Multiplier`, or
+    another component with the inputs named in ``vectors`` and a ``result``)."""
+    dut = Multiplier() if dut is None else dut
     results = []
 
     async def bench(ctx):
