@@ -3,13 +3,16 @@ and the tile ↔ array interface of docs/rtl.md.
 
 Contract: a word sent by tile s at cycle c arrives at cycle c + L; every receiver that selects s
 in that cycle gets it (multicast); a tile that does not send drives 0, so a receiver that
-selects it gets 0. At the fabric's ports (docs/rtl.md): ``send[s]`` in cycle c + 1 carries the
-bus of cycle c (the tile reads the SRAM on a synchronous port), ``data[j]`` in cycle k is the bus
-of ``src[j]`` at k − L. ``clear`` is the start pulse: a receiver in cycle k < L − 1 of the new
-run reads a bus from before cycle 0, which the contract says was not sending (0).
+selects it gets 0. At the fabric's ports (docs/rtl.md "Tile ↔ array", since ``d59ed2b``):
+``send[s]`` in cycle c + 2 carries the bus of cycle c (the tile reads the SRAM on a synchronous
+port and registers the word, so that no SRAM output leaves the tile), ``data[j]`` in cycle k is
+the bus of ``src[j]`` at k − L: the fabric's own delay is D = L − 2 cycles (none for L = 2).
+``clear`` is the start pulse: the fabric's stages then hold 0, so a receiver reads 0 in the
+cycles 0 .. D − 1 of the new run (the tile's own registers, cleared by the same pulse, give the
+contract's 0 in cycles 0 .. L − 2).
 
 Technique: *tracked* words. A free input ``mark`` picks any cycle m; the word w_s on every
-``send[s]`` at m is remembered, and at m + L − 1 every receiver j with ``src[j] == s`` must
+``send[s]`` at m is remembered, and at m + D every receiver j with ``src[j] == s`` must
 present w_s. Since m and all other inputs are free, this is the property for every word of every
 sender. Whether the receiver *writes* the word (only a STEP with
 ``recv_en`` does, and only if the step belongs to the run) is the tile's and exchange engine's
@@ -28,10 +31,10 @@ from tessera.hdl.array.exchange_fabric import ExchangeFabric
 from common import Spec, all_of, any_of, no_reset
 
 PROPS = {
-    "deliver": "the word on sender s's bus at c reaches, at c + L, every receiver selecting s "
-               "(0 if s did not send)",
-    "start_zero": "after the start pulse, receivers read 0 until the first word sent in the run "
-                  "can arrive (cycles 0 .. L - 2)",
+    "deliver": "the word on sender s's send port at c (its bus of c - 2) reaches, at c + L - 2, "
+               "every receiver selecting s (0 if s did not send)",
+    "start_zero": "after the start pulse, receivers read 0 until the first word on a send port "
+                  "in the run can arrive (cycles 0 .. L - 3)",
 }
 
 
@@ -70,22 +73,23 @@ class FabricSpec(Elaboratable):
             # selecting one of them made both yices and z3 stall on a 4-tile base case)
             check = Signal()
             ws = [Signal(32, name=f"w{i}") for i in range(n)]
-            if L == 1:
+            D = L - 2                       # the fabric's own stages
+            if D == 0:
                 m.d.comb += check.eq(self.mark)
                 m.d.comb += [ws[i].eq(sends[i]) for i in range(n)]
             else:
                 trk = Signal()
-                cnt = Signal(range(L))
+                cnt = Signal(range(D + 1))
                 with m.If(self.clear):
                     m.d.sync += trk.eq(0)
                 with m.Elif(trk):
-                    with m.If(cnt == L - 1):
+                    with m.If(cnt == D):
                         m.d.sync += trk.eq(0)
                     with m.Else():
                         m.d.sync += cnt.eq(cnt + 1)
                 with m.Elif(self.mark):
                     m.d.sync += [trk.eq(1), cnt.eq(1)] + [ws[i].eq(sends[i]) for i in range(n)]
-                m.d.comb += check.eq(trk & (cnt == L - 1))
+                m.d.comb += check.eq(trk & (cnt == D))
             for j in range(n):
                 for i in range(n):
                     with m.If(check & (srcs[j] == i)):
@@ -97,7 +101,7 @@ class FabricSpec(Elaboratable):
             m.d.comb += Cover(check & any_of((srcs[0] == i) & (ws[i] == 0) for i in range(n))
                               & ((self.send != 0) if n > 1 else 1))
         else:
-            assert L >= 2
+            assert L >= 3                   # L = 2: no stage of the fabric's own
             zvalid = Signal()
             zc = Signal(range(L + 1))
             flushed = Signal()     # a nonzero word was in flight when the start pulse came
@@ -109,10 +113,10 @@ class FabricSpec(Elaboratable):
                              inflight.eq(0)]
             with m.Elif(zvalid & (zc < L)):
                 m.d.sync += zc.eq(zc + 1)
-            zcheck = zvalid & (zc < L - 1)
+            zcheck = zvalid & (zc < L - 2)
             with m.If(zcheck):
                 m.d.comb += Assert(all_of(d == 0 for d in datas))
-            m.d.comb += Cover(zvalid & (zc == L - 2) & flushed)
+            m.d.comb += Cover(zvalid & (zc == L - 3) & flushed)
         return m
 
 
@@ -129,5 +133,5 @@ def specs(configs):
              configs=configs),
         Spec("fabric", "start_zero", PROPS["start_zero"], build,
              prove_depth=lambda c: lat(c) + 2, cover_depth=lambda c: 2 * lat(c) + 4,
-             configs=[(lb, c) for lb, c in configs if c.exchange_latency >= 2]),
+             configs=[(lb, c) for lb, c in configs if c.exchange_latency >= 3]),
     ]
