@@ -15,16 +15,17 @@ interlock):
 * R (t+2): decode of the registered word; the register values arrive; operand select
   (immediate or rs2); the divider's state row is addressed. Everything is registered for X
   (the multiplier's input registers).
-* X (t+3): ALU (without shifts), branch compare, jump target, next pc, load/store address and store lanes, dot4's
-  products and pairwise sums, the multiplier's partial products (also of a shift: R replaced rs2 by the
-  power of two of :mod:`.shift`), the first half of a division turn's steps, the CSR read
+* X (t+3): ALU (without shifts), branch compare, jump target, next pc, load/store address
+  and store lanes, dot4's products and pairwise sums, the multiplier's partial products (also
+  of a shift: R replaced rs2 by the power of two of :mod:`.shift`), the first half of a
+  division turn's steps, the CSR read
   (every CSR but ``xprog`` already has its M-time value: cycle and the ids are constants of
   the instruction, instret and stack_limit change only by the context's own earlier
   instructions, which completed >= T - 5 cycles ago), the stack-limit qualifiers.
 * M (t+4): every data-memory effect (store write, load read), the range check, the stack-limit
   compare, the ``xprog`` CSR read (W's write bypassed) and every CSR write, the second half
-  of the division steps, the multiplier's sum (the result of a multiplication or a shift), the fault and the state change (visible from
-  t + ``STATE_VISIBLE_DELAY``), the pc, stack_limit and xprog writes decided (made in W), the
+  of the division steps, the multiplier's sum (the result of a multiplication or a shift),
+  the fault and the state change (visible from t + ``STATE_VISIBLE_DELAY``), the pc, stack_limit and xprog writes decided (made in W), the
   matrix-engine command (``mrun``/``mwait``), dot4's sum with the old rd.
 * W (t+5): pc, stack_limit and xprog writes (the pc bypassed into the fetch address of the
   context's next issue, xprog into M's read); retire counters; the load word registered.
@@ -430,7 +431,8 @@ class Core(wiring.Component):
             m.d.comb += target.eq(x.pc + imm)
         m.d.comb += jump.eq(xd.jal | xd.jalr | (xd.branch & bcmp.taken))
 
-        # the results known in X (multiplication, shift, dot4, division and CSR results join in M)
+        # the results known in X (multiplication, shift, dot4, division and CSR results join
+        # in M)
         x_result = Signal(32)
         with m.If(xd.lui):
             m.d.comb += x_result.eq(imm)
