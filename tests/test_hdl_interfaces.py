@@ -128,9 +128,10 @@ def test_core_interface_is_declared_once():
     core, stub = Core(SMALL, 1), StubCore(SMALL, 1)
     assert core.signature == stub.signature == CoreSignature(SMALL)
     assert core.variant == CONTRACT
-    # the core reports faults and keeps no record of its own (the tile's fault record does)
+    # the core reports faults (the instruction's and the matrix engine's apart) and keeps no
+    # record of its own (the tile's fault record does)
     names = set(_members(core.signature))
-    assert {"fault.valid", "fault.cause"} <= names
+    assert {"fault.valid", "fault.cause", "efault.valid", "efault.pc", "fault_now"} <= names
     assert not any(n.startswith(("dbg_fault", "dbg.fault")) for n in names)
     for obj in (core, stub):
         obj._MustUse__silence = True

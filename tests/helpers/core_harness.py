@@ -58,7 +58,9 @@ class Harness(Elaboratable):
         m.submodules.core = core = self.core
         m.submodules.mem = mem = self.mem
         m.submodules.fault = rec = self.fault
-        connect(m, core.fault, rec.core)
+        connect(m, core.fault, rec.insn)
+        connect(m, core.efault, rec.eng)
+        m.d.comb += rec.eng_now.eq(core.fault_now)
         m.d.comb += rec.clear.eq(core.start)
         aw = self.config.sram_addr_bits
         wp = mem.write_port(granularity=8)
@@ -136,7 +138,7 @@ def run_program(words, *, config=TINY, entry=0, max_cycles=400, data=None, other
 
         while True:
             # the visible states of cycle t (registers)
-            faulted = ctx.get(h.fault.record.valid)
+            faulted = ctx.get(h.fault.valid)
             if faulted and fault_visible is None:
                 fault_visible = t
             if v is None and t < max_cycles and (

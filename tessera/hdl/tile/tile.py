@@ -7,12 +7,12 @@ Wiring (every link is a signature of :mod:`tessera.hdl.interfaces`):
 * exchange engine: started by the sync controller's ``prerelease`` / ``release``, runs the
   program at the core's ``xprog``, resumes the core's WAIT_ARRAY contexts at its END step;
   the SRAM drives the tile's ``exchange.send``, the engine its ``exchange.src``;
-* core ``fault`` and engine ``fault`` → :class:`.fault_record.FaultRecord` → ``host.fault``
-  (the tile's one fault record);
+* core ``fault`` / ``efault`` and engine ``fault`` → :class:`.fault_record.FaultRecord` →
+  ``host.fault`` (the tile's one fault record; its fields a cycle after it is visible);
 * ``host.dbg`` → core ``dbg``; core ``trace`` → tile ``trace``;
 * with ``engine_macs`` > 0 the matrix engine (:mod:`.matrix_engine`): core ``eng`` → engine
   ``core`` (``mrun`` accept, busy, counters; the engine fault goes through the core's
-  ``fault``), engine ``sram`` → SRAM ``eng``; it steps in the cycles where the array runs
+  ``efault``), engine ``sram`` → SRAM ``eng``; it steps in the cycles where the array runs
   (``xen``) and the tile is not exchanging (the core's LOAD/STORE in M is the engine's own
   check).
 
@@ -81,11 +81,11 @@ class Tile(wiring.Component):
     faulted : Out(1)
         A fault is visible on this tile (its fault record is set): from t+5 for an
         instruction issued at t, from c+1 / s+1 for an exchange / matrix-engine step, from
-        s + 2 for a matrix-engine data-check fault of step s (§7 "Stop"): ``record.valid |
-        core.fault_now``. Every fault but that one is written into the record at the end of
-        the cycle it is decided in (visible from the next); the data check is decided in
+        s + 2 for a matrix-engine data-check fault of step s (§7 "Stop"): ``fault.valid |
+        core.fault_now``. Every fault but that one is taken by the record at the end of
+        the cycle it is decided in (visible from the next; its fields follow a cycle later); the data check is decided in
         s + 1 from the word read in s, registered in the engine, presented by the core with
-        ``fault_now`` in s + 2 and written into the record at the end of s + 2, so nothing of
+        ``fault_now`` in s + 2 and taken by the record at the end of s + 2, so nothing of
         the SRAM word reaches ``faulted`` combinationally.
     exchange : Out(ExchangeLinkSignature(config))
         Send bus of the previous cycle, receive mux select, the fabric's word.
@@ -176,14 +176,15 @@ class Tile(wiring.Component):
         ]
 
         # -- the one fault record, host read-back, retire trace
-        connect(m, core.fault, rec.core)
+        connect(m, core.fault, rec.insn)
+        connect(m, core.efault, rec.eng)
         connect(m, eng.fault, rec.xchg)
         connect(m, rec.record, flipped(self.host.fault))
         m.d.comb += [rec.clear.eq(self.start), self.host.xprog.eq(core.xprog)]
         # the core's registered engine fault is visible in the cycle it is presented (the
         # record holds it from the next one)
-        m.d.comb += [rec.core_now.eq(core.fault_now),
-                     self.faulted.eq(rec.record.valid | core.fault_now)]
+        m.d.comb += [rec.eng_now.eq(core.fault_now),
+                     self.faulted.eq(rec.valid | core.fault_now)]
         # -- matrix engine
         if self.matrix is not None:
             m.submodules.matrix = mx = self.matrix

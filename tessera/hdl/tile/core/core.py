@@ -42,10 +42,10 @@ cycles 0..C-1: in v2 the run's end is known in its last cycle t_s = C - 1, so no
 ``retired``/``macs`` count in W of each retired instruction (also after t_s, for the
 instructions issued up to t_s).
 
-The core reports a fault in M on ``fault`` (merged with the matrix engine's; the engine's
-registered data-check fault, visible in the cycle it arrives, with ``fault_now``) and keeps no
-record of it: the tile's one fault record (:class:`tessera.hdl.tile.fault_record.FaultRecord`)
-holds the first one.
+The core reports a fault in M on ``fault`` and the matrix engine's on ``efault`` (the engine's
+registered data-check fault, visible in the cycle it arrives, with ``fault_now``), apart, and
+keeps no record of them: the tile's one fault record
+(:class:`tessera.hdl.tile.fault_record.FaultRecord`) decides which one it holds.
 """
 
 from amaranth import Array, Cat, Module, Mux, Signal
@@ -102,10 +102,13 @@ class CoreSignature(wiring.Signature):
     arrive, all_halted, xprog : Out ; resume, in_exchange : In
         Barriers and exchange.
     fault : Out(FaultSignature(config))
-        The fault of the instruction in M (``xchg`` = 0), else the matrix engine's fault of
-        this cycle; visible from the next cycle, except with ``fault_now``.
+        The fault of the instruction in M (``xchg`` = 0), decided this cycle, visible from
+        the next one.
+    efault : Out(FaultSignature(config))
+        The matrix engine's fault taken this cycle (never with ``fault`` unless
+        ``fault_now``); visible from the next cycle, except with ``fault_now``.
     fault_now : Out(1)
-        ``fault`` is the matrix engine's registered data-check fault, visible in this cycle
+        ``efault`` is the matrix engine's registered data-check fault, visible in this cycle
         (it wins over the instruction in M; see :class:`Core`).
     eng : Out(MatrixEngineSignature(config))
         The matrix engine (``mrun`` accept, busy, counters, engine fault).
@@ -131,7 +134,8 @@ class CoreSignature(wiring.Signature):
             "arrive": Out(1), "resume": In(1), "in_exchange": In(1), "xprog": Out(32),
             "all_halted": Out(1),
             # fault decided in M this cycle; host read-back; retire trace (W stage)
-            "fault": Out(FaultSignature(config)), "fault_now": Out(1),
+            "fault": Out(FaultSignature(config)), "efault": Out(FaultSignature(config)),
+            "fault_now": Out(1),
             "eng": Out(MatrixEngineSignature(config)),
             "dbg": In(DebugSignature(config)),
             "trace": Out(TraceSignature(config)),
@@ -217,11 +221,14 @@ class Core(wiring.Component):
     all_halted
         Every context HALTED (visible states: the ``ecall`` issued at t counts from t+5).
         High out of reset (every context is HALTED before the first ``start``).
-    fault.valid, fault.context[cb], fault.cause, fault.pc[32], fault.addr[32], fault_now
-        With ``fault_now`` = 0 a fault decided in this cycle, visible from the next: the
-        instruction in M (issue cycle t = this cycle - 4, ``xchg`` = 0; its context is FAULT
-        from t+5), else the matrix engine's address fault of this cycle (§12: an instruction
-        fault of the same cycle wins; the engine fault is dropped). With ``fault_now`` = 1
+    fault.valid, fault.context[cb], fault.cause, fault.pc[32], fault.addr[32]
+        The fault of the instruction in M decided in this cycle, visible from the next
+        (issue cycle t = this cycle - 4, ``xchg`` = 0; its context is FAULT from t+5). The
+        fields are the instruction's whether it faults or not (valid with ``fault.valid``).
+    efault.*, fault_now
+        With ``fault_now`` = 0 the matrix engine's address fault of this cycle, visible
+        from the next (§12: an instruction fault of the same cycle wins; the engine fault is
+        dropped and ``efault.valid`` is 0). With ``fault_now`` = 1
         the matrix engine's registered fault (``eng.fault_now``: a data check of step s,
         decided in s + 1, registered, presented in s + 2), visible in **this** cycle: it goes
         ahead of the instruction fault decided in M now (visible only from the next cycle;
@@ -580,13 +587,16 @@ class Core(wiring.Component):
             m_retire.eq(m_valid & ~fault & ~div_wait & ~eng_wait & ~start),
             e_fault.eq(eng.fault.valid & ~eng.fault_now & ~m_fault & ~start),
             e_now.eq(eng.fault.valid & eng.fault_now & ~m_fault_q & ~start),
-            self.fault.valid.eq(m_fault | e_fault | e_now),
+            # the two faults go to the tile's record apart (it decides which one it keeps
+            # and takes the fields a cycle later, from registers): no fault decision selects
+            # the fields here
+            self.fault.valid.eq(m_fault), self.fault.xchg.eq(0),
+            self.fault.context.eq(mm.ctx), self.fault.cause.eq(cause),
+            self.fault.pc.eq(mm.pc), self.fault.addr.eq(faddr),
+            self.efault.valid.eq(e_fault | e_now), self.efault.xchg.eq(0),
+            self.efault.context.eq(eng.fault.context), self.efault.cause.eq(eng.fault.cause),
+            self.efault.pc.eq(eng.fault.pc), self.efault.addr.eq(eng.fault.addr),
             self.fault_now.eq(e_now),
-            self.fault.xchg.eq(0),
-            self.fault.context.eq(Mux(m_fault & ~e_now, mm.ctx, eng.fault.context)),
-            self.fault.cause.eq(Mux(m_fault & ~e_now, cause, eng.fault.cause)),
-            self.fault.pc.eq(Mux(m_fault & ~e_now, mm.pc, eng.fault.pc)),
-            self.fault.addr.eq(Mux(m_fault & ~e_now, faddr, eng.fault.addr)),
             # the word in M (any turn, faulting or not; a failed fetch has no word) owns the
             # SRAM's data ports if it is a LOAD or STORE (§12 "Engine cycles")
             eng.m_mem.eq(m_valid & ~mm.misaligned & ~mm.range
