@@ -495,6 +495,16 @@ class Core(wiring.Component):
             m_mask.eq(lsu.mask), m_wdata.eq(lsu.wdata), m_div_last.eq(div.last),
         ]
         m.d.sync += [md[name].eq(xd[name]) for name in dl.members]
+        # The memory request's qualifiers, decided in X from what M would decide them from
+        # (the fetch faults, the decoded word, the address checks): a load / store of M
+        # without a fault it can have (the decoder's classes are one-hot by opcode: a
+        # LOAD/STORE word is no jump, CSR, ebreak, division or engine instruction, and writes
+        # no rd for the stack-limit check), so M's port-B enables are a register and ``start``.
+        m_ld_ok = Signal()
+        m_st_ok = Signal()
+        x_mem_ok = (x_valid & ~start & ~x.misaligned & ~x.range & xd.legal
+                    & ~lsu.misaligned & ~lsu.out_of_range)
+        m.d.sync += [m_ld_ok.eq(x_mem_ok & xd.load), m_st_ok.eq(x_mem_ok & xd.store)]
 
         # ---- M (t+4): memory, CSR, faults, state change, commit ---------------------------
         # xprog, read in M (W's write bypassed) and written in W (the other CSR inputs of
@@ -606,16 +616,14 @@ class Core(wiring.Component):
             eng.desc.eq(m_a), eng.ctx.eq(mm.ctx), eng.pc.eq(mm.pc),
         ]
 
-        # Memory request. ``m_retire & md.load`` / ``m_retire & md.store``, written without
-        # the faults and waits a load or store cannot have (the decoder's classes are one-hot
-        # by opcode: a LOAD/STORE word is no jump, CSR, ebreak, division or engine
-        # instruction, and writes no rd for the stack-limit check): the same values, but the
-        # SRAM's port-B address and write enables depend only on M-stage registers.
-        mem_fault = mm.misaligned | mm.range | ~md.legal | m_lsu_mis | m_lsu_oor
+        # Memory request: ``m_retire & md.load`` / ``m_retire & md.store``, from the
+        # qualifiers registered in X (``m_ld_ok`` / ``m_st_ok``): the same values, but the
+        # SRAM's port-B enables and the step window's clock enables behind them depend on
+        # one register and ``start`` (the M-stage decode of the qualifiers was the head of
+        # the tile's worst path into the window, docs/synthesis.md).
         m_load = Signal()
         m_store = Signal()
-        m.d.comb += [m_load.eq(m_valid & md.load & ~mem_fault & ~start),
-                     m_store.eq(m_valid & md.store & ~mem_fault & ~start)]
+        m.d.comb += [m_load.eq(m_ld_ok & ~start), m_store.eq(m_st_ok & ~start)]
         m.d.comb += [
             self.mem.re.eq(m_load),
             self.mem.we.eq(Mux(m_store, m_mask, 0)),
