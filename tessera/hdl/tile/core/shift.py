@@ -11,14 +11,15 @@ low five bits of rs2 or of the immediate) and §7.1 (MUL, MULHSU, MULHU). With s
 * s = 0 shifts nothing: the low word of a · 1 (MUL).
 
 The power is 2^((−s) mod 32) for a right shift (1 when s = 0) and 2^s for a left one, so the
-operand is one 5-bit negation and a 32-bit one-hot decode, and the core needs no barrel
+operand is a 32-bit one-hot decode of s and its mirror (bit k of 2^((−s) mod 32) is bit
+(32 − k) mod 32 of 2^s: wiring, no negation), and the core needs no barrel
 shifter: the X stage's ALU keeps only the adder and the logic operations (docs/synthesis.md:
 the three 32-bit shifters took 557 of the ALU's 745 LUT4). The result comes from the
 multiplier in M, like MUL's, and is written in W like every result (no program-visible
 change, architecture §4).
 """
 
-from amaranth import C, Module, Mux, Signal
+from amaranth import C, Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -57,10 +58,14 @@ class ShiftOperand(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         left = self.funct3 == Funct3.SLL
-        power = Signal(5)
+        # 2^s is a one-hot decode of s; 2^((-s) mod 32) is the same decode mirrored (bit k
+        # is bit (32 - k) mod 32 of 2^s), so no negation's carry chain comes between the
+        # register file's rs2 and the multiplier's input register (docs/synthesis.md)
+        onehot = Signal(32)
         m.d.comb += [
-            power.eq(Mux(left, self.shamt, -self.shamt)),
-            self.b.eq(C(1, 32) << power),      # power <= 31: no bit is cut
+            onehot.eq(C(1, 32) << self.shamt),      # shamt <= 31: no bit is cut
+            self.b.eq(Mux(left, onehot,
+                          Cat(onehot[0], *[onehot[32 - k] for k in range(1, 32)]))),
         ]
         with m.If(left | (self.shamt == 0)):
             m.d.comb += self.mode.eq(int(Funct3.MUL))
