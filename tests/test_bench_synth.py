@@ -172,19 +172,19 @@ def test_run_quick_from_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
     monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
     put = lambda key, d: (tmp_path / f"{key}-0123456789abcdef.json").write_text(json.dumps(d))  # noqa: E731
-    put("tile1-pnr-r2-v2", _fake("tile", 1, 8333, 6.0, 68, ["dut.core.regs", "dut.core.div"]))
-    put("tile1-nodiv-pnr-r2-v2", _fake("tile", 1, 5000, 40.0, 68, ["dut.core.dec", "dut.core.w"]))
+    put(f"tile1-pnr-r2-v{sy.FLOW_VERSION}", _fake("tile", 1, 8333, 6.0, 68, ["dut.core.regs", "dut.core.div"]))
+    put(f"tile1-nodiv-pnr-r2-v{sy.FLOW_VERSION}", _fake("tile", 1, 5000, 40.0, 68, ["dut.core.dec", "dut.core.w"]))
     # a result of an older RTL digest written later (newer file): the current digest wins
-    (tmp_path / "tile1-nodiv-pnr-r2-v2-aaaaaaaaaaaaaaaa.json").write_text(
+    (tmp_path / f"tile1-nodiv-pnr-r2-v{sy.FLOW_VERSION}-aaaaaaaaaaaaaaaa.json").write_text(
         json.dumps(_fake("tile", 1, 9999, 1.0, 68, ["dut.core.dec"])))
     # an older RTL digest for the array (no matrix engine: key suffix -e0): used, and flagged
-    (tmp_path / "array4-16k-e0-pnr-v2-fedcba9876543210.json").write_text(
+    (tmp_path / f"array4-16k-e0-pnr-v{sy.FLOW_VERSION}-fedcba9876543210.json").write_text(
         json.dumps(_fake("array", 4, 30000, 5.0, 80, ["dut.tile0.core"])))
-    put("tile1-16k-e0-pnr-v2", _fake("tile", 1, 7000, 6.5, 20, ["dut.core.regs"]))
+    put(f"tile1-16k-e0-pnr-v{sy.FLOW_VERSION}", _fake("tile", 1, 7000, 6.5, 20, ["dut.core.regs"]))
     units, total = sy._parse_hier({"modules": {
         "\\top.dut.core.div": {"num_cells_by_type": {"LUT4": 3000}},
         "\\top.dut.core.alu": {"num_cells_by_type": {"LUT4": 300}}}})
-    put("tile1-hier-v2", dict(units=units, total=total, synth_s=50.0))
+    put(f"tile1-hier-v{sy.FLOW_VERSION}", dict(units=units, total=total, synth_s=50.0))
     sec = sy.run(quick=True)
     assert sec.command == "tessera bench --only synth --quick"
     assert [(r["kind"], r["variant"], r["lut4"]) for r in sec.rows] == [
@@ -279,7 +279,7 @@ def test_cached_place_and_route_timeout_is_run_again(tmp_path, monkeypatch):
     without one is still reused)."""
     monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
     monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
-    key = "tile1-nodiv-pnr-v2-0123456789abcdef"
+    key = f"tile1-nodiv-pnr-v{sy.FLOW_VERSION}-0123456789abcdef"
     old = dict(_fake("tile", 1, 5000, None, 68, []), pnr_error="timed out after 900 s")
     (tmp_path / f"{key}.json").write_text(json.dumps(old))
     work = tmp_path / "work"
@@ -399,8 +399,8 @@ def test_run_quick_engine_cost_from_the_two_tile_rows(tmp_path, monkeypatch):
     put = lambda key, d: (tmp_path / f"{key}-0123456789abcdef.json").write_text(json.dumps(d))  # noqa: E731
     with_eng = dict(_fake("tile", 1, 17820, 22.2, 72, ["dut.matrix"]), ff=5010, mult18=57)
     without = dict(_fake("tile", 1, 8274, 22.8, 68, ["dut.core.regs"]), ff=2569, mult18=8)
-    put("tile1-pnr-r2-v2", with_eng)
-    put("tile1-e0-pnr-v2", without)
+    put(f"tile1-pnr-r2-v{sy.FLOW_VERSION}", with_eng)
+    put(f"tile1-e0-pnr-v{sy.FLOW_VERSION}", without)
     sec = sy.run(quick=True)
     assert [(r["engine_macs"], r["lut4"]) for r in sec.rows] == [(32, 17820), (0, 8274)]
     # the goals are the engine tile's (the presets' design), not the engine-less row's
@@ -669,12 +669,12 @@ def test_run_quick_shows_the_seeds_of_a_cached_full_result(tmp_path, monkeypatch
     monkeypatch.setattr(sy, "_cache_dir", lambda: tmp_path)
     monkeypatch.setattr(sy, "_digest", lambda: "0123456789abcdef")
     put = lambda key, d: (tmp_path / f"{key}-0123456789abcdef.json").write_text(json.dumps(d))  # noqa: E731
-    put("tile1-pnr-r2-v2", _fake("tile", 1, 22000, 39.0, 72, ["dut.matrix"]))
+    put(f"tile1-pnr-r2-v{sy.FLOW_VERSION}", _fake("tile", 1, 22000, 39.0, 72, ["dut.matrix"]))
     cp = dict(elements=50, blocks=["dut.core.md"])
     full = dict(_fake("tile", 1, 8891, None, 68, []), pnr_s=None, seed_runs=[
         dict(seed=1, fmax_mhz=64.5, pnr_s=134.0, critical_path=cp),
         dict(seed=2, fmax_mhz=62.9, pnr_s=115.0, critical_path=dict(cp, elements=60))])
-    put("tile1-e0-pnr-v2", full)
+    put(f"tile1-e0-pnr-v{sy.FLOW_VERSION}", full)
     sec = sy.run(quick=True)
     row = next(r for r in sec.rows if r["engine_macs"] == 0)
     # by hand: median of 64.5 and 62.9 = 63.7; the lowest seed (2) gives the critical path
@@ -682,3 +682,34 @@ def test_run_quick_shows_the_seeds_of_a_cached_full_result(tmp_path, monkeypatch
     assert row["fmax_seeds"] == "62.9 / 64.5 (seeds 1, 2)"
     assert row["raw"]["critical_path"]["elements"] == 60
     assert row["time"] == pytest.approx(60.0 + 134.0 + 115.0)
+
+
+def test_regfile_collisions_undefined_marks_exactly_the_register_files_read_ports():
+    """The synthesis flow marks the three read ports of every core's register file (and no
+    other memory port) as don't-care on a same-cycle write collision (yosys
+    ``COLLISION_X_MASK``); the argument for it is in its docstring (architecture §4: a
+    context's write in V never meets a read of the same context in I, T >= 6)."""
+    from amaranth.back import rtlil
+    dut, _ = sy._design("array", 2, 16 * 1024, "contract", 0)
+    top, _bits = sy.PinWrapper(dut)
+    text = rtlil.convert(top, name="top", ports=[top.din, top.dout])
+    out = sy.regfile_collisions_undefined(text)
+    no, yes = "parameter \\COLLISION_X_MASK 1'0", "parameter \\COLLISION_X_MASK 1'1"
+    assert text.count(yes) == 0
+    # two tiles, three read ports each; every other read port (SRAM, divider rows) unchanged
+    assert out.count(yes) == 6
+    assert out.count(no) == text.count(no) - 6
+    assert out.replace(yes, no) == text
+    for part in out.split("\nmodule ")[1:]:
+        name = part.split("\n", 1)[0]
+        assert (yes in part) == name.endswith(".core.regs"), name
+
+
+def test_regfile_collisions_undefined_refuses_a_changed_register_file():
+    text = ("module \\top\nend\nmodule \\top.dut.core.regs\n  cell $memrd_v2 $1\n"
+            "    parameter \\COLLISION_X_MASK 1'0\n  end\nend\n")
+    with pytest.raises(BenchError, match=r"register file \\top.dut.core.regs does not have "
+                                         r"the three"):
+        sy.regfile_collisions_undefined(text)
+    with pytest.raises(BenchError, match="no register file"):
+        sy.regfile_collisions_undefined("module \\top\nend\n")

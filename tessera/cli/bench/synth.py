@@ -52,10 +52,12 @@ from tessera.spec.config import ArrayConfig
 from .common import BenchError, Goal, Section, Timer
 
 __all__ = ["PinWrapper", "synthesize", "pnr_jobs", "pnr_progress", "progress_text",
-           "breakdown", "run", "plot", "PUBLISHED", "VARIANTS", "UNITS"]
+           "breakdown", "run", "plot", "regfile_collisions_undefined", "PUBLISHED", "VARIANTS",
+           "UNITS"]
 
+#: 3: the register files' read/write collisions are don't-care (:func:`regfile_collisions_undefined`);
 #: 2: every output bit registered, a registered XOR tree (1: one combinational XOR).
-FLOW_VERSION = 2
+FLOW_VERSION = 3
 #: ``engine_macs`` of the synthesised designs unless told otherwise: the presets' value
 #: (``ArrayConfig``'s default).
 ENGINE_MACS = 32
@@ -223,12 +225,68 @@ def _check_args(kind, tiles, sram_bytes, variant, engine_macs=ENGINE_MACS):
         raise BenchError(f"synthesize: {e}") from None
 
 
+_MODULE = re.compile(r"^module (\S+)$", re.M)
+_NO_COLLISION_X = "parameter \\COLLISION_X_MASK 1'0"
+_COLLISION_X = "parameter \\COLLISION_X_MASK 1'1"
+
+
+def regfile_collisions_undefined(text: str) -> str:
+    """Mark the register files' read/write collisions as don't-care in an RTLIL netlist.
+
+    Amaranth 0.5 writes every ``$memrd_v2`` with ``COLLISION_X_MASK`` = 0: a read of the
+    address written in the same cycle must return the old word, and on ECP5 (whose DP16KD
+    leaves a collision between its two ports undefined) yosys emulates that with a
+    registered address compare and a bypass register per read port. The core's register
+    file (``tessera/hdl/tile/core/regfile.py``, one write port, three read ports) never reads
+    a (context, register) in the cycle it is written: the write is in V (t + 6) of an
+    instruction issued at t, the pipeline's reads are in I (t' + 1) of the slot context
+    t' mod T, and t + 6 = t' + 1 with t ≡ t' (mod T) would need T to divide 5 (T >= 6,
+    architecture §4); the host's debug read (port 3) is used only while the array is stopped
+    (architecture §9), from C + COMMIT_DELAY + D - 1 >= C + 6, after the run's last write
+    (V of the instruction issued at C - 1, C + 5). So the emulation can never change a
+    used value; this sets the mask of exactly those three ports to 1 (a synthesis fact, not
+    a change of the design: the simulated netlists and ``tessera gen`` keep Amaranth's).
+
+    Parameters
+    ----------
+    text : str
+        RTLIL from ``amaranth.back.rtlil.convert``.
+
+    Returns
+    -------
+    str
+        The same netlist with each ``*.core.regs`` module's three read ports marked.
+
+    Raises
+    ------
+    BenchError
+        No ``*.core.regs`` module, or one without exactly three one-write-port read ports
+        (the register file changed: this fact must be re-checked).
+    """
+    starts = [(m.start(), m.group(1)) for m in _MODULE.finditer(text)] + [(len(text), None)]
+    out, done, last = [], 0, 0
+    for (pos, name), (end, _) in zip(starts, starts[1:]):
+        if not name.endswith(".core.regs"):
+            continue
+        body = text[pos:end]
+        if body.count("cell $memrd_v2") != 3 or body.count(_NO_COLLISION_X) != 3:
+            raise BenchError(f"synthesize: the register file {name} does not have the three "
+                             "one-write-port read ports that regfile_collisions_undefined "
+                             "expects; re-check its collision argument")
+        out += [text[last:pos], body.replace(_NO_COLLISION_X, _COLLISION_X)]
+        last, done = end, done + 1
+    if not done:
+        raise BenchError("synthesize: no register file (*.core.regs module) in the netlist")
+    return "".join(out) + text[last:]
+
+
 def _write_rtlil(kind, tiles, sram_bytes, variant, prefix, engine_macs=ENGINE_MACS):
     from amaranth.back import rtlil
     work = Path(tempfile.mkdtemp(prefix=prefix, dir=_ensure(_cache_dir())))
     dut, _cfg = _design(kind, tiles, sram_bytes, variant, engine_macs)
     top, bits = PinWrapper(dut)
-    text = rtlil.convert(top, name="top", ports=[top.din, top.dout])
+    text = regfile_collisions_undefined(rtlil.convert(top, name="top",
+                                                      ports=[top.din, top.dout]))
     (work / "top.il").write_text(text)
     return work, bits
 
