@@ -18,6 +18,13 @@ the core drives it with ``~run``, and the host reads registers only while the ar
 stopped), the row selected ahead is the debug context's, and port 3 (rd) reads the debug
 register a cycle later, so the debug word is on ``dbg_data`` two cycles after its select
 (docs/synthesis.md: one block RAM, one row select and one zero mask fewer).
+
+No read port ever reads a (context, register) in the cycle it is written (the write is in V,
+t + 6, of an instruction issued at t; a read of the same context is in I of one of its later
+slots, t + kT + 1, and T >= 6 does not divide 5; the host's read comes after the run's last
+write). The read ports are not transparent, which the simulators honour; the synthesis flow
+marks their collisions as don't-care so that yosys does not emulate the block RAM's
+read-during-write in logic (:func:`tessera.cli.bench.synth.regfile_collisions_undefined`).
 """
 
 from amaranth import Array, C, Cat, Module, Mux, Signal
