@@ -26,6 +26,10 @@ from pathlib import Path
 
 import pytest
 
+# The shapes of other WRITE_DELAY values are design what-ifs for docs/synthesis.md, not the
+# contract's engine (which the default suite tests): ``make test-all`` runs them.
+pytestmark = pytest.mark.slow
+
 _SCRIPT = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])

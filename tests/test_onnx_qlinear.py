@@ -312,6 +312,7 @@ def _run_binop(a, b, op):
     return eng.read_tensor("y").view(np.float32)
 
 
+@pytest.mark.slow     # 30 s; the QLinear operators that use it are compared with onnxruntime
 def test_soft_float_add_mul_equal_ieee_float32():
     """tso_binop's float32 Add / Mul (integer instructions only) against numpy's IEEE-754
     single precision: random magnitudes, cancellation, exact ties, subnormals, overflow."""
