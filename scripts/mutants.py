@@ -133,6 +133,8 @@ TESTS = [
      + _CORE_SIM),
     ("tessera/hdl/tile/core/", _CORE_SIM),
     ("tessera/hdl/gen.py", ["tests/test_hdl_fabric_gen.py", "tests/test_rtl_tools.py"]),
+    # the fault record's own cycle-by-cycle test first (2026-12-07: fields a cycle late)
+    ("tessera/hdl/tile/fault_record.py", ["tests/test_hdl_fault_record.py"] + _HDL_REST),
     ("tessera/hdl/", _HDL_REST),
     ("tessera/golden_model/kernels/qlinear.py", ["tests/test_onnx_qlinear.py"] + _KERNELS),
     ("tessera/golden_model/kernels/", _KERNELS),
