@@ -98,16 +98,16 @@ class FaultRecord(wiring.Component):
             held[src_name] = regs = {f: Signal.like(getattr(src, f), name=f"{src_name}_{f}_q")
                                      for f in names}
             m.d.sync += [regs[f].eq(getattr(src, f)) for f in names]
-        x_new = Signal()      # the exchange fault was taken at the end of the last cycle
+        # take["xchg"]: the exchange fault was taken at the end of the last cycle
         with m.If(self.clear):
-            m.d.sync += [valid.eq(0), x_new.eq(0), *[t.eq(0) for t in take.values()]]
+            m.d.sync += [valid.eq(0), *[t.eq(0) for t in take.values()]]
         with m.Else():
             t_insn = insn.valid & ~valid       # an engine fault of this cycle wins in stage 2
-            t_eng = eng.valid & (~valid | (self.eng_now & x_new))
+            t_eng = eng.valid & (~valid | (self.eng_now & take["xchg"]))
             t_xchg = xchg.valid & ~insn.valid & ~eng.valid & ~valid
             m.d.sync += [valid.eq(valid | insn.valid | eng.valid | xchg.valid),
                          take["insn"].eq(t_insn), take["eng"].eq(t_eng),
-                         take["xchg"].eq(t_xchg), x_new.eq(t_xchg)]
+                         take["xchg"].eq(t_xchg)]
 
         # stage 2 (end of the next cycle): the kept source's fields, from its registers; the
         # engine's first (an instruction fault comes with an engine fault only when that one
